@@ -1,0 +1,68 @@
+# hifa4-eval: plain GNU make (STYLE.md section 8). Every src/**/*.c except src/main.c goes
+# into build/libhifa4.a; each tests/test_<module>.c is one test binary linked against it.
+CC ?= cc
+OPT ?= -O3 -march=native
+# -ffp-contract=off: the attention and HiF4 specs fix every binary32 operation; FMA
+# contraction changes bits (spec/attention.md section 7.1). No -ffast-math anywhere.
+CFLAGS += -std=c11 -Wall -Wextra -g -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+          -D_DEFAULT_SOURCE -Isrc $(OPT)
+LDFLAGS += -fopenmp
+LDLIBS = -lopenblas -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
+BUILD ?= build
+BIN ?= hifa4-eval
+
+SRCS := $(sort $(wildcard src/*.c src/*/*.c))
+LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRCS := $(sort $(wildcard tests/bench_*.c))
+BENCH_BINS := $(BENCH_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test bench asan debug clean demo format fuzz
+all: $(BIN)
+
+$(BIN): $(BUILD)/src/main.o $(BUILD)/libhifa4.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libhifa4.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
+
+# Tests run from the repository root and read ../shared in place; scratch goes to build/tmp.
+test: $(BIN) $(TEST_BINS)
+	@mkdir -p $(BUILD)/tmp
+	@HIFA4_BIN=$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
+	  ./tests/run_tests.sh $(TEST_BINS)
+
+bench: $(BIN) $(BENCH_BINS)
+	@mkdir -p $(BUILD)/tmp
+	@for b in $(BENCH_BINS); do HIFA4_TMP=$(BUILD)/tmp $$b || exit 1; done
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/hifa4-eval OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	  LDFLAGS="-fopenmp -fsanitize=address,undefined" test
+
+debug:
+	$(MAKE) BUILD=build-debug BIN=build-debug/hifa4-eval OPT="-O0" all
+
+# One command on a fresh machine: install packages, build, make the embedded default model,
+# run the main job on real questions (see README).
+demo:
+	./scripts/demo.sh
+
+format:
+	clang-format -i $(SRCS) $(wildcard src/*.h src/*/*.h tests/*.c tests/*.h)
+
+clean:
+	rm -rf build build-asan build-debug hifa4-eval
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,6 @@
+// commands.h: the subcommand table (X-macro). One line per subcommand:
+//   CMD(name, "one-line help")  ->  int cmd_<name>(int argc, char **argv, struct err *e)
+// implemented in src/cli/<name>.c. argv[0] is the subcommand name. Return 0, or a negative
+// enum err_code with e filled (ERR_USAGE -> exit status 2 with the command's usage).
+// This file merges with git's union driver (.gitattributes): keep one CMD per line.
+CMD(list, "models, tasks and attention modes")

@@ -1,0 +1,76 @@
+// main.c: the hifa4-eval entry point. Picks the subcommand (DESIGN.md section 1), runs it,
+// prints its error and maps it to the exit status: 0 ok, 1 error, 2 usage. The only file
+// that exits. The bare form `hifa4-eval --model M --task T` is `run`.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv, struct err *e);
+    const char *help;
+};
+
+static const struct command commands[] = {
+#define CMD(n, h) {#n, cmd_##n, h},
+#include "cli/commands.h"
+#undef CMD
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "hifa4-eval: does 4-bit attention change what a model decides?\n\n"
+               "usage: hifa4-eval <command> [--option value]...\n"
+               "       hifa4-eval --model M --task T [run options]   (same as 'run')\n\n"
+               "commands:\n");
+    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nglobal: --quiet, --verbose (before the command); 'hifa4-eval <command> --help' "
+               "for its options\n");
+}
+
+int main(int argc, char **argv) {
+    int i = 1;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--quiet")) log_set_level(LOG_WARN);
+        else if (!strcmp(argv[i], "--verbose")) log_set_level(LOG_DEBUG);
+        else break;
+    }
+    if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help")) {
+        usage(i >= argc ? stderr : stdout);
+        return i >= argc ? 2 : 0;
+    }
+    const struct command *cmd = NULL;
+    int sub_argc = argc - i;
+    char **sub_argv = argv + i;
+    char **bare = NULL;
+    if (argv[i][0] == '-' && argv[i][1] == '-') {
+        // bare form: treat as `run` with the same options
+        for (int k = 0; k < n_commands; k++)
+            if (!strcmp(commands[k].name, "run")) cmd = &commands[k];
+        if (!cmd) { fprintf(stderr, "hifa4-eval: 'run' is not available in this build\n"); return 2; }
+        bare = malloc(sizeof(char *) * (size_t)(sub_argc + 2));
+        if (!bare) { fprintf(stderr, "hifa4-eval: out of memory\n"); return 1; }
+        bare[0] = "run";
+        for (int k = 0; k < sub_argc; k++) bare[k + 1] = sub_argv[k];
+        bare[sub_argc + 1] = NULL;
+        sub_argv = bare;
+        sub_argc++;
+    } else {
+        for (int k = 0; k < n_commands; k++)
+            if (!strcmp(commands[k].name, argv[i])) cmd = &commands[k];
+        if (!cmd) {
+            fprintf(stderr, "hifa4-eval: unknown command '%s'\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    struct err e = {0};
+    int rc = cmd->run(sub_argc, sub_argv, &e);
+    free(bare);
+    if (rc == 0) return 0;
+    fprintf(stderr, "hifa4-eval %s: %s\n", cmd->name, e.msg[0] ? e.msg : err_code_name(rc));
+    return rc == ERR_USAGE ? 2 : 1;
+}
