@@ -1,0 +1,158 @@
+// attn.c: the attention mode registry, the per-run context (scratch, statistics, hooks) and
+// the dispatcher that runs a mode over a packed batch in parallel over (sequence, kv head)
+// groups. Owns no numerics: every mode's arithmetic lives in its own file.
+#include "attention/attn.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "attention/modes.h"
+
+// ---- registry: one line per mode ----
+static const struct attn_mode *const registry[] = {
+    &attn_mode_exact,
+    &attn_mode_f32,
+};
+static const int n_registry = (int)(sizeof registry / sizeof registry[0]);
+
+int attn_mode_count(void) { return n_registry; }
+const struct attn_mode *attn_mode_at(int i) { return (i >= 0 && i < n_registry) ? registry[i] : NULL; }
+
+const struct attn_mode *attn_mode_find(const char *name) {
+    for (int i = 0; i < n_registry; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+const char *attn_mode_names(void) {
+    static char buf[512];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; i < n_registry && n < sizeof buf; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", registry[i]->name);
+    }
+    return buf;
+}
+
+void attn_opts_default(struct attn_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->tile = 128;
+    o->v_group = ATTN_VGROUP_TOKEN;
+    o->qformat = ATTN_QFORMAT_HIF4;
+}
+
+// ---- context ----
+struct attn_ctx {
+    const struct attn_mode *mode;
+    struct attn_opts opts;
+    int n_layers, H, Hkv, d, max_T;
+    const float *scales; // [n_layers][Hkv][d], borrowed
+    int n_threads;
+    size_t scratch_per_thread;
+    unsigned char *scratch; // n_threads * scratch_per_thread
+    attn_hook_fn hook;
+    void *hook_user;
+    struct attn_stats stats;
+};
+
+int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
+                  int n_layers, int H, int Hkv, int d, int max_T, const float *scales,
+                  struct err *e) {
+    *out = NULL;
+    const struct attn_mode *m = attn_mode_find(mode);
+    if (!m) return err_set(e, ERR_USAGE, "unknown attention mode '%s' (known: %s)", mode, attn_mode_names());
+    if (n_layers <= 0 || n_layers > ATTN_MAX_LAYERS || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || max_T <= 0)
+        return err_set(e, ERR_RANGE, "attention: bad shape layers=%d H=%d Hkv=%d d=%d max_T=%d",
+                       n_layers, H, Hkv, d, max_T);
+    if (o->tile < 64 || o->tile % 64)
+        return err_set(e, ERR_USAGE, "--tile %d: must be a positive multiple of 64", o->tile);
+    if ((m->flags & ATTN_F_SQK) && !scales)
+        return err_set(e, ERR_USAGE, "attention mode '%s' uses Smooth-QK and needs a scales file (--scales)", mode);
+    struct attn_ctx *c = calloc(1, sizeof *c);
+    if (!c) return err_set(e, ERR_NOMEM, "attention: out of memory");
+    c->mode = m;
+    c->opts = *o;
+    c->n_layers = n_layers;
+    c->H = H;
+    c->Hkv = Hkv;
+    c->d = d;
+    c->max_T = max_T;
+    c->scales = scales;
+    c->n_threads = o->n_threads > 0 ? o->n_threads : omp_get_max_threads();
+    struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile,
+                             .v_group = o->v_group, .qformat = o->qformat};
+    c->scratch_per_thread = (m->scratch_bytes(&call) + 63) & ~(size_t)63;
+    size_t total;
+    if (mul_size(c->scratch_per_thread, (size_t)c->n_threads, &total)) {
+        free(c);
+        return err_set(e, ERR_RANGE, "attention: scratch size overflow (max_T=%d)", max_T);
+    }
+    if (total) {
+        c->scratch = aligned_alloc(64, total);
+        if (!c->scratch) {
+            free(c);
+            return err_set(e, ERR_NOMEM, "attention: cannot allocate %zu bytes of scratch", total);
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+void attn_ctx_free(struct attn_ctx *ctx) {
+    if (!ctx) return;
+    free(ctx->scratch);
+    free(ctx);
+}
+
+const struct attn_mode *attn_ctx_mode(const struct attn_ctx *ctx) { return ctx->mode; }
+void attn_ctx_set_hook(struct attn_ctx *ctx, attn_hook_fn fn, void *user) { ctx->hook = fn; ctx->hook_user = user; }
+const struct attn_stats *attn_ctx_stats(const struct attn_ctx *ctx) { return &ctx->stats; }
+void attn_ctx_reset_stats(struct attn_ctx *ctx) { memset(&ctx->stats, 0, sizeof ctx->stats); }
+
+int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
+                 const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
+                 struct err *e) {
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
+    if (l->layer < 0 || l->layer >= ctx->n_layers)
+        return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
+    for (int s = 0; s < n_seq; s++)
+        if (seq_len[s] <= 0 || seq_len[s] > ctx->max_T)
+            return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens (context sized for %d)",
+                           s, seq_len[s], ctx->max_T);
+    // Kernel inputs are 16-bit (attention.md 1): round in place, rows of sequences only.
+    if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+        for (int s = 0; s < n_seq; s++) {
+            size_t o = (size_t)seq_off[s], T = (size_t)seq_len[s];
+            round_bf16_n(q + o * H * d, T * H * d);
+            round_bf16_n(k + o * Hkv * d, T * Hkv * d);
+            round_bf16_n(v + o * Hkv * d, T * Hkv * d);
+        }
+    }
+    if (ctx->hook)
+        for (int s = 0; s < n_seq; s++) {
+            size_t o = (size_t)seq_off[s];
+            ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
+                      seq_len[s], H, Hkv, d);
+        }
+    const int n_tasks = n_seq * Hkv;
+    const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
+    for (int t = 0; t < n_tasks; t++) {
+        int s = t / Hkv, kh = t % Hkv;
+        size_t o = (size_t)seq_off[s];
+        struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
+                              .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
+                              .tile = ctx->opts.tile, .v_group = ctx->opts.v_group,
+                              .qformat = ctx->opts.qformat, .scales = scales};
+        void *scratch = ctx->scratch + (size_t)omp_get_thread_num() * ctx->scratch_per_thread;
+        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
+                           kh * g, (kh + 1) * g, scratch);
+    }
+    ctx->stats.calls += (int64_t)n_seq * H;
+    ctx->stats.calls_per_layer[l->layer] += (int64_t)n_seq * H;
+    for (int s = 0; s < n_seq; s++) ctx->stats.tokens += seq_len[s];
+    return 0;
+}

@@ -1,0 +1,58 @@
+// ref.c: the untiled binary64 reference modes `exact` and `f32` (spec/attention.md section 3,
+// 7.7): scores, soft-cap, softmax and PV in binary64 with a binary64 scale, rounded once to
+// binary32. `f32` sees bf16-rounded inputs (the dispatcher rounds them, ATTN_F_ROUND_INPUT);
+// `exact` sees the unrounded ones (for comparison with binary32 implementations).
+#include <math.h>
+
+#include "attention/modes.h"
+
+static size_t ref_scratch(const struct attn_call *c) {
+    return (size_t)c->T * sizeof(double) + (size_t)c->d * sizeof(double);
+}
+
+// out [T][H][d], q [T][H][d], k/v [T][Hkv][d]; heads [h0, h1)
+static void ref_forward(float *out, const float *q, const float *k, const float *v,
+                        const struct attn_call *c, int h0, int h1, void *scratch) {
+    const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv;
+    double *p = scratch;       // (T)
+    double *acc = p + T;       // (d)
+    for (int h = h0; h < h1; h++) {
+        const int kh = h / g;
+        for (int i = 0; i < T; i++) {
+            const float *qi = q + ((size_t)i * H + h) * d;
+            int j0 = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
+            double mx = -INFINITY;
+            for (int j = j0; j <= i; j++) {
+                const float *kj = k + ((size_t)j * Hkv + kh) * d;
+                double s = 0;
+                for (int ch = 0; ch < d; ch++) s += (double)qi[ch] * (double)kj[ch];
+                s *= c->sm64;
+                if (c->softcap > 0) s = (double)c->softcap * tanh(s / (double)c->softcap);
+                p[j] = s;
+                if (s > mx) mx = s;
+            }
+            double sum = 0;
+            for (int j = j0; j <= i; j++) {
+                p[j] = exp(p[j] - mx);
+                sum += p[j];
+            }
+            for (int ch = 0; ch < d; ch++) acc[ch] = 0;
+            for (int j = j0; j <= i; j++) {
+                const float *vj = v + ((size_t)j * Hkv + kh) * d;
+                for (int ch = 0; ch < d; ch++) acc[ch] += p[j] * (double)vj[ch];
+            }
+            float *oi = out + ((size_t)i * H + h) * d;
+            for (int ch = 0; ch < d; ch++) oi[ch] = (float)(acc[ch] / sum);
+        }
+    }
+}
+
+const struct attn_mode attn_mode_exact = {
+    .name = "exact", .label = "exact (binary64, unrounded inputs)", .flags = 0,
+    .scratch_bytes = ref_scratch, .forward = ref_forward,
+};
+
+const struct attn_mode attn_mode_f32 = {
+    .name = "f32", .label = "f32 reference (binary64 softmax, bf16 inputs)",
+    .flags = ATTN_F_ROUND_INPUT, .scratch_bytes = ref_scratch, .forward = ref_forward,
+};
