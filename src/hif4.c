@@ -1,0 +1,298 @@
+// hif4.c: HiF4 codec (spec/hif4.md). hif4_qdq_group_ref is the literal transcription of
+// section 4 / section 6 "A6 hardware"; the fast path (qdq64) computes the same bits with
+// fewer, branch-free operations whose equivalence is argued at each step and checked by
+// tests/test_hif4.c against the reference. Tensor-level helpers pad tails with zeros
+// (section 5). All arithmetic is binary32 (built with -ffp-contract=off, no -ffast-math).
+#include "hif4.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "common.h"
+
+// ---- constants (section 2, 4) ----
+#define SCALE_MIN 0x1p-48f  // E6M2 code 0
+#define SCALE_MAX 49152.0f  // E6M2 code 254
+static const float R7 = 0.142578125f; // bf16(1/7) = bf16 0x3E12 (step 0)
+// step 7 table: bf16(1/S) = RECIP_MANT[f] * 2^-E for S = (4+f)/4 * 2^E (exact, never a tie)
+static const float RECIP_MANT[4] = {1.0f, 205.0f / 256.0f, 171.0f / 256.0f, 146.0f / 256.0f};
+
+// ---- scalar pieces ----
+float hif4_e6m2_value(int ea) {
+    if (ea < 0 || ea > 254) return NAN;
+    return ldexpf((float)(4 + (ea & 3)), (ea >> 2) - 50);
+}
+
+int hif4_e6m2_encode(float t) {
+    // step 6 via the bits: t is normal (>= 2^-48); keep 2 fraction bits, round half to even
+    uint32_t u = f32_bits(t);
+    int E = (int)((u >> 23) & 0xff) - 127;
+    uint32_t mant = u & 0x7fffff;
+    uint32_t f = mant >> 21, rest = mant & 0x1fffff;
+    if (rest > 0x100000u || (rest == 0x100000u && (f & 1))) f++;
+    if (f == 4) { f = 0; E++; } // n == 8 carries to the next binade
+    return ((E + 48) << 2) | (int)f;
+}
+
+float hif4_recip(int ea) {
+    if (ea < 0 || ea > 254) return NAN;
+    return ldexpf(RECIP_MANT[ea & 3], -((ea >> 2) - 48));
+}
+
+// ---- literal reference (section 4 and section 6 "A6 hardware") ----
+void hif4_qdq_group_ref(float y[64], const float x_in[64], enum hif4_recipe r,
+                        struct hif4_meta *meta, uint8_t codes[64]) {
+    float x[64], a[64], m4[16], m8[8];
+    for (int i = 0; i < 64; i++) x[i] = r == HIF4_RECIPE_A6 ? round_bf16(x_in[i]) : x_in[i];
+    // step 1: NaN poisons the group
+    for (int i = 0; i < 64; i++) {
+        if (isnan(x[i])) {
+            for (int k = 0; k < 64; k++) y[k] = NAN;
+            if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
+            if (codes) memset(codes, 0, 64);
+            return;
+        }
+    }
+    // step 2: maxima of |x| (Inf is an ordinary value)
+    for (int i = 0; i < 64; i++) a[i] = fabsf(x[i]);
+    for (int k = 0; k < 16; k++) m4[k] = fmaxf(fmaxf(a[4 * k], a[4 * k + 1]), fmaxf(a[4 * k + 2], a[4 * k + 3]));
+    float M = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        m8[j] = fmaxf(m4[2 * j], m4[2 * j + 1]);
+        M = fmaxf(M, m8[j]);
+    }
+    // steps 3-5: fp32 product, then bf16, then clamp
+    volatile float prod = M * R7; // volatile: one binary32 rounding, even on odd targets
+    float t = round_bf16(prod);
+    t = fminf(fmaxf(t, SCALE_MIN), SCALE_MAX);
+    // step 6: E := floor(log2 t), q := t * 2^(2-E) in [4,8), n := round half even
+    int E = (int)((f32_bits(t) >> 23) & 0xff) - 127;
+    float q = ldexpf(t, 2 - E);
+    int n = (int)rintf(q);
+    if (n == 8) { n = 4; E++; }
+    float S = ldexpf((float)n, E - 2);
+    int ea = ((E + 48) << 2) | (n - 4);
+    // step 7: R := bf16(f32(1/S))
+    float one = 1.0f;
+    float R = round_bf16(one / S);
+    int eb = 0, ec = 0;
+    float s8[8], s4[16];
+    for (int j = 0; j < 8; j++) {
+        // step 8 (A6: the product is rounded to bf16 before the comparison)
+        float p = m8[j] * R;
+        if (r == HIF4_RECIPE_A6) p = round_bf16(p);
+        int b = p >= 4.0f;
+        eb |= b << j;
+        s8[j] = b ? 2.0f : 1.0f;
+    }
+    for (int k = 0; k < 16; k++) {
+        // step 9 (A6: bf16(bf16(M4*R) * 2^-eb) >= 2)
+        float p;
+        if (r == HIF4_RECIPE_A6) p = round_bf16(round_bf16(m4[k] * R) * (1.0f / s8[k >> 1]));
+        else p = (m4[k] * R) / s8[k >> 1];
+        int b = p >= 2.0f;
+        ec |= b << k;
+        s4[k] = b ? 2.0f : 1.0f;
+    }
+    for (int i = 0; i < 64; i++) {
+        int j = i >> 3, k = i >> 2, c;
+        if (r == HIF4_RECIPE_A6) {
+            // m = bf16(x * R * 2^-(eb+ec)); nearest code, ties to even; >= 7 saturates
+            float rs = R / (s8[j] * s4[k]); // exact: power-of-two scaling of a normal value
+            float m = fabsf(round_bf16(x[i] * rs));
+            float v = m * 4.0f;
+            c = v >= 7.0f ? 7 : (int)rintf(v);
+        } else {
+            // step 10-11: m := ((a / s8) / s4) * R; w := f32(m*4 + 0.5) (two roundings)
+            float m = ((a[i] / s8[j]) / s4[k]) * R;
+            float v = m * 4.0f;
+            float w = v + 0.5f;
+            if (isinf(w) || w >= 8.0f) c = 7;
+            else c = (int)floorf(w);
+            if (c > 7) c = 7;
+        }
+        // step 12: sign; y = sgn(x) * c/4 * s8 * s4 * S with sgn(+-0) = 0
+        int neg = x[i] < 0.0f;
+        if (codes) codes[i] = (uint8_t)((neg ? 8 : 0) | c);
+        float mag = ((float)c / 4.0f) * s8[j] * s4[k] * S;
+        y[i] = x[i] == 0.0f ? 0.0f : neg ? -mag : mag;
+    }
+    if (meta) *meta = (struct hif4_meta){(uint8_t)ea, (uint8_t)eb, (uint16_t)ec};
+}
+
+// ---- fast path ----
+// One full group x[64] -> y[64] (y may alias x). Equivalence with the reference:
+// - Maxima on the bit patterns of |x|: for non-negative binary32 (and +Inf) the unsigned
+//   integer order is the float order; any NaN has |bits| > 0x7f800000 and so shows up in M.
+// - Steps 8/9: f32(f32(M4*R)/s8) >= 2 is f32(M4*R) >= 2*s8 because halving a value >= 2 is
+//   exact (and a halved value < 2 compares the same either way).
+// - Steps 10-11: for a normal |x| the chain a/s8/s4*R*4 has exact power-of-two steps, so
+//   v = f32(a * (4*R/(s8*s4))) bit for bit (overflow gives +Inf in both). When a/s8/s4
+//   would be inexact (subnormal a) v < 2^-70, so both give code 0.
+// - A6: x*(R*2^-(eb+ec)) is the same product the reference forms; *4 of a bf16 is exact.
+static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta *meta,
+                  uint8_t *codes) {
+    float xb[64];
+    const float *xs = x;
+    if (r == HIF4_RECIPE_A6) {
+        for (int i = 0; i < 64; i++) xb[i] = round_bf16(x[i]);
+        xs = xb;
+    }
+    uint32_t ab[64], m4[16], m8[8];
+    for (int i = 0; i < 64; i++) ab[i] = f32_bits(xs[i]) & 0x7fffffffu;
+    for (int k = 0; k < 16; k++) {
+        uint32_t p = ab[4 * k] > ab[4 * k + 1] ? ab[4 * k] : ab[4 * k + 1];
+        uint32_t q = ab[4 * k + 2] > ab[4 * k + 3] ? ab[4 * k + 2] : ab[4 * k + 3];
+        m4[k] = p > q ? p : q;
+    }
+    uint32_t Mb = 0;
+    for (int j = 0; j < 8; j++) {
+        m8[j] = m4[2 * j] > m4[2 * j + 1] ? m4[2 * j] : m4[2 * j + 1];
+        Mb = m8[j] > Mb ? m8[j] : Mb;
+    }
+    if (Mb > 0x7f800000u) { // step 1
+        for (int i = 0; i < 64; i++) y[i] = NAN;
+        if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
+        if (codes) memset(codes, 0, 64);
+        return;
+    }
+    float t = round_bf16(bits_f32(Mb) * R7);
+    t = t < SCALE_MIN ? SCALE_MIN : t > SCALE_MAX ? SCALE_MAX : t;
+    int ea = hif4_e6m2_encode(t);
+    int E = (ea >> 2) - 48, f = ea & 3;
+    float R = ldexpf(RECIP_MANT[f], -E);
+    float step0 = ldexpf((float)(4 + f), E - 4); // S/4
+    float kb[16], st[16];
+    int eb = 0, ec = 0;
+    for (int j = 0; j < 8; j++) {
+        float p = bits_f32(m8[j]) * R;
+        if (r == HIF4_RECIPE_A6) p = round_bf16(p);
+        eb |= (p >= 4.0f) << j;
+    }
+    for (int k = 0; k < 16; k++) {
+        int b8 = (eb >> (k >> 1)) & 1;
+        float p = bits_f32(m4[k]) * R;
+        if (r == HIF4_RECIPE_A6) p = round_bf16(p);
+        int b4 = p >= (b8 ? 4.0f : 2.0f);
+        ec |= b4 << k;
+        int sh = b8 + b4;
+        kb[k] = r == HIF4_RECIPE_A6 ? ldexpf(R, -sh) : ldexpf(R, 2 - sh);
+        st[k] = ldexpf(step0, sh);
+    }
+    if (r == HIF4_RECIPE_A6) {
+        for (int i = 0; i < 64; i++) {
+            float xv = xs[i];
+            float m = fabsf(round_bf16(xv * kb[i >> 2]));
+            float v = m * 4.0f;
+            float c = v >= 7.0f ? 7.0f : rintf(v);
+            float mag = c * st[i >> 2];
+            if (codes) codes[i] = (uint8_t)((xv < 0.0f ? 8 : 0) | (int)c);
+            y[i] = xv < 0.0f ? -mag : mag;
+        }
+    } else {
+        for (int i = 0; i < 64; i++) {
+            float xv = xs[i];
+            float v = fabsf(xv) * kb[i >> 2];
+            float w = floorf(v + 0.5f);
+            float c = w < 7.0f ? w : 7.0f;
+            float mag = c * st[i >> 2];
+            if (codes) codes[i] = (uint8_t)((xv < 0.0f ? 8 : 0) | (int)c);
+            y[i] = xv < 0.0f ? -mag : mag;
+        }
+    }
+    if (meta) *meta = (struct hif4_meta){(uint8_t)ea, (uint8_t)eb, (uint16_t)ec};
+}
+
+void hif4_qdq_group(float *y, const float *x, int n, enum hif4_recipe r, struct hif4_meta *meta,
+                    uint8_t *codes) {
+    assert(n >= 1 && n <= 64);
+    if (n == 64) {
+        qdq64(y, x, r, meta, codes);
+        return;
+    }
+    float buf[64];
+    memcpy(buf, x, (size_t)n * sizeof(float));
+    memset(buf + n, 0, (size_t)(64 - n) * sizeof(float));
+    qdq64(buf, buf, r, meta, codes);
+    memcpy(y, buf, (size_t)n * sizeof(float));
+    if (codes) memset(codes + n, 0, (size_t)(64 - n)); // zero tail quantizes to code 0 anyway
+}
+
+// ---- tensor level ----
+void hif4_qdq(float *y, const float *x, int len, enum hif4_recipe r) {
+    for (int g = 0; g < len; g += 64) {
+        int n = len - g < 64 ? len - g : 64;
+        hif4_qdq_group(y + g, x + g, n, r, NULL, NULL);
+    }
+}
+
+void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum hif4_recipe r) {
+    if (stride == 1) {
+        hif4_qdq(y, x, len, r);
+        return;
+    }
+    float buf[64];
+    for (int g = 0; g < len; g += 64) {
+        int n = len - g < 64 ? len - g : 64;
+        const float *xs = x + (ptrdiff_t)g * stride;
+        for (int i = 0; i < n; i++) buf[i] = xs[(ptrdiff_t)i * stride];
+        for (int i = n; i < 64; i++) buf[i] = 0.0f;
+        qdq64(buf, buf, r, NULL, NULL);
+        float *ys = y + (ptrdiff_t)g * stride;
+        for (int i = 0; i < n; i++) ys[(ptrdiff_t)i * stride] = buf[i];
+    }
+}
+
+void hif4_qdq_cols(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols,
+                   enum hif4_recipe r) {
+    for (int c = 0; c < cols; c++) {
+        float buf[64];
+        for (int g = 0; g < rows; g += 64) {
+            int n = rows - g < 64 ? rows - g : 64;
+            for (int i = 0; i < n; i++) buf[i] = x[(ptrdiff_t)(g + i) * ld + c];
+            for (int i = n; i < 64; i++) buf[i] = 0.0f;
+            qdq64(buf, buf, r, NULL, NULL);
+            for (int i = 0; i < n; i++) y[(ptrdiff_t)(g + i) * ldy + c] = buf[i];
+        }
+    }
+}
+
+// ---- packed unit ----
+void hif4_pack(uint8_t unit[36], const uint8_t codes[64], struct hif4_meta m) {
+    for (int i = 0; i < 32; i++) unit[i] = (uint8_t)((codes[2 * i] & 15) | (codes[2 * i + 1] & 15) << 4);
+    unit[32] = m.ea;
+    unit[33] = m.eb;
+    unit[34] = (uint8_t)(m.ec & 0xff);
+    unit[35] = (uint8_t)(m.ec >> 8);
+}
+
+void hif4_unpack_codes(uint8_t codes[64], struct hif4_meta *m, const uint8_t unit[36]) {
+    for (int i = 0; i < 32; i++) {
+        codes[2 * i] = unit[i] & 15;
+        codes[2 * i + 1] = unit[i] >> 4;
+    }
+    m->ea = unit[32];
+    m->eb = unit[33];
+    m->ec = (uint16_t)(unit[34] | unit[35] << 8);
+}
+
+void hif4_decode(float out[64], const uint8_t codes[64], struct hif4_meta m) {
+    if (m.ea == HIF4_EA_NAN) {
+        for (int i = 0; i < 64; i++) out[i] = NAN;
+        return;
+    }
+    float S = hif4_e6m2_value(m.ea);
+    for (int i = 0; i < 64; i++) {
+        int k = ((m.eb >> (i >> 3)) & 1) + ((m.ec >> (i >> 2)) & 1);
+        float v = ldexpf((float)(codes[i] & 7) * S, k - 2); // exact: <= 6 significant bits
+        out[i] = codes[i] & 8 ? -v : v;
+    }
+}
+
+void hif4_unpack(float out[64], const uint8_t unit[36]) {
+    uint8_t codes[64];
+    struct hif4_meta m;
+    hif4_unpack_codes(codes, &m, unit);
+    hif4_decode(out, codes, m);
+}
