@@ -122,86 +122,139 @@ void hif4_qdq_group_ref(float y[64], const float x_in[64], enum hif4_recipe r,
 }
 
 // ---- fast path ----
-// One full group x[64] -> y[64] (y may alias x). Equivalence with the reference:
+// Equivalence with the reference, step by step:
 // - Maxima on the bit patterns of |x|: for non-negative binary32 (and +Inf) the unsigned
 //   integer order is the float order; any NaN has |bits| > 0x7f800000 and so shows up in M.
-// - Steps 8/9: f32(f32(M4*R)/s8) >= 2 is f32(M4*R) >= 2*s8 because halving a value >= 2 is
+// - Step 8/9: f32(f32(M4*R)/s8) >= 2 is f32(M4*R) >= 2*s8 because halving a value >= 2 is
 //   exact (and a halved value < 2 compares the same either way).
 // - Steps 10-11: for a normal |x| the chain a/s8/s4*R*4 has exact power-of-two steps, so
 //   v = f32(a * (4*R/(s8*s4))) bit for bit (overflow gives +Inf in both). When a/s8/s4
 //   would be inexact (subnormal a) v < 2^-70, so both give code 0.
 // - A6: x*(R*2^-(eb+ec)) is the same product the reference forms; *4 of a bf16 is exact.
+// - y = c * (S/4 * s8 * s4): exact (<= 6 significant bits, normal range), sign from x < 0,
+//   so +-0 inputs give +0 and negative inputs rounding to zero give -0 (step 12).
+// Every per-block quantity is computed per element (block maxima broadcast to the 4 or 8
+// elements of the block) so that all loops are lane-wise and vectorize.
+
+// bf16 rounding (RNE) of a non-NaN binary32 value; branch-free so that loops vectorize.
+// Equals round_bf16 on every non-NaN input (Inf stays Inf, overflow rounds to Inf).
+static inline float bf16_rne(float x) {
+    uint32_t u = f32_bits(x);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return bits_f32(u & 0xffff0000u);
+}
+
+// 2^e for e in the normal range -126..127
+static inline float pow2f(int e) { return bits_f32((uint32_t)(e + 127) << 23); }
+
+// Steps 3-7 for a group maximum (bits of a non-NaN |x| maximum): the E6M2 code, R and S/4.
+struct gscale { int ea; float R, step0; };
+static inline struct gscale group_scale(uint32_t Mb) {
+    float t = bf16_rne(bits_f32(Mb) * R7); // steps 3-4 (M * R7 <= 4.9e37: no overflow)
+    t = t < SCALE_MIN ? SCALE_MIN : t > SCALE_MAX ? SCALE_MAX : t; // step 5
+    struct gscale g;
+    g.ea = hif4_e6m2_encode(t); // step 6
+    int E = (g.ea >> 2) - 48, f = g.ea & 3;
+    g.R = RECIP_MANT[f] * pow2f(-E);      // step 7, exact (E in -48..15)
+    g.step0 = (float)(4 + f) * pow2f(E - 4); // S/4, exact
+    return g;
+}
+
+// Element loop for one group: xs[64] (already bf16-rounded for A6), per-element block maxima
+// m4e/m8e (bits), group scale g. Writes y[64] and the 4-bit codes cm[64] (as floats).
+// Written with integer masks and exponent-field arithmetic instead of float selects and
+// floorf: GCC 12 does not if-convert/vectorize those (trapping-math), the bits are the same.
+// Scaling by 2^-sh (sh = eb + ec in 0..2) subtracts sh from the exponent field: exact, all
+// operands are normal (R >= 2^-16, S/4 >= 2^-50).
+static inline void elements64(float *restrict y, float *restrict cm, const float *restrict xs,
+                              const uint32_t *restrict m4e, const uint32_t *restrict m8e,
+                              struct gscale g, enum hif4_recipe r) {
+    const float R = g.R;
+    const uint32_t sb0 = f32_bits(g.step0);
+    if (r == HIF4_RECIPE_A6) {
+        const uint32_t kb0 = f32_bits(R); // R * 2^-(eb+ec)
+        for (int i = 0; i < 64; i++) {
+            uint32_t b8 = bf16_rne(bits_f32(m8e[i]) * R) >= 4.0f;
+            float lim = bits_f32(0x40000000u + (b8 << 23)); // 2 * s8
+            uint32_t b4 = bf16_rne(bits_f32(m4e[i]) * R) >= lim;
+            uint32_t sh = (b8 + b4) << 23;
+            float xv = xs[i];
+            float v = fabsf(bf16_rne(xv * bits_f32(kb0 - sh))) * 4.0f;
+            float c = v >= 7.0f ? 7.0f : rintf(v); // nearest, ties to even (default mode)
+            float mag = c * bits_f32(sb0 + sh);
+            cm[i] = c + (float)(8 * (xv < 0.0f)); // the code (y may alias xs)
+            y[i] = bits_f32(f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31);
+        }
+    } else {
+        const uint32_t kb0 = f32_bits(4.0f * R); // 4 * R / (s8 * s4)
+        for (int i = 0; i < 64; i++) {
+            uint32_t b8 = bits_f32(m8e[i]) * R >= 4.0f;
+            float lim = bits_f32(0x40000000u + (b8 << 23)); // 2 * s8
+            uint32_t b4 = bits_f32(m4e[i]) * R >= lim;
+            uint32_t sh = (b8 + b4) << 23;
+            float xv = xs[i];
+            float w = fabsf(xv) * bits_f32(kb0 - sh) + 0.5f; // two roundings, as step 11
+            // floor then saturate at 7: w >= 0.5 so truncation is floor; w is clipped at 8
+            // on its bits (order-preserving for w > 0, +Inf included) before the conversion
+            uint32_t wb = f32_bits(w);
+            wb = wb < 0x41000000u ? wb : 0x41000000u;
+            int ci = (int)bits_f32(wb);
+            ci = ci < 7 ? ci : 7;
+            float c = (float)ci;
+            float mag = c * bits_f32(sb0 + sh);
+            cm[i] = c + (float)(8 * (xv < 0.0f)); // the code (y may alias xs)
+            y[i] = bits_f32(f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31);
+        }
+    }
+}
+
+static void nan_group(float *y, struct hif4_meta *meta, uint8_t *codes) {
+    for (int i = 0; i < 64; i++) y[i] = NAN;
+    if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
+    if (codes) memset(codes, 0, 64);
+}
+
+// One full group x[64] -> y[64] (y may alias x).
 static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta *meta,
                   uint8_t *codes) {
-    float xb[64];
+    float xb[64], cm[64];
     const float *xs = x;
-    if (r == HIF4_RECIPE_A6) {
+    if (r == HIF4_RECIPE_A6) { // the device quantizes bf16 values (NaN stays NaN)
         for (int i = 0; i < 64; i++) xb[i] = round_bf16(x[i]);
         xs = xb;
     }
-    uint32_t ab[64], m4[16], m8[8];
-    for (int i = 0; i < 64; i++) ab[i] = f32_bits(xs[i]) & 0x7fffffffu;
-    for (int k = 0; k < 16; k++) {
-        uint32_t p = ab[4 * k] > ab[4 * k + 1] ? ab[4 * k] : ab[4 * k + 1];
-        uint32_t q = ab[4 * k + 2] > ab[4 * k + 3] ? ab[4 * k + 2] : ab[4 * k + 3];
-        m4[k] = p > q ? p : q;
+    uint32_t m4e[64], m8e[64];
+    for (int i = 0; i < 64; i += 4) { // step 2, M4 broadcast to its 4 elements
+        uint32_t a0 = f32_bits(xs[i]) & 0x7fffffffu, a1 = f32_bits(xs[i + 1]) & 0x7fffffffu;
+        uint32_t a2 = f32_bits(xs[i + 2]) & 0x7fffffffu, a3 = f32_bits(xs[i + 3]) & 0x7fffffffu;
+        uint32_t p = a0 > a1 ? a0 : a1, q = a2 > a3 ? a2 : a3, m = p > q ? p : q;
+        m4e[i] = m4e[i + 1] = m4e[i + 2] = m4e[i + 3] = m;
     }
     uint32_t Mb = 0;
-    for (int j = 0; j < 8; j++) {
-        m8[j] = m4[2 * j] > m4[2 * j + 1] ? m4[2 * j] : m4[2 * j + 1];
-        Mb = m8[j] > Mb ? m8[j] : Mb;
+    for (int i = 0; i < 64; i++) { // M8 broadcast to its 8 elements, and M
+        uint32_t o = m4e[i ^ 4];
+        m8e[i] = m4e[i] > o ? m4e[i] : o;
+        Mb = m8e[i] > Mb ? m8e[i] : Mb;
     }
-    if (Mb > 0x7f800000u) { // step 1
-        for (int i = 0; i < 64; i++) y[i] = NAN;
-        if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
-        if (codes) memset(codes, 0, 64);
+    if (Mb > 0x7f800000u) { // step 1: a NaN poisons the group
+        nan_group(y, meta, codes);
         return;
     }
-    float t = round_bf16(bits_f32(Mb) * R7);
-    t = t < SCALE_MIN ? SCALE_MIN : t > SCALE_MAX ? SCALE_MAX : t;
-    int ea = hif4_e6m2_encode(t);
-    int E = (ea >> 2) - 48, f = ea & 3;
-    float R = ldexpf(RECIP_MANT[f], -E);
-    float step0 = ldexpf((float)(4 + f), E - 4); // S/4
-    float kb[16], st[16];
-    int eb = 0, ec = 0;
-    for (int j = 0; j < 8; j++) {
-        float p = bits_f32(m8[j]) * R;
-        if (r == HIF4_RECIPE_A6) p = round_bf16(p);
-        eb |= (p >= 4.0f) << j;
-    }
-    for (int k = 0; k < 16; k++) {
-        int b8 = (eb >> (k >> 1)) & 1;
-        float p = bits_f32(m4[k]) * R;
-        if (r == HIF4_RECIPE_A6) p = round_bf16(p);
-        int b4 = p >= (b8 ? 4.0f : 2.0f);
-        ec |= b4 << k;
-        int sh = b8 + b4;
-        kb[k] = r == HIF4_RECIPE_A6 ? ldexpf(R, -sh) : ldexpf(R, 2 - sh);
-        st[k] = ldexpf(step0, sh);
-    }
-    if (r == HIF4_RECIPE_A6) {
-        for (int i = 0; i < 64; i++) {
-            float xv = xs[i];
-            float m = fabsf(round_bf16(xv * kb[i >> 2]));
-            float v = m * 4.0f;
-            float c = v >= 7.0f ? 7.0f : rintf(v);
-            float mag = c * st[i >> 2];
-            if (codes) codes[i] = (uint8_t)((xv < 0.0f ? 8 : 0) | (int)c);
-            y[i] = xv < 0.0f ? -mag : mag;
+    struct gscale g = group_scale(Mb);
+    if (meta) { // eb/ec from the same comparisons as the element loop
+        int eb = 0, ec = 0;
+        for (int k = 0; k < 16; k++) {
+            float p8 = bits_f32(m8e[4 * k]) * g.R, p4 = bits_f32(m4e[4 * k]) * g.R;
+            if (r == HIF4_RECIPE_A6) { p8 = bf16_rne(p8); p4 = bf16_rne(p4); }
+            int b8 = p8 >= 4.0f;
+            eb |= b8 << (k >> 1);
+            ec |= (p4 >= (b8 ? 4.0f : 2.0f)) << k;
         }
-    } else {
-        for (int i = 0; i < 64; i++) {
-            float xv = xs[i];
-            float v = fabsf(xv) * kb[i >> 2];
-            float w = floorf(v + 0.5f);
-            float c = w < 7.0f ? w : 7.0f;
-            float mag = c * st[i >> 2];
-            if (codes) codes[i] = (uint8_t)((xv < 0.0f ? 8 : 0) | (int)c);
-            y[i] = xv < 0.0f ? -mag : mag;
-        }
+        *meta = (struct hif4_meta){(uint8_t)g.ea, (uint8_t)eb, (uint16_t)ec};
     }
-    if (meta) *meta = (struct hif4_meta){(uint8_t)ea, (uint8_t)eb, (uint16_t)ec};
+    elements64(y, cm, xs, m4e, m8e, g, r);
+    if (codes)
+        for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(int)cm[i];
 }
 
 void hif4_qdq_group(float *y, const float *x, int n, enum hif4_recipe r, struct hif4_meta *meta,

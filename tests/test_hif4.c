@@ -215,8 +215,12 @@ static void test_vectors(void) {
         // in place (y aliases x)
         float z[64];
         memcpy(z, V->in, sizeof z);
-        hif4_qdq_group(z, z, 64, HIF4_RECIPE_NORMATIVE, NULL, NULL);
+        uint8_t codes_z[64];
+        struct hif4_meta mz;
+        hif4_qdq_group(z, z, 64, HIF4_RECIPE_NORMATIVE, &mz, codes_z);
         CHECK(bits_equal(z, V->out, 64, &bad), "%s: in-place output[%d]", V->name, bad);
+        CHECK(!memcmp(codes_z, codes, 64) && mz.ea == m.ea && mz.eb == m.eb && mz.ec == m.ec,
+              "%s: in-place codes/meta differ", V->name);
         // packed unit: encode == packed_hex, decode == outputs, unpack_codes+pack round trip
         hif4_pack(unit, codes, m);
         CHECK(!memcmp(unit, V->packed, 36), "%s: packed unit differs from packed_hex", V->name);
