@@ -297,16 +297,108 @@ void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum 
     }
 }
 
+// ---- column QDQ (vertical: one SIMD lane per column) ----
+// A tile of 64 rows x CW columns is quantized with every step lane-wise across the columns,
+// so no horizontal reductions or shuffles are needed. Same arithmetic as qdq64 (same
+// equivalence arguments), plus two vector forms of scalar steps:
+// - step 6 on the bits: for a normal t, adding 0xfffff + bit21 and clearing the low 21 bits
+//   is round-half-even to 2 fraction bits, with the n == 8 carry going into the exponent;
+//   then ea = (bits >> 21) - 4*(127-48) and S = the rounded value.
+// - step 7 literally: R = bf16(f32(1/S)) (equal to the table, checked in the tests).
+enum { CW = 16 };
+
+static void cols_tile(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int n, int w,
+                      enum hif4_recipe r) {
+    float t[64][CW];
+    uint32_t m4[16][CW], m8[8][CW], M[CW], nanm[CW], kb[16][CW], sb[16][CW];
+    float R[CW];
+    for (int i = 0; i < 64; i++) {
+        const float *xr = x + (ptrdiff_t)i * ld;
+        if (i < n && w == CW) {
+            for (int l = 0; l < CW; l++) t[i][l] = xr[l];
+        } else {
+            for (int l = 0; l < CW; l++) t[i][l] = (i < n && l < w) ? xr[l] : 0.0f;
+        }
+    }
+    if (r == HIF4_RECIPE_A6)
+        for (int i = 0; i < 64; i++)
+            for (int l = 0; l < CW; l++) t[i][l] = round_bf16(t[i][l]);
+    for (int k = 0; k < 16; k++) // step 2 on |x| bits
+        for (int l = 0; l < CW; l++) {
+            uint32_t a0 = f32_bits(t[4 * k][l]) & 0x7fffffffu, a1 = f32_bits(t[4 * k + 1][l]) & 0x7fffffffu;
+            uint32_t a2 = f32_bits(t[4 * k + 2][l]) & 0x7fffffffu, a3 = f32_bits(t[4 * k + 3][l]) & 0x7fffffffu;
+            uint32_t p = a0 > a1 ? a0 : a1, q = a2 > a3 ? a2 : a3;
+            m4[k][l] = p > q ? p : q;
+        }
+    for (int l = 0; l < CW; l++) M[l] = 0;
+    for (int j = 0; j < 8; j++)
+        for (int l = 0; l < CW; l++) {
+            uint32_t p = m4[2 * j][l], q = m4[2 * j + 1][l];
+            m8[j][l] = p > q ? p : q;
+            M[l] = m8[j][l] > M[l] ? m8[j][l] : M[l];
+        }
+    for (int l = 0; l < CW; l++) {
+        nanm[l] = M[l] > 0x7f800000u ? 0xffffffffu : 0; // step 1 (lane poisoned at the end)
+        uint32_t mb = M[l] & ~nanm[l];
+        float tt = bf16_rne(bits_f32(mb) * R7);                        // steps 3-4
+        tt = tt < SCALE_MIN ? SCALE_MIN : tt > SCALE_MAX ? SCALE_MAX : tt; // step 5
+        uint32_t u = f32_bits(tt);
+        u = (u + 0xfffffu + ((u >> 21) & 1u)) & ~0x1fffffu;             // step 6
+        float S = bits_f32(u);
+        R[l] = bf16_rne(1.0f / S);                                     // step 7
+        M[l] = u - (2u << 23);                                         // bits of S/4
+    }
+    const uint32_t kadd = r == HIF4_RECIPE_A6 ? 0 : (2u << 23); // normative folds the *4
+    for (int k = 0; k < 16; k++)
+        for (int l = 0; l < CW; l++) {
+            float p8 = bits_f32(m8[k >> 1][l]) * R[l], p4 = bits_f32(m4[k][l]) * R[l];
+            if (r == HIF4_RECIPE_A6) { p8 = bf16_rne(p8); p4 = bf16_rne(p4); }
+            uint32_t b8 = p8 >= 4.0f;
+            uint32_t b4 = p4 >= bits_f32(0x40000000u + (b8 << 23));
+            uint32_t sh = (b8 + b4) << 23;
+            kb[k][l] = f32_bits(R[l]) + kadd - sh;
+            sb[k][l] = M[l] + sh;
+        }
+    for (int i = 0; i < 64; i++) {
+        float *yr = y + (ptrdiff_t)i * ldy;
+        float out[CW];
+        const int k = i >> 2;
+        if (r == HIF4_RECIPE_A6) {
+            for (int l = 0; l < CW; l++) {
+                float xv = t[i][l];
+                float v = fabsf(bf16_rne(xv * bits_f32(kb[k][l]))) * 4.0f;
+                float c = v >= 7.0f ? 7.0f : rintf(v);
+                float mag = c * bits_f32(sb[k][l]);
+                out[l] = bits_f32((f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31) | nanm[l]);
+            }
+        } else {
+            for (int l = 0; l < CW; l++) {
+                float xv = t[i][l];
+                float wv = fabsf(xv) * bits_f32(kb[k][l]) + 0.5f;
+                uint32_t wb = f32_bits(wv);
+                wb = wb < 0x41000000u ? wb : 0x41000000u;
+                int ci = (int)bits_f32(wb);
+                ci = ci < 7 ? ci : 7;
+                float mag = (float)ci * bits_f32(sb[k][l]);
+                out[l] = bits_f32((f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31) | nanm[l]);
+            }
+        }
+        if (i >= n) break;
+        if (w == CW) {
+            for (int l = 0; l < CW; l++) yr[l] = out[l];
+        } else {
+            for (int l = 0; l < w; l++) yr[l] = out[l];
+        }
+    }
+}
+
 void hif4_qdq_cols(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols,
                    enum hif4_recipe r) {
-    for (int c = 0; c < cols; c++) {
-        float buf[64];
-        for (int g = 0; g < rows; g += 64) {
-            int n = rows - g < 64 ? rows - g : 64;
-            for (int i = 0; i < n; i++) buf[i] = x[(ptrdiff_t)(g + i) * ld + c];
-            for (int i = n; i < 64; i++) buf[i] = 0.0f;
-            qdq64(buf, buf, r, NULL, NULL);
-            for (int i = 0; i < n; i++) y[(ptrdiff_t)(g + i) * ldy + c] = buf[i];
+    for (int g = 0; g < rows; g += 64) {
+        int n = rows - g < 64 ? rows - g : 64;
+        for (int c = 0; c < cols; c += CW) {
+            int w = cols - c < CW ? cols - c : CW;
+            cols_tile(y + (ptrdiff_t)g * ldy + c, ldy, x + (ptrdiff_t)g * ld + c, ld, n, w, r);
         }
     }
 }
