@@ -208,6 +208,41 @@ static inline void elements64(float *restrict y, float *restrict cm, const float
     }
 }
 
+// Step 2 on the bits of |x|: M4 broadcast to the 4 elements of its block (m4e), M8 to the 8
+// of its block (m8e); returns the bits of M (> 0x7f800000 iff the group holds a NaN).
+static inline uint32_t maxima64(uint32_t *restrict m4e, uint32_t *restrict m8e,
+                                const float *restrict xs) {
+    for (int i = 0; i < 64; i += 4) {
+        uint32_t a0 = f32_bits(xs[i]) & 0x7fffffffu, a1 = f32_bits(xs[i + 1]) & 0x7fffffffu;
+        uint32_t a2 = f32_bits(xs[i + 2]) & 0x7fffffffu, a3 = f32_bits(xs[i + 3]) & 0x7fffffffu;
+        uint32_t p = a0 > a1 ? a0 : a1, q = a2 > a3 ? a2 : a3, m = p > q ? p : q;
+        m4e[i] = m4e[i + 1] = m4e[i + 2] = m4e[i + 3] = m;
+    }
+    // (written as 8-element groups: an m4e[i ^ 4] formulation compiles to a slow gather)
+    for (int i = 0; i < 64; i += 8) {
+        uint32_t p = m4e[i], q = m4e[i + 4], m = p > q ? p : q;
+        for (int l = 0; l < 8; l++) m8e[i + l] = m;
+    }
+    uint32_t Mb = 0;
+    for (int i = 0; i < 64; i++) Mb = m8e[i] > Mb ? m8e[i] : Mb;
+    return Mb;
+}
+
+// Steps 3-7 lane-wise for up to 16 groups (maxima bits M[16], NaN groups masked to 0):
+// R = bf16(f32(1/S)) literally, step0 = S/4; step 6 on the bits: for a normal t, adding
+// 0xfffff + bit21 and clearing the low 21 bits rounds half to even on 2 fraction bits, and
+// the n == 8 carry goes into the exponent field.
+static inline void scales16(float *restrict R, uint32_t *restrict step0b, const uint32_t *restrict M) {
+    for (int l = 0; l < 16; l++) {
+        float tt = bf16_rne(bits_f32(M[l]) * R7);                          // steps 3-4
+        tt = tt < SCALE_MIN ? SCALE_MIN : tt > SCALE_MAX ? SCALE_MAX : tt; // step 5
+        uint32_t u = f32_bits(tt);
+        u = (u + 0xfffffu + ((u >> 21) & 1u)) & ~0x1fffffu;               // step 6
+        R[l] = bf16_rne(1.0f / bits_f32(u));                             // step 7
+        step0b[l] = u - (2u << 23);                                      // bits of S/4
+    }
+}
+
 static void nan_group(float *y, struct hif4_meta *meta, uint8_t *codes) {
     for (int i = 0; i < 64; i++) y[i] = NAN;
     if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
@@ -224,18 +259,7 @@ static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta
         xs = xb;
     }
     uint32_t m4e[64], m8e[64];
-    for (int i = 0; i < 64; i += 4) { // step 2, M4 broadcast to its 4 elements
-        uint32_t a0 = f32_bits(xs[i]) & 0x7fffffffu, a1 = f32_bits(xs[i + 1]) & 0x7fffffffu;
-        uint32_t a2 = f32_bits(xs[i + 2]) & 0x7fffffffu, a3 = f32_bits(xs[i + 3]) & 0x7fffffffu;
-        uint32_t p = a0 > a1 ? a0 : a1, q = a2 > a3 ? a2 : a3, m = p > q ? p : q;
-        m4e[i] = m4e[i + 1] = m4e[i + 2] = m4e[i + 3] = m;
-    }
-    uint32_t Mb = 0;
-    for (int i = 0; i < 64; i++) { // M8 broadcast to its 8 elements, and M
-        uint32_t o = m4e[i ^ 4];
-        m8e[i] = m4e[i] > o ? m4e[i] : o;
-        Mb = m8e[i] > Mb ? m8e[i] : Mb;
-    }
+    uint32_t Mb = maxima64(m4e, m8e, xs);
     if (Mb > 0x7f800000u) { // step 1: a NaN poisons the group
         nan_group(y, meta, codes);
         return;
@@ -257,6 +281,41 @@ static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta
         for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(int)cm[i];
 }
 
+// ng full contiguous groups (y may alias x): maxima of 16 groups first, then their scales
+// lane-wise, then the element loops, so the scalar chain of steps 3-7 is off the critical
+// path. Bits identical to qdq64 (same maxima, steps 3-7 checked equal to the table).
+static void qdq_groups(float *y, const float *x, int ng, enum hif4_recipe r) {
+    uint32_t m4e[16][64], m8e[16][64], M[16], nan[16], step0b[16];
+    float R[16], xb[16][64], cm[64];
+    for (int g0 = 0; g0 < ng; g0 += 16) {
+        int nb = ng - g0 < 16 ? ng - g0 : 16;
+        for (int b = 0; b < 16; b++) {
+            M[b] = 0;
+            nan[b] = 0;
+            if (b >= nb) continue;
+            const float *xs = x + (ptrdiff_t)(g0 + b) * 64;
+            if (r == HIF4_RECIPE_A6) {
+                for (int i = 0; i < 64; i++) xb[b][i] = round_bf16(xs[i]);
+                xs = xb[b];
+            }
+            uint32_t mb = maxima64(m4e[b], m8e[b], xs);
+            nan[b] = mb > 0x7f800000u;
+            M[b] = nan[b] ? 0 : mb;
+        }
+        scales16(R, step0b, M);
+        for (int b = 0; b < nb; b++) {
+            float *yg = y + (ptrdiff_t)(g0 + b) * 64;
+            if (nan[b]) {
+                for (int i = 0; i < 64; i++) yg[i] = NAN;
+                continue;
+            }
+            const float *xs = r == HIF4_RECIPE_A6 ? xb[b] : x + (ptrdiff_t)(g0 + b) * 64;
+            struct gscale g = {0, R[b], bits_f32(step0b[b])};
+            elements64(yg, cm, xs, m4e[b], m8e[b], g, r);
+        }
+    }
+}
+
 void hif4_qdq_group(float *y, const float *x, int n, enum hif4_recipe r, struct hif4_meta *meta,
                     uint8_t *codes) {
     assert(n >= 1 && n <= 64);
@@ -274,24 +333,28 @@ void hif4_qdq_group(float *y, const float *x, int n, enum hif4_recipe r, struct 
 
 // ---- tensor level ----
 void hif4_qdq(float *y, const float *x, int len, enum hif4_recipe r) {
-    for (int g = 0; g < len; g += 64) {
-        int n = len - g < 64 ? len - g : 64;
-        hif4_qdq_group(y + g, x + g, n, r, NULL, NULL);
-    }
+    if (len <= 0) return;
+    int full = len / 64;
+    qdq_groups(y, x, full, r);
+    if (len % 64) hif4_qdq_group(y + full * 64, x + full * 64, len % 64, r, NULL, NULL);
 }
 
 void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum hif4_recipe r) {
+    if (len <= 0) return;
     if (stride == 1) {
         hif4_qdq(y, x, len, r);
         return;
     }
-    float buf[64];
-    for (int g = 0; g < len; g += 64) {
-        int n = len - g < 64 ? len - g : 64;
+    // gather up to 16 groups into a local buffer (zero-padded tail), QDQ them as one
+    // contiguous batch, scatter back (in place is fine: each chunk is read before written)
+    float buf[16 * 64];
+    for (int g = 0; g < len; g += 16 * 64) {
+        int n = len - g < 16 * 64 ? len - g : 16 * 64;
+        int ng = (n + 63) / 64;
         const float *xs = x + (ptrdiff_t)g * stride;
         for (int i = 0; i < n; i++) buf[i] = xs[(ptrdiff_t)i * stride];
-        for (int i = n; i < 64; i++) buf[i] = 0.0f;
-        qdq64(buf, buf, r, NULL, NULL);
+        for (int i = n; i < ng * 64; i++) buf[i] = 0.0f;
+        qdq_groups(buf, buf, ng, r);
         float *ys = y + (ptrdiff_t)g * stride;
         for (int i = 0; i < n; i++) ys[(ptrdiff_t)i * stride] = buf[i];
     }

@@ -31,7 +31,7 @@ enum { NC = 1 << 18 };                         // contiguous buffer: 1 MiB, L2-r
 #define MIN_TIME 0.25
 
 static void report(const char *what, const char *recipe, double elems, double secs) {
-    printf("bench_hif4: %-34s %-10s %8.1f Melem/s\n", what, recipe, elems / secs * 1e-6);
+    printf("bench_hif4: %-36s %-10s %8.1f Melem/s\n", what, recipe, elems / secs * 1e-6);
 }
 
 int main(void) {
@@ -75,24 +75,28 @@ int main(void) {
             reps++;
         } while ((dt = time_now() - t0) < MIN_TIME);
         report("group + meta + codes", names[r], (double)NC * reps, dt);
-        // V of one kv head along tokens: 128 strided columns of a [4096][1024] matrix
-        reps = 0;
-        t0 = time_now();
-        do {
-            int h = (int)(reps % (LD / HEAD_DIM));
-            for (int c = 0; c < HEAD_DIM; c++)
-                hif4_qdq_strided(vo + h * HEAD_DIM + c, v + h * HEAD_DIM + c, T, LD, rc);
-            reps++;
-        } while ((dt = time_now() - t0) < MIN_TIME);
-        report("strided columns (V, stride 1024)", names[r], (double)T * HEAD_DIM * reps, dt);
-        reps = 0;
-        t0 = time_now();
-        do {
-            int h = (int)(reps % (LD / HEAD_DIM));
-            hif4_qdq_cols(vo + h * HEAD_DIM, LD, v + h * HEAD_DIM, LD, T, HEAD_DIM, rc);
-            reps++;
-        } while ((dt = time_now() - t0) < MIN_TIME);
-        report("hif4_qdq_cols (V head, ld 1024)", names[r], (double)T * HEAD_DIM * reps, dt);
+        // V along tokens, one kv head (128 columns of ld 1024): a 128-token tile (512 KiB,
+        // cache-resident, what a FlashAttention kernel quantizes) and a whole 4096-token head
+        // (16 MiB matrix: bound by memory; a 4 KiB stride thrashes cache sets)
+        for (int whole = 0; whole < 2; whole++) {
+            int rows = whole ? T : 128;
+            const char *lab_s = whole ? "strided cols, 4096 tok, stride 1024" : "strided cols, 128-tok tile";
+            const char *lab_c = whole ? "hif4_qdq_cols, 4096 tok, ld 1024" : "hif4_qdq_cols, 128-tok tile";
+            reps = 0;
+            t0 = time_now();
+            do {
+                for (int c = 0; c < HEAD_DIM; c++) hif4_qdq_strided(vo + c, v + c, rows, LD, rc);
+                reps++;
+            } while ((dt = time_now() - t0) < MIN_TIME);
+            report(lab_s, names[r], (double)rows * HEAD_DIM * reps, dt);
+            reps = 0;
+            t0 = time_now();
+            do {
+                hif4_qdq_cols(vo, LD, v, LD, rows, HEAD_DIM, rc);
+                reps++;
+            } while ((dt = time_now() - t0) < MIN_TIME);
+            report(lab_c, names[r], (double)rows * HEAD_DIM * reps, dt);
+        }
         // literal scalar reference, for scale
         reps = 0;
         t0 = time_now();

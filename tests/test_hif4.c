@@ -501,6 +501,43 @@ static void test_tensor(void) {
         CHECK(bad_n == 0, "recipe %d: %d negative-stride elements differ", r, bad_n);
         CHECK(bad_c == 0, "recipe %d: %d column-QDQ elements differ from strided", r, bad_c);
     }
+    // long arrays crossing the 16-group batches, with NaN, Inf and all-zero groups inside,
+    // against the literal reference group by group: contiguous, strided (several gather
+    // chunks) and columns
+    {
+        enum { NG = 37, LL = NG * 64 - 9, ST = 3 };
+        static float lx[LL], ly[LL], lref[NG * 64], sx[LL * ST], sy[LL * ST], cy[LL * ST];
+        for (int i = 0; i < LL; i++) lx[i] = (float)(rng_normal() * ldexp(1.0, (i / 64) % 9 - 4));
+        lx[5 * 64 + 7] = NAN;
+        lx[16 * 64 + 63] = NAN; // first group of the second batch
+        lx[20 * 64 + 1] = -INFINITY;
+        for (int i = 0; i < 64; i++) lx[9 * 64 + i] = 0.0f;
+        lx[LL - 1] = NAN; // NaN in the zero-padded tail group
+        for (int r = 0; r < 2; r++) {
+            enum hif4_recipe rc = (enum hif4_recipe)r;
+            for (int g = 0; g < NG; g++) {
+                float gx[64] = {0};
+                int n = LL - g * 64 < 64 ? LL - g * 64 : 64;
+                memcpy(gx, lx + g * 64, (size_t)n * sizeof(float));
+                hif4_qdq_group_ref(lref + g * 64, gx, rc, NULL, NULL);
+            }
+            int first = -1;
+            hif4_qdq(ly, lx, LL, rc);
+            CHECK(bits_equal(ly, lref, LL, &first), "long hif4_qdq recipe %d differs at %d", r, first);
+            for (int i = 0; i < LL * ST; i++) sx[i] = (float)i; // other lanes must stay
+            for (int i = 0; i < LL; i++) sx[i * ST + 1] = lx[i];
+            memcpy(sy, sx, sizeof sy);
+            hif4_qdq_strided(sy + 1, sy + 1, LL, ST, rc); // in place
+            int bs = 0;
+            for (int i = 0; i < LL * ST; i++)
+                bs += !same_bits(sy[i], i % ST == 1 ? lref[i / ST] : sx[i]);
+            CHECK(bs == 0, "long strided recipe %d: %d elements differ", r, bs);
+            hif4_qdq_cols(cy, ST, sx, ST, LL, ST, rc); // every column, column 1 = lx
+            int bc = 0;
+            for (int i = 0; i < LL; i++) bc += !same_bits(cy[i * ST + 1], lref[i]);
+            CHECK(bc == 0, "long cols recipe %d: %d elements differ", r, bc);
+        }
+    }
     // strided with stride 1 and len 0
     hif4_qdq_strided(y, x, 0, 3, HIF4_RECIPE_NORMATIVE);
     hif4_qdq_strided(y, x, L, 1, HIF4_RECIPE_NORMATIVE);
