@@ -430,6 +430,47 @@ static void test_fast_vs_ref(void) {
     CHECK(bad[1] == 0, "A6: %d of %d groups fast != ref", bad[1], groups);
 }
 
+// Every bf16 scale candidate t in [2^-48, 49152] (8192 values: all 255 E6M2 codes and every
+// step-6 tie) reached through a real group (max M = f32(t / R7)) by each fast path: single
+// group, batched contiguous, columns; all against the literal reference, metadata included.
+static void test_scale_sweep(void) {
+    rng_state = 4242;
+    enum { NT = 8192 };
+    static float gx[NT * 64], yb[NT * 64], yc[NT * 64];
+    int hit = 0, codes_seen[256] = {0};
+    uint16_t h0 = f32_to_bf16(0x1p-48f);
+    for (int n = 0; n < NT; n++) {
+        float t = bf16_to_f32((uint16_t)(h0 + n));
+        float M = t / 0.142578125f;
+        float *g = gx + n * 64;
+        for (int i = 0; i < 64; i++) g[i] = (float)(rng_normal() * M / 3.0);
+        for (int i = 0; i < 64; i++) g[i] = fminf(fmaxf(g[i], -M), M);
+        g[n % 64] = (n & 1) ? -M : M;
+        hit += round_bf16(M * 0.142578125f) == t;
+    }
+    for (int r = 0; r < 2; r++) {
+        enum hif4_recipe rc = (enum hif4_recipe)r;
+        hif4_qdq(yb, gx, NT * 64, rc);
+        hif4_qdq_cols(yc, 1, gx, 1, NT * 64, 1, rc);
+        int bad = 0;
+        for (int n = 0; n < NT; n++) {
+            float yr[64], y1[64];
+            struct hif4_meta m, mr;
+            hif4_qdq_group_ref(yr, gx + n * 64, rc, &mr, NULL);
+            hif4_qdq_group(y1, gx + n * 64, 64, rc, &m, NULL);
+            int f;
+            bad += !bits_equal(y1, yr, 64, &f) || !bits_equal(yb + n * 64, yr, 64, &f) ||
+                   !bits_equal(yc + n * 64, yr, 64, &f) || m.ea != mr.ea || m.eb != mr.eb || m.ec != mr.ec;
+            codes_seen[mr.ea]++;
+        }
+        CHECK(bad == 0, "recipe %d: %d of %d scale-sweep groups differ from the reference", r, bad, NT);
+    }
+    int missing = 0;
+    for (int c = 0; c < 255; c++) missing += codes_seen[c] == 0;
+    CHECK(missing == 0 && hit > NT * 9 / 10, "scale sweep: %d E6M2 codes never produced, %d of %d t hit",
+          missing, hit, NT);
+}
+
 // ---- tails, tensor and strided QDQ ----
 static void test_tensor(void) {
     rng_state = 777;
@@ -623,6 +664,7 @@ int main(void) {
     test_special();
     test_exhaustive();
     test_fast_vs_ref();
+    test_scale_sweep();
     test_tensor();
     test_stats();
     return test_summary("test_hif4");
