@@ -137,7 +137,8 @@ fail:
 static int get_param(const cJSON *parent, const char *key, const char *where, double *out,
                      double min, int min_exclusive, const char *path, struct err *e) {
     char ctx[512];
-    snprintf(ctx, sizeof ctx, "%s: %s", path, where);
+    if (where[0]) snprintf(ctx, sizeof ctx, "%s: %s", path, where);
+    else snprintf(ctx, sizeof ctx, "%s", path);
     const cJSON *o;
     int rc = json_get_obj(parent, key, &o, 1, ctx, e);
     if (rc) return rc;
