@@ -56,6 +56,11 @@ struct cost_counts {
     double bytes4;         // elems4 * 4.5 / 8
 };
 
+// Cost tiling (spec/cost.md section 1): independent of the emulation's --tile; attn_forward
+// counts every call with these.
+#define COST_BR_DEFAULT 128
+#define COST_BC_DEFAULT 128
+
 // Visited (row block, key tile) pairs of one query head for a causal sequence of T tokens,
 // optional sliding window (0 = none; key j visible to query i iff j <= i and i - j < window),
 // row blocks of Br queries and key tiles of Bc keys, both starting at 0. A pair is visited

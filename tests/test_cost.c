@@ -391,6 +391,36 @@ static void test_cli(void) {
         CHECK_CLOSE(jnum(h, "table10", "softmax"), 1.29, 0.02, 0);
         cJSON_Delete(j);
     }
+    // a Qwen3-8B config.json (the published shape fields, no weights), written here
+    {
+        char dir[512], cfg[600];
+        struct err e = {0};
+        snprintf(dir, sizeof dir, "%s/cost-qwen3-8b", tmpdir());
+        snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+        const char *txt = "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+                          "\"hidden_size\": 4096, \"intermediate_size\": 12288, \"num_hidden_layers\": 36, "
+                          "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"head_dim\": 128, "
+                          "\"max_window_layers\": 36, \"sliding_window\": null, \"use_sliding_window\": false, "
+                          "\"vocab_size\": 151936}";
+        rc = mkdir_p(dir, &e) || file_write_atomic(cfg, txt, strlen(txt), &e);
+        CHECK(rc == 0, "writing %s: %s", cfg, e.msg);
+        char args[700];
+        snprintf(args, sizeof args, "--model %s --seq 40960", dir);
+        rc = rc ? rc : run_json(args, &j);
+        CHECK(rc == 0, "cost --model qwen3-8b config failed");
+        if (!rc) {
+            const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
+            const double want[3][3] = {{1.00, 0.49, 1.00}, {0.25, 1.46, 0.73}, {0.25, 1.29, 0.65}};
+            for (int m = 0; m < 3; m++) {
+                const cJSON *x = cJSON_GetArrayItem(modes, m);
+                CHECK_CLOSE(jnum(x, "table10", "cube"), want[m][0], 0.02, 0);
+                CHECK_CLOSE(jnum(x, "table10", "softmax"), want[m][1], 0.02, 0);
+                CHECK_CLOSE(jnum(x, "table10", "relative"), want[m][2], 0.02, 0);
+            }
+            CHECK(jnum(j, "shape", "n_layers") == 36 && jnum(j, "shape", "windowed_layers") == 0, "qwen3-8b shape");
+            cJSON_Delete(j);
+        }
+    }
     // usage errors exit 2
     const char *bin = getenv("HIFA4_BIN");
     char cmd[512];
