@@ -133,6 +133,39 @@ fail:
     return NULL;
 }
 
+static int get_count(const cJSON *o, const char *key, int64_t *out, const char *ctx, struct err *e) {
+    int rc = json_get_i64(o, key, out, 1, ctx, e);
+    if (rc) return rc;
+    if (*out < 0) return err_set(e, ERR_RANGE, "%s: field '%s': must be >= 0, got %lld", ctx, key, (long long)*out);
+    return 0;
+}
+
+int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *ctx, struct err *e) {
+    memset(c, 0, sizeof *c);
+    char sub[512];
+    const cJSON *cube, *vec, *bytes;
+    int rc;
+    if ((rc = get_count(obj, "calls", &c->calls, ctx, e)) || (rc = get_count(obj, "tokens", &c->tokens, ctx, e)) ||
+        (rc = get_count(obj, "tiles", &c->tiles, ctx, e)) || (rc = json_get_obj(obj, "cube_macs", &cube, 1, ctx, e)) ||
+        (rc = json_get_obj(obj, "vector_ops", &vec, 1, ctx, e)) || (rc = json_get_obj(obj, "bytes", &bytes, 1, ctx, e)))
+        return rc;
+    snprintf(sub, sizeof sub, "%s: cube_macs", ctx);
+    if ((rc = get_count(cube, "qk16", &c->mac16_qk, sub, e)) || (rc = get_count(cube, "pv16", &c->mac16_pv, sub, e)) ||
+        (rc = get_count(cube, "ones16", &c->mac16_ones, sub, e)) || (rc = get_count(cube, "qk4", &c->mac4_qk, sub, e)) ||
+        (rc = get_count(cube, "pv4", &c->mac4_pv, sub, e)) || (rc = get_count(cube, "ones4", &c->mac4_ones, sub, e)))
+        return rc;
+    snprintf(sub, sizeof sub, "%s: vector_ops", ctx);
+    for (int k = 0; k < COST_V_COUNT; k++)
+        if ((rc = get_count(vec, vop_names[k], &c->vop[k], sub, e))) return rc;
+    snprintf(sub, sizeof sub, "%s: bytes", ctx);
+    if ((rc = get_count(bytes, "elems16", &c->elems16, sub, e)) || (rc = get_count(bytes, "elems4", &c->elems4, sub, e)) ||
+        (rc = get_count(bytes, "bytes16", &c->bytes16, sub, e)) || (rc = json_get_num(bytes, "bytes4", &c->bytes4, 1, sub, e)))
+        return rc;
+    if (c->bytes16 != 2 * c->elems16 || c->bytes4 * 16 != (double)c->elems4 * 9)
+        return err_set(e, ERR_FORMAT, "%s: bytes: bytes16/bytes4 do not match elems16/elems4", ctx);
+    return 0;
+}
+
 // ---- parameters ----
 static int get_param(const cJSON *parent, const char *key, const char *where, double *out,
                      double min, int min_exclusive, const char *path, struct err *e) {

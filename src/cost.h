@@ -84,6 +84,10 @@ void cost_add(struct cost_counts *a, const struct cost_counts *b);
 // NULL on OOM.
 cJSON *cost_counts_json(const struct cost_counts *c);
 
+// Reads an object written by cost_counts_json back (e.g. from a run.json), validating every
+// field (present, integer, >= 0); errors name ctx (the file) and the field.
+int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *ctx, struct err *e);
+
 // ---- parameters (configs/ascend/*.json; spec/cost.md section 2) ----
 // Cost kinds: lane-cycles per element of each vector op group. Several vops share a kind:
 // the row exp uses "exp", HiF4 of Q/K/V uses "qdq", all row updates use "row".

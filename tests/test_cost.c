@@ -208,6 +208,17 @@ static void test_counts_json(void) {
     CHECK(txt && strstr(txt, "\"qk4\":4503599627370497"), "2^52+1 printed exactly: %s", txt ? txt : "(null)");
     free(txt);
     cJSON_Delete(bj);
+    // round trip, and a damaged object is refused naming the field
+    struct cost_counts back;
+    struct err e = {0};
+    CHECK(cost_counts_from_json(&back, j, "run.json", &e) == 0 && memcmp(&back, &c, sizeof c) == 0,
+          "round trip: %s", e.msg);
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "vector_ops"), "qdq", cJSON_CreateNumber(-3));
+    CHECK(cost_counts_from_json(&back, j, "run.json", &e) < 0 && strstr(e.msg, "run.json: vector_ops") &&
+              strstr(e.msg, "'qdq'"),
+          "negative count: %s", e.msg);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "tiles");
+    CHECK(cost_counts_from_json(&back, j, "run.json", &e) < 0 && strstr(e.msg, "'tiles'"), "missing field: %s", e.msg);
     cJSON_Delete(j);
 }
 

@@ -2,6 +2,7 @@
 // through every attention layer of a model, per mode, in the layout of the paper's Table 10
 // (spec/cost.md) with the published values beside ours, then the absolute counts. Needs only
 // the model's config.json (or --shape), never weights.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,10 @@ int cmd_cost(int argc, char **argv, struct err *e) {
                cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
                cy[i].critical / rnorm, pl);
     }
+    for (int i = 0; i < n_modes; i++)
+        if (strcmp(modes[i], "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
+                   cy[i].critical <= rnorm ? "below" : "above", !strcmp(modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
     printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
     for (int i = 0; i < n_modes; i++) print_counts(modes[i], &c[i], &cy[i]);
     free(s.window);
