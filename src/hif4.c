@@ -144,6 +144,11 @@ static inline float bf16_rne(float x) {
     return bits_f32(u & 0xffff0000u);
 }
 
+// x < 0 decided on the bits (sign set, not -0.0): the same as the comparison, but immune to
+// denormals-are-zero modes, so that, as spec section 5 says, FTZ/DAZ change no output (every
+// other subnormal operand here only ever yields code 0).
+static inline uint32_t is_neg(float x) { return f32_bits(x) > 0x80000000u; }
+
 // 2^e for e in the normal range -126..127
 static inline float pow2f(int e) { return bits_f32((uint32_t)(e + 127) << 23); }
 
@@ -182,8 +187,8 @@ static inline void elements64(float *restrict y, float *restrict cm, const float
             float v = fabsf(bf16_rne(xv * bits_f32(kb0 - sh))) * 4.0f;
             float c = v >= 7.0f ? 7.0f : rintf(v); // nearest, ties to even (default mode)
             float mag = c * bits_f32(sb0 + sh);
-            cm[i] = c + (float)(8 * (xv < 0.0f)); // the code (y may alias xs)
-            y[i] = bits_f32(f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31);
+            cm[i] = c + (float)(8 * is_neg(xv)); // the code (y may alias xs)
+            y[i] = bits_f32(f32_bits(mag) | is_neg(xv) << 31);
         }
     } else {
         const uint32_t kb0 = f32_bits(4.0f * R); // 4 * R / (s8 * s4)
@@ -202,8 +207,8 @@ static inline void elements64(float *restrict y, float *restrict cm, const float
             ci = ci < 7 ? ci : 7;
             float c = (float)ci;
             float mag = c * bits_f32(sb0 + sh);
-            cm[i] = c + (float)(8 * (xv < 0.0f)); // the code (y may alias xs)
-            y[i] = bits_f32(f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31);
+            cm[i] = c + (float)(8 * is_neg(xv)); // the code (y may alias xs)
+            y[i] = bits_f32(f32_bits(mag) | is_neg(xv) << 31);
         }
     }
 }
@@ -432,7 +437,7 @@ static void cols_tile(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int
                 float v = fabsf(bf16_rne(xv * bits_f32(kb[k][l]))) * 4.0f;
                 float c = v >= 7.0f ? 7.0f : rintf(v);
                 float mag = c * bits_f32(sb[k][l]);
-                out[l] = bits_f32((f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31) | nanm[l]);
+                out[l] = bits_f32((f32_bits(mag) | is_neg(xv) << 31) | nanm[l]);
             }
         } else {
             for (int l = 0; l < CW; l++) {
@@ -443,7 +448,7 @@ static void cols_tile(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int
                 int ci = (int)bits_f32(wb);
                 ci = ci < 7 ? ci : 7;
                 float mag = (float)ci * bits_f32(sb[k][l]);
-                out[l] = bits_f32((f32_bits(mag) | (uint32_t)(xv < 0.0f) << 31) | nanm[l]);
+                out[l] = bits_f32((f32_bits(mag) | is_neg(xv) << 31) | nanm[l]);
             }
         }
         if (i >= n) break;

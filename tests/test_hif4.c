@@ -4,6 +4,9 @@
 // path against the literal reference on adversarial random groups, tails, strided and
 // column QDQ, and the section 7 reference statistics on N(0,1).
 #include <stdlib.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "common.h"
 #include "hif4.h"
@@ -38,6 +41,8 @@ static int same_value(float a, float b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     return a == b;
 }
+
+static float rand_adversarial(int kind, float scale);
 
 // ---- JSONL parsing ----
 static int get_bits_array(const cJSON *obj, const char *key, float out[64], const char *ctx,
@@ -300,6 +305,48 @@ static void test_special(void) {
             if (isinf(V->in[i])) CHECK(y[i] == copysignf(HIF4_MAX_VALUE, V->in[i]), "%s: A6 inf -> %g", V->name, y[i]);
         if (has_nan) CHECK(m.ea == HIF4_EA_NAN && isnan(y[0]), "%s: A6 NaN group", V->name);
     }
+}
+
+// Spec section 5: FTZ/DAZ modes do not change any output. With MXCSR flush-to-zero and
+// denormals-are-zero set, every fast path must still give the vectors' bits (and, for A6 and
+// for subnormal-heavy random groups, the bits it gives in the default mode).
+static void test_ftz_daz(void) {
+#if defined(__SSE2__)
+    static struct vec vecs[64];
+    int n = load_vecs(VEC_PATH, vecs, 64, 1);
+    CHECK(n == 35, "vectors not loaded (%d)", n);
+    enum { NR = 64 };
+    static float rnd[NR * 64], ya_def[NR * 64], yn_def[NR * 64], ya[NR * 64], ynm[NR * 64];
+    rng_state = 99;
+    for (int i = 0; i < NR * 64; i++) rnd[i] = i % 3 ? rand_adversarial(3, 1.0f) : (float)(rng_normal() * 1e-38);
+    hif4_qdq(yn_def, rnd, NR * 64, HIF4_RECIPE_NORMATIVE);
+    hif4_qdq(ya_def, rnd, NR * 64, HIF4_RECIPE_A6);
+    float va_def[64][64];
+    for (int v = 0; v < n && v < 64; v++) hif4_qdq_group(va_def[v], vecs[v].in, 64, HIF4_RECIPE_A6, NULL, NULL);
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040); // FTZ | DAZ
+    int bad = 0, bad_a6 = 0;
+    for (int v = 0; v < n; v++) {
+        float y[64], yc[64], ya6[64];
+        int f;
+        hif4_qdq_group(y, vecs[v].in, 64, HIF4_RECIPE_NORMATIVE, NULL, NULL);
+        bad += !bits_equal(y, vecs[v].out, 64, &f);
+        hif4_qdq(y, vecs[v].in, 64, HIF4_RECIPE_NORMATIVE);
+        bad += !bits_equal(y, vecs[v].out, 64, &f);
+        hif4_qdq_cols(yc, 1, vecs[v].in, 1, 64, 1, HIF4_RECIPE_NORMATIVE);
+        bad += !bits_equal(yc, vecs[v].out, 64, &f);
+        hif4_qdq_group(ya6, vecs[v].in, 64, HIF4_RECIPE_A6, NULL, NULL);
+        bad_a6 += !bits_equal(ya6, va_def[v], 64, &f);
+    }
+    hif4_qdq(ynm, rnd, NR * 64, HIF4_RECIPE_NORMATIVE);
+    hif4_qdq(ya, rnd, NR * 64, HIF4_RECIPE_A6);
+    _mm_setcsr(csr);
+    int f;
+    CHECK(bad == 0, "FTZ/DAZ: %d vector runs differ from output_bits", bad);
+    CHECK(bad_a6 == 0, "FTZ/DAZ: %d A6 vector runs differ from the default mode", bad_a6);
+    CHECK(bits_equal(ynm, yn_def, NR * 64, &f), "FTZ/DAZ: normative subnormal groups differ at %d", f);
+    CHECK(bits_equal(ya, ya_def, NR * 64, &f), "FTZ/DAZ: A6 subnormal groups differ at %d", f);
+#endif
 }
 
 // ---- exhaustive small domains ----
@@ -662,6 +709,7 @@ static void test_stats(void) {
 int main(void) {
     test_vectors();
     test_special();
+    test_ftz_daz();
     test_exhaustive();
     test_fast_vs_ref();
     test_scale_sweep();
