@@ -365,6 +365,35 @@ void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum 
     }
 }
 
+void hif4_qdq_rows(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols,
+                   enum hif4_recipe r) {
+    if (rows <= 0 || cols <= 0) return;
+    if (cols % 64 == 0 && ld == cols && ldy == cols) { // one contiguous run of whole groups
+        hif4_qdq(y, x, rows * cols, r);
+        return;
+    }
+    // gather the groups of consecutive rows (tails zero-padded) into batches of 16
+    float buf[16 * 64];
+    float *dst[16];
+    int len[16], nb = 0;
+    for (int i = 0; i < rows; i++) {
+        const float *xr = x + (ptrdiff_t)i * ld;
+        float *yr = y + (ptrdiff_t)i * ldy;
+        for (int c = 0; c < cols; c += 64) {
+            int n = cols - c < 64 ? cols - c : 64;
+            memcpy(buf + nb * 64, xr + c, (size_t)n * sizeof(float));
+            if (n < 64) memset(buf + nb * 64 + n, 0, (size_t)(64 - n) * sizeof(float));
+            dst[nb] = yr + c;
+            len[nb++] = n;
+            if (nb == 16 || (i == rows - 1 && c + 64 >= cols)) {
+                qdq_groups(buf, buf, nb, r);
+                for (int b = 0; b < nb; b++) memcpy(dst[b], buf + b * 64, (size_t)len[b] * sizeof(float));
+                nb = 0;
+            }
+        }
+    }
+}
+
 // ---- column QDQ (vertical: one SIMD lane per column) ----
 // A tile of 64 rows x CW columns is quantized with every step lane-wise across the columns,
 // so no horizontal reductions or shuffles are needed. Same arithmetic as qdq64 (same

@@ -57,6 +57,14 @@ void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum 
 // QDQ of a contiguous array x[len], groups along it (len need not be a multiple of 64).
 void hif4_qdq(float *y, const float *x, int len, enum hif4_recipe r);
 
+// QDQ along each row of a row-major matrix x[rows][ld] (first `cols` columns used): row i is
+// hif4_qdq(y + i*ldy, x + i*ld, cols) - groups of 64 inside the row, each row's tail
+// zero-padded separately - but batched across rows (e.g. Q/K [T*H][head_dim] with a
+// head_dim that is not a multiple of 64, or a P tile inside a wider buffer). In place
+// (y == x) needs ldy == ld.
+void hif4_qdq_rows(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols,
+                   enum hif4_recipe r);
+
 // QDQ down the columns of a row-major matrix x[rows][ld] (first `cols` columns used): column
 // c is the strided axis x[0*ld+c], x[1*ld+c], ..., grouped in 64 consecutive rows, last
 // group zero-padded. Same result as hif4_qdq_strided on every column (V grouped along tokens),

@@ -1,6 +1,7 @@
 // bench_hif4.c: HiF4 QDQ throughput in elements/s, single thread, for the shapes attention
 // uses: contiguous rows (P rows, Q/K along head_dim: hif4_qdq / hif4_qdq_group) and strided
-// columns (V along tokens: hif4_qdq_strided per column and hif4_qdq_cols per head), for the
+// columns (V along tokens: hif4_qdq_strided per column and hif4_qdq_cols per head), rows with
+// a per-row tail (hif4_qdq_rows), for the
 // normative and the A6 recipe, plus the literal reference for scale. Run by `make bench`.
 #include <math.h>
 #include <stdio.h>
@@ -75,6 +76,11 @@ int main(void) {
             reps++;
         } while ((dt = time_now() - t0) < MIN_TIME);
         report("group + meta + codes", names[r], (double)NC * reps, dt);
+        // rows of head_dim 96 (Phi-3: tail group per row), batched across rows
+        reps = 0;
+        t0 = time_now();
+        do { hif4_qdq_rows(y, 96, x, 96, NC / 96, 96, rc); reps++; } while ((dt = time_now() - t0) < MIN_TIME);
+        report("hif4_qdq_rows [2730][96]", names[r], (double)(NC / 96) * 96 * reps, dt);
         // V along tokens, one kv head (128 columns of ld 1024): a 128-token tile (512 KiB,
         // cache-resident, what a FlashAttention kernel quantizes) and a whole 4096-token head
         // (16 MiB matrix: bound by memory; a 4 KiB stride thrashes cache sets)

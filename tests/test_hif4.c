@@ -626,6 +626,30 @@ static void test_tensor(void) {
             CHECK(bc == 0, "long cols recipe %d: %d elements differ", r, bc);
         }
     }
+    // rows: each row QDQ'd on its own (tail per row), batched across rows; in place too
+    {
+        static const int shapes[][3] = {{7, 1, 1}, {5, 63, 70}, {33, 64, 64}, {20, 96, 96},
+                                        {17, 128, 128}, {9, 200, 203}, {40, 128, 192}};
+        static float mx[40 * 203], my[40 * 203], mref[40 * 203], mip[40 * 203];
+        int bad_rows = 0;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+            int rows = shapes[sh][0], cols = shapes[sh][1], ld = shapes[sh][2];
+            for (int i = 0; i < rows * ld; i++) mx[i] = (float)(rng_normal() * ((i % 13) ? 1.0 : 20.0));
+            if (rows > 3) mx[3 * ld + cols - 1] = NAN;
+            for (int r = 0; r < 2; r++) {
+                enum hif4_recipe rc = (enum hif4_recipe)r;
+                memcpy(my, mx, sizeof(float) * (size_t)(rows * ld));
+                memcpy(mref, mx, sizeof(float) * (size_t)(rows * ld));
+                memcpy(mip, mx, sizeof(float) * (size_t)(rows * ld));
+                for (int i = 0; i < rows; i++) hif4_qdq(mref + i * ld, mx + i * ld, cols, rc);
+                hif4_qdq_rows(my, ld, mx, ld, rows, cols, rc);
+                hif4_qdq_rows(mip, ld, mip, ld, rows, cols, rc);
+                int f;
+                bad_rows += !bits_equal(my, mref, rows * ld, &f) + !bits_equal(mip, mref, rows * ld, &f);
+            }
+        }
+        CHECK(bad_rows == 0, "%d hif4_qdq_rows runs differ from per-row hif4_qdq", bad_rows);
+    }
     // strided with stride 1 and len 0
     hif4_qdq_strided(y, x, 0, 3, HIF4_RECIPE_NORMATIVE);
     hif4_qdq_strided(y, x, L, 1, HIF4_RECIPE_NORMATIVE);
