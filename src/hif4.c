@@ -131,8 +131,8 @@ void hif4_qdq_group_ref(float y[64], const float x_in[64], enum hif4_recipe r,
 //   v = f32(a * (4*R/(s8*s4))) bit for bit (overflow gives +Inf in both). When a/s8/s4
 //   would be inexact (subnormal a) v < 2^-70, so both give code 0.
 // - A6: x*(R*2^-(eb+ec)) is the same product the reference forms; *4 of a bf16 is exact.
-// - y = c * (S/4 * s8 * s4): exact (<= 6 significant bits, normal range), sign from x < 0,
-//   so +-0 inputs give +0 and negative inputs rounding to zero give -0 (step 12).
+// - y = c * (S/4 * s8 * s4): exact (<= 6 significant bits, normal range), sign bit from
+//   is_neg(x), so +-0 inputs give +0 and negative inputs rounding to zero give -0 (step 12).
 // Every per-block quantity is computed per element (block maxima broadcast to the 4 or 8
 // elements of the block) so that all loops are lane-wise and vectorize.
 
@@ -165,13 +165,14 @@ static inline struct gscale group_scale(uint32_t Mb) {
     return g;
 }
 
-// Element loop for one group: xs[64] (already bf16-rounded for A6), per-element block maxima
-// m4e/m8e (bits), group scale g. Writes y[64] and the 4-bit codes cm[64] (as floats).
+// Element loop for one group: xs[64] (already bf16-rounded for A6; y may alias it), per-element
+// block maxima m4e/m8e (bits), group scale g. Writes y[64] and the 4-bit codes cm[64] (floats).
 // Written with integer masks and exponent-field arithmetic instead of float selects and
-// floorf: GCC 12 does not if-convert/vectorize those (trapping-math), the bits are the same.
+// floorf: GCC 12 does not vectorize floorf, nor float selects feeding a float->int
+// conversion, in this loop; the bits are the same.
 // Scaling by 2^-sh (sh = eb + ec in 0..2) subtracts sh from the exponent field: exact, all
 // operands are normal (R >= 2^-16, S/4 >= 2^-50).
-static inline void elements64(float *restrict y, float *restrict cm, const float *restrict xs,
+static inline void elements64(float *y, float *restrict cm, const float *xs,
                               const uint32_t *restrict m4e, const uint32_t *restrict m8e,
                               struct gscale g, enum hif4_recipe r) {
     const float R = g.R;
