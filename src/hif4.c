@@ -144,6 +144,10 @@ static inline float bf16_rne(float x) {
     return bits_f32(u & 0xffff0000u);
 }
 
+// The same on the bits of a non-negative value (used on maxima: RNE is monotonic, so for
+// the A6 recipe max|bf16(x)| = bf16(max|x|) and the maxima of the raw input can be rounded).
+static inline uint32_t bf16_bits(uint32_t u) { return (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; }
+
 // x < 0 decided on the bits (sign set, not -0.0): the same as the comparison, but immune to
 // denormals-are-zero modes, so that, as spec section 5 says, FTZ/DAZ change no output (every
 // other subnormal operand here only ever yields code 0).
@@ -165,7 +169,7 @@ static inline struct gscale group_scale(uint32_t Mb) {
     return g;
 }
 
-// Element loop for one group: xs[64] (already bf16-rounded for A6; y may alias it), per-element
+// Element loop for one group: xs[64] (raw input, no NaN; y may alias it), per-element
 // block maxima m4e/m8e (bits), group scale g. Writes y[64] and the 4-bit codes cm[64] (floats).
 // Written with integer masks and exponent-field arithmetic instead of float selects and
 // floorf: GCC 12 does not vectorize floorf, nor float selects feeding a float->int
@@ -184,7 +188,7 @@ static inline void elements64(float *y, float *restrict cm, const float *xs,
             float lim = bits_f32(0x40000000u + (b8 << 23)); // 2 * s8
             uint32_t b4 = bf16_rne(bits_f32(m4e[i]) * R) >= lim;
             uint32_t sh = (b8 + b4) << 23;
-            float xv = xs[i];
+            float xv = bf16_rne(xs[i]); // the device quantizes bf16 inputs (xs has no NaN)
             float v = fabsf(bf16_rne(xv * bits_f32(kb0 - sh))) * 4.0f;
             float c = v >= 7.0f ? 7.0f : rintf(v); // nearest, ties to even (default mode)
             float mag = c * bits_f32(sb0 + sh);
@@ -249,6 +253,14 @@ static inline void scales16(float *restrict R, uint32_t *restrict step0b, const 
     }
 }
 
+// A6: maxima of the bf16-rounded input from the maxima of the raw input (see bf16_bits)
+static inline void round_maxima(uint32_t *m4e, uint32_t *m8e) {
+    for (int i = 0; i < 64; i++) {
+        m4e[i] = bf16_bits(m4e[i]);
+        m8e[i] = bf16_bits(m8e[i]);
+    }
+}
+
 static void nan_group(float *y, struct hif4_meta *meta, uint8_t *codes) {
     for (int i = 0; i < 64; i++) y[i] = NAN;
     if (meta) *meta = (struct hif4_meta){HIF4_EA_NAN, 0, 0};
@@ -258,17 +270,16 @@ static void nan_group(float *y, struct hif4_meta *meta, uint8_t *codes) {
 // One full group x[64] -> y[64] (y may alias x).
 static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta *meta,
                   uint8_t *codes) {
-    float xb[64], cm[64];
-    const float *xs = x;
-    if (r == HIF4_RECIPE_A6) { // the device quantizes bf16 values (NaN stays NaN)
-        for (int i = 0; i < 64; i++) xb[i] = round_bf16(x[i]);
-        xs = xb;
-    }
+    float cm[64];
     uint32_t m4e[64], m8e[64];
-    uint32_t Mb = maxima64(m4e, m8e, xs);
+    uint32_t Mb = maxima64(m4e, m8e, x);
     if (Mb > 0x7f800000u) { // step 1: a NaN poisons the group
         nan_group(y, meta, codes);
         return;
+    }
+    if (r == HIF4_RECIPE_A6) {
+        round_maxima(m4e, m8e);
+        Mb = bf16_bits(Mb);
     }
     struct gscale g = group_scale(Mb);
     if (meta) { // eb/ec from the same comparisons as the element loop
@@ -282,7 +293,7 @@ static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta
         }
         *meta = (struct hif4_meta){(uint8_t)g.ea, (uint8_t)eb, (uint16_t)ec};
     }
-    elements64(y, cm, xs, m4e, m8e, g, r);
+    elements64(y, cm, x, m4e, m8e, g, r);
     if (codes)
         for (int i = 0; i < 64; i++) codes[i] = (uint8_t)(int)cm[i];
 }
@@ -292,20 +303,19 @@ static void qdq64(float *y, const float *x, enum hif4_recipe r, struct hif4_meta
 // path. Bits identical to qdq64 (same maxima, steps 3-7 checked equal to the table).
 static void qdq_groups(float *y, const float *x, int ng, enum hif4_recipe r) {
     uint32_t m4e[16][64], m8e[16][64], M[16], nan[16], step0b[16];
-    float R[16], xb[16][64], cm[64];
+    float R[16], cm[64];
     for (int g0 = 0; g0 < ng; g0 += 16) {
         int nb = ng - g0 < 16 ? ng - g0 : 16;
         for (int b = 0; b < 16; b++) {
             M[b] = 0;
             nan[b] = 0;
             if (b >= nb) continue;
-            const float *xs = x + (ptrdiff_t)(g0 + b) * 64;
-            if (r == HIF4_RECIPE_A6) {
-                for (int i = 0; i < 64; i++) xb[b][i] = round_bf16(xs[i]);
-                xs = xb[b];
-            }
-            uint32_t mb = maxima64(m4e[b], m8e[b], xs);
+            uint32_t mb = maxima64(m4e[b], m8e[b], x + (ptrdiff_t)(g0 + b) * 64);
             nan[b] = mb > 0x7f800000u;
+            if (r == HIF4_RECIPE_A6 && !nan[b]) {
+                round_maxima(m4e[b], m8e[b]);
+                mb = bf16_bits(mb);
+            }
             M[b] = nan[b] ? 0 : mb;
         }
         scales16(R, step0b, M);
@@ -315,9 +325,8 @@ static void qdq_groups(float *y, const float *x, int ng, enum hif4_recipe r) {
                 for (int i = 0; i < 64; i++) yg[i] = NAN;
                 continue;
             }
-            const float *xs = r == HIF4_RECIPE_A6 ? xb[b] : x + (ptrdiff_t)(g0 + b) * 64;
             struct gscale g = {0, R[b], bits_f32(step0b[b])};
-            elements64(yg, cm, xs, m4e[b], m8e[b], g, r);
+            elements64(yg, cm, x + (ptrdiff_t)(g0 + b) * 64, m4e[b], m8e[b], g, r);
         }
     }
 }
