@@ -6,6 +6,7 @@
 #include "hif4.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -378,7 +379,8 @@ void hif4_qdq_strided(float *y, const float *x, int len, ptrdiff_t stride, enum 
 void hif4_qdq_rows(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols,
                    enum hif4_recipe r) {
     if (rows <= 0 || cols <= 0) return;
-    if (cols % 64 == 0 && ld == cols && ldy == cols) { // one contiguous run of whole groups
+    if (cols % 64 == 0 && ld == cols && ldy == cols && (int64_t)rows * cols <= INT_MAX) {
+        // one contiguous run of whole groups
         hif4_qdq(y, x, rows * cols, r);
         return;
     }
