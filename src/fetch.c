@@ -596,7 +596,7 @@ static struct fetch_entry *plan_add(struct fetch_plan *p, struct err *e) {
 }
 
 // Adds Hub file `file` of the plan's model (p->repo/p->rev).
-static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, struct err *e) {
+static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int optional, struct err *e) {
     int rc = fetch_check_relpath(file, "file", e);
     if (rc) return err_prefix(e, "%s", p->title);
     for (int i = 0; i < p->n; i++)
@@ -610,6 +610,7 @@ static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, struc
     free(ef);
     x->use_token = 1;
     x->shard = shard;
+    x->optional = optional;
     if (!x->rel || !x->dest || !x->url) return err_set(e, ERR_NOMEM, "fetch: out of memory");
     x->present = file_exists(x->dest);
     return 0;
@@ -714,8 +715,24 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
             rc = err_set(e, ERR_FORMAT, "%s: field 'files': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 0, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, 0, 0, e))) goto fail;
     }
+    const cJSON *opt = NULL;
+    if ((rc = json_get_arr(j, "optional_files", &opt, 0, cfg, e))) goto fail;
+    if (opt) cJSON_ArrayForEach(it, opt) {
+        if (!cJSON_IsString(it)) {
+            rc = err_set(e, ERR_FORMAT, "%s: field 'optional_files': expected strings, got %s", cfg, json_brief(it));
+            goto fail;
+        }
+        if ((rc = plan_add_hub(p, it->valuestring, 0, 1, e))) goto fail;
+    }
+    const char *lic = NULL, *note = NULL;
+    int gated = 0;
+    if ((rc = json_get_str(j, "license", &lic, 0, cfg, e)) || (rc = json_get_str(j, "note", &note, 0, cfg, e)) ||
+        (rc = json_get_bool(j, "gated", &gated, 0, cfg, e)))
+        goto fail;
+    snprintf(p->license, sizeof p->license, "%s%s%s%s", lic ? lic : "license not recorded",
+             gated ? " (gated)" : "", note ? "; " : "", note ? note : "");
     // Shards: the cached index is authoritative; else the config's list (checked later).
     char ipath[PATH_MAX_];
     if (index && snprintf(ipath, sizeof ipath, "%s/%s", p->root, index) < (int)sizeof ipath && file_exists(ipath)) {
@@ -728,7 +745,7 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
             rc = err_set(e, ERR_FORMAT, "%s: field 'shards': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 1, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, 1, 0, e))) goto fail;
     }
     cJSON_Delete(idx);
     cJSON_Delete(j);
@@ -765,6 +782,9 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     const char *top_manual = NULL;
     if ((rc = json_get_arr(j, "files", &files, 1, man, e)) || (rc = json_get_str(j, "manual", &top_manual, 0, man, e)))
         goto fail;
+    const char *lic = NULL;
+    if ((rc = json_get_str(j, "license", &lic, 0, man, e))) goto fail;
+    snprintf(p->license, sizeof p->license, "%s", lic ? lic : "license not recorded");
     int k = 0;
     cJSON_ArrayForEach(it, files) {
         char ctx[PATH_MAX_ + 32];
@@ -834,7 +854,7 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
     const cJSON *s;
     int n_new = 0;
     cJSON_ArrayForEach(s, names) {
-        if ((rc = plan_add_hub(p, s->valuestring, 1, e))) break;
+        if ((rc = plan_add_hub(p, s->valuestring, 1, 0, e))) break;
         n_new++;
     }
     cJSON_Delete(names);
@@ -851,6 +871,10 @@ static int run_entry(struct fetch_plan *p, struct fetch_entry *x, const struct f
         return err_set(e, ERR_NOTFOUND, "%s is not downloadable: %s; put it at %s", x->rel, x->manual, x->dest);
     struct fetch_result r;
     int rc = fetch_url(x->url, x->dest, x->size, x->sha256[0] ? x->sha256 : NULL, x->use_token, o, &r, e);
+    if (rc == ERR_NOTFOUND && x->optional) {
+        log_warn("%s (optional) is not in the repository: %s", x->rel, e ? e->msg : "");
+        return 0;
+    }
     if (rc) return rc;
     x->present = 1;
     return 0;
@@ -867,6 +891,7 @@ int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err 
             struct fetch_entry *x = &p->v[i];
             x->present = file_exists(x->dest);
             if (x->present) continue;
+            if (x->optional) { log_info("offline: optional %s not in the cache", x->rel); continue; }
             missing++;
             log_warn("offline: missing %s (expected at %s)", x->rel, x->dest);
             if (l < sizeof list - 80)

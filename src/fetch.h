@@ -69,6 +69,7 @@ struct fetch_entry {
     char sha256[65];// "" unknown
     int use_token;  // Hub file: send HF_TOKEN
     int shard;      // model weight shard (its list may be replaced by the index's)
+    int optional;   // model file the repository may lack: 404 (or offline absence) is a warning
     int present;    // dest exists now
     char *manual;   // how to obtain a file without url (NULL otherwise)
 };
@@ -80,6 +81,7 @@ struct fetch_plan {
     char title[256];          // "model qwen3-8b (Qwen/Qwen3-8B@main)" / "task mmlu"
     char url_base[4096];      // model: <endpoint>/<repo>/resolve/<revision> ("" for tasks)
     char index_rel[256];      // model: index file name ("" if none)
+    char license[512];        // license / gating note from the config or manifest
 };
 void fetch_plan_free(struct fetch_plan *p);
 
