@@ -548,6 +548,7 @@ void fetch_plan_free(struct fetch_plan *p) {
         free(p->v[i].dest);
         free(p->v[i].rel);
         free(p->v[i].manual);
+        free(p->v[i].member);
     }
     free(p->v);
     memset(p, 0, sizeof *p);
@@ -785,15 +786,49 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     const char *lic = NULL;
     if ((rc = json_get_str(j, "license", &lic, 0, man, e))) goto fail;
     snprintf(p->license, sizeof p->license, "%s", lic ? lic : "license not recorded");
+    const cJSON *archives = NULL;
+    if ((rc = json_get_arr(j, "archives", &archives, 0, man, e))) goto fail;
     int k = 0;
+    if (archives) cJSON_ArrayForEach(it, archives) {
+        char ctx[PATH_MAX_ + 32];
+        snprintf(ctx, sizeof ctx, "%s: archives[%d]", man, k++);
+        const char *id, *path, *url, *fmt, *sha = NULL;
+        int64_t size = -1;
+        if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
+            (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
+            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
+            goto fail;
+        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
+        if (strcmp(fmt, "tar")) { rc = err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt); goto fail; }
+        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
+        if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
+            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
+            goto fail;
+        }
+        struct fetch_entry *x = plan_add(p, e);
+        if (!x) { rc = ERR_NOMEM; goto fail; }
+        x->rel = str_dup(path);
+        x->dest = fmt_dup("%s/%s", p->root, path);
+        x->url = str_dup(url);
+        x->member = str_dup(id); // archives keep their id here
+        x->is_archive = 1;
+        x->size = size;
+        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
+        if (!x->rel || !x->dest || !x->url || !x->member) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); goto fail; }
+        x->present = file_exists(x->dest);
+    }
+    k = 0;
     cJSON_ArrayForEach(it, files) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: files[%d]", man, k++);
-        const char *path, *url = NULL, *sha = NULL, *manual = NULL;
+        const char *path, *url = NULL, *sha = NULL, *manual = NULL, *arch = NULL, *member = NULL, *sys = NULL;
+        const cJSON *alts = NULL;
         int64_t size = -1;
         if ((rc = json_get_str(it, "path", &path, 1, ctx, e)) || (rc = json_get_str(it, "url", &url, 0, ctx, e)) ||
             (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)) ||
-            (rc = json_get_str(it, "manual", &manual, 0, ctx, e)))
+            (rc = json_get_str(it, "manual", &manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &arch, 0, ctx, e)) ||
+            (rc = json_get_str(it, "member", &member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &alts, 0, ctx, e)) ||
+            (rc = json_get_str(it, "system_path", &sys, 0, ctx, e)))
             goto fail;
         if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
         if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
@@ -801,23 +836,49 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
             rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
             goto fail;
         }
-        if (!url && !manual && !top_manual) {
-            rc = err_set(e, ERR_FORMAT, "%s: needs 'url' or 'manual'", ctx);
+        if (sys && (sys[0] != '/' || strstr(sys, "/../") || strstr(sys, "/./"))) {
+            rc = err_set(e, ERR_FORMAT, "%s: system_path '%s': expected a clean absolute path", ctx, sys);
+            goto fail;
+        }
+        int ai = 0;
+        if (arch) {
+            for (int i = 0; i < p->n; i++)
+                if (p->v[i].is_archive && !strcmp(p->v[i].member, arch)) ai = i + 1;
+            if (!ai) { rc = err_set(e, ERR_FORMAT, "%s: archive '%s' is not in 'archives'", ctx, arch); goto fail; }
+            if (!member) { rc = err_set(e, ERR_FORMAT, "%s: 'archive' needs 'member'", ctx); goto fail; }
+            if ((rc = fetch_check_relpath(member, "member", e))) { err_prefix(e, "%s", ctx); goto fail; }
+        }
+        if (!url && !ai && !manual && !top_manual) {
+            rc = err_set(e, ERR_FORMAT, "%s: needs 'url', 'archive' or 'manual'", ctx);
             goto fail;
         }
         struct fetch_entry *x = plan_add(p, e);
         if (!x) { rc = ERR_NOMEM; goto fail; }
+        const char *man_txt = manual ? manual : top_manual;
         x->rel = str_dup(path);
-        x->dest = fmt_dup("%s/%s", p->root, path);
+        x->dest = sys ? str_dup(sys) : fmt_dup("%s/%s", p->root, path);
         x->url = url ? str_dup(url) : NULL;
-        x->manual = (manual || !url) ? str_dup(manual ? manual : top_manual) : NULL;
+        x->manual = man_txt ? str_dup(man_txt) : NULL;
+        x->member = member ? str_dup(member) : NULL;
+        x->archive = ai;
+        x->system = sys != NULL;
         x->size = size;
         if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || (url && !x->url) || ((manual || !url) && !x->manual)) {
+        if (!x->rel || !x->dest || (url && !x->url) || (man_txt && !x->manual) || (member && !x->member)) {
             rc = err_set(e, ERR_NOMEM, "fetch: out of memory");
             goto fail;
         }
-        x->present = file_exists(x->dest);
+        x->present = sys ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest);
+        const cJSON *a;
+        if (alts) cJSON_ArrayForEach(a, alts) {
+            char ap[PATH_MAX_ + 8];
+            if (!cJSON_IsString(a) || fetch_check_relpath(a->valuestring, "alt_paths", e)) {
+                rc = err_set(e, ERR_FORMAT, "%s: alt_paths: bad entry %s", ctx, json_brief(a));
+                goto fail;
+            }
+            snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
+            if (file_exists(ap)) x->present = 1;
+        }
     }
     if (p->n == 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'files' is empty", man); goto fail; }
     cJSON_Delete(j);
@@ -845,7 +906,7 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
             cJSON_ArrayForEach(s, names) if (!strcmp(s->valuestring, x->rel)) in_index = 1;
             if (!in_index) log_warn("%s: config lists shard %s, the index does not; skipping it", p->title, x->rel);
             n_old++;
-            free(x->url); free(x->dest); free(x->rel); free(x->manual);
+            free(x->url); free(x->dest); free(x->rel); free(x->manual); free(x->member);
             continue;
         }
         p->v[w++] = *x;
@@ -864,11 +925,148 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
     return rc;
 }
 
+// ---- tar archives (ustar / GNU / pax; uncompressed) ----
+// Member names from the archive are only compared with the manifest's, never used as paths.
+static int64_t tar_num(const unsigned char *f, int n) {
+    if (f[0] & 0x80) { // GNU base-256
+        int64_t v = f[0] & 0x3f;
+        for (int i = 1; i < n; i++) v = (v << 8) | f[i];
+        return v;
+    }
+    int64_t v = 0;
+    int i = 0;
+    while (i < n && (f[i] == ' ' || f[i] == 0)) i++;
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) v = v * 8 + (f[i] - '0');
+    return v;
+}
+
+static int read_exact(FILE *f, void *buf, size_t n) { return fread(buf, 1, n, f) == n ? 0 : -1; }
+
+// Copies `size` bytes of the open archive into x->dest via .part, checking size and sha256.
+static int tar_copy(FILE *f, int64_t size, struct fetch_entry *x, const char *tar, struct err *e) {
+    char part[PATH_MAX_ + 8], dir[PATH_MAX_];
+    snprintf(part, sizeof part, "%s.part", x->dest);
+    snprintf(dir, sizeof dir, "%s", x->dest);
+    char *sl = strrchr(dir, '/');
+    if (sl && sl != dir) {
+        *sl = 0;
+        int rc = mkdir_p(dir, e);
+        if (rc) return rc;
+    }
+    if (x->size >= 0 && size != x->size)
+        return err_set(e, ERR_MISMATCH, "%s: member %s has %lld bytes, the manifest says %lld", tar, x->member,
+                       (long long)size, (long long)x->size);
+    FILE *o = fopen(part, "wb");
+    if (!o) return err_set(e, ERR_IO, "%s: %s", part, strerror(errno));
+    struct sha256 h;
+    sha256_init(&h);
+    static unsigned char buf[1 << 16];
+    int64_t left = size;
+    while (left > 0) {
+        size_t c = left < (int64_t)sizeof buf ? (size_t)left : sizeof buf;
+        if (read_exact(f, buf, c)) { fclose(o); unlink(part); return err_set(e, ERR_FORMAT, "%s: truncated in member %s", tar, x->member); }
+        if (fwrite(buf, 1, c, o) != c) { fclose(o); unlink(part); return err_set(e, ERR_IO, "%s: write failed", part); }
+        sha256_update(&h, buf, c);
+        left -= (int64_t)c;
+    }
+    if (fflush(o) != 0 || fsync(fileno(o)) != 0 || fclose(o) != 0) { unlink(part); return err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); }
+    uint8_t d[32];
+    char got[65];
+    sha256_final(&h, d);
+    sha256_to_hex(d, got);
+    if (x->sha256[0] && strcasecmp(got, x->sha256) != 0) {
+        unlink(part);
+        return err_set(e, ERR_MISMATCH, "%s: member %s: sha256 mismatch (expected %s from the manifest, got %s); not kept",
+                       tar, x->member, x->sha256, got);
+    }
+    if (rename(part, x->dest) != 0) return err_set(e, ERR_IO, "rename %s: %s", part, strerror(errno));
+    x->present = 1;
+    return 0;
+}
+
+// Unpacks the missing member entries of archive entry ai (0-based) from its tar file.
+static int tar_extract(struct fetch_plan *p, int ai, struct err *e) {
+    const char *tar = p->v[ai].dest;
+    FILE *f = fopen(tar, "rb");
+    if (!f) return err_set(e, ERR_IO, "%s: %s", tar, strerror(errno));
+    unsigned char h[512];
+    char name[PATH_MAX_], longname[PATH_MAX_] = "";
+    int rc = 0;
+    int64_t off = 0;
+    for (;;) {
+        size_t r = fread(h, 1, 512, f);
+        if (r == 0) break;
+        if (r != 512) { rc = err_set(e, ERR_FORMAT, "%s: truncated header at byte %lld", tar, (long long)off); break; }
+        int zero = 1;
+        for (int i = 0; i < 512 && zero; i++) zero = h[i] == 0;
+        if (zero) break; // end-of-archive marker
+        int64_t sum = 0, want = tar_num(h + 148, 8);
+        for (int i = 0; i < 512; i++) sum += (i >= 148 && i < 156) ? ' ' : h[i];
+        if (sum != want) {
+            rc = err_set(e, ERR_FORMAT, "%s: not a tar archive (bad header checksum at byte %lld%s)", tar, (long long)off,
+                         off == 0 && h[0] == 0x1f && h[1] == 0x8b ? "; it is gzip-compressed" : "");
+            break;
+        }
+        int64_t size = tar_num(h + 124, 12);
+        char type = (char)h[156];
+        int64_t pad = (512 - size % 512) % 512;
+        off += 512;
+        if (type == 'L' || type == 'x') { // GNU long name / pax header: the next member's name
+            char *meta = malloc((size_t)size + 1);
+            if (!meta || size > (1 << 20) || read_exact(f, meta, (size_t)size) || fseeko(f, pad, SEEK_CUR)) {
+                free(meta);
+                rc = err_set(e, ERR_FORMAT, "%s: bad %s header at byte %lld", tar, type == 'L' ? "long-name" : "pax", (long long)off);
+                break;
+            }
+            meta[size] = 0;
+            if (type == 'L') snprintf(longname, sizeof longname, "%s", meta);
+            else {
+                for (char *q = meta; q < meta + size;) { // records "LEN key=value\n"
+                    long len = strtol(q, NULL, 10);
+                    char *sp = strchr(q, ' ');
+                    if (len <= 0 || !sp || q + len > meta + size) break;
+                    if (!strncmp(sp + 1, "path=", 5)) snprintf(longname, sizeof longname, "%.*s", (int)(q + len - (sp + 6) - 1), sp + 6);
+                    q += len;
+                }
+            }
+            free(meta);
+            off += size + pad;
+            continue;
+        }
+        if (longname[0]) {
+            snprintf(name, sizeof name, "%s", longname);
+            longname[0] = 0;
+        } else if (!memcmp(h + 257, "ustar", 5) && h[345])
+            snprintf(name, sizeof name, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
+        else
+            snprintf(name, sizeof name, "%.100s", (const char *)h);
+        const char *nm = name;
+        while (!strncmp(nm, "./", 2)) nm += 2;
+        struct fetch_entry *hit = NULL;
+        if (type == '0' || type == 0 || type == '7')
+            for (int i = 0; i < p->n; i++)
+                if (p->v[i].archive == ai + 1 && !p->v[i].present && !strcmp(p->v[i].member, nm)) hit = &p->v[i];
+        if (hit) {
+            if ((rc = tar_copy(f, size, hit, tar, e))) break;
+            if (fseeko(f, pad, SEEK_CUR)) { rc = err_set(e, ERR_FORMAT, "%s: truncated", tar); break; }
+            log_info("unpacked %s", hit->rel);
+        } else if (fseeko(f, size + pad, SEEK_CUR)) {
+            rc = err_set(e, ERR_FORMAT, "%s: truncated", tar);
+            break;
+        }
+        off += size + pad;
+    }
+    fclose(f);
+    if (rc) return rc;
+    for (int i = 0; i < p->n; i++)
+        if (p->v[i].archive == ai + 1 && !p->v[i].present)
+            return err_set(e, ERR_NOTFOUND, "%s: member %s (for %s) is not in the archive", tar, p->v[i].member, p->v[i].rel);
+    return 0;
+}
+
 static int run_entry(struct fetch_plan *p, struct fetch_entry *x, const struct fetch_opts *o, struct err *e) {
     (void)p;
-    if (file_exists(x->dest)) { x->present = 1; return 0; }
-    if (!x->url)
-        return err_set(e, ERR_NOTFOUND, "%s is not downloadable: %s; put it at %s", x->rel, x->manual, x->dest);
+    if (x->present || file_exists(x->dest)) { x->present = 1; return 0; }
     struct fetch_result r;
     int rc = fetch_url(x->url, x->dest, x->size, x->sha256[0] ? x->sha256 : NULL, x->use_token, o, &r, e);
     if (rc == ERR_NOTFOUND && x->optional) {
@@ -880,34 +1078,42 @@ static int run_entry(struct fetch_plan *p, struct fetch_entry *x, const struct f
     return 0;
 }
 
+// Lists the entries that are still missing (manual steps, or everything when offline).
+static int report_missing(struct fetch_plan *p, int offline, struct err *e) {
+    int missing = 0;
+    size_t l = 0;
+    char list[700] = "";
+    const char *first_manual = NULL;
+    for (int i = 0; i < p->n; i++) {
+        struct fetch_entry *x = &p->v[i];
+        if (x->is_archive || x->present) continue;
+        if (x->system ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest)) { x->present = 1; continue; }
+        if (x->optional) { log_info("optional %s not in the cache", x->rel); continue; }
+        missing++;
+        if (x->manual && !x->url && !x->archive) {
+            if (!first_manual) first_manual = x->manual;
+            log_warn("missing %s (expected at %s): %s", x->rel, x->dest, x->manual);
+        } else {
+            log_warn("%smissing %s (expected at %s)", offline ? "offline: " : "", x->rel, x->dest);
+        }
+        if (l < sizeof list - 80)
+            l += (size_t)snprintf(list + l, sizeof list - l, "%s%s (at %s)", l ? ", " : "", x->rel, x->dest);
+    }
+    if (!missing) return 0;
+    return err_set(e, ERR_NOTFOUND, "%s%d file%s missing for %s: %s%s%s%s", offline ? "offline: " : "", missing,
+                   missing > 1 ? "s" : "", p->title, list, l >= sizeof list - 80 ? ", ..." : "",
+                   first_manual ? "; to obtain: " : "", first_manual ? first_manual : "");
+}
+
 int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err *e) {
     int rc;
-    if (o->offline) {
-        // Never touch the network: the index (if cached) already defined the shards.
-        int missing = 0;
-        size_t l = 0;
-        char list[700] = "";
-        for (int i = 0; i < p->n; i++) {
-            struct fetch_entry *x = &p->v[i];
-            x->present = file_exists(x->dest);
-            if (x->present) continue;
-            if (x->optional) { log_info("offline: optional %s not in the cache", x->rel); continue; }
-            missing++;
-            log_warn("offline: missing %s (expected at %s)", x->rel, x->dest);
-            if (l < sizeof list - 80)
-                l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", x->rel);
-        }
-        if (missing) {
-            return err_set(e, ERR_NOTFOUND, "offline: %d file%s missing for %s under %s: %s%s", missing,
-                           missing > 1 ? "s" : "", p->title, p->root, list,
-                           l >= sizeof list - 80 ? ", ..." : "");
-        }
-        return 0;
-    }
+    // Never touch the network offline: for a model the cached index already chose the shards.
+    if (o->offline) return report_missing(p, 1, e);
     int is_model = p->url_base[0] != 0;
     for (int i = 0; i < p->n; i++) {
-        if (p->v[i].shard) continue;
-        if ((rc = run_entry(p, &p->v[i], o, e))) return rc;
+        struct fetch_entry *x = &p->v[i];
+        if (x->shard || x->is_archive || !x->url) continue;
+        if ((rc = run_entry(p, x, o, e))) return rc;
     }
     if (is_model && p->index_rel[0]) {
         if ((rc = replan_shards(p, e))) return rc;
@@ -920,7 +1126,17 @@ int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err 
         if (!p->v[i].shard) continue;
         if ((rc = run_entry(p, &p->v[i], o, e))) return rc;
     }
-    return 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!p->v[i].is_archive) continue;
+        int need = 0;
+        for (int k = 0; k < p->n; k++)
+            if (p->v[k].archive == i + 1 && !p->v[k].present && !file_exists(p->v[k].dest)) need = 1;
+            else if (p->v[k].archive == i + 1) p->v[k].present = 1;
+        if (!need) continue;
+        if ((rc = run_entry(p, &p->v[i], o, e))) return rc;
+        if ((rc = tar_extract(p, i, e))) return rc;
+    }
+    return report_missing(p, 0, e);
 }
 
 // ---- API for the evaluation ----

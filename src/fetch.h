@@ -70,8 +70,12 @@ struct fetch_entry {
     int use_token;  // Hub file: send HF_TOKEN
     int shard;      // model weight shard (its list may be replaced by the index's)
     int optional;   // model file the repository may lack: 404 (or offline absence) is a warning
-    int present;    // dest exists now
-    char *manual;   // how to obtain a file without url (NULL otherwise)
+    int present;    // dest (or one of the manifest's alt_paths) exists now
+    char *manual;   // how to obtain a file without url or archive (NULL otherwise)
+    int is_archive; // a tar archive that holds other entries (kept in the cache once fetched)
+    int archive;    // 1 + index of the archive entry this file is unpacked from (0: none)
+    char *member;   // member name inside that archive
+    int system;     // dest is a system path (e.g. /usr/share/hamexam): checked, never written
 };
 struct fetch_plan {
     char root[4096];          // model dir or data root

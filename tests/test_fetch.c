@@ -7,6 +7,7 @@
 // the end (and dies on its own when this process dies: it exits on stdin EOF).
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -502,6 +503,75 @@ static void test_task_data(void) {
     free(d);
 }
 
+// Task files unpacked from a tar archive (the MMLU data.tar route), with a long member name.
+static void test_task_tar(void) {
+    char home[1300], cache[1300], root[4096], p[4300], cmd[8192];
+    struct err e = {0};
+    snprintf(home, sizeof home, "%s/home", g_tmp);
+    snprintf(cache, sizeof cache, "%s/cache", g_tmp);
+    const char *longdir = "data/test/a_very_long_directory_name_that_pushes_the_member_name_past_the_"
+                          "one_hundred_bytes_of_a_v7_tar_header";
+    unsigned char *a = gen_bytes(3000, 31), *b = gen_bytes(1234, 32), *c = gen_bytes(700, 33);
+    char tdir[1300], rel[512];
+    snprintf(tdir, sizeof tdir, "%s/tarsrc", g_tmp);
+    write_file(tdir, "data/test/x_test.csv", a, 3000);
+    write_file(tdir, "data/dev/x_dev.csv", b, 1234);
+    snprintf(rel, sizeof rel, "%s/long.csv", longdir);
+    write_file(tdir, rel, c, 700);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/t' && cd '%s' && tar -cf '%s/t/data.tar' ./data && gzip -c '%s/t/data.tar' > '%s/t/data.tgz'",
+             g_doc, tdir, g_doc, g_doc, g_doc);
+    int st = system(cmd);
+    CHECK(st == 0, "tar/gzip failed (status %d)", st);
+    char sa[65], sb[65], sc[65], man[4096];
+    sha256_hex(a, 3000, sa);
+    sha256_hex(b, 1234, sb);
+    sha256_hex(c, 700, sc);
+    snprintf(man, sizeof man,
+             "{\"license\":\"MIT\",\"archives\":[{\"id\":\"t\",\"format\":\"tar\",\"path\":\"t2/data.tar\","
+             "\"url\":\"http://127.0.0.1:%d/files/t/data.tar\"}],\"files\":["
+             "{\"path\":\"t2/data/test/x_test.csv\",\"archive\":\"t\",\"member\":\"data/test/x_test.csv\",\"sha256\":\"%s\",\"size\":3000},"
+             "{\"path\":\"t2/data/dev/x_dev.csv\",\"archive\":\"t\",\"member\":\"data/dev/x_dev.csv\",\"sha256\":\"%s\"},"
+             "{\"path\":\"t2/long.csv\",\"archive\":\"t\",\"member\":\"%s/long.csv\",\"sha256\":\"%s\"}]}",
+             g_port, sa, sb, longdir, sc);
+    write_file(home, "datasets/t2.json", man, strlen(man));
+    int rc = fetch_task_data("t2", 0, root, sizeof root, &e);
+    CHECK(rc == 0, "tar task: %s", e.msg);
+    snprintf(p, sizeof p, "%s/datasets/t2/data/test/x_test.csv", cache);
+    CHECK(file_equals(p, a, 3000), "tar member 1");
+    snprintf(p, sizeof p, "%s/datasets/t2/data/dev/x_dev.csv", cache);
+    CHECK(file_equals(p, b, 1234), "tar member 2");
+    snprintf(p, sizeof p, "%s/datasets/t2/long.csv", cache);
+    CHECK(file_equals(p, c, 700), "tar member with a long name");
+    // a member whose bytes do not match the manifest is not kept
+    sa[5] = sa[5] == 'a' ? 'b' : 'a';
+    snprintf(man, sizeof man,
+             "{\"archives\":[{\"id\":\"t\",\"format\":\"tar\",\"path\":\"t3/data.tar\","
+             "\"url\":\"http://127.0.0.1:%d/files/t/data.tar\"}],\"files\":["
+             "{\"path\":\"t3/x.csv\",\"archive\":\"t\",\"member\":\"data/test/x_test.csv\",\"sha256\":\"%s\"}]}", g_port, sa);
+    write_file(home, "datasets/t3.json", man, strlen(man));
+    rc = fetch_task_data("t3", 0, root, sizeof root, &e);
+    snprintf(p, sizeof p, "%s/datasets/t3/x.csv", cache);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, "data/test/x_test.csv") && fsize(p) < 0, "bad member: rc %d %s", rc, e.msg);
+    // a member that is not there, and a gzip file that is not a tar: clear errors
+    snprintf(man, sizeof man,
+             "{\"archives\":[{\"id\":\"t\",\"format\":\"tar\",\"path\":\"t4/data.tar\","
+             "\"url\":\"http://127.0.0.1:%d/files/t/data.tar\"}],\"files\":["
+             "{\"path\":\"t4/y.csv\",\"archive\":\"t\",\"member\":\"data/test/nope.csv\"}]}", g_port);
+    write_file(home, "datasets/t4.json", man, strlen(man));
+    rc = fetch_task_data("t4", 0, root, sizeof root, &e);
+    CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "data/test/nope.csv"), "missing member: rc %d %s", rc, e.msg);
+    snprintf(man, sizeof man,
+             "{\"archives\":[{\"id\":\"t\",\"format\":\"tar\",\"path\":\"t5/data.tar\","
+             "\"url\":\"http://127.0.0.1:%d/files/t/data.tgz\"}],\"files\":["
+             "{\"path\":\"t5/y.csv\",\"archive\":\"t\",\"member\":\"data/test/x_test.csv\"}]}", g_port);
+    write_file(home, "datasets/t5.json", man, strlen(man));
+    rc = fetch_task_data("t5", 0, root, sizeof root, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "gzip"), "gzip as tar: rc %d %s", rc, e.msg);
+    free(a);
+    free(b);
+    free(c);
+}
+
 static void test_paths(void) {
     char out[4096];
     struct err e = {0};
@@ -552,8 +622,12 @@ int main(void) {
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0) return 1;
-    snprintf(g_doc, sizeof g_doc, "%s/docroot", g_tmp);
     struct err e = {0};
+    mkdir_p(g_tmp, &e);
+    char abs_tmp[PATH_MAX];
+    if (!realpath(g_tmp, abs_tmp)) return 1;
+    snprintf(g_tmp, sizeof g_tmp, "%.1000s", abs_tmp);
+    snprintf(g_doc, sizeof g_doc, "%s/docroot", g_tmp);
     mkdir_p(g_doc, &e);
     log_set_level(LOG_WARN);
     signal(SIGPIPE, SIG_IGN);
@@ -569,6 +643,7 @@ int main(void) {
     test_errors();
     test_hub_model();
     test_task_data();
+    test_task_tar();
     stop_server();
     return test_summary("test_fetch");
 }
