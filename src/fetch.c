@@ -822,13 +822,15 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: files[%d]", man, k++);
         const char *path, *url = NULL, *sha = NULL, *manual = NULL, *arch = NULL, *member = NULL, *sys = NULL;
+        const char *src_for = NULL;
         const cJSON *alts = NULL;
         int64_t size = -1;
         if ((rc = json_get_str(it, "path", &path, 1, ctx, e)) || (rc = json_get_str(it, "url", &url, 0, ctx, e)) ||
             (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)) ||
             (rc = json_get_str(it, "manual", &manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &arch, 0, ctx, e)) ||
             (rc = json_get_str(it, "member", &member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &alts, 0, ctx, e)) ||
-            (rc = json_get_str(it, "system_path", &sys, 0, ctx, e)))
+            (rc = json_get_str(it, "system_path", &sys, 0, ctx, e)) ||
+            (rc = json_get_str(it, "source_for", &src_for, 0, ctx, e)))
             goto fail;
         if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
         if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
@@ -878,6 +880,12 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
             }
             snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
             if (file_exists(ap)) x->present = 1;
+        }
+        if (src_for) { // only needed to make an earlier-listed file that is missing
+            int found = 0;
+            for (int i = 0; i < p->n - 1; i++)
+                if (!strcmp(p->v[i].rel, src_for)) { found = 1; if (p->v[i].present) x->present = 1; }
+            if (!found) { rc = err_set(e, ERR_FORMAT, "%s: source_for '%s': no earlier file with that path", ctx, src_for); goto fail; }
         }
     }
     if (p->n == 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'files' is empty", man); goto fail; }

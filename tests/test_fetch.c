@@ -572,6 +572,69 @@ static void test_task_tar(void) {
     free(c);
 }
 
+// The committed manifests against the shared copies: every file present in ../shared/datasets
+// has the manifest's size and sha256, and with ../shared/datasets as the cache every task but
+// GPQA is complete offline (no network: offline mode).
+static int sha_file(const char *path, char hex[65], long *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    struct sha256 s;
+    sha256_init(&s);
+    static unsigned char buf[1 << 16];
+    size_t r;
+    long n = 0;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) { sha256_update(&s, buf, r); n += (long)r; }
+    fclose(f);
+    uint8_t d[32];
+    sha256_final(&s, d);
+    sha256_to_hex(d, hex);
+    *size = n;
+    return 0;
+}
+
+static void test_manifests(void) {
+    char shared[PATH_MAX], link[1300], home[PATH_MAX], root[4096];
+    struct err e = {0};
+    if (!realpath("../shared/datasets", shared)) { printf("skip manifests: no ../shared/datasets\n"); return; }
+    if (!realpath(".", home)) return;
+    snprintf(link, sizeof link, "%s/sharedcache", g_tmp);
+    char dsl[1400];
+    snprintf(dsl, sizeof dsl, "%s/datasets", link);
+    mkdir_p(link, &e);
+    CHECK(symlink(shared, dsl) == 0, "symlink %s: %s", dsl, strerror(errno));
+    setenv("HIFA4_HOME", home, 1);
+    setenv("HIFA4_CACHE", link, 1);
+    const char *tasks[] = {"mmlu", "hellaswag", "arc_challenge", "arc_easy", "truthfulqa_mc1", "bbh", "ppl/wikitext2", "brown"};
+    int checked = 0;
+    for (size_t t = 0; t < sizeof tasks / sizeof *tasks; t++) {
+        struct fetch_plan p;
+        int rc = fetch_plan_task(&p, tasks[t], &e);
+        CHECK(rc == 0, "plan %s: %s", tasks[t], e.msg);
+        if (rc) continue;
+        for (int i = 0; i < p.n; i++) {
+            const struct fetch_entry *x = &p.v[i];
+            if (x->is_archive || !x->sha256[0]) continue;
+            char path[PATH_MAX + 1100], hex[65];
+            long size;
+            snprintf(path, sizeof path, "%s/%s", shared, x->rel);
+            if (sha_file(path, hex, &size) != 0) continue; // e.g. the .bz2 or the plain HellaSwag text
+            checked++;
+            CHECK(!strcmp(hex, x->sha256) && (x->size < 0 || size == x->size), "%s: %s: sha %s size %ld vs manifest %s %lld",
+                  tasks[t], x->rel, hex, size, x->sha256, (long long)x->size);
+            CHECK(x->archive || (x->url && !strncmp(x->url, "https://", 8)) || x->manual, "%s: %s has no source", tasks[t], x->rel);
+        }
+        fetch_plan_free(&p);
+        ctl("reset=1");
+        rc = fetch_task_data(tasks[t], 1, root, sizeof root, &e);
+        CHECK(rc == 0 && !strcmp(root, dsl), "offline %s with the shared data: rc %d %s", tasks[t], rc, e.msg);
+    }
+    printf("manifests: %d files checked against ../shared/datasets\n", checked);
+    CHECK(checked > 200, "only %d manifest files matched shared copies", checked);
+    int rc = fetch_task_data("gpqa_diamond", 1, root, sizeof root, &e);
+    CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "gpqa/gpqa_diamond.csv") && strstr(e.msg, "idavidrein"), "gpqa: %s", e.msg);
+    CHECK(stats().requests == 0, "offline manifests made requests");
+}
+
 static void test_paths(void) {
     char out[4096];
     struct err e = {0};
@@ -644,6 +707,7 @@ int main(void) {
     test_hub_model();
     test_task_data();
     test_task_tar();
+    test_manifests();
     stop_server();
     return test_summary("test_fetch");
 }

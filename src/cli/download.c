@@ -20,8 +20,11 @@ static void print_plan(const struct fetch_plan *p, int dry) {
     for (int i = 0; i < p->n; i++) {
         const struct fetch_entry *x = &p->v[i];
         const char *st = x->present ? "have" : !x->url ? "manual" : x->optional ? "get?" : "get";
+        if (x->archive && !x->present)
+            st = "unpack";
         if (x->url) printf("%-6s %s -> %s", st, x->url, x->dest);
-        else printf("%-6s %s (%s)", st, x->dest, x->manual);
+        else if (x->archive) printf("%-6s %s from %s -> %s", st, x->member, p->v[x->archive - 1].rel, x->dest);
+        else printf("%-6s %s (%s)", st, x->dest, x->manual ? x->manual : "");
         if (x->sha256[0]) printf("  sha256=%s", x->sha256);
         if (x->size >= 0) printf("  size=%lld", (long long)x->size);
         putchar('\n');
