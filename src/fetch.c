@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -371,6 +372,12 @@ int fetch_url(const char *url, const char *dest, int64_t size, const char *sha25
         x.cr_start = x.cr_total = x.clen = -1;
         x.fd = open(part, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (x.fd < 0) { rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); goto done; }
+        // Two processes appending to one .part would interleave bytes: one writer at a time.
+        if (flock(x.fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = err_set(e, ERR_IO, "%s: another process is downloading this file (locked)", part);
+            close(x.fd);
+            goto done;
+        }
         struct stat ps;
         if (fstat(x.fd, &ps) != 0) { rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); close(x.fd); goto done; }
         x.have = ps.st_size;
@@ -535,6 +542,10 @@ int fetch_url(const char *url, const char *dest, int64_t size, const char *sha25
         sleep_ms(delay);
     }
 done:
+    if (rc) { // do not leave an empty .part behind (404, 401, ...)
+        struct stat ps3;
+        if (stat(part, &ps3) == 0 && ps3.st_size == 0) unlink(part);
+    }
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
     return rc;

@@ -5,7 +5,7 @@
 # /files/<owner>/<repo>/<path> with X-Linked-Etag (sha256) and X-Linked-Size for *.safetensors
 # and serves other files directly with a 40-hex (git-blob style) ETag, as the Hub does.
 # Faults are switched on by GET /_ctl?cut=N&fail=K&corrupt=1&ignore_range=1&status=404&reset=1
-# (each applies to the next file requests only), and GET /_stats returns counters as
+# (each applies to the next file requests only; slow_ms=M sleeps M ms per 64 KiB until reset), and GET /_stats returns counters as
 # "requests=R bytes=B ranged=G auth=<last Authorization header>". Control requests are not
 # counted. Binds 127.0.0.1 on a free port and prints "PORT <n>" on stdout. Exits when its
 # stdin reaches EOF (the test closes it or dies) or after 300 s, whichever comes first.
@@ -14,6 +14,7 @@ import http.server
 import os
 import sys
 import threading
+import time
 import urllib.parse
 
 DOCROOT = os.path.abspath(sys.argv[1])
@@ -23,7 +24,7 @@ STATE = {}
 
 def reset():
     STATE.update(requests=0, bytes=0, ranged=0, auth="-", cut=-1, fail=0, corrupt=0,
-                 ignore_range=0, status=0)
+                 ignore_range=0, status=0, slow_ms=0)
 
 
 reset()
@@ -67,7 +68,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with LOCK:
                 if "reset" in q:
                     reset()
-                for k in ("cut", "fail", "corrupt", "ignore_range", "status"):
+                for k in ("cut", "fail", "corrupt", "ignore_range", "status", "slow_ms"):
                     if k in q:
                         STATE[k] = int(q[k][0])
             return self.send_text(200, "ok\n")
@@ -141,16 +142,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if 0 <= cut < len(body):
             body = body[:cut]
-        sent = 0
+        with LOCK:
+            slow = STATE["slow_ms"]
         try:
             for i in range(0, len(body), 65536):
+                if slow:  # throttle (demonstrates progress output); stays on until reset
+                    time.sleep(slow / 1000.0)
                 self.wfile.write(body[i:i + 65536])
-                sent += len(body[i:i + 65536])
+                with LOCK:
+                    STATE["bytes"] += len(body[i:i + 65536])
             self.wfile.flush()
         except OSError:
             pass
-        with LOCK:
-            STATE["bytes"] += sent
 
 
 def main():
