@@ -270,6 +270,21 @@ static void test_download_resume(void) {
     CHECK(r.resumed_from == 0 && stats().bytes == (long)N, "restart after 200");
     CHECK(file_equals(dest, d, N), "restarted file differs");
 
+    // 4b. a complete .part (killed before the rename) is verified offline-style, no request
+    snprintf(dest, sizeof dest, "%s/c4b/big.bin", g_tmp);
+    write_file(g_tmp, "c4b/big.bin.part", d, N);
+    ctl("reset=1");
+    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    CHECK(rc == 0 && stats().requests == 0 && r.requests == 0 && file_equals(dest, d, N), "complete .part: %s", e.msg);
+    // ... but a full-size .part with wrong bytes is fetched again
+    snprintf(dest, sizeof dest, "%s/c4c/big.bin", g_tmp);
+    unsigned char *junk2 = gen_bytes(N, 5);
+    write_file(g_tmp, "c4c/big.bin.part", junk2, N);
+    free(junk2);
+    ctl("reset=1");
+    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    CHECK(rc == 0 && stats().bytes == (long)N && file_equals(dest, d, N), "bad full .part: %s", e.msg);
+
     // 5. corrupted: wrong manifest sha256 -> mismatch, nothing kept
     char bad[65];
     memcpy(bad, sha, 65);
