@@ -2,7 +2,8 @@
 # http_server.py: loopback HTTP server for tests/test_fetch.c (python3 stdlib only).
 # Serves the files under DOCROOT at /files/<path> with Range support and a sha256 ETag, and
 # imitates the Hugging Face Hub: /<owner>/<repo>/resolve/<rev>/<path> answers 302 to
-# /files/<owner>/<repo>/<path> with X-Linked-Etag (sha256) and X-Linked-Size for *.safetensors
+# /files/<owner>/<repo>/<path>?cdn=1 (whose ETag is not a sha256, like a CDN's) with X-Linked-Etag
+# (sha256) and X-Linked-Size for *.safetensors,
 # and serves other files directly with a 40-hex (git-blob style) ETag, as the Hub does.
 # Faults are switched on by GET /_ctl?cut=N&fail=K&corrupt=1&ignore_range=1&status=404&reset=1
 # (each applies to the next file requests only; slow_ms=M sleeps M ms per 64 KiB until reset), and GET /_stats returns counters as
@@ -93,7 +94,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not os.path.isfile(fp):
                 return self.send_text(404, "Entry not found\n")
             if rel.endswith(".safetensors"):
-                loc = "/files/" + urllib.parse.quote(rel)
+                loc = "/files/" + urllib.parse.quote(rel) + "?cdn=1"  # CDN: ETag is no sha256
                 return self.send_text(302, "redirect\n", {
                     "Location": loc, "X-Linked-Etag": '"%s"' % sha256_file(fp),
                     "X-Linked-Size": str(os.path.getsize(fp))})
@@ -103,6 +104,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fp = os.path.join(DOCROOT, *parts[1:])
         if not os.path.isfile(fp):
             return self.send_text(404, "not found\n")
+        if "cdn=1" in u.query:
+            return self.serve(fp, '"cdn-%d"' % os.path.getsize(fp))
         return self.serve(fp, '"%s"' % sha256_file(fp))
 
     def serve(self, fp, etag):
