@@ -1137,12 +1137,13 @@ static int report_missing(struct fetch_plan *p, int offline, struct err *e) {
             log_warn("%smissing %s (expected at %s)", offline ? "offline: " : "", x->rel, x->dest);
         }
         if (l < sizeof list - 80)
-            l += (size_t)snprintf(list + l, sizeof list - l, "%s%s (at %s)", l ? ", " : "", x->rel, x->dest);
+            l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", x->system ? x->dest : x->rel);
     }
     if (!missing) return 0;
-    return err_set(e, ERR_NOTFOUND, "%s%d file%s missing for %s: %s%s%s%s", offline ? "offline: " : "", missing,
-                   missing > 1 ? "s" : "", p->title, list, l >= sizeof list - 80 ? ", ..." : "",
-                   first_manual ? "; to obtain: " : "", first_manual ? first_manual : "");
+    return err_set(e, ERR_NOTFOUND, "%s%d file%s missing for %s under %s: %s%s%s%s%s", offline ? "offline: " : "",
+                   missing, missing > 1 ? "s" : "", p->title, p->root, list, l >= sizeof list - 80 ? ", ..." : "",
+                   first_manual ? "; to obtain: " : "", first_manual ? first_manual : "",
+                   offline && !first_manual ? "; fetch them with `hifa4-eval download` on a networked machine and copy the cache" : "");
 }
 
 int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err *e) {

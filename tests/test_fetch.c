@@ -711,6 +711,11 @@ int main(void) {
     mkdir_p(g_doc, &e);
     log_set_level(LOG_WARN);
     signal(SIGPIPE, SIG_IGN);
+    // The environment must not change what is tested, nor send loopback traffic to a proxy.
+    const char *unset[] = {"HIFA4_OFFLINE", "HIFA4_RETRIES", "HIFA4_RETRY_BASE_MS", "HF_TOKEN", "HF_ENDPOINT",
+                           "HIFA4_CACHE", "HIFA4_HOME", "http_proxy", "HTTP_PROXY", "https_proxy",
+                           "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+    for (size_t i = 0; i < sizeof unset / sizeof *unset; i++) unsetenv(unset[i]);
     test_names();
     test_paths();
     test_cli();
