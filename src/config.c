@@ -381,14 +381,14 @@ int cfg_to_json(const struct model_config *c, const char *extra_json, char **out
     else cJSON_AddNullToObject(r, "bos_token_id");
     if (c->eos_id >= 0) cJSON_AddNumberToObject(r, "eos_token_id", c->eos_id);
     else cJSON_AddNullToObject(r, "eos_token_id");
-    cJSON_AddStringToObject(r, "torch_dtype", "bfloat16");
-    if (extra_json) {
-        cJSON *x = cJSON_Parse(extra_json);
-        if (!cJSON_IsObject(x)) {
-            cJSON_Delete(x);
-            cJSON_Delete(r);
-            return err_set(e, ERR_INTERNAL, "config: extra JSON is not an object");
-        }
+    cJSON *x = extra_json ? cJSON_Parse(extra_json) : NULL;
+    if (extra_json && !cJSON_IsObject(x)) {
+        cJSON_Delete(x);
+        cJSON_Delete(r);
+        return err_set(e, ERR_INTERNAL, "config: extra JSON is not an object");
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(x, "torch_dtype")) cJSON_AddStringToObject(r, "torch_dtype", "bfloat16");
+    if (x) {
         while (x->child) {
             cJSON *it = cJSON_DetachItemViaPointer(x, x->child);
             cJSON_AddItemToObject(r, it->string, it); // cJSON copies the key before freeing it

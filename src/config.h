@@ -71,7 +71,8 @@ int cfg_load(struct model_config *c, const char *path, struct err *e);
 
 // Serializes c as an HF-style config.json (fields the parser reads, in the HF names).
 // *out is a malloc'd NUL-terminated string owned by the caller. `extra_json` (may be NULL)
-// is an object text whose members are appended (e.g. "_synthetic" provenance).
+// is an object text whose members are appended (e.g. "_synthetic" provenance; a
+// "torch_dtype" there replaces the default "bfloat16").
 int cfg_to_json(const struct model_config *c, const char *extra_json, char **out, struct err *e);
 
 // Number of parameters implied by the config (embedding + layers + final norm + untied head).

@@ -5,3 +5,5 @@
 // This file merges with git's union driver (.gitattributes): keep one CMD per line.
 CMD(list, "models, tasks and attention modes")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
+CMD(logits, "logits of one token sequence at every position (goldens)")
+CMD(import_llama2c, "convert a llama2.c checkpoint + tokenizer to an HF Llama directory")
