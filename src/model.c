@@ -399,6 +399,10 @@ int model_set_attn(struct model *m, const char *mode, const struct attn_opts *ao
 }
 
 // ---- forward ----
+// Threads for an element-wise loop over `work` elements: a parallel region costs a barrier,
+// and on a loaded machine a descheduled team member stalls it, so small loops run serially.
+static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1 << 15) ? 1 : m->opts.n_threads; }
+
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.
 // Streamed matrices are converted just before the GEMM, in row chunks if the scratch is smaller.
 static void linear(struct model *m, float *y, const float *x, const struct wref *r, const float *bias, int M, int ldy,
@@ -427,7 +431,7 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
     m->stats.gemm_flop += 2.0 * M * r->rows * r->cols;
     if (bias || bf16) {
         const int N = r->rows;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)M * N))
         for (int i = 0; i < M; i++) {
             float *yi = y + (size_t)i * ldy;
             if (bias)
@@ -441,14 +445,14 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
 static void norm_rows(struct model *m, float *out, const float *x, const float *w, int T, int n) {
     const struct model_config *c = &m->cfg;
     const int bf16 = m->opts.act_bf16;
-#pragma omp parallel for schedule(static) num_threads(m->opts.n_threads)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
     for (int i = 0; i < T; i++)
         ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
 }
 
 static void add_rows(struct model *m, float *x, const float *y, int T, int n) {
     const int bf16 = m->opts.act_bf16;
-#pragma omp parallel for schedule(static) num_threads(m->opts.n_threads)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
     for (int i = 0; i < T; i++) ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
 }
 
@@ -456,7 +460,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
                   float *logits, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, qd = H * hd, kd = Hkv * hd;
-    const int F = c->hidden_dim, V = c->vocab_size, nt = m->opts.n_threads, bf16 = m->opts.act_bf16;
+    const int F = c->hidden_dim, V = c->vocab_size, bf16 = m->opts.act_bf16;
     const double t_start = time_now();
     if (!m->attn) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
     if (n_seq <= 0) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
@@ -490,7 +494,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     // ---- embedding (Gemma2: x sqrt(dim); HF rounds the normalizer to the activation dtype) ----
     const double norm64 = sqrt((double)D);
     const float normb = round_bf16((float)norm64);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * D))
     for (int t = 0; t < T; t++) {
         float *x = m->x + (size_t)t * D;
         convert(x, m->embed, (size_t)tokens[t] * D, (size_t)D, 1);
@@ -506,7 +510,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16);
         linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16);
         linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * (qd + kd)))
         for (int t = 0; t < T; t++) {
             float *q = m->q + (size_t)t * qd, *k = m->k + (size_t)t * kd;
             if (c->qk_norm) { // Qwen3: per-head RMSNorm before RoPE
@@ -526,7 +530,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         m->stats.attn_s += time_now() - t0;
         if (rc) return err_prefix(e, "layer %d", l);
         if (bf16) {
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * qd))
             for (int t = 0; t < T; t++) round_bf16_n(m->att + (size_t)t * qd, (size_t)qd);
         }
         linear(m, m->tmp, m->att, &L->w[W_O], L->b[B_O], T, D, bf16);
@@ -536,7 +540,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         norm_rows(m, m->xb, m->x, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
         linear(m, m->gate, m->xb, &L->w[W_GATE], L->b[B_GATE], T, F, bf16);
         linear(m, m->up, m->xb, &L->w[W_UP], L->b[B_UP], T, F, bf16);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * F))
         for (int t = 0; t < T; t++)
             ops_act_mul(m->gate + (size_t)t * F, m->gate + (size_t)t * F, m->up + (size_t)t * F, (size_t)F, c->act, bf16);
         linear(m, m->tmp, m->gate, &L->w[W_DOWN], L->b[B_DOWN], T, D, bf16);
@@ -550,7 +554,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         norm_rows(m, m->xb, m->xb, m->final_norm, n_out, D);
         linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
         if (c->final_softcap > 0) {
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)n_out * V))
             for (int i = 0; i < n_out; i++) ops_softcap(logits + (size_t)i * V, (size_t)V, c->final_softcap, bf16);
         }
     }
