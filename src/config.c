@@ -296,7 +296,7 @@ done:
 int cfg_load(struct model_config *c, const char *path, struct err *e) {
     char p[4096];
     int rc;
-    if (dir_exists(path)) {
+    if (dir_exists(path) || !str_ends_with(path, ".json")) {
         if ((rc = path_join(p, sizeof p, path, "config.json", e))) return rc;
     } else if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
         return err_set(e, ERR_RANGE, "path too long: %s", path);

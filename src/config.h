@@ -66,7 +66,7 @@ int cfg_arch_from_short(const char *s); // enum value or -1
 // ERR_FORMAT naming file and field; inconsistent values (heads not dividing, bad rope
 // factors): ERR_FORMAT with the value. *c is zeroed first.
 int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e);
-// Loads DIR/config.json (or a path to a .json file).
+// Loads DIR/config.json (or `path` itself when it names a .json file).
 int cfg_load(struct model_config *c, const char *path, struct err *e);
 
 // Serializes c as an HF-style config.json (fields the parser reads, in the HF names).
