@@ -265,7 +265,8 @@ void model_free(struct model *m) {
     free(m);
 }
 
-static int n_threads_of(const struct model_opts *o) { return o->n_threads > 0 ? o->n_threads : omp_get_num_procs(); }
+// <= 0: OMP_NUM_THREADS if set, else all cores (omp_get_max_threads)
+static int n_threads_of(const struct model_opts *o) { return o->n_threads > 0 ? o->n_threads : omp_get_max_threads(); }
 
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e) {
     *out = NULL;

@@ -19,7 +19,7 @@ struct model_opts {
     int weights;         // enum model_weights (default auto)
     int max_tokens;      // capacity of one packed batch in tokens (default 4096)
     int max_seq;         // longest single sequence (default min(max_tokens, max_position_embeddings))
-    int n_threads;       // <= 0: all cores
+    int n_threads;       // <= 0: OMP_NUM_THREADS if set, else all cores
 };
 void model_opts_default(struct model_opts *o);
 // Parses "auto" / "f32" / "stream" (-1 if unknown).
