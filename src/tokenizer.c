@@ -627,6 +627,8 @@ void tok_free(struct tokenizer *t) {
 }
 
 // ---- encode ----
+struct wcache { uint64_t h; size_t off; uint32_t len; int32_t start, count; };
+
 static size_t utf8_bad_offset(const char *s, size_t len) {
     size_t i = 0;
     while (i < len) {
@@ -649,6 +651,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
         return err_set(e, ERR_FORMAT, "tok_encode: input is not valid UTF-8 (byte %zu)", utf8_bad_offset(text, len));
     struct plist a = {0}, b = {0};
     struct bpe_scratch bs = {0};
+    struct wcache *wc = NULL;
     int32_t *out = NULL;
     int nout = 0, cap = 0, rc = 0;
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
@@ -677,8 +680,39 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
     if (!out) { rc = err_set(e, ERR_NOMEM, "tok_encode: out of memory"); goto done; }
     if (add_special)
         for (int i = 0; i < t->n_pre; i++) out[nout++] = t->tpl_pre[i];
+    // Per-call cache of pre-token -> ids (HF keeps a shared one; per call keeps encode
+    // lock-free and thread-safe). Only worth building for long inputs.
+    uint32_t wcap = 0;
+    if (a.n >= 256) {
+        wcap = 1024;
+        while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 24)) wcap <<= 1;
+        wc = calloc(wcap, sizeof *wc);  // start == 0 && count == 0 marks an empty slot
+    }
     for (int k = 0; k < a.n && !rc; k++) {
         const struct piece *p = &a.p[k];
+        if (p->tok < 0 && wc && p->len <= 128) {
+            const char *w = a.buf + p->off;
+            uint64_t h = tok_hash_bytes(w, p->len);
+            uint32_t j = (uint32_t)h & (wcap - 1);
+            while (wc[j].count && !(wc[j].h == h && wc[j].len == p->len && !memcmp(a.buf + wc[j].off, w, p->len)))
+                j = (j + 1) & (wcap - 1);
+            if (wc[j].count) { // hit: copy the ids this word produced before
+                if (nout + wc[j].count > cap) {
+                    int nc = 2 * cap + wc[j].count;
+                    int32_t *no = realloc(out, (size_t)nc * sizeof *no);
+                    if (!no) { rc = ERR_NOMEM; break; }
+                    out = no;
+                    cap = nc;
+                }
+                memcpy(out + nout, out + wc[j].start, (size_t)wc[j].count * sizeof *out);
+                nout += wc[j].count;
+                continue;
+            }
+            int start = nout;
+            rc = bpe_word(t, w, p->len, &bs, &out, &nout, &cap);
+            if (!rc && nout > start && wc) wc[j] = (struct wcache){h, p->off, (uint32_t)p->len, start, nout - start};
+            continue;
+        }
         if (p->tok >= 0) {
             if (nout == cap) {
                 int32_t *no = realloc(out, (size_t)cap * 2 * sizeof *no);
@@ -699,6 +733,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
         for (int i = 0; i < t->n_post; i++) out[nout++] = t->tpl_post[i];
     }
 done:
+    free(wc);
     if (md) pcre2_match_data_free(md);
     plist_free(&a);
     plist_free(&b);
