@@ -195,11 +195,402 @@ static void test_llama2c(void) {
     tok_free(t);
 }
 
+// ---- llama2.c's encode(), ported as an independent reference (llama2.c run.c) ----
+struct l2c { char **vocab; float *score; int n; };
+
+static int l2c_load(struct l2c *v, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    int maxlen;
+    if (fread(&maxlen, 4, 1, f) != 1) { fclose(f); return -1; }
+    v->n = 512;
+    v->vocab = calloc(512, sizeof *v->vocab);
+    v->score = calloc(512, sizeof *v->score);
+    for (int i = 0; i < 512; i++) {
+        int len;
+        if (fread(&v->score[i], 4, 1, f) != 1 || fread(&len, 4, 1, f) != 1) { fclose(f); return -1; }
+        v->vocab[i] = calloc((size_t)len + 1, 1);
+        if (fread(v->vocab[i], 1, (size_t)len, f) != (size_t)len) { fclose(f); return -1; }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int l2c_lookup(const struct l2c *v, const char *s) {
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->vocab[i], s)) return i;
+    return -1;
+}
+
+// bos=1, eos=0. Linear lookups: fine for a 512-entry vocabulary and short texts.
+static int l2c_encode(const struct l2c *v, const char *text, int *tok) {
+    char buf[64];
+    int n = 0;
+    size_t blen = 0;
+    tok[n++] = 1;
+    if (text[0]) tok[n++] = l2c_lookup(v, " ");
+    for (const char *c = text; *c; c++) {
+        if ((*c & 0xC0) != 0x80) blen = 0;
+        buf[blen++] = *c;
+        buf[blen] = 0;
+        if ((c[1] & 0xC0) == 0x80 && blen < 4) continue;
+        int id = l2c_lookup(v, buf);
+        if (id != -1) tok[n++] = id;
+        else
+            for (size_t i = 0; i < blen; i++) tok[n++] = (unsigned char)buf[i] + 3;
+        blen = 0;
+    }
+    for (;;) {
+        float best = -1e10f;
+        int best_id = -1, best_i = -1;
+        for (int i = 0; i + 1 < n; i++) {
+            char cat[128];
+            snprintf(cat, sizeof cat, "%s%s", v->vocab[tok[i]], v->vocab[tok[i + 1]]);
+            int id = l2c_lookup(v, cat);
+            if (id != -1 && v->score[id] > best) { best = v->score[id]; best_id = id; best_i = i; }
+        }
+        if (best_i < 0) break;
+        tok[best_i] = best_id;
+        for (int i = best_i + 1; i + 1 < n; i++) tok[i] = tok[i + 1];
+        n--;
+    }
+    return n;
+}
+
+// The converted tokenizer against the ported llama2.c encode on texts beyond the golden:
+// fixed-seed random strings over a small alphabet (spaces, punctuation, newlines, a 2-byte
+// and a 3-byte char) and the first lines of WikiText-2.
+static void test_llama2c_reference(void) {
+    struct l2c v = {0};
+    CHECK(l2c_load(&v, SHARED "models/stories260K/tok512.bin") == 0, "tok512.bin");
+    if (!v.vocab) return;
+    struct err e = {0};
+    char *json = NULL;
+    struct tokenizer *t = NULL;
+    if (tok_llama2c_to_json(SHARED "models/stories260K/tok512.bin", 512, &json, &e) ||
+        tok_load_json(&t, json, strlen(json), NULL, "tok512.json", &e)) {
+        CHECK(0, "tok512: %s", e.msg);
+        free(json);
+        return;
+    }
+    free(json);
+    struct golden g;
+    load_golden(SHARED "goldens/stories260K/tok512-golden.jsonl", &g);
+    int ref_ok = 0;
+    int *tok = malloc(4096 * sizeof *tok);
+    for (int i = 0; i < g.n; i++) {
+        if (g.c[i].len > 1000) { ref_ok++; continue; }
+        int n = l2c_encode(&v, g.c[i].text, tok);
+        if (same_ids(tok, n, g.c[i].ids_sp, g.c[i].n_sp, "l2c reference", g.c[i].text, g.c[i].len)) ref_ok++;
+    }
+    CHECK(ref_ok == g.n, "the llama2.c port itself matches %d/%d goldens", ref_ok, g.n);
+    free_golden(&g);
+
+    static const char *alpha[] = {"a", "e", "t", "h", " ", " ", "s", "o", "n", ".", ",", "\n", "'", "T", "I",
+                                  "\xc3\xa9", "\xe2\x80\x94", "1", "x", "d"};
+    uint64_t rng = 12345;
+    int ok = 0, total = 0;
+    char text[256];
+    for (int c = 0; c < 300; c++) {
+        size_t len = 0;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int words = 1 + (int)((rng >> 33) % 40);
+        for (int k = 0; k < words && len < 200; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const char *a = alpha[(rng >> 33) % 20];
+            memcpy(text + len, a, strlen(a));
+            len += strlen(a);
+        }
+        text[len] = 0;
+        int n = l2c_encode(&v, text, tok);
+        int32_t *ids = NULL;
+        int m = 0;
+        total++;
+        if (tok_encode(t, text, len, 1, &ids, &m, &e) == 0) {
+            int32_t ref[4096];
+            for (int i = 0; i < n; i++) ref[i] = tok[i];
+            if (same_ids(ids, m, ref, n, "tok512 vs llama2.c", text, len)) ok++;
+        }
+        free(ids);
+    }
+    char *wiki = NULL;
+    size_t wl = 0;
+    if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &wiki, &wl, &e) == 0) {
+        char *line = wiki;
+        for (int c = 0; c < 80 && line; c++) {
+            char *nl = strchr(line, '\n');
+            if (nl) *nl = 0;
+            if (strlen(line) < 400) {
+                int n = l2c_encode(&v, line, tok);
+                int32_t *ids = NULL, ref[4096];
+                int m = 0;
+                total++;
+                for (int i = 0; i < n; i++) ref[i] = tok[i];
+                if (tok_encode(t, line, strlen(line), 1, &ids, &m, &e) == 0 && same_ids(ids, m, ref, n, "tok512 vs llama2.c", line, strlen(line)))
+                    ok++;
+                free(ids);
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        free(wiki);
+    }
+    CHECK(ok == total, "tok512 vs ported llama2.c encode: %d/%d", ok, total);
+    printf("stories260K tok512 vs ported llama2.c encode: %d/%d texts\n", ok, total);
+    free(tok);
+    for (int i = 0; i < v.n; i++) free(v.vocab[i]);
+    free(v.vocab);
+    free(v.score);
+    tok_free(t);
+}
+
+// ---- facts from the tokenizers' SOURCE.md files ----
+static void test_facts(void) {
+    struct { const char *name, *sha; int vocab, bos, eos, adds_bos; } f[] = {
+        {"qwen3", "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4", 151669, -1, 151645, 0},
+        {"llama3", "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78", 128256, 128000, 128001, 0},
+        {"mistral", "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc", 32000, 1, 2, 1},
+    };
+    for (int i = 0; i < 3; i++) {
+        char dir[256], hex[65];
+        snprintf(dir, sizeof dir, SHARED "tokenizers/%s", f[i].name);
+        struct tokenizer *t = NULL;
+        struct err e = {0};
+        if (tok_load(&t, dir, &e)) { CHECK(0, "%s: %s", f[i].name, e.msg); continue; }
+        tok_hash(t, hex);
+        CHECK(!strcmp(hex, f[i].sha), "%s: sha %s", f[i].name, hex);
+        CHECK(tok_vocab_size(t) == f[i].vocab, "%s: vocab %d", f[i].name, tok_vocab_size(t));
+        CHECK(tok_bos_id(t) == f[i].bos, "%s: bos %d", f[i].name, tok_bos_id(t));
+        CHECK(tok_eos_id(t) == f[i].eos, "%s: eos %d", f[i].name, tok_eos_id(t));
+        CHECK(tok_adds_bos(t) == f[i].adds_bos, "%s: adds_bos", f[i].name);
+        CHECK(tok_piece(t, -1) == NULL && tok_piece(t, tok_vocab_size(t)) == NULL, "%s: piece out of range", f[i].name);
+        int32_t bad = tok_vocab_size(t);
+        char *txt = NULL;
+        size_t tl;
+        CHECK(tok_decode(t, &bad, 1, &txt, &tl, &e) == ERR_RANGE, "%s: decode id %d", f[i].name, bad);
+        free(txt);
+        // invalid UTF-8: overlong, lone continuation, surrogate, truncated sequence
+        static const char *bad_utf8[] = {"\xc0\xaf", "ab\x80", "\xed\xa0\x80", "x\xe2\x82"};
+        for (int k = 0; k < 4; k++) {
+            int32_t *ids = (int32_t *)1;
+            int n = -1;
+            int rc = tok_encode(t, bad_utf8[k], strlen(bad_utf8[k]), 1, &ids, &n, &e);
+            CHECK(rc == ERR_FORMAT && ids == NULL && n == 0, "%s: invalid UTF-8 case %d -> %d", f[i].name, k, rc);
+        }
+        tok_free(t);
+    }
+    // The mistral pieces named in SOURCE.md.
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load(&t, SHARED "tokenizers/mistral/tokenizer.json", &e) == 0) {
+        CHECK(!strcmp(tok_piece(t, 28705), "\xe2\x96\x81") && !strcmp(tok_piece(t, 22557), "\xe2\x96\x81Hello"), "mistral pieces");
+        CHECK(tok_piece_id(t, "<s>", 3) == 1, "mistral <s>");
+        CHECK(tok_bos_id(t) == 1, "mistral bos via the file path + its config: %d", tok_bos_id(t));
+        tok_free(t);
+    } else CHECK(0, "mistral file path: %s", e.msg);
+}
+
+// ---- malformed tokenizer.json: an error naming the problem, never a crash ----
+static void expect_load_error(const char *json, int code, const char *needle) {
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    int rc = tok_load_json(&t, json, strlen(json), NULL, "bad.json", &e);
+    CHECK(rc == code && t == NULL, "expected %s for %.60s, got %d (%s)", err_code_name(code), json, rc, e.msg);
+    CHECK(strstr(e.msg, needle) != NULL, "message '%s' should mention '%s'", e.msg, needle);
+}
+
+#define MODEL_OK "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}"
+
+static void test_malformed(void) {
+    expect_load_error("{\"normalizer\":null}", ERR_FORMAT, "model");
+    expect_load_error("not json", ERR_FORMAT, "JSON");
+    expect_load_error("[1,2]", ERR_FORMAT, "object");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"merges\":[]}}", ERR_FORMAT, "vocab");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0}}}", ERR_FORMAT, "merges");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a c\"]}}", ERR_FORMAT, "merges[0]");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]}}", ERR_FORMAT, "merged token");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"ab\"]}}", ERR_FORMAT, "merges[0]");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b c\"]}}", ERR_FORMAT, "merges[0]");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[[\"a\"]]}}", ERR_FORMAT, "merges[0]");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[7]}}", ERR_FORMAT, "merges[0]");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}", ERR_FORMAT, "bad id");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"},\"merges\":[]}}", ERR_FORMAT, "bad id");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]}}", ERR_FORMAT, "empty");
+    expect_load_error("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", ERR_UNSUPPORTED, "Unigram");
+    {   // unknown top-level keys are ignored, as HF does
+        const char *ok = "{" MODEL_OK ",\"unk_token\":1}";
+        struct tokenizer *t = NULL;
+        struct err e = {0};
+        CHECK(tok_load_json(&t, ok, strlen(ok), NULL, "ok.json", &e) == 0 && t, "unknown key: %s", e.msg);
+        tok_free(t);
+    }
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"unk_token\":\"<unk>\"}}", ERR_FORMAT, "unk_token");
+    expect_load_error("{" MODEL_OK ",\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\",\"invert\":false}}",
+                      ERR_FORMAT, "invalid regex");
+    expect_load_error("{" MODEL_OK ",\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Sideways\"}}",
+                      ERR_FORMAT, "Sideways");
+    expect_load_error("{" MODEL_OK ",\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Glob\":\"a\"},\"behavior\":\"Isolated\"}}",
+                      ERR_FORMAT, "pattern");
+    expect_load_error("{" MODEL_OK ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"[\"},\"content\":\"x\"}}", ERR_FORMAT, "invalid regex");
+    expect_load_error("{" MODEL_OK ",\"normalizer\":{\"type\":\"BertNormalizer\"}}", ERR_UNSUPPORTED, "BertNormalizer");
+    expect_load_error("{" MODEL_OK ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},{\"type\":\"Precompiled\"}]}}",
+                      ERR_UNSUPPORTED, "Precompiled");
+    expect_load_error("{" MODEL_OK ",\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"}}", ERR_UNSUPPORTED, "BertPreTokenizer");
+    expect_load_error("{" MODEL_OK ",\"decoder\":{\"type\":\"WordPiece\"}}", ERR_UNSUPPORTED, "WordPiece");
+    expect_load_error("{" MODEL_OK ",\"post_processor\":{\"type\":\"Wobble\"}}", ERR_UNSUPPORTED, "Wobble");
+    expect_load_error("{" MODEL_OK ",\"normalizer\":{\"kind\":\"NFC\"}}", ERR_FORMAT, "type");
+    expect_load_error("{" MODEL_OK ",\"normalizer\":7}", ERR_FORMAT, "normalizer");
+    expect_load_error("{" MODEL_OK ",\"added_tokens\":[{\"id\":5}]}", ERR_FORMAT, "content");
+    expect_load_error("{" MODEL_OK ",\"added_tokens\":[{\"id\":-5,\"content\":\"x\"}]}", ERR_FORMAT, "id");
+    expect_load_error("{" MODEL_OK ",\"added_tokens\":{}}", ERR_FORMAT, "added_tokens");
+    expect_load_error("{" MODEL_OK ",\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\"}},"
+                      "{\"Sequence\":{\"id\":\"A\"}}],\"special_tokens\":{}}}", ERR_FORMAT, "<s>");
+    expect_load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"dropout\":0.1}}", ERR_UNSUPPORTED, "dropout");
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    CHECK(tok_load(&t, "/nonexistent/dir", &e) == ERR_NOTFOUND && !t, "missing path: %s", e.msg);
+    CHECK(tok_load(&t, "tests", &e) == ERR_NOTFOUND && !t, "dir without tokenizer.json: %s", e.msg);
+    // Truncated copies of a real file: every one must fail cleanly.
+    char *buf = NULL;
+    size_t len = 0;
+    if (file_read_all(SHARED "tokenizers/mistral/tokenizer.json", &buf, &len, &e) == 0) {
+        size_t cuts[] = {1, 100, 1000, len / 3, len / 2, len - 10, len - 1};
+        for (int i = 0; i < 7; i++) {
+            int rc = tok_load_json(&t, buf, cuts[i], NULL, "cut.json", &e);
+            CHECK(rc == ERR_FORMAT && !t, "truncated at %zu: %d", cuts[i], rc);
+        }
+        free(buf);
+    }
+}
+
+// ---- the minimal HF-standard byte-level BPE (what make-model writes) ----
+// 256 byte tokens in GPT-2's bytes_to_unicode order of byte value (id = byte), 3 merges.
+static char *make_bytelevel_json(const char *pretok) {
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    n += (size_t)snprintf(s + n, cap - n, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":["
+                          "{\"id\":259,\"content\":\"<|endoftext|>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+                          "\"normalized\":false,\"special\":true}],\"normalizer\":null,\"pre_tokenizer\":%s,"
+                          "\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false},"
+                          "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true},"
+                          "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"continuing_subword_prefix\":null,"
+                          "\"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":false,\"ignore_merges\":false,\"vocab\":{",
+                          pretok);
+    int k = 0;
+    for (int b = 0; b < 256; b++) {
+        // bytes_to_unicode, written out independently of the tokenizer's table
+        int keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        int cp = keep ? b : 256 + k++;
+        char u[8];
+        if (cp < 0x80) snprintf(u, sizeof u, "%c", cp);
+        else snprintf(u, sizeof u, "%c%c", 0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+        if (cp == '"' || cp == '\\') n += (size_t)snprintf(s + n, cap - n, "\"\\%s\":%d,", u, b);
+        else n += (size_t)snprintf(s + n, cap - n, "\"%s\":%d,", u, b);
+    }
+    n += (size_t)snprintf(s + n, cap - n, "\"he\":256,\"\xc4\xa0t\":257,\"\xc4\xa0the\":258},"
+                          "\"merges\":[\"h e\",[\"\xc4\xa0\",\"t\"],\"\xc4\xa0t he\"]}}");
+    return s;
+}
+
+static void test_bytelevel_minimal(void) {
+    const char *variants[2] = {
+        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+        "\"'s|'t|'re|'ve|'m|'ll|'d| ?\\\\p{L}+| ?\\\\p{N}+| ?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+        "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+        "\"trim_offsets\":false,\"use_regex\":false}]}",
+    };
+    for (int v = 0; v < 2; v++) {
+        char *json = make_bytelevel_json(variants[v]);
+        struct tokenizer *t = NULL;
+        struct err e = {0};
+        int rc = tok_load_json(&t, json, strlen(json), NULL, "minimal.json", &e);
+        CHECK(rc == 0, "minimal byte-level variant %d: %s", v, e.msg);
+        free(json);
+        if (rc) continue;
+        CHECK(tok_vocab_size(t) == 260 && tok_bos_id(t) == -1 && tok_adds_bos(t) == 0, "minimal: vocab %d", tok_vocab_size(t));
+        CHECK(tok_eos_id(t) == 259, "minimal: eos %d (found by name)", tok_eos_id(t));
+        // Hand-derived: "the" -> t + (h e); " the" -> Ġ t h e -> (h e) rank 0, (Ġ t) rank 1, (Ġt he) rank 2.
+        int32_t *ids = NULL;
+        int n = 0;
+        rc = tok_encode(t, "the the<|endoftext|>", 20, 1, &ids, &n, &e);
+        int32_t want[] = {116, 256, 258, 259};
+        CHECK(rc == 0 && same_ids(ids, n, want, 4, "minimal", "the the<|endoftext|>", 20), "minimal %d: encode", v);
+        free(ids);
+        const char *texts[] = {"", " ", "Hello, world!\n", "  two  spaces\t\ttabs\r\n", "caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80",
+                               "they'll've 12345 the", "\x01\x7f control"};
+        for (int k = 0; k < 7; k++) {
+            size_t tl = strlen(texts[k]);
+            char *back = NULL;
+            size_t bl = 0;
+            rc = tok_encode(t, texts[k], tl, 1, &ids, &n, &e);
+            if (rc == 0) rc = tok_decode(t, ids, n, &back, &bl, &e);
+            CHECK(rc == 0 && bl == tl && !memcmp(back, texts[k], tl), "minimal %d: round trip of case %d (%s)", v, k, e.msg);
+            CHECK(rc != 0 || n >= (int)(tl > 0) , "minimal: token count");
+            free(ids);
+            free(back);
+        }
+        // Every byte value on its own decodes back (lossy only for invalid UTF-8 pieces).
+        int32_t one = 'A';
+        char *back = NULL;
+        size_t bl;
+        CHECK(tok_decode(t, &one, 1, &back, &bl, &e) == 0 && bl == 1 && back[0] == 'A', "minimal: decode A");
+        free(back);
+        int32_t half[1] = {0xe4};
+        CHECK(tok_decode(t, half, 1, &back, &bl, &e) == 0 && bl == 3 && !memcmp(back, "\xef\xbf\xbd", 3),
+              "minimal: a lone lead byte decodes to U+FFFD like from_utf8_lossy");
+        free(back);
+        tok_free(t);
+    }
+}
+
+// ---- concurrency: two threads on one tokenizer give the single-threaded ids ----
+struct job { const struct tokenizer *t; const char *text; size_t len; int32_t *ids; int n; int rc; };
+
+static void *run_job(void *p) {
+    struct job *j = p;
+    struct err e = {0};
+    for (int r = 0; r < 3 && j->rc == 0; r++) {
+        free(j->ids);
+        j->rc = tok_encode(j->t, j->text, j->len, 1, &j->ids, &j->n, &e);
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load(&t, SHARED "tokenizers/qwen3", &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
+    char *text = NULL;
+    size_t len = 0;
+    if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &text, &len, &e)) { CHECK(0, "%s", e.msg); tok_free(t); return; }
+    if (len > 100000) len = 100000;
+    while (len > 0 && ((uint8_t)text[len] & 0xc0) == 0x80) len--; // cut on a code point boundary
+    int32_t *ref = NULL;
+    int nref = 0;
+    CHECK(tok_encode(t, text, len, 1, &ref, &nref, &e) == 0, "%s", e.msg);
+    struct job jobs[2] = {{t, text, len, NULL, 0, 0}, {t, text, len, NULL, 0, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK(jobs[i].rc == 0 && same_ids(jobs[i].ids, jobs[i].n, ref, nref, "thread", "wikitext", 8), "thread %d", i);
+        free(jobs[i].ids);
+    }
+    free(ref);
+    free(text);
+    tok_free(t);
+}
+
 int main(void) {
     test_golden("qwen3", 0);
     test_golden("llama3", 0);
     test_golden("mistral", 1);
     test_golden("gemma3", 1);
     test_llama2c();
+    test_llama2c_reference();
+    test_facts();
+    test_malformed();
+    test_bytelevel_minimal();
+    test_threads();
     return test_summary("test_tokenizer");
 }
