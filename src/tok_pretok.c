@@ -445,22 +445,52 @@ static int is_ascii(const char *s, size_t len) {
     return 1;
 }
 
+static int map_utf8proc(const char *s, size_t len, int opt, struct sbuf *o, struct err *e) {
+    utf8proc_uint8_t *dst = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, opt);
+    if (n < 0) return err_set(e, ERR_FORMAT, "tokenizer: normalization failed: %s", utf8proc_errmsg(n));
+    int rc = sbuf_put(o, (const char *)dst, (size_t)n);
+    free(dst);
+    return rc;
+}
+
+// NFC touching only the stretches that can change. Every code point below U+0300 is a
+// starter with NFC_Quick_Check=Yes that is never the second element of a canonical
+// composition, so text splits into independent NFC segments before each such code point;
+// only runs holding a code point >= U+0300 (plus the starter just before them) go to utf8proc.
+static int nfc_runs(const char *s, size_t len, struct sbuf *o, struct err *e) {
+    size_t i = 0, copied = 0, last_low = 0; // last_low: start of the last code point < U+0300
+    while (i < len) {
+        uint32_t cp;
+        int cl = utf8_next(s + i, len - i, &cp);
+        if (cp < 0x300) { last_low = i; i += (size_t)cl; continue; }
+        size_t a = last_low >= copied && last_low < i ? last_low : i, b = i + (size_t)cl;
+        while (b < len) {
+            int bl = utf8_next(s + b, len - b, &cp);
+            if (cp < 0x300) break;
+            b += (size_t)bl;
+        }
+        if (sbuf_put(o, s + copied, a - copied)) return ERR_NOMEM;
+        int rc = map_utf8proc(s + a, b - a, UTF8PROC_STABLE | UTF8PROC_COMPOSE, o, e);
+        if (rc) return rc;
+        copied = i = b;
+        last_low = b;
+    }
+    return sbuf_put(o, s + copied, len - copied);
+}
+
 static int norm_step(const struct norm_step *st, const char *s, size_t len, struct sbuf *o, pcre2_match_data *md,
                      struct err *e) {
     o->len = 0;
     switch (st->type) {
     case NORM_NFC: case NORM_NFD: case NORM_NFKC: case NORM_NFKD: {
         if (is_ascii(s, len)) return sbuf_put(o, s, len); // every form leaves ASCII unchanged
+        if (st->type == NORM_NFC) return nfc_runs(s, len, o, e);
         int opt = UTF8PROC_STABLE;
         if (st->type == NORM_NFC || st->type == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
         else opt |= UTF8PROC_DECOMPOSE;
         if (st->type == NORM_NFKC || st->type == NORM_NFKD) opt |= UTF8PROC_COMPAT;
-        utf8proc_uint8_t *dst = NULL;
-        utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, opt);
-        if (n < 0) return err_set(e, ERR_FORMAT, "tokenizer: normalization failed: %s", utf8proc_errmsg(n));
-        int rc = sbuf_put(o, (const char *)dst, (size_t)n);
-        free(dst);
-        return rc;
+        return map_utf8proc(s, len, opt, o, e);
     }
     case NORM_LOWERCASE:
         for (size_t i = 0; i < len;) {
@@ -594,7 +624,7 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
             break;
         case PT_BYTELEVEL: {
             tmp.len = 0;
-            if (st->add_prefix_space && (len == 0 || s[0] != ' ')) {
+            if (st->add_prefix_space && len > 0 && s[0] != ' ') { // HF prepend is a no-op on empty text
                 rc = sbuf_put(&tmp, " ", 1);
                 if (!rc) rc = sbuf_put(&tmp, s, len);
                 s = tmp.s;
@@ -615,7 +645,7 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
             int starts = len >= st->repllen && !memcmp(s, st->repl, st->repllen);
             // a leading space becomes the replacement too, so test the replaced text
             if (len > 0 && s[0] == ' ') starts = 1;
-            int prepend = (st->scheme == PREPEND_ALWAYS || (st->scheme == PREPEND_FIRST && p->first)) && !starts;
+            int prepend = len > 0 && (st->scheme == PREPEND_ALWAYS || (st->scheme == PREPEND_FIRST && p->first)) && !starts;
             if (prepend) rc = sbuf_put(&tmp, st->repl, st->repllen);
             for (size_t i = 0; i < len && !rc; i++)
                 rc = s[i] == ' ' ? sbuf_put(&tmp, st->repl, st->repllen) : sbuf_put(&tmp, s + i, 1);

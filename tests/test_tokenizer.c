@@ -543,6 +543,45 @@ static void test_bytelevel_minimal(void) {
     }
 }
 
+// qwen3's NFC normalizes only the stretches around code points >= U+0300: encoding a text and
+// encoding its whole-string utf8proc NFC must agree, on random mixes of starters, combining
+// marks (reordering cases), precomposed letters and Hangul jamo.
+static void test_nfc(void) {
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load(&t, SHARED "tokenizers/qwen3", &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
+    static const char *alpha[] = {"a", "e", "A", " ", "\xcc\x81", "\xcc\xa3", "\xcc\x80", "\xc3\x80", "\xe1\x84\x80",
+                                  "\xe1\x85\xa1", "\xe1\x86\xa8", "\xea\xb0\x80", "\xe1\xba\xa1", "\xcd\x84", "\xe0\xbd\xb3",
+                                  "\xc5\xbf", "\xe2\x84\xab", "\n", "\xe4\xb8\xad", "\xef\xac\x81"};
+    uint64_t rng = 99;
+    int ok = 0;
+    for (int c = 0; c < 400; c++) {
+        char text[256];
+        size_t len = 0;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int k = 1 + (int)((rng >> 33) % 24);
+        for (int i = 0; i < k; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const char *a = alpha[(rng >> 33) % 20];
+            memcpy(text + len, a, strlen(a));
+            len += strlen(a);
+        }
+        text[len] = 0;
+        utf8proc_uint8_t *nfc = utf8proc_NFC((const utf8proc_uint8_t *)text);
+        int32_t *a = NULL, *b = NULL;
+        int na = 0, nb = 0;
+        if (nfc && tok_encode(t, text, len, 0, &a, &na, &e) == 0 &&
+            tok_encode(t, (const char *)nfc, strlen((const char *)nfc), 0, &b, &nb, &e) == 0 &&
+            same_ids(a, na, b, nb, "NFC", text, len))
+            ok++;
+        free(nfc);
+        free(a);
+        free(b);
+    }
+    CHECK(ok == 400, "NFC by runs vs whole-string NFC: %d/400", ok);
+    tok_free(t);
+}
+
 // ---- concurrency: two threads on one tokenizer give the single-threaded ids ----
 struct job { const struct tokenizer *t; const char *text; size_t len; int32_t *ids; int n; int rc; };
 
@@ -591,6 +630,7 @@ int main(void) {
     test_facts();
     test_malformed();
     test_bytelevel_minimal();
+    test_nfc();
     test_threads();
     return test_summary("test_tokenizer");
 }
