@@ -161,7 +161,7 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
 // Decoder chain over tokens (one string per piece); out gets the concatenated text (one piece).
 int decode_chain(const struct tokenizer *t, struct plist *toks, struct plist *tmp, struct err *e);
 // ByteLevel alphabet (GPT-2 bytes_to_unicode): byte -> UTF-8 (1-2 bytes) and code point -> byte.
-const char *bytelevel_char(uint8_t b, int *len);
+const char *bytelevel_char(uint8_t b, int *len, char buf[4]); // returns buf
 int bytelevel_byte(uint32_t cp); // -1 if cp is not in the alphabet
 // Rust String::from_utf8_lossy: appends s with each maximal invalid subpart replaced by U+FFFD.
 int utf8_lossy_append(struct plist *out, const char *s, size_t len);

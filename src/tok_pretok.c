@@ -560,36 +560,26 @@ int normalize_piece(const struct tokenizer *t, const char *s, size_t len, int fi
 }
 
 // ---- ByteLevel alphabet (GPT-2 bytes_to_unicode) ----
-static uint16_t bl_cp[256];     // byte -> code point
-static int16_t bl_byte[0x200];  // code point -> byte (-1)
-
-static void bytelevel_init_once(void) {
-    // Idempotent and race-free in practice: every thread writes the same values. Called at
-    // tok_load (single-threaded) before any encode can use it.
-    if (bl_cp['A'] == 'A') return;
-    int n = 0;
-    for (int i = 0; i < 0x200; i++) bl_byte[i] = -1;
-    for (int b = 0; b < 256; b++) {
-        int keep = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-        bl_cp[b] = (uint16_t)(keep ? b : 256 + n++);
-        bl_byte[bl_cp[b]] = (int16_t)b;
-    }
+// Printable bytes 33-126, 161-172, 174-255 map to themselves; the other 68 bytes (0-32,
+// 127-160, 173), in order, to U+0100.. U+0143. Pure functions: no shared state to race on.
+static uint32_t bytelevel_cp(uint8_t b) {
+    if (b <= 32) return 256u + b;
+    if (b >= 127 && b <= 160) return (uint32_t)b + 162u; // 256 + 33 + (b - 127)
+    if (b == 173) return 323;
+    return b;
 }
 
-const char *bytelevel_char(uint8_t b, int *len) {
-    static char enc[256][2];
-    static int enc_len[256];
-    bytelevel_init_once();
-    if (enc_len[255] == 0) {
-        for (int i = 0; i < 256; i++) enc_len[i] = utf8_put(enc[i], bl_cp[i]);
-    }
-    *len = enc_len[b];
-    return enc[b];
+const char *bytelevel_char(uint8_t b, int *len, char buf[4]) {
+    *len = utf8_put(buf, bytelevel_cp(b));
+    return buf;
 }
 
 int bytelevel_byte(uint32_t cp) {
-    bytelevel_init_once();
-    return cp < 0x200 ? bl_byte[cp] : -1;
+    if ((cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) || (cp >= 174 && cp <= 255)) return (int)cp;
+    if (cp >= 256 && cp <= 288) return (int)(cp - 256);
+    if (cp >= 289 && cp <= 322) return (int)(cp - 162);
+    if (cp == 323) return 173;
+    return -1;
 }
 
 // GPT-2's pre-tokenization regex (HF ByteLevel use_regex).
@@ -601,7 +591,8 @@ static int push_bytelevel(struct plist *out, const char *s, size_t len, int firs
     size_t off = out->len;
     for (size_t i = 0; i < len; i++) {
         int cl;
-        const char *c = bytelevel_char((uint8_t)s[i], &cl);
+        char buf[4];
+        const char *c = bytelevel_char((uint8_t)s[i], &cl, buf);
         if (plist_append(out, c, (size_t)cl)) return ERR_NOMEM;
     }
     return plist_piece(out, off, -1, first);
