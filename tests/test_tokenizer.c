@@ -543,6 +543,67 @@ static void test_bytelevel_minimal(void) {
     }
 }
 
+// ---- pre-tokenizer behaviours, with expectations worked out by hand from HF's semantics ----
+// Vocabulary a b - a- -b -- 1 2 12 ▁ ▁a b▁ (+ added <s>); merges are listed so that a merge
+// across a pre-token boundary shows up in the ids.
+static void check_pretok(const char *pretok, const char *text, const int32_t *want, int nwant) {
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"added_tokens\":[{\"id\":12,\"content\":\"<s>\",\"special\":true,\"normalized\":false}],"
+             "\"pre_tokenizer\":%s,\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"first\",\"split\":false},"
+             "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"-\":2,\"a-\":3,\"-b\":4,\"--\":5,\"1\":6,\"2\":7,\"12\":8,"
+             "\"\u2581\":9,\"\u2581a\":10,\"b\u2581\":11},\"merges\":[\"a -\",\"- b\",\"- -\",\"1 2\",\"b \u2581\",\"\u2581 a\"]}}",
+             pretok);
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load_json(&t, json, strlen(json), NULL, "pretok.json", &e)) { CHECK(0, "%s: %s", pretok, e.msg); return; }
+    int32_t *ids = NULL;
+    int n = 0;
+    int rc = tok_encode(t, text, strlen(text), 0, &ids, &n, &e);
+    CHECK(rc == 0 && same_ids(ids, n, want, nwant, pretok, text, strlen(text)), "pre_tokenizer %s on '%s'", pretok, text);
+    free(ids);
+    tok_free(t);
+}
+
+#define SPLIT(b, inv) "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"" b "\",\"invert\":" inv "}"
+#define META(sc, sp) "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"" sc "\",\"split\":" sp "}"
+#define IDS(...) (const int32_t[]){__VA_ARGS__}, (int)(sizeof((const int32_t[]){__VA_ARGS__}) / 4)
+
+static void test_pretok_behaviors(void) {
+    check_pretok("null", "a-b", IDS(3, 1));                                  // one word: (a -) first
+    check_pretok(SPLIT("Isolated", "false"), "a-b", IDS(0, 2, 1));
+    check_pretok(SPLIT("MergedWithPrevious", "false"), "a-b", IDS(3, 1));
+    check_pretok(SPLIT("MergedWithNext", "false"), "a-b", IDS(0, 4));
+    check_pretok(SPLIT("Removed", "false"), "a-b", IDS(0, 1));
+    check_pretok(SPLIT("Removed", "true"), "a-b", IDS(2));                   // invert keeps the delimiters
+    check_pretok(SPLIT("Isolated", "false"), "a--b", IDS(0, 2, 2, 1));
+    check_pretok(SPLIT("Contiguous", "false"), "a--b", IDS(0, 5, 1));
+    check_pretok(SPLIT("MergedWithPrevious", "false"), "a--b", IDS(3, 2, 1)); // 2nd '-' starts a piece
+    check_pretok(SPLIT("MergedWithNext", "false"), "a--b", IDS(0, 2, 4));
+    check_pretok("{\"type\":\"Digits\",\"individual_digits\":true}", "a12", IDS(0, 6, 7));
+    check_pretok("{\"type\":\"Digits\",\"individual_digits\":false}", "a12", IDS(0, 8));
+    check_pretok(META("first", "false"), "b a", IDS(9, 11, 0));               // "▁b▁a": (b ▁) before (▁ a)
+    check_pretok(META("first", "true"), "b a", IDS(9, 1, 10));                // "▁b" "▁a"
+    check_pretok(META("never", "false"), "b a", IDS(11, 0));
+    check_pretok(META("first", "false"), "<s>a", IDS(12, 0));                 // not at offset 0: no prefix
+    check_pretok(META("always", "false"), "<s>a", IDS(12, 10));
+    check_pretok(META("first", "false"), " a", IDS(10));                       // already starts with ▁
+    check_pretok(META("first", "false"), "", NULL, 0);                         // empty text: nothing
+    // Metaspace decoder (prepend_scheme first): the first token loses its ▁, later ones keep a space.
+    char json[] = "{\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"first\"},"
+                  "\"model\":{\"vocab\":{\"\u2581a\":0,\"\u2581\":1,\"b\":2},\"merges\":[]}}";
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load_json(&t, json, strlen(json), NULL, "meta.json", &e) == 0) {
+        int32_t ids[] = {0, 1, 2};
+        char *txt = NULL;
+        size_t tl = 0;
+        CHECK(tok_decode(t, ids, 3, &txt, &tl, &e) == 0 && !strcmp(txt, "a b"), "metaspace decode: '%s'", txt ? txt : "");
+        free(txt);
+        tok_free(t);
+    } else CHECK(0, "meta.json: %s", e.msg);
+}
+
 // qwen3's NFC normalizes only the stretches around code points >= U+0300: encoding a text and
 // encoding its whole-string utf8proc NFC must agree, on random mixes of starters, combining
 // marks (reordering cases), precomposed letters and Hangul jamo.
@@ -630,6 +691,7 @@ int main(void) {
     test_facts();
     test_malformed();
     test_bytelevel_minimal();
+    test_pretok_behaviors();
     test_nfc();
     test_threads();
     return test_summary("test_tokenizer");
