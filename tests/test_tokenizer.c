@@ -4,6 +4,7 @@
 // never crashes), a minimal HF-standard byte-level BPE file, and concurrent encoding.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -604,6 +605,90 @@ static void test_pretok_behaviors(void) {
     } else CHECK(0, "meta.json: %s", e.msg);
 }
 
+// ---- added-token options (HF AddedToken: lstrip/rstrip swallow whitespace, single_word needs
+// non-word neighbours, normalized tokens match the normalized text) ----
+static void check_added(const char *added, const char *normalizer, const char *text, const int32_t *want, int nwant) {
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"added_tokens\":[%s],\"normalizer\":%s,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\" \":2,"
+             "\"c\":5,\"h\":6,\"i\":7,\"x\":8},\"merges\":[]}}",
+             added, normalizer);
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (tok_load_json(&t, json, strlen(json), NULL, "added.json", &e)) { CHECK(0, "%s: %s", added, e.msg); return; }
+    int32_t *ids = NULL;
+    int n = 0;
+    int rc = tok_encode(t, text, strlen(text), 0, &ids, &n, &e);
+    CHECK(rc == 0 && same_ids(ids, n, want, nwant, added, text, strlen(text)), "added %s on '%s'", added, text);
+    free(ids);
+    tok_free(t);
+}
+
+#define ADDED(content, id, opts) "{\"id\":" #id ",\"content\":\"" content "\",\"special\":true" opts "}"
+
+static void test_added_options(void) {
+    check_added(ADDED("<m>", 3, ",\"normalized\":false"), "null", "a <m> b", IDS(0, 2, 3, 2, 1));
+    check_added(ADDED("<m>", 3, ",\"normalized\":false,\"lstrip\":true"), "null", "a  <m> b", IDS(0, 3, 2, 1));
+    check_added(ADDED("<m>", 3, ",\"normalized\":false,\"rstrip\":true"), "null", "a <m>  b", IDS(0, 2, 3, 1));
+    check_added(ADDED("<m>", 3, ",\"normalized\":false,\"lstrip\":true,\"rstrip\":true"), "null", " <m> ", IDS(3));
+    check_added(ADDED("ab", 4, ",\"normalized\":false,\"single_word\":true"), "null", "c ab", IDS(5, 2, 4));
+    check_added(ADDED("ab", 4, ",\"normalized\":false,\"single_word\":true"), "null", "cab", IDS(5, 0, 1));
+    check_added(ADDED("ab", 4, ",\"normalized\":false,\"single_word\":true"), "null", "ab_", IDS(0, 1)); // '_' is a word char: the
+    // match is refused, and '_' is not in the vocab (no unk): HF drops it
+    check_added(ADDED("ab", 4, ",\"normalized\":false"), "null", "cab", IDS(5, 4));
+    // leftmost-longest among overlapping added tokens
+    check_added(ADDED("ab", 4, ",\"normalized\":false") "," ADDED("abc", 9, ",\"normalized\":false") "," ADDED("bc", 10, ",\"normalized\":false"),
+                "null", "xabcx", IDS(8, 9, 8));
+    check_added(ADDED("ab", 4, ",\"normalized\":false") "," ADDED("bca", 10, ",\"normalized\":false"), "null", "xbcab", IDS(8, 10, 1));
+    const char *lower = "{\"type\":\"Lowercase\"}";
+    check_added(ADDED("hi", 4, ",\"normalized\":true"), lower, "xHIx", IDS(8, 4, 8));
+    check_added(ADDED("hi", 4, ",\"normalized\":false"), lower, "xHIx", IDS(8, 6, 7, 8));
+    check_added(ADDED("hi", 4, ",\"normalized\":false"), lower, "xhix", IDS(8, 4, 8));
+}
+
+// ---- the tokenize subcommand: exact file bytes, special tokens on by default ----
+static void test_cli(void) {
+    const char *bin = getenv("HIFA4_BIN"), *tmp = getenv("HIFA4_TMP");
+    if (!bin) bin = "./hifa4-eval";
+    if (!tmp) tmp = "build/tmp";
+    if (!file_exists(bin)) { printf("test_cli: %s not built, skipped\n", bin); return; }
+    struct err e = {0};
+    mkdir_p(tmp, &e);
+    char file[512], cmd[1024];
+    snprintf(file, sizeof file, "%s/tok_cli.txt", tmp);
+    // mistral golden: " A" -> [28705, 330] (SOURCE.md); with special tokens <s>=1 first. The
+    // file ends in a newline, which must be encoded too (no stripping): "\n" is <0x0A> = 13.
+    const char text[] = " A\n";
+    CHECK(file_write_atomic(file, text, 3, &e) == 0, "%s", e.msg);
+    const char *modes[2] = {"", "--no-special "};
+    const char *want[2] = {"1 28705 330 13\n", "28705 330 13\n"};
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer " SHARED "tokenizers/mistral %s--ids-only %s", bin, modes[m], file);
+        FILE *p = popen(cmd, "r");
+        char out[256] = {0};
+        size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        int st = p ? pclose(p) : -1;
+        out[n] = 0;
+        CHECK(st == 0 && !strcmp(out, want[m]), "tokenize%s: got '%s' (status %d)", modes[m], out, st);
+    }
+    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --model " SHARED "tokenizers/mistral %s", bin, file);
+    FILE *p = popen(cmd, "r");
+    char out[256] = {0};
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    int st = p ? pclose(p) : -1;
+    out[n] = 0;
+    CHECK(st == 0 && !strcmp(out, "1\t<s>\n28705\t\xe2\x96\x81\n330\t\xe2\x96\x81" "A\n13\t<0x0A>\n"), "tokenize pieces: '%s'", out);
+    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --ids-only %s 2>/dev/null", bin, file);
+    p = popen(cmd, "r");
+    st = p ? pclose(p) : -1;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "tokenize without --tokenizer: exit %d", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer " SHARED "tokenizers/mistral %s/no-such-file 2>/dev/null", bin, tmp);
+    p = popen(cmd, "r");
+    st = p ? pclose(p) : -1;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "tokenize of a missing file: exit %d", WEXITSTATUS(st));
+    remove(file);
+}
+
 // qwen3's NFC normalizes only the stretches around code points >= U+0300: encoding a text and
 // encoding its whole-string utf8proc NFC must agree, on random mixes of starters, combining
 // marks (reordering cases), precomposed letters and Hangul jamo.
@@ -692,6 +777,8 @@ int main(void) {
     test_malformed();
     test_bytelevel_minimal();
     test_pretok_behaviors();
+    test_added_options();
+    test_cli();
     test_nfc();
     test_threads();
     return test_summary("test_tokenizer");
