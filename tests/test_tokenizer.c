@@ -344,6 +344,36 @@ static void test_llama2c_reference(void) {
     tok_free(t);
 }
 
+// Broken llama2.c tokenizer files: errors naming the problem, never a crash or a partial file.
+static void test_llama2c_errors(void) {
+    struct err e = {0};
+    char *json = (char *)1;
+    const char *src = SHARED "models/stories260K/tok512.bin";
+    CHECK(tok_llama2c_to_json(src, 511, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "left"), "vocab 511: %s", e.msg);
+    CHECK(tok_llama2c_to_json(src, 513, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "record 512"), "vocab 513: %s", e.msg);
+    CHECK(tok_llama2c_to_json("/nonexistent/tok.bin", 512, &json, &e) != 0 && !json, "missing file");
+    char *buf = NULL;
+    size_t len = 0;
+    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
+    char path[512];
+    snprintf(path, sizeof path, "%s/tok_bad.bin", tmp);
+    mkdir_p(tmp, &e);
+    if (file_read_all(src, &buf, &len, &e) == 0) {
+        size_t cuts[] = {0, 3, 4, 10, 1000, len - 1};
+        for (int i = 0; i < 6; i++) {
+            file_write_atomic(path, buf, cuts[i], &e);
+            int rc = tok_llama2c_to_json(path, 512, &json, &e);
+            CHECK(rc == ERR_FORMAT && !json, "cut at %zu: %d (%s)", cuts[i], rc, e.msg);
+        }
+        int32_t neg = -5; // a negative piece length in record 0
+        memcpy(buf + 8, &neg, 4);
+        file_write_atomic(path, buf, len, &e);
+        CHECK(tok_llama2c_to_json(path, 512, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "record 0"), "negative length: %s", e.msg);
+        free(buf);
+        remove(path);
+    }
+}
+
 // ---- facts from the tokenizers' SOURCE.md files ----
 static void test_facts(void) {
     struct { const char *name, *sha; int vocab, bos, eos, adds_bos; } f[] = {
@@ -728,6 +758,51 @@ static void test_nfc(void) {
     tok_free(t);
 }
 
+// Random byte mutations of a valid small tokenizer.json: each either loads (and then encodes
+// and decodes) or fails with an error; run under `make asan` this is the crash check.
+static void test_mutations(void) {
+    static const char *pretoks[] = {
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+(?!\\\\S)|[a-z]+\"},"
+        "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"use_regex\":false}]}",
+    };
+    char *base = make_bytelevel_json(pretoks[0]);
+    size_t len = strlen(base);
+    uint64_t rng = 7;
+    int loaded = 0, failed = 0, bad = 0;
+    for (int it = 0; it < 400; it++) {
+        char *j = strdup(base);
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int flips = 1 + (int)((rng >> 40) % 3);
+        for (int f = 0; f < flips; f++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            size_t pos = (size_t)(rng >> 20) % len;
+            static const char pool[] = "\"{}[],:0123456789 abcdefgnrtul\\";
+            j[pos] = pool[(rng >> 8) % (sizeof pool - 1)];
+        }
+        struct tokenizer *t = NULL;
+        struct err e = {0};
+        int rc = tok_load_json(&t, j, len, NULL, "mutant.json", &e);
+        if (rc == 0) {
+            loaded++;
+            int32_t *ids = NULL;
+            int n = 0;
+            char *back = NULL;
+            size_t bl = 0;
+            if (tok_encode(t, "the cat  sat\n<|endoftext|>", 26, 1, &ids, &n, &e) == 0) tok_decode(t, ids, n, &back, &bl, &e);
+            free(ids);
+            free(back);
+            tok_free(t);
+        } else {
+            failed++;
+            if (t != NULL || e.msg[0] == 0) bad++;
+        }
+        free(j);
+    }
+    free(base);
+    printf("mutated tokenizer.json: %d loaded and ran, %d rejected with a message\n", loaded, failed);
+    CHECK(bad == 0 && loaded + failed == 400, "mutations: %d loaded, %d failed, %d without a message", loaded, failed, bad);
+}
+
 // ---- concurrency: two threads on one tokenizer give the single-threaded ids ----
 struct job { const struct tokenizer *t; const char *text; size_t len; int32_t *ids; int n; int rc; };
 
@@ -773,6 +848,7 @@ int main(void) {
     test_golden("gemma3", 1);
     test_llama2c();
     test_llama2c_reference();
+    test_llama2c_errors();
     test_facts();
     test_malformed();
     test_bytelevel_minimal();
@@ -780,6 +856,7 @@ int main(void) {
     test_added_options();
     test_cli();
     test_nfc();
+    test_mutations();
     test_threads();
     return test_summary("test_tokenizer");
 }
