@@ -683,10 +683,12 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
     // Per-call cache of pre-token -> ids (HF keeps a shared one; per call keeps encode
     // lock-free and thread-safe). Only worth building for long inputs.
     uint32_t wcap = 0;
+    uint32_t wused = 0;
     if (a.n >= 256) {
+        // Distinct words grow far slower than pieces; 64K slots (2 MB) hold the first 32K.
         wcap = 1024;
-        while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 24)) wcap <<= 1;
-        wc = calloc(wcap, sizeof *wc);  // start == 0 && count == 0 marks an empty slot
+        while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 16)) wcap <<= 1;
+        wc = calloc(wcap, sizeof *wc);  // count == 0 marks an empty slot
     }
     for (int k = 0; k < a.n && !rc; k++) {
         const struct piece *p = &a.p[k];
@@ -710,7 +712,10 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
             }
             int start = nout;
             rc = bpe_word(t, w, p->len, &bs, &out, &nout, &cap);
-            if (!rc && nout > start && wc) wc[j] = (struct wcache){h, p->off, (uint32_t)p->len, start, nout - start};
+            if (!rc && nout > start && wused < wcap / 2) {
+                wc[j] = (struct wcache){h, p->off, (uint32_t)p->len, start, nout - start};
+                wused++;
+            }
             continue;
         }
         if (p->tok >= 0) {
