@@ -143,6 +143,7 @@ struct tokenizer {
     int32_t *tpl_pre; int n_pre;     // ids before the sequence
     int32_t *tpl_post; int n_post;   // ids after the sequence
     int bos_id, eos_id;
+    int cache_min_pieces;            // encode builds its per-call word cache from this many pre-tokens
 };
 
 // ---- pipeline pieces (tok_pretok.c) ----

@@ -519,6 +519,7 @@ int tok_load_json(struct tokenizer **out, const char *json, size_t len, const ch
     struct tokenizer *t = calloc(1, sizeof *t);
     if (!t) return err_set(e, ERR_NOMEM, "%s: out of memory", ctx);
     struct loadctx L = {t, ctx, e};
+    t->cache_min_pieces = 256;
     cJSON *root = NULL, *cfg = NULL;
     sha256_hex(json, len, t->sha);
     int rc = json_parse(&root, json, len, ctx, e);
@@ -684,7 +685,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
     // lock-free and thread-safe). Only worth building for long inputs.
     uint32_t wcap = 0;
     uint32_t wused = 0;
-    if (a.n >= 256) {
+    if (a.n >= t->cache_min_pieces) {
         // Distinct words grow far slower than pieces; 64K slots (2 MB) hold the first 32K.
         wcap = 1024;
         while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 16)) wcap <<= 1;

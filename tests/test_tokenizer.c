@@ -12,6 +12,7 @@
 
 #include "json_util.h"
 #include "test.h"
+#include "tok_internal.h"
 #include "tok_llama2c.h"
 #include "tokenizer.h"
 
@@ -825,9 +826,15 @@ static void test_threads(void) {
     if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &text, &len, &e)) { CHECK(0, "%s", e.msg); tok_free(t); return; }
     if (len > 100000) len = 100000;
     while (len > 0 && ((uint8_t)text[len] & 0xc0) == 0x80) len--; // cut on a code point boundary
-    int32_t *ref = NULL;
-    int nref = 0;
+    int32_t *ref = NULL, *nocache = NULL;
+    int nref = 0, nnc = 0;
     CHECK(tok_encode(t, text, len, 1, &ref, &nref, &e) == 0, "%s", e.msg);
+    // The per-call word cache must not change a single id.
+    t->cache_min_pieces = 1 << 30;
+    CHECK(tok_encode(t, text, len, 1, &nocache, &nnc, &e) == 0 && same_ids(ref, nref, nocache, nnc, "cache", "wikitext", 8),
+          "encode with and without the word cache");
+    t->cache_min_pieces = 256;
+    free(nocache);
     struct job jobs[2] = {{t, text, len, NULL, 0, 0}, {t, text, len, NULL, 0, 0}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, run_job, &jobs[i]);
