@@ -421,6 +421,41 @@ static void test_facts(void) {
     } else CHECK(0, "mistral file path: %s", e.msg);
 }
 
+// tokenizer_config.json of a Llama/Gemma tokenizer class rebuilds BOS/EOS like transformers;
+// other classes keep tokenizer.json's post-processor. "Hello world" = [22557, 1526] (SOURCE.md).
+static void test_config_override(void) {
+    struct err e = {0};
+    char *json = NULL;
+    size_t len = 0;
+    if (file_read_all(SHARED "tokenizers/mistral/tokenizer.json", &json, &len, &e)) { CHECK(0, "%s", e.msg); return; }
+    struct { const char *cfg; int32_t want[4]; int n; int adds_bos, adds_eos; } c[] = {
+        {"{\"tokenizer_class\":\"LlamaTokenizer\",\"add_bos_token\":false,\"bos_token\":\"<s>\"}", {22557, 1526}, 2, 0, 0},
+        {"{\"tokenizer_class\":\"LlamaTokenizerFast\",\"add_eos_token\":true}", {1, 22557, 1526, 2}, 4, 1, 1},
+        {"{\"tokenizer_class\":\"LlamaTokenizerFast\",\"add_bos_token\":false,\"add_eos_token\":true,"
+         "\"eos_token\":{\"content\":\"</s>\",\"special\":true}}", {22557, 1526, 2}, 3, 0, 1},
+        {"{\"tokenizer_class\":\"Qwen2Tokenizer\",\"add_bos_token\":false}", {1, 22557, 1526}, 3, 1, 0},
+        {"{}", {1, 22557, 1526}, 3, 1, 0},
+    };
+    for (int i = 0; i < 5; i++) {
+        struct tokenizer *t = NULL;
+        if (tok_load_json(&t, json, len, c[i].cfg, "mistral", &e)) { CHECK(0, "config %d: %s", i, e.msg); continue; }
+        int32_t *ids = NULL;
+        int n = 0;
+        CHECK(tok_encode(t, "Hello world", 11, 1, &ids, &n, &e) == 0 && same_ids(ids, n, c[i].want, c[i].n, "config", c[i].cfg, strlen(c[i].cfg)),
+              "config %d", i);
+        CHECK(tok_adds_bos(t) == c[i].adds_bos && tok_adds_eos(t) == c[i].adds_eos, "config %d: adds bos %d eos %d", i,
+              tok_adds_bos(t), tok_adds_eos(t));
+        CHECK(tok_bos_id(t) == 1 && tok_eos_id(t) == 2, "config %d: bos %d eos %d", i, tok_bos_id(t), tok_eos_id(t));
+        free(ids);
+        tok_free(t);
+    }
+    struct tokenizer *t = NULL;
+    const char *bad = "{\"tokenizer_class\":\"LlamaTokenizer\",\"bos_token\":null}";
+    CHECK(tok_load_json(&t, json, len, bad, "mistral", &e) == ERR_FORMAT && !t, "add_bos_token without a bos_token: %s", e.msg);
+    CHECK(tok_load_json(&t, json, len, "{oops", "mistral", &e) == ERR_FORMAT && !t, "broken config: %s", e.msg);
+    free(json);
+}
+
 // ---- malformed tokenizer.json: an error naming the problem, never a crash ----
 static void expect_load_error(const char *json, int code, const char *needle) {
     struct tokenizer *t = NULL;
@@ -857,6 +892,7 @@ int main(void) {
     test_llama2c_reference();
     test_llama2c_errors();
     test_facts();
+    test_config_override();
     test_malformed();
     test_bytelevel_minimal();
     test_pretok_behaviors();
