@@ -572,6 +572,12 @@ int tok_load_json(struct tokenizer **out, const char *json, size_t len, const ch
     if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto fail; }
     const cJSON *model;
     if ((rc = json_get_obj(root, "model", &model, 1, ctx, e))) goto fail;
+    // HF would truncate/pad encodings; the harness manages lengths itself.
+    static const char *ignored[] = {"truncation", "padding"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, ignored[i]);
+        if (x && !cJSON_IsNull(x)) log_warn("%s: '%s' is set; ignored (encode never truncates or pads)", ctx, ignored[i]);
+    }
     int max_id = -1;
     if ((rc = parse_model(&L, model, &max_id))) goto fail;
     if ((rc = parse_added(&L, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), &max_id))) goto fail;
