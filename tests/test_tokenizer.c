@@ -566,8 +566,16 @@ static void test_bytelevel_minimal(void) {
         "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
         "\"trim_offsets\":false,\"use_regex\":false}]}",
     };
-    for (int v = 0; v < 2; v++) {
-        char *json = make_bytelevel_json(variants[v]);
+    // Variant 2: the o200k-style pattern (Phi-4-mini / GPT-4o) with \\p{..} lists inside classes.
+    const char *o200k =
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+        "\"[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+"
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+"
+        "[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n/]*"
+        "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":false},"
+        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}]}";
+    for (int v = 0; v < 3; v++) {
+        char *json = make_bytelevel_json(v < 2 ? variants[v] : o200k);
         struct tokenizer *t = NULL;
         struct err e = {0};
         int rc = tok_load_json(&t, json, strlen(json), NULL, "minimal.json", &e);
@@ -884,6 +892,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
+    log_set_level(LOG_WARN);
     test_golden("qwen3", 0);
     test_golden("llama3", 0);
     test_golden("mistral", 1);
