@@ -28,13 +28,16 @@ struct arc_row {
 
 struct arc_file { struct arc_row *rows; int n; };
 
+static void row_free(struct arc_row *r) {
+    free(r->id);
+    free(r->context);
+    for (int c = 0; c < r->n; c++) free(r->choices[c]);
+    free(r->choices);
+    memset(r, 0, sizeof *r);
+}
+
 static void arc_file_free(struct arc_file *f) {
-    for (int i = 0; i < f->n; i++) {
-        free(f->rows[i].id);
-        free(f->rows[i].context);
-        for (int c = 0; c < f->rows[i].n; c++) free(f->rows[i].choices[c]);
-        free(f->rows[i].choices);
-    }
+    for (int i = 0; i < f->n; i++) row_free(&f->rows[i]);
     free(f->rows);
     memset(f, 0, sizeof *f);
 }
@@ -83,11 +86,7 @@ static int parse_row(struct arc_row *r, const char *lp, size_t ll, const char *c
         r->digit_key = key[0] >= '0' && key[0] <= '9';
     }
     cJSON_Delete(obj);
-    if (rc) {
-        struct arc_file tmp = {r, 1};
-        arc_file_free(&tmp);
-        memset(r, 0, sizeof *r);
-    }
+    if (rc) row_free(r);
     return rc;
 }
 
@@ -123,7 +122,7 @@ static int read_arc(struct arc_file *f, struct task_set *s, const char *path, co
         if (f->n == cap) {
             cap = cap ? cap * 2 : 1024;
             struct arc_row *nr = realloc(f->rows, (size_t)cap * sizeof *nr);
-            if (!nr) { struct arc_file t = {&r, 1}; arc_file_free(&t); rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); break; }
+            if (!nr) { row_free(&r); rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); break; }
             f->rows = nr;
         }
         f->rows[f->n++] = r;
