@@ -66,6 +66,21 @@ static void test_registry(void) {
         CHECK(d && d->load && d->desc && strcmp(d->name, want[i]) == 0, "task %s registered", want[i]);
     }
     CHECK(task_find("nope") == NULL, "unknown task");
+    // every default data path exists in ../shared (GPQA is not shipped; for hellaswag the
+    // entries are alternatives and one is enough)
+    for (int i = 0; i < 10; i++) {
+        const char *const *p = task_data_paths(want[i]);
+        CHECK(p != NULL, "data paths of %s", want[i]);
+        int n_ok = 0, n = 0;
+        for (; p && *p; p++, n++) {
+            char full[1024];
+            snprintf(full, sizeof full, SHARED "/%s", *p);
+            n_ok += (*p)[strlen(*p) - 1] == '/' ? dir_exists(full) : file_exists(full);
+        }
+        if (!strcmp(want[i], "hellaswag")) CHECK(n_ok == 1, "hellaswag: one form shipped");
+        else if (strcmp(want[i], "gpqa_diamond")) CHECK(n_ok == n, "%s: %d of %d data paths exist", want[i], n_ok, n);
+    }
+    CHECK(task_data_paths("nope") == NULL, "unknown task paths");
     struct task_set s;
     struct err e;
     int rc = load("nope", &s, NULL, NULL, 0, 0, &e);

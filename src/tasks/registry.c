@@ -65,6 +65,27 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
     return rc;
 }
 
+const char *const *task_data_paths(const char *name) {
+    static const char *const mmlu[] = {"mmlu/data/test/", NULL};
+    static const char *const hs[] = {"hellaswag/hellaswag_val.jsonl", "hellaswag/hellaswag_val.jsonl.zst",
+                                     "hellaswag/hellaswag_val_full.txt.zst", "hellaswag/hellaswag_val_full.txt", NULL};
+    static const char *const arc_c[] = {"arc/ai2-subset/ARC-Challenge-Test.jsonl",
+                                        "arc/genmc/arc_challenge/official/test.jsonl", NULL};
+    static const char *const arc_e[] = {"arc/genmc/arc_easy/official/test.jsonl", NULL};
+    static const char *const tqa[] = {"truthfulqa/data/v1/mc_task.json", NULL};
+    static const char *const gpqa[] = {"gpqa/gpqa_diamond.csv", "gpqa/dataset/gpqa_diamond.csv", NULL};
+    static const char *const bbh[] = {"bbh/bbh/", NULL};
+    static const char *const ppl[] = {"wikitext2/raw/wiki.test.raw", "wikitext2/tokens/test.txt", NULL};
+    static const char *const none[] = {NULL};
+    static const struct { const char *name; const char *const *paths; } t[] = {
+        {"mmlu", mmlu}, {"hellaswag", hs}, {"arc_challenge", arc_c}, {"arc_easy", arc_e},
+        {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", none},
+        {"mc_jsonl", none}, {"ppl", ppl}};
+    for (size_t i = 0; name && i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(t[i].name, name) == 0) return t[i].paths;
+    return NULL;
+}
+
 static void item_free(struct task_item *it) {
     free(it->id);
     free(it->subject);
