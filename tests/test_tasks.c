@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
@@ -661,6 +662,35 @@ static void test_ppl(void) {
     task_set_free(&s);
 }
 
+// `hifa4-eval prompts` prints the loaded items as JSONL (run from `make test`, HIFA4_BIN set)
+static void test_cli(void) {
+    const char *bin = getenv("HIFA4_BIN");
+    if (!bin || !bin[0]) { printf("HIFA4_BIN not set: skipping the prompts CLI check\n"); return; }
+    char cmd[1024], exe[512];
+    snprintf(exe, sizeof exe, "%s%s", strchr(bin, '/') ? "" : "./", bin);  // Makefile passes a bare name
+    bin = exe;
+    snprintf(cmd, sizeof cmd, "%s prompts --task truthfulqa_mc1 --data-dir " SHARED " --limit 2 2>/dev/null", bin);
+    FILE *f = popen(cmd, "r");
+    CHECK(f != NULL, "popen");
+    if (!f) return;
+    char line[8192];
+    int n = 0, ok0 = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *ctx = cJSON_GetObjectItem(j, "context"), *g = cJSON_GetObjectItem(j, "gold");
+        if (n == 1 && cJSON_IsString(ctx) && cJSON_IsNumber(g) && g->valueint == 0 &&
+            strstr(ctx->valuestring, "\n\nQ: What happens if you eat a pomegranate?\nA:"))
+            ok0 = 1;
+        cJSON_Delete(j);
+    }
+    int st = pclose(f);
+    CHECK(st == 0 && n == 2 && ok0, "prompts CLI: status %d, %d lines", st, n);
+    snprintf(cmd, sizeof cmd, "%s prompts --task hellaswag --data-dir " FIX "/no-such-root >/dev/null 2>&1", bin);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "missing data exits 1: %d", st);
+}
+
 int main(void) {
     test_registry();
     test_preprocess();
@@ -675,5 +705,6 @@ int main(void) {
     test_exam();
     test_mc_jsonl();
     test_ppl();
+    test_cli();
     return test_summary("test_tasks");
 }

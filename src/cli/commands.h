@@ -6,3 +6,4 @@
 CMD(list, "models, tasks and attention modes")
 CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
+CMD(prompts, "print a task's items and exact prompts as JSONL (no model)")
