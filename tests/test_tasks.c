@@ -624,6 +624,8 @@ static void test_mc_jsonl(void) {
     CHECK(rc == ERR_USAGE, "mc_jsonl without --file");
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_mini.jsonl", 0, 0, &e);
     CHECK(rc == ERR_FORMAT && strstr(e.msg, "mc_mini.jsonl:3"), "mc_jsonl bad row: %s", e.msg);
+    rc = load("mc_jsonl", &s, NULL, FIX "/mc_badutf8.jsonl", 1, 0, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "mc_badutf8.jsonl:2: not valid UTF-8"), "invalid UTF-8: %s", e.msg);
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_mini.jsonl", 1, 0, &e);
     CHECK(rc == 0 && s.n_items == 3 && s.n_bad_rows == 1, "mc_jsonl skip");
     if (!rc) {

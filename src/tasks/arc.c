@@ -95,7 +95,7 @@ static int read_arc(struct arc_file *f, struct task_set *s, const char *path, co
     memset(f, 0, sizeof *f);
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(path, &buf, &len, e);
+    int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
     const char *p = buf, *end = buf + len;
     int line = 0, cap = 0;

@@ -91,7 +91,11 @@ static int load_sub(struct task_set *s, const struct bbh_sub *sub, const char *p
                     int *n_defects, struct err *e) {
     cJSON *root = NULL;
     const cJSON *ex = NULL;
-    int rc = json_parse_file(&root, path, e);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = task_read_text(path, &buf, &len, e);
+    if (!rc) rc = json_parse(&root, buf, len, path, e);
+    free(buf);
     if (!rc) rc = json_get_arr(root, "examples", &ex, 1, path, e);
     int n = rc ? 0 : cJSON_GetArraySize(ex);
     const char **in = NULL, **tg = NULL;

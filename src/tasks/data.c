@@ -72,6 +72,26 @@ int task_data_find(char *out, size_t n, const struct task_opts *o, const char *t
     return task_data_missing(e, o, task, &rel, 1);
 }
 
+// ---- reading ----
+int task_read_text(const char *path, char **buf, size_t *len, struct err *e) {
+    int rc = file_read_all(path, buf, len, e);
+    if (rc) return rc;
+    if (utf8_valid(*buf, *len)) return 0;
+    const char *p = *buf, *end = *buf + *len;
+    int line = 1;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (!utf8_valid(p, n)) break;
+        line++;
+        p = nl ? nl + 1 : end;
+    }
+    free(*buf);
+    *buf = NULL;
+    *len = 0;
+    return err_set(e, ERR_FORMAT, "%s:%d: not valid UTF-8", path, line);
+}
+
 // ---- growable string ----
 static int sb_reserve(struct sbuf *s, size_t extra) {
     if (s->n + extra + 1 <= s->cap) return 0;

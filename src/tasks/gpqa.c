@@ -48,7 +48,7 @@ int task_load_gpqa_diamond(struct task_set *s, const struct task_opts *o, struct
     }
     char *buf = NULL;
     size_t len = 0;
-    if ((rc = file_read_all(path, &buf, &len, e))) return rc;
+    if ((rc = task_read_text(path, &buf, &len, e))) return rc;
     size_t off = (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) ? 3 : 0;  // UTF-8 BOM
     struct csv_reader r;
     csv_init(&r, buf + off, len - off, path);

@@ -81,9 +81,8 @@ char *task_py_capitalize(const char *in) {
 static int load_text(struct task_set *s, const char *path, const struct task_opts *o, struct err *e) {
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(path, &buf, &len, e);
+    int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
-    if (!utf8_valid(buf, len)) { free(buf); return err_set(e, ERR_FORMAT, "%s: not valid UTF-8", path); }
     const char *p = buf, *end = buf + len;
     int line = 0, idx = 0;
     while (p < end && !rc) {
@@ -125,7 +124,7 @@ static int load_text(struct task_set *s, const char *path, const struct task_opt
 static int load_jsonl(struct task_set *s, const char *path, const struct task_opts *o, struct err *e) {
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(path, &buf, &len, e);
+    int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
     const char *p = buf, *end = buf + len;
     int line = 0, idx = 0;

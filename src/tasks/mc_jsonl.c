@@ -51,7 +51,7 @@ int task_load_mc_jsonl(struct task_set *s, const struct task_opts *o, struct err
     if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mc_jsonl: --file %s: no such file", o->file);
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(o->file, &buf, &len, e);
+    int rc = task_read_text(o->file, &buf, &len, e);
     if (rc) return rc;
     const char *p = buf, *end = buf + len;
     int line = 0, row = 0;

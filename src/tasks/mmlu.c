@@ -49,9 +49,8 @@ static int load_csv(struct task_set *s, const char *path, const char *subject, c
                     struct err *e) {
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(path, &buf, &len, e);
+    int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
-    if (!utf8_valid(buf, len)) { free(buf); return err_set(e, ERR_FORMAT, "%s: not valid UTF-8", path); }
     struct csv_reader r;
     csv_init(&r, buf, len, path);
     int row = 0, line = 0;
@@ -90,7 +89,7 @@ static int cmp_jrow(const void *a, const void *b) {
 static int load_jsonl(struct task_set *s, const char *path, const struct task_opts *o, struct err *e) {
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_read_all(path, &buf, &len, e);
+    int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
     struct jrow *rows = NULL;
     int n = 0, cap = 0, line = 0;

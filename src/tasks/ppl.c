@@ -47,21 +47,19 @@ int task_load_ppl(struct task_set *s, const struct task_opts *o, struct err *e) 
     int rc;
     if (o->file) {
         if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "ppl: --file %s: no such file", o->file);
-        if ((rc = file_read_all(o->file, &s->text, &s->text_len, e))) return rc;
-        if (!utf8_valid(s->text, s->text_len)) return err_set(e, ERR_FORMAT, "%s: not valid UTF-8", o->file);
+        if ((rc = task_read_text(o->file, &s->text, &s->text_len, e))) return rc;
         task_source_add(s, "%s (plain text, as is)", o->file);
         return 0;
     }
     if ((rc = task_data_find(path, sizeof path, o, "ppl", "wikitext2/raw/wiki.test.raw", 0, e))) return rc;
     char *raw = NULL;
     size_t raw_len = 0;
-    if ((rc = file_read_all(path, &raw, &raw_len, e))) return rc;
-    if (!utf8_valid(raw, raw_len)) { free(raw); return err_set(e, ERR_FORMAT, "%s: not valid UTF-8", path); }
+    if ((rc = task_read_text(path, &raw, &raw_len, e))) return rc;
     struct sbuf out = {0};
     if (task_data_try(tpath, sizeof tpath, o, "wikitext2/tokens/test.txt", 0)) {
         char *tok = NULL;
         size_t tok_len = 0;
-        rc = file_read_all(tpath, &tok, &tok_len, e);
+        rc = task_read_text(tpath, &tok, &tok_len, e);
         if (!rc) rc = rebuild(&out, raw, raw_len, tok, tok_len, path, tpath, e);
         free(tok);
         if (!rc) task_source_add(s, "%s + %s (WikiText-2 test raw, original LF file rebuilt with its blank lines)", path, tpath);

@@ -115,6 +115,10 @@ void csv_init(struct csv_reader *r, const char *buf, size_t len, const char *pat
 int csv_next(struct csv_reader *r, int *row_line, struct err *e);
 void csv_free(struct csv_reader *r);
 
+// file_read_all (zstd-aware) plus UTF-8 validation: invalid UTF-8 is ERR_FORMAT naming the
+// path and the first bad line. *buf owned by the caller (free).
+int task_read_text(const char *path, char **buf, size_t *len, struct err *e);
+
 // Python str.strip(): removes leading/trailing whitespace (ASCII whitespace, U+001C-U+001F,
 // U+0085 and Unicode Zs/Zl/Zp) from a UTF-8 string; returns a new malloc'd string.
 char *task_strip(const char *s, size_t n);

@@ -88,7 +88,7 @@ int task_load_truthfulqa_mc1(struct task_set *s, const struct task_opts *o, stru
     }
     char *buf = NULL;
     size_t len = 0;
-    if ((rc = file_read_all(path, &buf, &len, e))) return rc;
+    if ((rc = task_read_text(path, &buf, &len, e))) return rc;
     size_t k = 0;
     while (k < len && (buf[k] == ' ' || buf[k] == '\n' || buf[k] == '\r' || buf[k] == '\t')) k++;
     int jsonl = k < len && buf[k] == '{';
