@@ -161,6 +161,31 @@ static void test_csv(void) {
     }
 }
 
+// Random short inputs over the CSV alphabet: the reader always terminates (one row per call
+// consumes input) and never reads out of bounds (checked under `make asan`).
+static void test_csv_random(void) {
+    const char alpha[] = {',', '"', '\n', '\r', 'a', ' '};
+    uint64_t st = 42;
+    int stuck = 0, rows = 0, errors = 0;
+    for (int t = 0; t < 3000; t++) {
+        char buf[24];
+        int n = (int)(task_rng_next(&st) % sizeof buf);
+        for (int i = 0; i < n; i++) buf[i] = alpha[task_rng_next(&st) % sizeof alpha];
+        char *heap = malloc((size_t)n + 1);  // exact-size copy so ASan sees overreads
+        memcpy(heap, buf, (size_t)n);
+        struct csv_reader r;
+        struct err e = {0};
+        int line = 0, rc, calls = 0;
+        csv_init(&r, heap, (size_t)n, "rand.csv");
+        while ((rc = csv_next(&r, &line, &e)) == 1 && calls < n + 2) calls++, rows++;
+        stuck += calls >= n + 2;
+        errors += rc < 0;
+        csv_free(&r);
+        free(heap);
+    }
+    CHECK(stuck == 0 && rows > 1000 && errors > 100, "random csv: %d stuck, %d rows, %d errors", stuck, rows, errors);
+}
+
 // ---- MMLU ----
 static void test_mmlu(void) {
     struct task_set s;
@@ -697,6 +722,7 @@ int main(void) {
     test_registry();
     test_preprocess();
     test_csv();
+    test_csv_random();
     test_mmlu();
     test_hellaswag();
     test_arc();
