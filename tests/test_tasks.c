@@ -60,16 +60,16 @@ static int load(const char *name, struct task_set *s, const char *data_dir, cons
 // ---- registry ----
 static void test_registry(void) {
     const char *want[] = {"mmlu", "hellaswag", "arc_challenge", "arc_easy", "truthfulqa_mc1", "gpqa_diamond",
-                          "bbh", "exam", "mc_jsonl", "ppl"};
-    CHECK(task_count() == 10, "%d tasks", task_count());
-    for (int i = 0; i < 10; i++) {
+                          "bbh", "exam", "mc_jsonl", "ppl", "niah"};
+    CHECK(task_count() == 11, "%d tasks", task_count());
+    for (int i = 0; i < 11; i++) {
         const struct task_def *d = task_find(want[i]);
         CHECK(d && d->load && d->desc && strcmp(d->name, want[i]) == 0, "task %s registered", want[i]);
     }
     CHECK(task_find("nope") == NULL, "unknown task");
     // every default data path exists in ../shared (GPQA is not shipped; for hellaswag the
     // entries are alternatives and one is enough)
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         const char *const *p = task_data_paths(want[i]);
         CHECK(p != NULL, "data paths of %s", want[i]);
         int n_ok = 0, n = 0;
@@ -689,6 +689,65 @@ static void test_ppl(void) {
     task_set_free(&s);
 }
 
+// ---- niah ----
+// A tokenizer stand-in: one token per whitespace-separated word.
+static int count_words(void *ctx, const char *s, size_t n) {
+    (void)ctx;
+    int w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\n' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\n')) w++;
+    return w;
+}
+
+static void test_niah(void) {
+    struct task_set s;
+    struct err e;
+    struct task_opts o = {0};
+    o.file = FIX "/haystack.txt";
+    int rc = task_load("niah", &s, &o, &e);
+    CHECK(rc == ERR_USAGE && strstr(e.msg, "tokenizer"), "niah without a tokenizer: %s", e.msg);
+    o.count_tokens = count_words;
+    o.niah_lengths = "25";
+    o.niah_per_cell = 2;
+    o.seed = 5;
+    rc = task_load("niah", &s, &o, &e);
+    CHECK(rc == 0 && s.n_items == 10, "niah: rc %d n %d %s", rc, s.n_items, e.msg);
+    if (rc || s.n_items != 10) { task_set_free(&s); return; }
+    // haystack words allowed: 25 - 6 (needle) - 11 (question) = 8, i.e. up to "Delta four."
+    const char *fmt[5] = {
+        "The special magic number is %s. Alpha one. Beta two. Gamma three. Delta four.%s",
+        "Alpha one. The special magic number is %s. Beta two. Gamma three. Delta four.%s",
+        "Alpha one. Beta two. The special magic number is %s. Gamma three. Delta four.%s",
+        "Alpha one. Beta two. Gamma three. The special magic number is %s. Delta four.%s",
+        "Alpha one. Beta two. Gamma three. Delta four. The special magic number is %s.%s"};
+    const char *ids[5] = {"T25/d0/1", "T25/d25/0", "T25/d50/1", "T25/d75/0", "T25/d100/1"};
+    const char *q = "\nWhat is the special magic number? The special magic number is";
+    for (int k = 0; k < 5; k++) {
+        const struct task_item *it = find_item(&s, ids[k]);
+        CHECK(it != NULL, "niah item %s", ids[k]);
+        if (!it) continue;
+        char want[512];
+        snprintf(want, sizeof want, fmt[k], it->choices[it->gold], q);
+        CHECK(strcmp(it->context, want) == 0, "niah %s:\n got  [%s]\n want [%s]", ids[k], it->context, want);
+    }
+    int distinct = 1, digits = 1, gold_pos = 0;
+    for (int i = 0; i < s.n_items; i++) {
+        const struct task_item *it = &s.items[i];
+        CHECK(it->n_choices == 10 && count_words(NULL, it->context, strlen(it->context)) == 25, "niah %s size", it->id);
+        for (int a = 0; a < 10; a++) {
+            digits &= strlen(it->choices[a]) == 7 && strspn(it->choices[a], "0123456789") == 7;
+            for (int b = 0; b < a; b++) distinct &= strcmp(it->choices[a], it->choices[b]) != 0;
+        }
+        gold_pos |= 1 << it->gold;
+    }
+    CHECK(distinct && digits && gold_pos != 1, "10 distinct 7-digit numbers; gold not always first");
+    CHECK(strcmp(s.items[0].id, "T25/d0/0") == 0 && strcmp(s.items[0].subject, "T25/d0") == 0, "order and subject");
+    task_set_free(&s);
+    o.niah_lengths = "16";
+    rc = task_load("niah", &s, &o, &e);
+    CHECK(rc == ERR_RANGE && strstr(e.msg, "T=16"), "T below needle+question: %s", e.msg);
+}
+
 // `hifa4-eval prompts` prints the loaded items as JSONL (run from `make test`, HIFA4_BIN set)
 static void test_cli(void) {
     const char *bin = getenv("HIFA4_BIN");
@@ -733,6 +792,7 @@ int main(void) {
     test_exam();
     test_mc_jsonl();
     test_ppl();
+    test_niah();
     test_cli();
     return test_summary("test_tasks");
 }

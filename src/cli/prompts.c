@@ -34,7 +34,8 @@ int cmd_prompts(int argc, char **argv, struct err *e) {
         return 0;
     }
     if (limit < 0) return err_set(e, ERR_USAGE, "--limit must be >= 0, got %d", limit);
-    struct task_opts o = {data_dir, file, subject, skip, (uint64_t)seed, limit};
+    struct task_opts o = {.data_dir = data_dir, .file = file, .subject = subject, .skip_bad_rows = skip,
+                          .seed = (uint64_t)seed, .limit = limit};
     struct task_set s;
     if ((rc = task_load(task, &s, &o, e))) return rc;
     for (int i = 0; i < s.n_items && !summary; i++) {

@@ -18,6 +18,7 @@ TASK(bbh)
 TASK(exam)
 TASK(mc_jsonl)
 TASK(ppl)
+TASK(niah)
 #undef TASK
 
 static const struct task_def g_tasks[] = {
@@ -34,6 +35,7 @@ static const struct task_def g_tasks[] = {
     {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --file (acc)",
      task_load_mc_jsonl},
     {"ppl", "perplexity on plain text (default WikiText-2 test raw) via --file", task_load_ppl},
+    {"niah", "needle in a haystack, likelihood of the magic number among 10 (needs the tokenizer)", task_load_niah},
 };
 
 int task_count(void) { return (int)(sizeof g_tasks / sizeof g_tasks[0]); }
@@ -80,7 +82,7 @@ const char *const *task_data_paths(const char *name) {
     static const struct { const char *name; const char *const *paths; } t[] = {
         {"mmlu", mmlu}, {"hellaswag", hs}, {"arc_challenge", arc_c}, {"arc_easy", arc_e},
         {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", none},
-        {"mc_jsonl", none}, {"ppl", ppl}};
+        {"mc_jsonl", none}, {"ppl", ppl}, {"niah", ppl}};
     for (size_t i = 0; name && i < sizeof t / sizeof t[0]; i++)
         if (strcmp(t[i].name, name) == 0) return t[i].paths;
     return NULL;

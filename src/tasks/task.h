@@ -39,13 +39,22 @@ struct task_set {
     uint64_t seed;       // seed used (gpqa shuffle), recorded
 };
 
+// Token counter for tasks whose prompts are sized in tokens (niah): the number of tokens of
+// s[0..n) under the model's tokenizer, without BOS; negative on error.
+typedef int (*task_count_tokens_fn)(void *ctx, const char *s, size_t n);
+
 struct task_opts {
     const char *data_dir;  // --data-dir (may be NULL)
-    const char *file;      // explicit file for mc_jsonl / ppl / exam pool dir (may be NULL)
+    const char *file;      // explicit file for mc_jsonl / ppl / exam pool dir / niah haystack (may be NULL)
     const char *subject;   // mc_jsonl --subject
     int skip_bad_rows;
     uint64_t seed;
     int limit;             // 0 = all; otherwise the first `limit` items in the task's canonical order
+    // niah only (others ignore these):
+    task_count_tokens_fn count_tokens;  // required by niah
+    void *count_ctx;
+    const char *niah_lengths;  // comma list of haystack sizes T in tokens (NULL: "1024,2048,4096")
+    int niah_per_cell;         // items per (T, depth) cell (0: 4)
 };
 
 struct task_def {
