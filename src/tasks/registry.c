@@ -176,12 +176,15 @@ int task_bad_row(struct task_set *s, const struct task_opts *o, struct err *e, c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    char where[600];
+    if (line > 0) snprintf(where, sizeof where, "%.500s:%d", path, line);
+    else snprintf(where, sizeof where, "%.500s", path);  // no line (e.g. an entry of a JSON array)
     if (o && o->skip_bad_rows) {
         s->n_bad_rows++;
-        log_warn("%s:%d: %s (row skipped, --skip-bad-rows)", path, line, msg);
+        log_warn("%s: %s (row skipped, --skip-bad-rows)", where, msg);
         return 0;
     }
-    return err_set(e, ERR_FORMAT, "%s:%d: %s (--skip-bad-rows skips such rows)", path, line, msg);
+    return err_set(e, ERR_FORMAT, "%s: %s (--skip-bad-rows skips such rows)", where, msg);
 }
 
 void task_apply_limit(struct task_set *s, const struct task_opts *o) {

@@ -149,7 +149,8 @@ int task_push_item(struct task_set *s, const char *id, const char *subject, cons
 int task_push_item_own(struct task_set *s, const char *id, const char *subject, char *context,
                        const char *const *choices, int n_choices, int gold);
 // A malformed row: with o->skip_bad_rows counts it in s->n_bad_rows, warns and returns 0;
-// else fills e with ERR_FORMAT "<path>:<line>: <msg>" and returns it.
+// else fills e with ERR_FORMAT "<path>:<line>: <msg>" (just "<path>: " for line <= 0) and
+// returns it.
 int task_bad_row(struct task_set *s, const struct task_opts *o, struct err *e, const char *path,
                  int line, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 // Appends "; "-separated text to s->source (truncating with "..." if it does not fit).
