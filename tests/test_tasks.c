@@ -79,7 +79,8 @@ static void test_registry(void) {
             n_ok += (*p)[strlen(*p) - 1] == '/' ? dir_exists(full) : file_exists(full);
         }
         if (!strcmp(want[i], "hellaswag")) CHECK(n_ok == 1, "hellaswag: one form shipped");
-        else if (strcmp(want[i], "gpqa_diamond")) CHECK(n_ok == n, "%s: %d of %d data paths exist", want[i], n_ok, n);
+        else if (strcmp(want[i], "gpqa_diamond") && strcmp(want[i], "exam"))
+            CHECK(n_ok == n, "%s: %d of %d data paths exist", want[i], n_ok, n);
     }
     CHECK(task_data_paths("nope") == NULL, "unknown task paths");
     struct task_set s;
@@ -609,6 +610,19 @@ static void test_exam(void) {
                                          "C. 15 inches\nD. 18 inches\nAnswer:", NULL, 4, 3);
         CHECK(strstr(s.source, "5 question files, 2 dropped (need a figure), 1 dropped (repeated question)") != NULL,
               "exam source: %s", s.source);
+    }
+    task_set_free(&s);
+    // copies of the pools under a data root win over /usr/share (the *pngs figure dirs are skipped)
+    rc = load("exam", &s, FIX "/datasets", NULL, 0, 0, &e);
+    CHECK(rc == 0 && s.n_items == 2, "exam from a data root: rc %d n %d %s", rc, s.n_items, e.msg);
+    if (!rc && s.n_items == 2) {
+        CHECK(!strcmp(s.items[0].id, "hamexam/T/T1A01") && !strcmp(s.items[1].id, "fccexam/E1/1-10B1"), "ids %s %s",
+              s.items[0].id, s.items[1].id);
+        check_item(&s, "fccexam/E1/1-10B1",
+                   "The following are multiple choice questions (with answers) about radio operation.\n\n"
+                   "What information must be included in a Distress message?\nA. Name of vessel.\nB. Location.\n"
+                   "C. Type of distress and specifics of help requested.\nD. All of the above.\nAnswer:", NULL, 4, 3);
+        CHECK(strstr(s.source, FIX "/datasets/exam/hamexam") != NULL, "exam source %s", s.source);
     }
     task_set_free(&s);
     rc = load("exam", &s, NULL, FIX "/exampool_bad", 0, 0, &e);

@@ -7,7 +7,8 @@
 // Questions that need a figure ("Figure E5-2", "figure T1", "Fig. 8A2": the word fig/figure
 // followed by a label with a digit, in the question or an option) are dropped, and so are
 // repeated questions (same stripped question text; the first in canonical order is kept).
-// Canonical order: hamexam then fccexam, pool directories by name, files by name; id
+// Pools are read from exam/hamexam and exam/fccexam under a data root when present, else from
+// /usr/share. Canonical order: hamexam then fccexam, pool directories by name, files by name; id
 // "<package>/<pool>/<file>". --file DIR reads one package root (subdirectories are pools) or
 // one pool directory (files are questions); "fccexam" in the path selects "radio operation".
 #include <dirent.h>
@@ -198,17 +199,25 @@ int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e)
         names_free(&sub);
         if (!rc) task_source_add(s, "%s (%s)", o->file, subject);
     } else {
-        static const char *const roots[2] = {"/usr/share/hamexam", "/usr/share/fccexam"};
+        static const char *const sys[2] = {"/usr/share/hamexam", "/usr/share/fccexam"};
+        static const char *const rels[2] = {"exam/hamexam", "exam/fccexam"};
         static const char *const pkgs[2] = {"hamexam", "fccexam"};
         static const char *const subj[2] = {"amateur radio", "radio operation"};
         for (int i = 0; i < 2 && !rc; i++) {
-            if (!dir_exists(roots[i])) {
-                rc = err_set(e, ERR_NOTFOUND, "exam: question pool %s not found; install the Debian packages: "
-                             "apt-get install hamexam fccexam (or pass --file POOL_DIR)", roots[i]);
-                break;
+            // a copy under a data root (exam/<pkg>, manifest datasets/exam.json) wins over the
+            // installed package
+            char root[4096];
+            if (!task_data_try(root, sizeof root, o, rels[i], 1)) {
+                if (!dir_exists(sys[i])) {
+                    rc = err_set(e, ERR_NOTFOUND, "exam: question pool %s not found (nor %s under a data root); install "
+                                 "the Debian packages: apt-get install hamexam fccexam (or pass --file POOL_DIR)",
+                                 sys[i], rels[i]);
+                    break;
+                }
+                snprintf(root, sizeof root, "%s", sys[i]);
             }
-            rc = load_root(s, roots[i], pkgs[i], subj[i], &seen, &st, o, e);
-            if (!rc) task_source_add(s, "%s (Debian %s, subject \"%s\")", roots[i], pkgs[i], subj[i]);
+            rc = load_root(s, root, pkgs[i], subj[i], &seen, &st, o, e);
+            if (!rc) task_source_add(s, "%s (Debian %s, subject \"%s\")", root, pkgs[i], subj[i]);
         }
     }
     for (int i = 0; i < seen.n; i++) free(seen.v[i]);

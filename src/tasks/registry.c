@@ -78,10 +78,11 @@ const char *const *task_data_paths(const char *name) {
     static const char *const gpqa[] = {"gpqa/gpqa_diamond.csv", "gpqa/dataset/gpqa_diamond.csv", NULL};
     static const char *const bbh[] = {"bbh/bbh/", NULL};
     static const char *const ppl[] = {"wikitext2/raw/wiki.test.raw", "wikitext2/tokens/test.txt", NULL};
+    static const char *const exam[] = {"exam/hamexam/", "exam/fccexam/", NULL};
     static const char *const none[] = {NULL};
     static const struct { const char *name; const char *const *paths; } t[] = {
         {"mmlu", mmlu}, {"hellaswag", hs}, {"arc_challenge", arc_c}, {"arc_easy", arc_e},
-        {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", none},
+        {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", exam},
         {"mc_jsonl", none}, {"ppl", ppl}, {"niah", ppl}};
     for (size_t i = 0; name && i < sizeof t / sizeof t[0]; i++)
         if (strcmp(t[i].name, name) == 0) return t[i].paths;

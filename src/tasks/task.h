@@ -76,8 +76,9 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
 // Paths, relative to a data root, that a task reads by default (the downloader's manifests
 // datasets/<task>.json use the same ones): a static NULL-terminated list; a path ending in '/'
 // is a directory (mmlu: the 57 <subject>_test.csv, bbh: the <subtask>.json files); for
-// hellaswag and gpqa_diamond the entries are alternatives tried in order. Empty list for tasks
-// that read no data root (exam: /usr/share pools; mc_jsonl: --file); NULL for an unknown task.
+// hellaswag and gpqa_diamond the entries are alternatives tried in order; exam's are optional
+// copies of the Debian pools (else /usr/share/hamexam, /usr/share/fccexam). Empty list for
+// mc_jsonl (--file only); NULL for an unknown task.
 const char *const *task_data_paths(const char *name);
 // Frees every item and the text; safe on a zeroed or half-built set; leaves it zeroed.
 void task_set_free(struct task_set *s);
