@@ -173,7 +173,7 @@ int utf8_next(const char *s, size_t len, uint32_t *cp);
 struct bpe_scratch {
     struct bpe_sym { int32_t id; int32_t prev, next; uint32_t len; } *sym;
     int cap_sym;
-    struct bpe_merge { uint32_t rank; uint32_t pos; int32_t id; } *heap;
+    struct bpe_merge { uint32_t rank; uint32_t pos; int32_t id, left, right; } *heap; // left/right: pair when queued
     int cap_heap;
 };
 void bpe_scratch_free(struct bpe_scratch *s);
