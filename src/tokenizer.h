@@ -40,8 +40,9 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, int n, char **text
 
 int tok_vocab_size(const struct tokenizer *t);      // including added tokens (max id + 1)
 // BOS/EOS: tokenizer_config.json's bos_token/eos_token when present (may be a token the
-// post-processor does not add, as for Llama 3); otherwise the first/last special token of the
-// TemplateProcessing template, or for EOS a vocabulary entry named </s>, <|endoftext|>, <eos>.
+// post-processor does not add, as for Llama 3; Llama/Gemma classes default to <s>/</s> and
+// <bos>/<eos>); otherwise the first/last special token of the post-processor template, or for
+// EOS a token named </s>, <|endoftext|>, <eos> or <|end_of_text|>.
 int tok_bos_id(const struct tokenizer *t);          // -1 if none
 int tok_eos_id(const struct tokenizer *t);          // -1 if none
 int tok_adds_bos(const struct tokenizer *t);        // 1 if add_special=1 prepends BOS
