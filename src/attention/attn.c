@@ -14,6 +14,12 @@
 static const struct attn_mode *const registry[] = {
     &attn_mode_exact,
     &attn_mode_f32,
+    &attn_mode_bf16,
+    &attn_mode_direct,
+    &attn_mode_hifa4,
+    &attn_mode_direct_qmean,
+    &attn_mode_direct_qmean_sqk,
+    &attn_mode_direct_qmean_preorder,
 };
 static const int n_registry = (int)(sizeof registry / sizeof registry[0]);
 

@@ -1,0 +1,287 @@
+// flash.c: the fast FlashAttention-tiled kernel behind every tiled mode (`bf16`, `direct`,
+// `hifa4` and the ablations), parametrized by the mode flags (spec/attention.md sections 2-4,
+// arithmetic of section 7). Bit-identical to the literal scalar reference in flash_ref.c:
+// every binary32 operation and its order is the same, only the loops are arranged so that
+// SIMD lanes hold different keys (QK^T) or different output channels (PV), each lane
+// accumulating in the spec's fixed sequential order (7.2). Quantization goes through hif4.h.
+#include <math.h>
+#include <string.h>
+
+#include "attention/kern.h"
+#include "attention/modes.h"
+#include "hif4.h"
+
+// 16 binary32 lanes (one AVX-512 register, two AVX2 registers). -ffp-contract=off keeps
+// every `a += x * y` as a separate multiply and add (spec 7.1).
+typedef float v16 __attribute__((vector_size(64)));
+#define VL 16
+static inline v16 ld16(const float *p) { v16 r; memcpy(&r, p, sizeof r); return r; }
+static inline void st16(float *p, v16 x) { memcpy(p, &x, sizeof x); }
+
+#define BR 4 // query rows per block: each K/V vector loaded once serves BR rows
+
+static inline size_t up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+struct layout {
+    size_t Tp, dp;         // T rounded up to 64, d rounded up to VL
+    float *kxT;            // (d, Tp)   K operand transposed: kxT[c*Tp + j]
+    float *kappa;          // (Tp)      fp16(sum_c ks_j) (Q-Mean)
+    float *vx;             // (Tp, dp)  V operand, zero padded
+    float *tmp;            // (Tp + dp + 64) row / column staging
+    float *qx;             // (BR, dp)  Q operand of the block's rows
+    float *S;              // (BR, Bc)  scores of one tile
+    float *P;              // (BR, Bc)  fp16 probabilities
+    float *Pc;             // (BR, Bc)  PV operand
+    float *O;              // (BR, dp)  binary32 output accumulators
+};
+
+static size_t layout_floats(const struct attn_call *c, struct layout *L, float *base) {
+    size_t Tp = up((size_t)c->T, 64), dp = up((size_t)c->d, VL), d = (size_t)c->d;
+    size_t Bc = (size_t)c->tile, n = 0;
+#define TAKE(f, cnt)                                                                               \
+    do {                                                                                           \
+        if (L) L->f = base + n;                                                                    \
+        n += up((cnt), VL);                                                                        \
+    } while (0)
+    TAKE(kxT, d * Tp);
+    TAKE(kappa, Tp);
+    TAKE(vx, Tp * dp);
+    TAKE(tmp, Tp + dp + 64);
+    TAKE(qx, BR * dp);
+    TAKE(S, BR * Bc);
+    TAKE(P, BR * Bc);
+    TAKE(Pc, BR * Bc);
+    TAKE(O, BR * dp);
+#undef TAKE
+    if (L) L->Tp = Tp, L->dp = dp;
+    return n;
+}
+
+size_t attn_flash_scratch(const struct attn_call *c) {
+    return layout_floats(c, NULL, NULL) * sizeof(float) + 64;
+}
+
+// qdq of n (<= any) contiguous values in 64-groups from element 0, zero-padded tail
+static void qdq_row(float *x, int n, enum hif4_recipe rec) {
+    for (int g0 = 0; g0 < n; g0 += HIF4_GROUP)
+        hif4_qdq_group(x + g0, x + g0, n - g0 < HIF4_GROUP ? n - g0 : HIF4_GROUP, rec, NULL, NULL);
+}
+
+// ---- K and V of one kv head: smoothing, kappa, qdq, layout for the GEMM loops ----
+static void prep_kv(const struct layout *L, const float *k, const float *v, const struct attn_call *c,
+                    int kh, unsigned flags, enum hif4_recipe rec, int qk, int qv) {
+    const int T = c->T, Hkv = c->Hkv, d = c->d;
+    const size_t Tp = L->Tp, dp = L->dp;
+    const float *s = (flags & ATTN_F_SQK) ? c->scales + (size_t)kh * d : NULL;
+    float *row = L->tmp;
+    float kmax = 0;
+    for (int j = 0; j < T; j++) {
+        const float *kr = k + ((size_t)j * Hkv + kh) * d;
+        if (s)
+            for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / s[ch]); // bf16(k/s), 7.6
+        else
+            memcpy(row, kr, (size_t)d * sizeof(float));
+        if (flags & ATTN_F_QMEAN) {
+            float sum = 0; // sequential, 7.6
+            for (int ch = 0; ch < d; ch++) sum += row[ch];
+            L->kappa[j] = kern_fp16(sum);
+        }
+        if (c->diag)
+            for (int ch = 0; ch < d; ch++) kmax = fabsf(row[ch]) > kmax ? fabsf(row[ch]) : kmax;
+        if (qk) qdq_row(row, d, rec);
+        for (int ch = 0; ch < d; ch++) L->kxT[(size_t)ch * Tp + j] = row[ch];
+    }
+    for (int ch = 0; ch < d; ch++)
+        for (size_t j = (size_t)T; j < Tp; j++) L->kxT[(size_t)ch * Tp + j] = 0;
+    if (c->diag && kmax > c->diag->k_maxabs) c->diag->k_maxabs = kmax;
+
+    for (int j = 0; j < T; j++) {
+        float *vr = L->vx + (size_t)j * dp;
+        memcpy(vr, v + ((size_t)j * Hkv + kh) * d, (size_t)d * sizeof(float));
+        for (size_t ch = (size_t)d; ch < dp; ch++) vr[ch] = 0;
+        if (qv && c->v_group == ATTN_VGROUP_CHANNEL) qdq_row(vr, d, rec);
+    }
+    memset(L->vx + (size_t)T * dp, 0, (Tp - (size_t)T) * dp * sizeof(float));
+    if (qv && c->v_group != ATTN_VGROUP_CHANNEL) {
+        // groups of 64 positions from position 0 per channel (spec section 3, V)
+        float *col = L->tmp;
+        for (int ch = 0; ch < d; ch++) {
+            for (int j = 0; j < T; j++) col[j] = L->vx[(size_t)j * dp + ch];
+            qdq_row(col, T, rec);
+            for (int j = 0; j < T; j++) L->vx[(size_t)j * dp + ch] = col[j];
+        }
+    }
+}
+
+// ---- Q of one row: smoothing, Q-Mean, qdq (spec section 4) ----
+static float prep_q(float *qx, const float *qi, const float *s, int d, unsigned flags,
+                    enum hif4_recipe rec, int qq) {
+    if (s)
+        for (int ch = 0; ch < d; ch++) qx[ch] = round_bf16(qi[ch] * s[ch]); // bf16(q*s), 7.6
+    else
+        memcpy(qx, qi, (size_t)d * sizeof(float));
+    float mu = 0;
+    if (flags & ATTN_F_QMEAN) {
+        float sum = 0;
+        for (int ch = 0; ch < d; ch++) sum += qx[ch];
+        mu = kern_fp16(sum / (float)d);
+        for (int ch = 0; ch < d; ch++) qx[ch] = qx[ch] - mu;
+    }
+    if (qq) qdq_row(qx, d, rec);
+    return mu;
+}
+
+// S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order
+static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const float *kxT, size_t Tp,
+                     int d, int t0, int ja, int jb) {
+    for (int j = ja; j < jb; j += VL) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        const float *kp = kxT + j;
+        const float *q0 = qx, *q1 = qx + dp, *q2 = qx + 2 * dp, *q3 = qx + 3 * dp;
+        for (int ch = 0; ch < d; ch++) {
+            v16 kv = ld16(kp + (size_t)ch * Tp);
+            a0 += kv * q0[ch];
+            a1 += kv * q1[ch];
+            a2 += kv * q2[ch];
+            a3 += kv * q3[ch];
+        }
+        st16(S + (j - t0), a0);
+        st16(S + Bc + (j - t0), a1);
+        st16(S + 2 * Bc + (j - t0), a2);
+        st16(S + 3 * Bc + (j - t0), a3);
+    }
+}
+
+// O_r = r_r * O_r + sum_{j in [ja, jb)} Pc_r[j] * vx_j for the active rows (keys ascending,
+// one fresh binary32 accumulator per channel and tile, spec 7.2)
+static void pv_block(float *O, const float *Pc, size_t Bc, const float *vx, size_t dp, int t0,
+                     int ja, int jb, const float *r, const int *active) {
+    for (size_t cc = 0; cc < dp; cc += VL) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        const float *p0 = Pc - t0, *p1 = Pc + Bc - t0, *p2 = Pc + 2 * Bc - t0, *p3 = Pc + 3 * Bc - t0;
+        for (int j = ja; j < jb; j++) {
+            v16 vv = ld16(vx + (size_t)j * dp + cc);
+            a0 += p0[j] * vv;
+            a1 += p1[j] * vv;
+            a2 += p2[j] * vv;
+            a3 += p3[j] * vv;
+        }
+        v16 acc[BR] = {a0, a1, a2, a3};
+        for (int rr = 0; rr < BR; rr++)
+            if (active[rr]) {
+                float *o = O + rr * dp + cc;
+                st16(o, ld16(o) * r[rr] + acc[rr]);
+            }
+    }
+}
+
+void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
+                        const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags) {
+    const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, Bc = c->tile;
+    const int W = c->window;
+    const int quant = (flags & ATTN_F_QUANT) != 0, qmean = (flags & ATTN_F_QMEAN) != 0;
+    const int preorder = (flags & ATTN_F_PREORDER) != 0, st32 = (flags & ATTN_FI_STATE_F32) != 0;
+    const enum hif4_recipe rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
+    const int qq = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), qk = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
+    const int qv = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), qp = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
+    const float sm = c->sm, cap = c->softcap;
+    struct layout L;
+    float *base = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    layout_floats(c, &L, base);
+    const size_t dp = L.dp;
+
+    for (int kh = h0 / g; kh <= (h1 - 1) / g; kh++) {
+        prep_kv(&L, k, v, c, kh, flags, rec, qk, qv);
+        const float *s = (flags & ATTN_F_SQK) ? c->scales + (size_t)kh * d : NULL;
+        int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
+        for (int h = ha; h < hb; h++)
+            for (int i0 = 0; i0 < T; i0 += BR) {
+                const int nr = T - i0 < BR ? T - i0 : BR;
+                float mu[BR] = {0}, m[BR], l[BR], r[BR] = {0};
+                int jlo[BR], active[BR];
+                for (int rr = 0; rr < BR; rr++) {
+                    float *qr = L.qx + rr * dp;
+                    if (rr < nr) mu[rr] = prep_q(qr, q + ((size_t)(i0 + rr) * H + h) * d, s, d, flags, rec, qq);
+                    else memset(qr, 0, dp * sizeof(float));
+                    m[rr] = -INFINITY;
+                    l[rr] = 0;
+                    int i = i0 + rr;
+                    jlo[rr] = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0;
+                }
+                memset(L.O, 0, BR * dp * sizeof(float));
+                const int ilast = i0 + nr - 1;
+                for (int t0 = jlo[0] / Bc * Bc; t0 <= ilast; t0 += Bc) {
+                    // keys any row of the block sees in this tile, widened to whole vectors
+                    int ka = jlo[0] > t0 ? jlo[0] : t0, kb = ilast + 1 < t0 + Bc ? ilast + 1 : t0 + Bc;
+                    qk_block(L.S, (size_t)Bc, L.qx, dp, L.kxT, L.Tp, d, t0, ka / VL * VL,
+                             (int)up((size_t)kb, VL));
+                    int ua = kb, ub = ka; // union of the active rows' visible keys
+                    for (int rr = 0; rr < BR; rr++) {
+                        const int i = i0 + rr;
+                        float *Sr = L.S + (size_t)rr * Bc, *Pr = L.P + (size_t)rr * Bc;
+                        float *Pcr = L.Pc + (size_t)rr * Bc;
+                        const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
+                        active[rr] = rr < nr && va <= vb;
+                        if (!active[rr]) {
+                            memset(Pcr, 0, (size_t)Bc * sizeof(float));
+                            continue;
+                        }
+                        if (va < ua) ua = va;
+                        if (vb + 1 > ub) ub = vb + 1;
+                        // scores: Q-Mean correction, scale, soft-cap (7.4, 7.6); masked -> P = 0
+                        float mt = -INFINITY;
+                        for (int j = va; j <= vb; j++) {
+                            float x = Sr[j - t0];
+                            if (qmean) x = x + kern_fp16(mu[rr] * L.kappa[j]);
+                            x = sm * x;
+                            if (cap > 0) x = cap * kern_tanh(x / cap);
+                            Sr[j - t0] = x;
+                            mt = x > mt ? x : mt;
+                        }
+                        const float mtile = st32 ? mt : kern_fp16(mt);
+                        const float mnew = m[rr] > mtile ? m[rr] : mtile;
+                        r[rr] = m[rr] == -INFINITY ? 0.0f
+                              : st32 ? kern_exp(m[rr] - mnew) : kern_fp16(kern_exp(m[rr] - mnew));
+                        m[rr] = mnew;
+                        for (int j = t0; j < va; j++) Pr[j - t0] = 0;
+                        for (int j = vb + 1; j < t0 + Bc; j++) Pr[j - t0] = 0;
+                        if (st32)
+                            for (int j = va; j <= vb; j++) Pr[j - t0] = kern_exp(Sr[j - t0] - mnew);
+                        else
+                            for (int j = va; j <= vb; j++) Pr[j - t0] = kern_fp16(kern_exp(Sr[j - t0] - mnew));
+                        // PV operand: qdq(P) in 64-key groups of the tile (masked keys are 0)
+                        if (qp) {
+                            for (int u = 0; u < Bc; u += HIF4_GROUP) {
+                                if (t0 + u + HIF4_GROUP - 1 < va || t0 + u > vb)
+                                    memset(Pcr + u, 0, HIF4_GROUP * sizeof(float));
+                                else
+                                    hif4_qdq_group(Pcr + u, Pr + u, HIF4_GROUP, rec, NULL, NULL);
+                            }
+                        } else if (quant) {
+                            memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
+                        } else {
+                            for (int u = 0; u < Bc; u++) Pcr[u] = round_bf16(Pr[u]);
+                        }
+                        float sumP = 0, sumPc = 0; // sequential over the tile's keys (7.2)
+                        if (!preorder || c->diag)
+                            for (int j = va; j <= vb; j++) sumP += Pr[j - t0];
+                        if (preorder || (c->diag && quant))
+                            for (int j = va; j <= vb; j++) sumPc += Pcr[j - t0];
+                        const float rowsum = preorder ? sumPc : sumP;
+                        l[rr] = st32 ? r[rr] * l[rr] + rowsum : kern_fp16(r[rr] * l[rr] + kern_fp16(rowsum));
+                        if (c->diag && quant && sumP > 0)
+                            kern_eps_add(c->diag, (double)sumPc / (double)sumP - 1.0);
+                    }
+                    if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vx, dp, t0, ua, ub, r, active);
+                }
+                for (int rr = 0; rr < nr; rr++) {
+                    float *oi = out + ((size_t)(i0 + rr) * H + h) * d;
+                    const float *o = L.O + rr * dp;
+                    if (flags & ATTN_FI_RAW_OUT)
+                        for (int ch = 0; ch < d; ch++) oi[ch] = o[ch] / l[rr];
+                    else
+                        for (int ch = 0; ch < d; ch++) oi[ch] = round_bf16(kern_fp16(o[ch] / l[rr]));
+                }
+            }
+    }
+}
