@@ -111,6 +111,12 @@ struct attn_opts {
     int diag;        // 1: collect diagnostics of spec/attention.md section 5 (slower)
 };
 void attn_opts_default(struct attn_opts *o);
+// CLI spellings: "token" | "channel" (--v-group), "hif4" | "hif4-a6" (--qformat). 0 or
+// ERR_USAGE naming the option, the value and the accepted ones.
+int attn_parse_vgroup(const char *s, int *out, struct err *e);
+int attn_parse_qformat(const char *s, int *out, struct err *e);
+const char *attn_vgroup_name(int v);
+const char *attn_qformat_name(int q);
 
 // Per-layer constants supplied by the model for each attn_forward call.
 struct attn_layer {

@@ -5,3 +5,4 @@
 // This file merges with git's union driver (.gitattributes): keep one CMD per line.
 CMD(list, "models, tasks and attention modes")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
+CMD(attn, "run one attention kernel on a case file (goldens)")
