@@ -83,7 +83,285 @@ static void test_goldens(void) {
     }
 }
 
+// ---- deterministic synthetic inputs ----
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
+static double urand(void) { // [0, 1)
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+static float nrand(void) { // approx. standard normal (sum of 4 uniforms)
+    return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508);
+}
+
+struct synth {
+    int T, H, Hkv, d;
+    float *q, *k, *v, *scales; // bf16-valued
+};
+// q, k with a mean offset and a K outlier channel (so Q-Mean and Smooth-QK matter), v random;
+// scales like the goldens' (sqrt(max|K|) / sqrt(max|Q|) per kv head and channel, binary32).
+static void synth_make(struct synth *s, int T, int H, int Hkv, int d, uint64_t seed) {
+    rng_seed(seed);
+    s->T = T, s->H = H, s->Hkv = Hkv, s->d = d;
+    size_t nq = (size_t)T * H * d, nkv = (size_t)T * Hkv * d;
+    s->q = malloc(nq * 4), s->k = malloc(nkv * 4), s->v = malloc(nkv * 4), s->scales = malloc((size_t)Hkv * d * 4);
+    int oc = d > 51 ? 51 : d / 2;
+    for (size_t i = 0; i < nq; i++) s->q[i] = round_bf16(1.5f * nrand() + 0.3f);
+    for (size_t i = 0; i < nkv; i++) s->k[i] = round_bf16(nrand() + ((int)(i % d) == oc ? 12.0f : 0.2f));
+    for (size_t i = 0; i < nkv; i++) s->v[i] = round_bf16(nrand());
+    for (int kh = 0; kh < Hkv; kh++)
+        for (int c = 0; c < d; c++) {
+            double km = 0, qm = 0;
+            for (int t = 0; t < T; t++) {
+                km = fmax(km, fabs(s->k[((size_t)t * Hkv + kh) * d + c]));
+                for (int h = kh * (H / Hkv); h < (kh + 1) * (H / Hkv); h++)
+                    qm = fmax(qm, fabs(s->q[((size_t)t * H + h) * d + c]));
+            }
+            s->scales[kh * d + c] = (km > 0 && qm > 0) ? (float)(sqrt(km) / sqrt(qm)) : 1.0f;
+        }
+}
+static void synth_free(struct synth *s) { free(s->q), free(s->k), free(s->v), free(s->scales); }
+
+// runs a registered mode through attn_forward on one sequence (inputs copied)
+static int run_mode(float *out, const struct synth *s, const char *mode, int tile, int threads, unsigned skip,
+                    int window, float softcap, struct err *e) {
+    struct attn_case c = {.T = s->T, .H = s->H, .Hkv = s->Hkv, .d = s->d, .window = window, .softcap = softcap,
+                          .sm = (float)(1.0 / sqrt((double)s->d)), .sm64 = 1.0 / sqrt((double)s->d),
+                          .q = s->q, .k = s->k, .v = s->v, .scales = s->scales};
+    size_t nq = (size_t)s->T * s->H * s->d, nkv = (size_t)s->T * s->Hkv * s->d;
+    float *buf = malloc((nq + 2 * nkv) * 4);
+    memcpy(buf, s->q, nq * 4), memcpy(buf + nq, s->k, nkv * 4), memcpy(buf + nq + nkv, s->v, nkv * 4);
+    struct attn_opts o;
+    attn_opts_default(&o);
+    o.tile = tile, o.n_threads = threads;
+    struct attn_ctx *ctx;
+    int rc = attn_ctx_init(&ctx, mode, &o, 1, s->H, s->Hkv, s->d, s->T, s->scales, e);
+    if (!rc) {
+        attn_ctx_set_qdq_skip(ctx, skip);
+        int off = 0, len = s->T;
+        struct attn_layer l = {0, c.sm, c.sm64, softcap, window};
+        for (size_t i = 0; i < nq; i++) out[i] = NAN;
+        rc = attn_forward(ctx, out, buf, buf + nq, buf + nq + nkv, &off, &len, 1, &l, e);
+        attn_ctx_free(ctx);
+    }
+    free(buf);
+    return rc;
+}
+
+// ---- fast kernel == literal scalar reference, bit for bit, over shapes and flag sets ----
+static void test_fast_vs_ref(void) {
+    static const struct { int T, H, Hkv, d, window, tile; float cap; } shapes[] = {
+        {1, 2, 1, 64, 0, 64, 0},     {77, 2, 1, 64, 32, 64, 0},  {200, 4, 2, 128, 0, 128, 0},
+        {130, 4, 2, 32, 0, 64, 10},  {150, 6, 2, 96, 0, 192, 0}, {260, 3, 3, 80, 100, 128, 30},
+        {65, 4, 1, 16, 0, 64, 0},    {129, 2, 2, 200, 70, 64, 0},
+    };
+    static const unsigned flagsets[] = {
+        ATTN_F_TILED, ATTN_F_TILED | ATTN_F_QUANT, ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN,
+        ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK,
+        ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_PREORDER,
+        ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK | ATTN_F_PREORDER,
+        ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_PREORDER | ATTN_FI_STATE_F32 | ATTN_FI_RAW_OUT,
+        ATTN_F_TILED | ATTN_FI_RAW_OUT, ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_SQK,
+    };
+    const int n_shapes = (int)(sizeof shapes / sizeof shapes[0]), n_flags = (int)(sizeof flagsets / sizeof flagsets[0]);
+    int n_bad = 0, n_runs = 0;
+    for (int si = 0; si < n_shapes; si++) {
+        struct synth s;
+        synth_make(&s, shapes[si].T, shapes[si].H, shapes[si].Hkv, shapes[si].d, 100 + si);
+        struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt((double)s.d)),
+                              .softcap = shapes[si].cap, .window = shapes[si].window, .tile = shapes[si].tile,
+                              .scales = s.scales};
+        size_t n = (size_t)s.T * s.H * s.d;
+        float *a = malloc(n * 4), *b = malloc(n * 4);
+        void *sa = malloc(attn_flash_scratch(&c)), *sb = malloc(attn_flash_ref_scratch(&c));
+        for (int fi = 0; fi < n_flags; fi++)
+            for (int var = 0; var < 4; var++) {
+                // variants: default; V grouped per channel + A6 recipe; qdq skip of P; a head range
+                c.v_group = var == 1 ? ATTN_VGROUP_CHANNEL : ATTN_VGROUP_TOKEN;
+                c.qformat = var == 1 ? ATTN_QFORMAT_HIF4_A6 : ATTN_QFORMAT_HIF4;
+                c.qdq_skip = var == 2 ? ATTN_QDQ_SKIP_P | ATTN_QDQ_SKIP_K : 0;
+                int h0 = var == 3 ? 1 : 0, h1 = var == 3 ? s.H - (s.H > 2) : s.H;
+                for (size_t i = 0; i < n; i++) a[i] = b[i] = NAN;
+                attn_flash_forward(a, s.q, s.k, s.v, &c, h0, h1, sa, flagsets[fi]);
+                attn_flash_ref_forward(b, s.q, s.k, s.v, &c, h0, h1, sb, flagsets[fi]);
+                size_t first = 0, nd = n_diff(a, b, n, &first);
+                n_runs++;
+                if (nd) {
+                    n_bad++;
+                    CHECK(nd == 0, "shape %d flags 0x%x variant %d: %zu of %zu differ, first [%zu] fast %.9g ref %.9g",
+                          si, flagsets[fi], var, nd, n, first, a[first], b[first]);
+                }
+                // rows outside [h0, h1) untouched
+                if (var == 3) {
+                    int untouched = 1;
+                    for (int t = 0; t < s.T; t++)
+                        for (int h = 0; h < s.H; h++)
+                            if ((h < h0 || h >= h1) && !isnan(a[((size_t)t * s.H + h) * s.d])) untouched = 0;
+                    CHECK(untouched, "shape %d: heads outside [%d,%d) written", si, h0, h1);
+                }
+            }
+        free(a), free(b), free(sa), free(sb);
+        synth_free(&s);
+    }
+    CHECK(n_bad == 0, "%d of %d fast-vs-reference runs differ", n_bad, n_runs);
+}
+
+// ---- kern_fp16 == round_fp16 on every binary32 whose exponent matters, plus specials ----
+static void test_fp16_round(void) {
+    size_t bad = 0;
+    uint32_t first = 0;
+    for (uint32_t e = 90; e <= 145; e++)
+        // every mantissa around the fp16 subnormal/normal boundary and overflow, a stride
+        // coprime to 2^13 (all dropped-bit patterns) elsewhere
+        for (uint32_t m = 0; m < (1u << 23); m += (e == 102 || e == 103 || e == 112 || e == 113 || e == 142) ? 1 : 61)
+            for (uint32_t sgn = 0; sgn < 2; sgn++) {
+                float x = bits_f32(sgn << 31 | e << 23 | m);
+                float a = kern_fp16(x), b = round_fp16(x);
+                if (f32_bits(a) != f32_bits(b)) {
+                    if (!bad) first = f32_bits(x);
+                    bad++;
+                }
+            }
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 65504.0f, 65519.99f, 65520.0f, 1e30f, -1e30f};
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        float a = kern_fp16(sp[i]), b = round_fp16(sp[i]);
+        if (!(f32_bits(a) == f32_bits(b) || (isnan(a) && isnan(b)))) bad++;
+    }
+    CHECK(bad == 0, "kern_fp16 differs from round_fp16 on %zu inputs (first 0x%08x)", bad, first);
+}
+
+// ---- 8.1 and 8.2: identity qdq; every mode against f32 ----
+static void test_identity_and_f32(void) {
+    for (int ci = 0; ci < 4; ci++) {
+        struct synth s;
+        struct attn_case gc = {0};
+        int window = 0;
+        float cap = 0;
+        if (ci < 3) { // the golden inputs (benign data, window, soft-cap)
+            struct err e = {0};
+            if (attn_case_load(&gc, golden_cases[ci], &e)) { CHECK(0, "%s", e.msg); continue; }
+            s = (struct synth){gc.T, gc.H, gc.Hkv, gc.d, gc.q, gc.k, gc.v, gc.scales};
+            window = gc.window, cap = gc.softcap;
+        } else { // synthetic K outlier
+            synth_make(&s, 190, 4, 2, 128, 7);
+        }
+        size_t n = (size_t)s.T * s.H * s.d;
+        float *ref = malloc(n * 4), *dir = malloc(n * 4), *o = malloc(n * 4);
+        struct err e = {0};
+        int rc = run_mode(ref, &s, "f32", 128, 2, 0, window, cap, &e);
+        rc |= run_mode(dir, &s, "direct", 128, 2, ATTN_QDQ_SKIP_ALL, window, cap, &e);
+        CHECK(rc == 0, "%s", e.msg);
+        double r_dir = test_rel_l2(dir, ref, n);
+        CHECK(r_dir <= 1e-2, "case %d: identity-qdq direct vs f32 rel-L2 %.3g > 1e-2 (8.2)", ci, r_dir);
+        rc = run_mode(o, &s, "bf16", 128, 2, 0, window, cap, &e);
+        double r_bf = test_rel_l2(o, ref, n);
+        CHECK(rc == 0 && r_bf <= 5e-3, "case %d: bf16 vs f32 rel-L2 %.3g > 5e-3 (8.2)", ci, r_bf);
+        for (int mi = 3; mi < N_TILED + 1; mi++) {
+            const char *m = mi < N_TILED ? tiled_modes[mi] : "hifa4";
+            int sqk = strstr(m, "sqk") || !strcmp(m, "hifa4");
+            // 8.1: 2e-3 without Smooth-QK; with it the extra bf16(q*s), bf16(k/s) roundings
+            // alone reach ~8e-3 on K-outlier data (goldens README note), bound 1e-2
+            double bound = sqk ? 1e-2 : 2e-3;
+            rc = run_mode(o, &s, m, 128, 2, ATTN_QDQ_SKIP_ALL, window, cap, &e);
+            double r = test_rel_l2(o, dir, n);
+            CHECK(rc == 0 && r <= bound, "case %d: identity-qdq %s vs direct rel-L2 %.3g > %g (8.1)", ci, m, r, bound);
+            CHECK(r > 0 || !sqk, "case %d: %s identical to direct under identity qdq: Smooth-QK not applied?", ci, m);
+        }
+        free(ref), free(dir), free(o);
+        if (ci < 3) attn_case_free(&gc);
+        else synth_free(&s);
+    }
+}
+
+// ---- 8.3: tile size changes bf16 only through the fp16 state ----
+static void test_tile_size(void) {
+    struct synth s;
+    synth_make(&s, 700, 2, 1, 64, 11);
+    size_t n = (size_t)s.T * s.H * s.d;
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    struct err e = {0};
+    int rc = run_mode(a, &s, "bf16", 64, 2, 0, 0, 0, &e) | run_mode(b, &s, "bf16", 512, 2, 0, 0, 0, &e);
+    double r = test_rel_l2(a, b, n);
+    CHECK(rc == 0 && r < 2e-3 && r > 0, "bf16 Bc=64 vs Bc=512 rel-L2 %.3g (want 0 < r < 2e-3, 8.3)", r);
+    free(a), free(b);
+    synth_free(&s);
+}
+
+// ---- 8.4: Theorem 1 (single tile, Q K V exact, only P quantized) ----
+static void test_theorem1(void) {
+    struct synth s;
+    synth_make(&s, 128, 2, 1, 64, 21);
+    const int T = s.T, H = s.H, d = s.d;
+    struct attn_call c = {.T = T, .H = H, .Hkv = 1, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = 128,
+                          .qdq_skip = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V};
+    size_t n = (size_t)T * H * d;
+    float *mis = malloc(n * 4), *con = malloc(n * 4);
+    double *pm = malloc(n * 8), *pc = malloc(n * 8);
+    void *sc = malloc(attn_flash_scratch(&c));
+    for (int st = 0; st < 2; st++) {
+        // predictions in binary64 from the softmax weights P (binary32 exp(S - max S), or the
+        // fp16 state's P) and Pq = qdq(P) in 64-key groups
+        double P[128], Pq[128], o[256];
+        float pf[128], pqf[128];
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                double S[128], mx = -INFINITY;
+                for (int j = 0; j <= i; j++) {
+                    double dot = 0;
+                    for (int ch = 0; ch < d; ch++) dot += (double)s.q[((size_t)i * H + h) * d + ch] * s.k[(size_t)j * d + ch];
+                    S[j] = (double)c.sm * dot;
+                    mx = fmax(mx, S[j]);
+                }
+                // with the fp16 state the weights are the state's P = fp16(exp(S - fp16(max)))
+                if (st) mx = round_fp16((float)mx);
+                for (int j = 0; j < 128; j++)
+                    pf[j] = j > i ? 0.0f : st ? round_fp16((float)exp(S[j] - mx)) : (float)exp(S[j] - mx);
+                for (int u = 0; u < 128; u += 64) hif4_qdq_group(pqf + u, pf + u, 64, HIF4_RECIPE_NORMATIVE, NULL, NULL);
+                double L = 0, Lq = 0;
+                for (int j = 0; j <= i; j++) P[j] = pf[j], Pq[j] = pqf[j], L += P[j], Lq += Pq[j];
+                double eps = Lq / L - 1;
+                for (int ch = 0; ch < d; ch++) {
+                    double num = 0;
+                    for (int j = 0; j <= i; j++) num += P[j] * s.v[(size_t)j * d + ch];
+                    o[ch] = num / L; // O*
+                }
+                for (int ch = 0; ch < d; ch++) {
+                    double et = 0; // e_t = sum_j Pq_j (v_j - O*) / sum_j P_j
+                    for (int j = 0; j <= i; j++) et += Pq[j] * (s.v[(size_t)j * d + ch] - o[ch]);
+                    et /= L;
+                    size_t idx = ((size_t)i * H + h) * d + ch;
+                    pm[idx] = o[ch] + et + eps * o[ch];
+                    pc[idx] = o[ch] + et / (1 + eps);
+                }
+            }
+        unsigned base = ATTN_F_TILED | ATTN_F_QUANT | ATTN_FI_RAW_OUT | (st == 0 ? ATTN_FI_STATE_F32 : 0);
+        attn_flash_forward(mis, s.q, s.k, s.v, &c, 0, H, sc, base);
+        attn_flash_forward(con, s.q, s.k, s.v, &c, 0, H, sc, base | ATTN_F_PREORDER);
+        double em = 0, ec = 0, nm = 0, nc = 0, sep = 0;
+        for (size_t i = 0; i < n; i++) {
+            em += (mis[i] - pm[i]) * (mis[i] - pm[i]), nm += pm[i] * pm[i];
+            ec += (con[i] - pc[i]) * (con[i] - pc[i]), nc += pc[i] * pc[i];
+            sep += (pm[i] - pc[i]) * (pm[i] - pc[i]);
+        }
+        double rm = sqrt(em / nm), rcn = sqrt(ec / nc), rsep = sqrt(sep / nc);
+        double tol = st == 0 ? 1e-4 : 1.0 / 2048; // spec 8.4
+        printf("theorem 1 (%s state): mismatched %.3g, consistent %.3g (the two formulas differ by %.3g)\n",
+               st == 0 ? "binary32" : "fp16", rm, rcn, rsep);
+        CHECK(rm <= tol, "Theorem 1 mismatched (%s state): rel-L2 %.3g > %g", st == 0 ? "f32" : "fp16", rm, tol);
+        CHECK(rcn <= tol, "Theorem 1 consistent (%s state): rel-L2 %.3g > %g", st == 0 ? "f32" : "fp16", rcn, tol);
+        // the test can tell the two normalizations apart
+        CHECK(rsep > 3 * tol, "Theorem 1: formulas too close to discriminate (%.3g)", rsep);
+    }
+    free(mis), free(con), free(pm), free(pc), free(sc);
+    synth_free(&s);
+}
+
 int main(void) {
     test_goldens();
+    test_fp16_round();
+    test_fast_vs_ref();
+    test_identity_and_f32();
+    test_tile_size();
+    test_theorem1();
     return test_summary("test_attention");
 }
