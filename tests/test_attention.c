@@ -356,6 +356,174 @@ static void test_theorem1(void) {
     synth_free(&s);
 }
 
+// ---- 8.5: batch composition and thread count do not change a sequence's outputs ----
+static void test_batch_threads(void) {
+    const int H = 4, Hkv = 2, d = 64, lens[3] = {150, 1, 77};
+    struct synth s[3];
+    for (int i = 0; i < 3; i++) synth_make(&s[i], lens[i], H, Hkv, d, 31 + i);
+    // packed batch with padding rows: [seq2][pad 5][seq0][pad 3][seq1]
+    const int order[3] = {2, 0, 1}, pad[3] = {5, 3, 0};
+    int off[3], len[3], Ttot = 0;
+    for (int b = 0; b < 3; b++) {
+        off[b] = Ttot, len[b] = lens[order[b]];
+        Ttot += len[b] + pad[b];
+    }
+    const char *modes[] = {"bf16", "direct", "hifa4", "direct+qmean+preorder"};
+    for (int mi = 0; mi < 4; mi++) {
+        float *alone[3];
+        struct err e = {0};
+        for (int i = 0; i < 3; i++) {
+            alone[i] = malloc((size_t)lens[i] * H * d * 4);
+            CHECK(run_mode(alone[i], &s[i], modes[mi], 64, 1, 0, 0, 0, &e) == 0, "%s", e.msg);
+        }
+        for (int threads = 1; threads <= 3; threads++) {
+            size_t nq = (size_t)Ttot * H * d, nkv = (size_t)Ttot * Hkv * d;
+            float *q = malloc(nq * 4), *k = malloc(nkv * 4), *v = malloc(nkv * 4), *out = malloc(nq * 4);
+            for (size_t i = 0; i < nq; i++) q[i] = 1e30f, out[i] = NAN; // padding: garbage in, untouched out
+            for (size_t i = 0; i < nkv; i++) k[i] = v[i] = -1e30f;
+            for (int b = 0; b < 3; b++) {
+                const struct synth *x = &s[order[b]];
+                memcpy(q + (size_t)off[b] * H * d, x->q, (size_t)x->T * H * d * 4);
+                memcpy(k + (size_t)off[b] * Hkv * d, x->k, (size_t)x->T * Hkv * d * 4);
+                memcpy(v + (size_t)off[b] * Hkv * d, x->v, (size_t)x->T * Hkv * d * 4);
+            }
+            struct attn_opts o;
+            attn_opts_default(&o);
+            o.tile = 64, o.n_threads = threads;
+            struct attn_ctx *ctx;
+            // the scales of sequence 0 serve the whole batch (one layer's calibration)
+            float *sc = s[0].scales;
+            int rc = attn_ctx_init(&ctx, modes[mi], &o, 1, H, Hkv, d, 200, sc, &e);
+            CHECK(rc == 0, "%s", e.msg);
+            if (rc) continue;
+            struct attn_layer l = {0, (float)(1.0 / sqrt(64.0)), 1.0 / sqrt(64.0), 0, 0};
+            rc = attn_forward(ctx, out, q, k, v, off, len, 3, &l, &e);
+            CHECK(rc == 0, "%s", e.msg);
+            for (int b = 0; b < 3; b++) {
+                int i = order[b];
+                float *ref = alone[i];
+                if (i != 0) { // alone[] used its own scales; rerun with the batch's scales
+                    struct synth t = s[i];
+                    t.scales = sc;
+                    ref = malloc((size_t)lens[i] * H * d * 4);
+                    run_mode(ref, &t, modes[mi], 64, 1, 0, 0, 0, &e);
+                }
+                size_t first = 0, nd = n_diff(out + (size_t)off[b] * H * d, ref, (size_t)lens[i] * H * d, &first);
+                CHECK(nd == 0, "%s threads %d: sequence %d in batch differs from alone in %zu elements", modes[mi],
+                      threads, i, nd);
+                if (ref != alone[i]) free(ref);
+                size_t pad0 = (size_t)(off[b] + len[b]) * H * d, pad1 = pad0 + (size_t)pad[b] * H * d;
+                int untouched = 1;
+                for (size_t j = pad0; j < pad1; j++) untouched &= isnan(out[j]) != 0;
+                CHECK(untouched, "%s: padding rows after sequence %d written", modes[mi], b);
+            }
+            attn_ctx_free(ctx);
+            free(q), free(k), free(v), free(out);
+        }
+        for (int i = 0; i < 3; i++) free(alone[i]);
+    }
+    for (int i = 0; i < 3; i++) synth_free(&s[i]);
+}
+
+// ---- 8.6: 64-aligned prefixes are exact, others are not (V groups start at position 0) ----
+static void test_prefix(void) {
+    struct synth s, p;
+    synth_make(&s, 200, 2, 1, 64, 41);
+    const char *modes[] = {"bf16", "direct", "hifa4"};
+    for (int mi = 0; mi < 3; mi++)
+        for (int plen = 100; plen <= 128; plen += 28) {
+            p = s;
+            p.T = plen;
+            size_t n = (size_t)s.T * s.H * s.d, np = (size_t)plen * s.H * s.d;
+            float *full = malloc(n * 4), *pre = malloc(np * 4);
+            struct err e = {0};
+            int rc = run_mode(full, &s, modes[mi], 128, 2, 0, 0, 0, &e) | run_mode(pre, &p, modes[mi], 128, 2, 0, 0, 0, &e);
+            CHECK(rc == 0, "%s", e.msg);
+            size_t nd = n_diff(pre, full, np, NULL);
+            if (plen % 64 == 0 || mi == 0)
+                CHECK(nd == 0, "%s prefix %d: %zu outputs depend on later tokens", modes[mi], plen, nd);
+            else // the last V group of the prefix sees different tokens: outputs must change
+                CHECK(nd > 0, "%s prefix %d: no output changed; V groups not anchored at position 0?", modes[mi], plen);
+            free(full), free(pre);
+        }
+    synth_free(&s);
+}
+
+// ---- diagnostics: never change results; values match independent computations ----
+static void test_diag(void) {
+    struct synth s;
+    synth_make(&s, 190, 4, 2, 128, 51);
+    const char *modes[] = {"bf16", "hifa4", "direct"};
+    for (int mi = 0; mi < 3; mi++) {
+        size_t n = (size_t)s.T * s.H * s.d, nkv = (size_t)s.T * s.Hkv * s.d;
+        float *plain = malloc(n * 4), *out = malloc(n * 4), *ref = malloc(n * 4);
+        float *buf = malloc((n + 2 * nkv) * 4);
+        struct err e = {0};
+        CHECK(run_mode(plain, &s, modes[mi], 128, 2, 0, 0, 0, &e) == 0, "%s", e.msg);
+        CHECK(run_mode(ref, &s, "f32", 128, 2, 0, 0, 0, &e) == 0, "%s", e.msg);
+        struct attn_opts o;
+        attn_opts_default(&o);
+        o.diag = 1, o.n_threads = 2;
+        struct attn_ctx *ctx;
+        int rc = attn_ctx_init(&ctx, modes[mi], &o, 2, s.H, s.Hkv, s.d, s.T, NULL, &e);
+        // hifa4 without scales is refused; give it the same scales for both layers
+        float *sc2 = NULL;
+        if (rc) {
+            sc2 = malloc((size_t)2 * s.Hkv * s.d * 4);
+            memcpy(sc2, s.scales, (size_t)s.Hkv * s.d * 4), memcpy(sc2 + s.Hkv * s.d, s.scales, (size_t)s.Hkv * s.d * 4);
+            rc = attn_ctx_init(&ctx, modes[mi], &o, 2, s.H, s.Hkv, s.d, s.T, sc2, &e);
+        }
+        CHECK(rc == 0, "%s", e.msg);
+        if (rc) continue;
+        memcpy(buf, s.q, n * 4), memcpy(buf + n, s.k, nkv * 4), memcpy(buf + n + nkv, s.v, nkv * 4);
+        int off = 0, len = s.T;
+        struct attn_layer l = {1, (float)(1.0 / sqrt(128.0)), 1.0 / sqrt(128.0), 0, 0};
+        rc = attn_forward(ctx, out, buf, buf + n, buf + n + nkv, &off, &len, 1, &l, &e);
+        CHECK(rc == 0, "%s", e.msg);
+        CHECK(n_diff(out, plain, n, NULL) == 0, "%s: diagnostics changed the output", modes[mi]);
+        const struct attn_diag *dg = attn_ctx_diag(ctx);
+        CHECK(dg != NULL, "no diagnostics");
+        if (!dg) continue;
+        const struct attn_diag_layer *L = &dg->layer[1];
+        double rl = test_rel_l2(out, ref, n), num = 0, a2 = 0, b2 = 0;
+        for (size_t i = 0; i < n; i++) num += (double)out[i] * ref[i], a2 += (double)out[i] * out[i], b2 += (double)ref[i] * ref[i];
+        CHECK_CLOSE(L->rel_l2, rl, 0, 1e-9);
+        CHECK_CLOSE(L->cosine, num / sqrt(a2 * b2), 0, 1e-12);
+        CHECK(L->n == (int64_t)n && L->calls == 1 && dg->layer[0].calls == 0, "diag counts n %lld calls %lld",
+              (long long)L->n, (long long)L->calls);
+        // K max-abs after smoothing: bf16(k/s) with Smooth-QK, else k
+        float km = 0;
+        for (int t = 0; t < s.T; t++)
+            for (int kh = 0; kh < s.Hkv; kh++)
+                for (int c = 0; c < s.d; c++) {
+                    float x = s.k[((size_t)t * s.Hkv + kh) * s.d + c];
+                    if (mi == 1) x = round_bf16(x / s.scales[kh * s.d + c]);
+                    km = fabsf(x) > km ? fabsf(x) : km;
+                }
+        CHECK(L->acc.k_maxabs == km, "%s: K max-abs %g, expected %g", modes[mi], L->acc.k_maxabs, km);
+        int64_t tot = 0;
+        for (int b = 0; b < ATTN_EPS_BINS + 2; b++) tot += L->acc.eps_hist[b];
+        // (row, tile) pairs: rows 0..189 see tile 0, rows 128..189 also tile 1; x 4 heads
+        int64_t want = mi == 0 ? 0 : (int64_t)(190 + 62) * 4;
+        CHECK(tot == L->acc.eps_tiles && L->acc.eps_tiles == want, "%s: eps_bar tiles %lld (hist %lld), expected %lld",
+              modes[mi], (long long)L->acc.eps_tiles, (long long)tot, (long long)want);
+        if (mi > 0)
+            CHECK(L->acc.eps_below_zero > 0 && L->acc.eps_below_zero < L->acc.eps_tiles && L->acc.eps_min < 0 &&
+                      L->acc.eps_max > 0 && L->acc.eps_max < 0.2,
+                  "%s: eps_bar below zero %lld of %lld, range [%g, %g]", modes[mi], (long long)L->acc.eps_below_zero,
+                  (long long)L->acc.eps_tiles, L->acc.eps_min, L->acc.eps_max);
+        if (mi > 0)
+            printf("diag %s: rel-L2 vs f32 %.3g, cosine %.6f, eps_bar < 0 in %lld of %lld tiles, K max-abs %g\n",
+                   modes[mi], L->rel_l2, L->cosine, (long long)L->acc.eps_below_zero, (long long)L->acc.eps_tiles,
+                   L->acc.k_maxabs);
+        attn_ctx_reset_stats(ctx);
+        CHECK(attn_ctx_diag(ctx)->layer[1].calls == 0, "reset keeps diagnostics");
+        attn_ctx_free(ctx);
+        free(sc2), free(plain), free(out), free(ref), free(buf);
+    }
+    synth_free(&s);
+}
+
 int main(void) {
     test_goldens();
     test_fp16_round();
@@ -363,5 +531,8 @@ int main(void) {
     test_identity_and_f32();
     test_tile_size();
     test_theorem1();
+    test_batch_threads();
+    test_prefix();
+    test_diag();
     return test_summary("test_attention");
 }
