@@ -5,11 +5,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "attention/attn.h"
 #include "attention/case.h"
 #include "attention/kern.h"
 #include "attention/modes.h"
+#include "attention/scales.h"
 #include "hif4.h"
 #include "safetensors.h"
 #include "test.h"
@@ -524,6 +526,95 @@ static void test_diag(void) {
     synth_free(&s);
 }
 
+// ---- scales files, option errors, the attn command ----
+static void test_scales_and_errors(void) {
+    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
+    char path[512];
+    snprintf(path, sizeof path, "%s/test_attn_scales.safetensors", tmp);
+    float sc[2 * 2 * 64];
+    for (int i = 0; i < 256; i++) sc[i] = 0.5f + (float)i / 256;
+    struct st_wtensor t = {"smooth_qk.scales", ST_F32, 3, {2, 2, 64}, sc};
+    struct err e = {0};
+    float *got = NULL;
+    // no hash in the file: accepted
+    CHECK(st_write(path, &t, 1, NULL, 0, &e) == 0, "%s", e.msg);
+    int rc = attn_scales_load(&got, path, 2, 2, 64, "abc", &e);
+    CHECK(rc == 0 && got && !memcmp(got, sc, sizeof sc), "load without hash: %s", e.msg);
+    free(got), got = NULL;
+    // shape mismatch names both shapes
+    rc = attn_scales_load(&got, path, 3, 2, 64, NULL, &e);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, "[2, 2, 64]") && strstr(e.msg, "[3, 2, 64]") && !got, "shape: %s", e.msg);
+    // hash: equal accepted, different refused, empty accepted
+    const char *meta[] = {"model_hash", "abc"};
+    CHECK(st_write(path, &t, 1, meta, 1, &e) == 0, "%s", e.msg);
+    CHECK(attn_scales_load(&got, path, 2, 2, 64, "abc", &e) == 0, "%s", e.msg);
+    free(got), got = NULL;
+    rc = attn_scales_load(&got, path, 2, 2, 64, "def", &e);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, "abc") && strstr(e.msg, "def"), "hash: %s", e.msg);
+    const char *meta0[] = {"model_hash", ""};
+    st_write(path, &t, 1, meta0, 1, &e);
+    CHECK(attn_scales_load(&got, path, 2, 2, 64, "def", &e) == 0, "empty hash: %s", e.msg);
+    free(got), got = NULL;
+    // wrong dtype, missing tensor, bad value
+    struct st_wtensor t16 = {"smooth_qk.scales", ST_BF16, 3, {2, 2, 64}, sc};
+    st_write(path, &t16, 1, NULL, 0, &e);
+    CHECK(attn_scales_load(&got, path, 2, 2, 32, NULL, &e) < 0 && strstr(e.msg, "F32"), "dtype: %s", e.msg);
+    struct st_wtensor tn = {"other", ST_F32, 3, {2, 2, 64}, sc};
+    st_write(path, &tn, 1, NULL, 0, &e);
+    CHECK(attn_scales_load(&got, path, 2, 2, 64, NULL, &e) == ERR_NOTFOUND, "missing: %s", e.msg);
+    sc[70] = 0;
+    st_write(path, &t, 1, NULL, 0, &e);
+    CHECK(attn_scales_load(&got, path, 2, 2, 64, NULL, &e) == ERR_FORMAT && strstr(e.msg, "[0][1][6]"), "zero: %s", e.msg);
+    // the golden calibration scales of qwen3-tiny (3 layers, 2 kv heads, d 128)
+    rc = attn_scales_load(&got, "../shared/goldens/logits/qwen3-tiny.safetensors", 3, 2, 128, "x", &e);
+    CHECK(rc == 0 && got, "golden scales: %s", e.msg);
+    free(got), got = NULL;
+
+    // context errors
+    struct attn_ctx *ctx = NULL;
+    struct attn_opts o;
+    attn_opts_default(&o);
+    o.tile = 96;
+    CHECK(attn_ctx_init(&ctx, "bf16", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "96"), "%s", e.msg);
+    o.tile = 128;
+    CHECK(attn_ctx_init(&ctx, "hifa4", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "scales"), "%s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "hifa5", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "direct+qmean+sqk"),
+          "%s", e.msg);
+    int v = -1;
+    CHECK(attn_parse_vgroup("channel", &v, &e) == 0 && v == ATTN_VGROUP_CHANNEL, "v-group");
+    CHECK(attn_parse_qformat("hif4-a6", &v, &e) == 0 && v == ATTN_QFORMAT_HIF4_A6, "qformat");
+    CHECK(attn_parse_qformat("hif8", &v, &e) == ERR_USAGE, "qformat error");
+    CHECK(attn_mode_count() == 8, "8 modes registered, got %d", attn_mode_count());
+
+    // `hifa4-eval attn` on a golden case reproduces the golden bit for bit
+    const char *bin = getenv("HIFA4_BIN");
+    if (!bin) return;
+    char cmd[2048], out[512];
+    snprintf(out, sizeof out, "%s/test_attn_out.safetensors", tmp);
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn direct+qmean+preorder --tile 64 --threads 2 --out %s",
+             bin, golden_cases[1], out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    struct safetensors a, b;
+    if (!st_open(&a, out, &e)) {
+        if (!st_open(&b, golden_cases[1], &e)) {
+            const struct st_tensor *x = st_find(&a, "out"), *y = st_find(&b, "out.direct+qmean+preorder.bc64");
+            CHECK(x && y && x->nbytes == y->nbytes && !memcmp(x->data, y->data, x->nbytes), "attn command output differs");
+            st_close(&b);
+        }
+        st_close(&a);
+    } else CHECK(0, "%s", e.msg);
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn nope --out %s 2>/dev/null", bin, golden_cases[1], out);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown mode: exit %d, want 2", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn bf16 --tile 100 --out %s 2>/dev/null", bin,
+             golden_cases[1], out);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad tile: exit %d, want 2", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case /nonexistent.safetensors --attn bf16 --out %s 2>/dev/null", bin, out);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "missing case: exit %d, want 1", WEXITSTATUS(st));
+}
+
 int main(void) {
     test_goldens();
     test_fp16_round();
@@ -534,5 +625,6 @@ int main(void) {
     test_batch_threads();
     test_prefix();
     test_diag();
+    test_scales_and_errors();
     return test_summary("test_attention");
 }
