@@ -61,11 +61,8 @@ size_t attn_flash_scratch(const struct attn_call *c) {
     return layout_floats(c, NULL, NULL) * sizeof(float) + 64;
 }
 
-// qdq of n (<= any) contiguous values in 64-groups from element 0, zero-padded tail
-static void qdq_row(float *x, int n, enum hif4_recipe rec) {
-    for (int g0 = 0; g0 < n; g0 += HIF4_GROUP)
-        hif4_qdq_group(x + g0, x + g0, n - g0 < HIF4_GROUP ? n - g0 : HIF4_GROUP, rec, NULL, NULL);
-}
+// qdq of n contiguous values in 64-groups from element 0, zero-padded tail
+static void qdq_row(float *x, int n, enum hif4_recipe rec) { hif4_qdq(x, x, n, rec); }
 
 // ---- K and V of one kv head: smoothing, kappa, qdq, layout for the GEMM loops ----
 static void prep_kv(const struct layout *L, const float *k, const float *v, const struct attn_call *c,
@@ -102,15 +99,8 @@ static void prep_kv(const struct layout *L, const float *k, const float *v, cons
         if (qv && c->v_group == ATTN_VGROUP_CHANNEL) qdq_row(vr, d, rec);
     }
     memset(L->vx + (size_t)T * dp, 0, (Tp - (size_t)T) * dp * sizeof(float));
-    if (qv && c->v_group != ATTN_VGROUP_CHANNEL) {
-        // groups of 64 positions from position 0 per channel (spec section 3, V)
-        float *col = L->tmp;
-        for (int ch = 0; ch < d; ch++) {
-            for (int j = 0; j < T; j++) col[j] = L->vx[(size_t)j * dp + ch];
-            qdq_row(col, T, rec);
-            for (int j = 0; j < T; j++) L->vx[(size_t)j * dp + ch] = col[j];
-        }
-    }
+    // groups of 64 positions from position 0 per channel (spec section 3, V)
+    if (qv && c->v_group != ATTN_VGROUP_CHANNEL) hif4_qdq_cols(L->vx, (ptrdiff_t)dp, L->vx, (ptrdiff_t)dp, T, d, rec);
 }
 
 // ---- Q of one row: smoothing, Q-Mean, qdq (spec section 4) ----
@@ -223,7 +213,7 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                         const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
                         active[rr] = rr < nr && va <= vb;
                         if (!active[rr]) {
-                            memset(Pcr, 0, (size_t)Bc * sizeof(float));
+                            memset(Pr, 0, (size_t)Bc * sizeof(float)); // keeps the block qdq cheap
                             continue;
                         }
                         if (va < ua) ua = va;
@@ -249,19 +239,19 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                             for (int j = va; j <= vb; j++) Pr[j - t0] = kern_exp(Sr[j - t0] - mnew);
                         else
                             for (int j = va; j <= vb; j++) Pr[j - t0] = kern_fp16(kern_exp(Sr[j - t0] - mnew));
-                        // PV operand: qdq(P) in 64-key groups of the tile (masked keys are 0)
-                        if (qp) {
-                            for (int u = 0; u < Bc; u += HIF4_GROUP) {
-                                if (t0 + u + HIF4_GROUP - 1 < va || t0 + u > vb)
-                                    memset(Pcr + u, 0, HIF4_GROUP * sizeof(float));
-                                else
-                                    hif4_qdq_group(Pcr + u, Pr + u, HIF4_GROUP, rec, NULL, NULL);
-                            }
-                        } else if (quant) {
-                            memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
-                        } else {
+                        if (!quant)
                             for (int u = 0; u < Bc; u++) Pcr[u] = round_bf16(Pr[u]);
-                        }
+                        else if (!qp)
+                            memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
+                    }
+                    // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter as 0;
+                    // one call for the block's rows (groups never straddle rows: Bc % 64 == 0)
+                    if (qp) hif4_qdq(L.Pc, L.P, BR * Bc, rec);
+                    for (int rr = 0; rr < BR; rr++) {
+                        if (!active[rr]) continue;
+                        const int i = i0 + rr;
+                        const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
+                        const float *Pr = L.P + (size_t)rr * Bc, *Pcr = L.Pc + (size_t)rr * Bc;
                         float sumP = 0, sumPc = 0; // sequential over the tile's keys (7.2)
                         if (!preorder || c->diag)
                             for (int j = va; j <= vb; j++) sumP += Pr[j - t0];
@@ -272,6 +262,8 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                         if (c->diag && quant && sumP > 0)
                             kern_eps_add(c->diag, (double)sumPc / (double)sumP - 1.0);
                     }
+                    for (int rr = 0; rr < BR; rr++) // inactive rows: PV operand 0 (their O is not updated)
+                        if (!active[rr]) memset(L.Pc + (size_t)rr * Bc, 0, (size_t)Bc * sizeof(float));
                     if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vx, dp, t0, ua, ub, r, active);
                 }
                 for (int rr = 0; rr < nr; rr++) {
