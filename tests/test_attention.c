@@ -150,6 +150,44 @@ static int run_mode(float *out, const struct synth *s, const char *mode, int til
     return rc;
 }
 
+// ---- kern_exp_n == (float)exp((double)x), kern_bf16 == round_bf16 ----
+// A dense sample (every 509th binary32, all exponents) plus specials; with HIFA4_EXHAUSTIVE=1
+// every binary32 input (about 4.3e9, minutes) - the proof by exhaustion kern.h refers to.
+static void test_exp_bf16(void) {
+    const int exhaustive = getenv("HIFA4_EXHAUSTIVE") && atoi(getenv("HIFA4_EXHAUSTIVE"));
+    const uint64_t step = exhaustive ? 1 : 509;
+    size_t bad = 0, badb = 0, n = 0;
+    uint32_t first = 0;
+    float x[1024], y[1024];
+    int m = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += step) {
+        x[m++] = bits_f32((uint32_t)u);
+        if (m == 1024 || u + step >= (1ull << 32)) {
+            kern_exp_n(y, x, m);
+            for (int i = 0; i < m; i++) {
+                float r = (float)exp((double)x[i]);
+                if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) {
+                    if (!bad) first = f32_bits(x[i]);
+                    bad++;
+                }
+                float b = kern_bf16(x[i]), c = round_bf16(x[i]);
+                if (f32_bits(b) != f32_bits(c) && !(isnan(b) && isnan(c))) badb++;
+            }
+            n += (size_t)m;
+            m = 0;
+        }
+    }
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -87.0f, 88.0f, -86.99999f, 87.99999f, -103.97f,
+                        -1e-30f, 1e-30f, 0x1p-25f, -0x1p-25f};
+    kern_exp_n(y, sp, 14);
+    for (int i = 0; i < 14; i++) {
+        float r = (float)exp((double)sp[i]);
+        if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) bad++;
+    }
+    CHECK(bad == 0, "kern_exp_n differs from (float)exp((double)x) on %zu of %zu inputs (first 0x%08x)", bad, n, first);
+    CHECK(badb == 0, "kern_bf16 differs from round_bf16 on %zu inputs", badb);
+}
+
 // ---- fast kernel == literal scalar reference, bit for bit, over shapes and flag sets ----
 static void test_fast_vs_ref(void) {
     static const struct { int T, H, Hkv, d, window, tile; float cap; } shapes[] = {
@@ -618,6 +656,7 @@ static void test_scales_and_errors(void) {
 int main(void) {
     test_goldens();
     test_fp16_round();
+    test_exp_bf16();
     test_fast_vs_ref();
     test_identity_and_f32();
     test_tile_size();

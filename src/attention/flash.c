@@ -121,13 +121,31 @@ static float prep_q(float *qx, const float *qi, const float *s, int d, unsigned 
     return mu;
 }
 
-// S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order
+// S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order.
+// Two key vectors x BR rows = 8 independent accumulation chains hide the add latency.
 static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const float *kxT, size_t Tp,
                      int d, int t0, int ja, int jb) {
-    for (int j = ja; j < jb; j += VL) {
+    const float *q0 = qx, *q1 = qx + dp, *q2 = qx + 2 * dp, *q3 = qx + 3 * dp;
+    int j = ja;
+    for (; j + 2 * VL <= jb; j += 2 * VL) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        const float *kp = kxT + j;
+        for (int ch = 0; ch < d; ch++) {
+            v16 ka = ld16(kp + (size_t)ch * Tp), kb = ld16(kp + (size_t)ch * Tp + VL);
+            a0 += ka * q0[ch], b0 += kb * q0[ch];
+            a1 += ka * q1[ch], b1 += kb * q1[ch];
+            a2 += ka * q2[ch], b2 += kb * q2[ch];
+            a3 += ka * q3[ch], b3 += kb * q3[ch];
+        }
+        float *s0 = S + (j - t0);
+        st16(s0, a0), st16(s0 + VL, b0);
+        st16(s0 + Bc, a1), st16(s0 + Bc + VL, b1);
+        st16(s0 + 2 * Bc, a2), st16(s0 + 2 * Bc + VL, b2);
+        st16(s0 + 3 * Bc, a3), st16(s0 + 3 * Bc + VL, b3);
+    }
+    for (; j < jb; j += VL) {
         v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         const float *kp = kxT + j;
-        const float *q0 = qx, *q1 = qx + dp, *q2 = qx + 2 * dp, *q3 = qx + 3 * dp;
         for (int ch = 0; ch < d; ch++) {
             v16 kv = ld16(kp + (size_t)ch * Tp);
             a0 += kv * q0[ch];
@@ -143,12 +161,32 @@ static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const floa
 }
 
 // O_r = r_r * O_r + sum_{j in [ja, jb)} Pc_r[j] * vx_j for the active rows (keys ascending,
-// one fresh binary32 accumulator per channel and tile, spec 7.2)
+// one fresh binary32 accumulator per channel and tile, spec 7.2); 32 channels x BR rows per
+// pass = 8 independent chains
 static void pv_block(float *O, const float *Pc, size_t Bc, const float *vx, size_t dp, int t0,
                      int ja, int jb, const float *r, const int *active) {
-    for (size_t cc = 0; cc < dp; cc += VL) {
+    const float *p0 = Pc - t0, *p1 = Pc + Bc - t0, *p2 = Pc + 2 * Bc - t0, *p3 = Pc + 3 * Bc - t0;
+    size_t cc = 0;
+    for (; cc + 2 * VL <= dp; cc += 2 * VL) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        for (int j = ja; j < jb; j++) {
+            const float *vp = vx + (size_t)j * dp + cc;
+            v16 va = ld16(vp), vb = ld16(vp + VL);
+            a0 += p0[j] * va, b0 += p0[j] * vb;
+            a1 += p1[j] * va, b1 += p1[j] * vb;
+            a2 += p2[j] * va, b2 += p2[j] * vb;
+            a3 += p3[j] * va, b3 += p3[j] * vb;
+        }
+        v16 acc[BR][2] = {{a0, b0}, {a1, b1}, {a2, b2}, {a3, b3}};
+        for (int rr = 0; rr < BR; rr++)
+            if (active[rr]) {
+                float *o = O + rr * dp + cc;
+                st16(o, ld16(o) * r[rr] + acc[rr][0]);
+                st16(o + VL, ld16(o + VL) * r[rr] + acc[rr][1]);
+            }
+    }
+    for (; cc < dp; cc += VL) {
         v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        const float *p0 = Pc - t0, *p1 = Pc + Bc - t0, *p2 = Pc + 2 * Bc - t0, *p3 = Pc + 3 * Bc - t0;
         for (int j = ja; j < jb; j++) {
             v16 vv = ld16(vx + (size_t)j * dp + cc);
             a0 += p0[j] * vv;
@@ -163,6 +201,24 @@ static void pv_block(float *O, const float *Pc, size_t Bc, const float *vx, size
                 st16(o, ld16(o) * r[rr] + acc[rr]);
             }
     }
+}
+
+// max of x[0..n) (n >= 1, no NaN): order-independent, so lanes may split it
+static float vmax(const float *x, int n) {
+    typedef int32_t v16i __attribute__((vector_size(64)));
+    float m = -INFINITY;
+    int i = 0;
+    if (n >= VL) {
+        v16 acc = ld16(x);
+        for (i = VL; i + VL <= n; i += VL) {
+            v16 v = ld16(x + i);
+            v16i gt = v > acc;
+            acc = (v16)(((v16i)v & gt) | ((v16i)acc & ~gt));
+        }
+        for (int k = 0; k < VL; k++) m = acc[k] > m ? acc[k] : m;
+    }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
 }
 
 void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
@@ -212,46 +268,52 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                         float *Pcr = L.Pc + (size_t)rr * Bc;
                         const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
                         active[rr] = rr < nr && va <= vb;
-                        if (!active[rr]) {
-                            memset(Pr, 0, (size_t)Bc * sizeof(float)); // keeps the block qdq cheap
-                            continue;
-                        }
+                        if (!active[rr]) continue;
                         if (va < ua) ua = va;
                         if (vb + 1 > ub) ub = vb + 1;
                         // scores: Q-Mean correction, scale, soft-cap (7.4, 7.6); masked -> P = 0
-                        float mt = -INFINITY;
-                        for (int j = va; j <= vb; j++) {
-                            float x = Sr[j - t0];
-                            if (qmean) x = x + kern_fp16(mu[rr] * L.kappa[j]);
-                            x = sm * x;
-                            if (cap > 0) x = cap * kern_tanh(x / cap);
-                            Sr[j - t0] = x;
-                            mt = x > mt ? x : mt;
+                        const int nv = vb - va + 1;
+                        float *Sv = Sr + (va - t0), *Pv = Pr + (va - t0);
+                        if (qmean) {
+                            const float *kap = L.kappa + va, mur = mu[rr];
+                            for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + kern_fp16(mur * kap[j]));
+                        } else {
+                            for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j];
                         }
+                        if (cap > 0)
+                            for (int j = 0; j < nv; j++) Sv[j] = cap * kern_tanh(Sv[j] / cap);
+                        const float mt = vmax(Sv, nv);
                         const float mtile = st32 ? mt : kern_fp16(mt);
                         const float mnew = m[rr] > mtile ? m[rr] : mtile;
                         r[rr] = m[rr] == -INFINITY ? 0.0f
                               : st32 ? kern_exp(m[rr] - mnew) : kern_fp16(kern_exp(m[rr] - mnew));
                         m[rr] = mnew;
-                        for (int j = t0; j < va; j++) Pr[j - t0] = 0;
-                        for (int j = vb + 1; j < t0 + Bc; j++) Pr[j - t0] = 0;
-                        if (st32)
-                            for (int j = va; j <= vb; j++) Pr[j - t0] = kern_exp(Sr[j - t0] - mnew);
-                        else
-                            for (int j = va; j <= vb; j++) Pr[j - t0] = kern_fp16(kern_exp(Sr[j - t0] - mnew));
+                        for (int j = 0; j < nv; j++) Sv[j] = Sv[j] - mnew;
+                        kern_exp_n(Pv, Sv, nv);
+                        if (!st32)
+                            for (int j = 0; j < nv; j++) Pv[j] = kern_fp16(Pv[j]);
+                        memset(Pr, 0, (size_t)(va - t0) * sizeof(float));
+                        memset(Pv + nv, 0, (size_t)(t0 + Bc - 1 - vb) * sizeof(float));
                         if (!quant)
-                            for (int u = 0; u < Bc; u++) Pcr[u] = round_bf16(Pr[u]);
+                            for (int u = 0; u < Bc; u++) Pcr[u] = kern_bf16(Pr[u]);
                         else if (!qp)
                             memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
                     }
-                    // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter as 0;
-                    // one call for the block's rows (groups never straddle rows: Bc % 64 == 0)
-                    if (qp) hif4_qdq(L.Pc, L.P, BR * Bc, rec);
                     for (int rr = 0; rr < BR; rr++) {
                         if (!active[rr]) continue;
                         const int i = i0 + rr;
                         const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
-                        const float *Pr = L.P + (size_t)rr * Bc, *Pcr = L.Pc + (size_t)rr * Bc;
+                        const float *Pr = L.P + (size_t)rr * Bc;
+                        float *Pcr = L.Pc + (size_t)rr * Bc;
+                        if (qp) {
+                            // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter
+                            // as 0; groups with no visible key quantize to 0 and are skipped
+                            const int ga = (va - t0) / HIF4_GROUP * HIF4_GROUP;
+                            const int gb = (vb - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
+                            memset(Pcr, 0, (size_t)ga * sizeof(float));
+                            hif4_qdq(Pcr + ga, Pr + ga, gb - ga, rec);
+                            memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
+                        }
                         float sumP = 0, sumPc = 0; // sequential over the tile's keys (7.2)
                         if (!preorder || c->diag)
                             for (int j = va; j <= vb; j++) sumP += Pr[j - t0];
