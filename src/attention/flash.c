@@ -19,14 +19,15 @@ static inline v16 ld16(const float *p) { v16 r; memcpy(&r, p, sizeof r); return 
 static inline void st16(float *p, v16 x) { memcpy(p, &x, sizeof x); }
 
 #define BR 4 // query rows per block: each K/V vector loaded once serves BR rows
+#define PW (2 * VL) // panel width (keys of K, channels of V): contiguous inner-loop reads
 
 static inline size_t up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 struct layout {
-    size_t Tp, dp;         // T rounded up to 64, d rounded up to VL
-    float *kxT;            // (d, Tp)   K operand transposed: kxT[c*Tp + j]
+    size_t Tp, dp;         // T rounded up to 64, d rounded up to PW
+    float *kP;             // (Tp/PW, d, PW) K operand in panels of PW keys: kP[(j/PW)*d*PW + c*PW + j%PW]
     float *kappa;          // (Tp)      fp16(sum_c ks_j) (Q-Mean)
-    float *vx;             // (Tp, dp)  V operand, zero padded
+    float *vP;             // (dp/PW, Tp, PW) V operand in panels of PW channels, zero padded
     float *tmp;            // (Tp + dp + 64) row / column staging
     float *qx;             // (BR, dp)  Q operand of the block's rows
     float *S;              // (BR, Bc)  scores of one tile
@@ -36,16 +37,16 @@ struct layout {
 };
 
 static size_t layout_floats(const struct attn_call *c, struct layout *L, float *base) {
-    size_t Tp = up((size_t)c->T, 64), dp = up((size_t)c->d, VL), d = (size_t)c->d;
+    size_t Tp = up((size_t)c->T, 64), dp = up((size_t)c->d, PW), d = (size_t)c->d;
     size_t Bc = (size_t)c->tile, n = 0;
 #define TAKE(f, cnt)                                                                               \
     do {                                                                                           \
         if (L) L->f = base + n;                                                                    \
         n += up((cnt), VL);                                                                        \
     } while (0)
-    TAKE(kxT, d * Tp);
+    TAKE(kP, d * Tp);
     TAKE(kappa, Tp);
-    TAKE(vx, Tp * dp);
+    TAKE(vP, Tp * dp);
     TAKE(tmp, Tp + dp + 64);
     TAKE(qx, BR * dp);
     TAKE(S, BR * Bc);
@@ -86,21 +87,30 @@ static void prep_kv(const struct layout *L, const float *k, const float *v, cons
         if (c->diag)
             for (int ch = 0; ch < d; ch++) kmax = fabsf(row[ch]) > kmax ? fabsf(row[ch]) : kmax;
         if (qk) qdq_row(row, d, rec);
-        for (int ch = 0; ch < d; ch++) L->kxT[(size_t)ch * Tp + j] = row[ch];
+        float *kp = L->kP + (size_t)(j / PW) * d * PW + j % PW;
+        for (int ch = 0; ch < d; ch++) kp[(size_t)ch * PW] = row[ch];
     }
-    for (int ch = 0; ch < d; ch++)
-        for (size_t j = (size_t)T; j < Tp; j++) L->kxT[(size_t)ch * Tp + j] = 0;
+    for (size_t j = (size_t)T; j < Tp; j++)
+        for (int ch = 0; ch < d; ch++) L->kP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
     if (c->diag && kmax > c->diag->k_maxabs) c->diag->k_maxabs = kmax;
 
     for (int j = 0; j < T; j++) {
-        float *vr = L->vx + (size_t)j * dp;
-        memcpy(vr, v + ((size_t)j * Hkv + kh) * d, (size_t)d * sizeof(float));
-        for (size_t ch = (size_t)d; ch < dp; ch++) vr[ch] = 0;
-        if (qv && c->v_group == ATTN_VGROUP_CHANNEL) qdq_row(vr, d, rec);
+        const float *vr = v + ((size_t)j * Hkv + kh) * d;
+        if (qv && c->v_group == ATTN_VGROUP_CHANNEL) { // groups along d per token
+            memcpy(row, vr, (size_t)d * sizeof(float));
+            qdq_row(row, d, rec);
+            vr = row;
+        }
+        for (size_t ch = 0; ch < dp; ch++)
+            L->vP[(ch / PW) * Tp * PW + (size_t)j * PW + ch % PW] = ch < (size_t)d ? vr[ch] : 0.0f;
     }
-    memset(L->vx + (size_t)T * dp, 0, (Tp - (size_t)T) * dp * sizeof(float));
-    // groups of 64 positions from position 0 per channel (spec section 3, V)
-    if (qv && c->v_group != ATTN_VGROUP_CHANNEL) hif4_qdq_cols(L->vx, (ptrdiff_t)dp, L->vx, (ptrdiff_t)dp, T, d, rec);
+    for (size_t p = 0; p < dp / PW; p++) {
+        float *panel = L->vP + p * Tp * PW;
+        memset(panel + (size_t)T * PW, 0, (Tp - (size_t)T) * PW * sizeof(float));
+        // groups of 64 positions from position 0 per channel (spec section 3, V)
+        int w = (int)((size_t)d - p * PW < PW ? (size_t)d - p * PW : PW);
+        if (qv && c->v_group != ATTN_VGROUP_CHANNEL) hif4_qdq_cols(panel, PW, panel, PW, T, w, rec);
+    }
 }
 
 // ---- Q of one row: smoothing, Q-Mean, qdq (spec section 4) ----
@@ -123,54 +133,56 @@ static float prep_q(float *qx, const float *qi, const float *s, int d, unsigned 
 
 // S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order.
 // Two key vectors x BR rows = 8 independent accumulation chains hide the add latency.
-static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const float *kxT, size_t Tp,
-                     int d, int t0, int ja, int jb) {
+static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const float *kP, int d, int t0, int ja,
+                     int jb) {
     const float *q0 = qx, *q1 = qx + dp, *q2 = qx + 2 * dp, *q3 = qx + 3 * dp;
     int j = ja;
-    for (; j + 2 * VL <= jb; j += 2 * VL) {
-        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
-        const float *kp = kxT + j;
-        for (int ch = 0; ch < d; ch++) {
-            v16 ka = ld16(kp + (size_t)ch * Tp), kb = ld16(kp + (size_t)ch * Tp + VL);
-            a0 += ka * q0[ch], b0 += kb * q0[ch];
-            a1 += ka * q1[ch], b1 += kb * q1[ch];
-            a2 += ka * q2[ch], b2 += kb * q2[ch];
-            a3 += ka * q3[ch], b3 += kb * q3[ch];
-        }
+    while (j < jb) {
+        const float *kp = kP + (size_t)(j / PW) * d * PW + j % PW;
         float *s0 = S + (j - t0);
-        st16(s0, a0), st16(s0 + VL, b0);
-        st16(s0 + Bc, a1), st16(s0 + Bc + VL, b1);
-        st16(s0 + 2 * Bc, a2), st16(s0 + 2 * Bc + VL, b2);
-        st16(s0 + 3 * Bc, a3), st16(s0 + 3 * Bc + VL, b3);
-    }
-    for (; j < jb; j += VL) {
-        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        const float *kp = kxT + j;
-        for (int ch = 0; ch < d; ch++) {
-            v16 kv = ld16(kp + (size_t)ch * Tp);
-            a0 += kv * q0[ch];
-            a1 += kv * q1[ch];
-            a2 += kv * q2[ch];
-            a3 += kv * q3[ch];
+        if (j % PW == 0 && j + PW <= jb) {
+            v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+            for (int ch = 0; ch < d; ch++) {
+                v16 ka = ld16(kp + (size_t)ch * PW), kb = ld16(kp + (size_t)ch * PW + VL);
+                a0 += ka * q0[ch], b0 += kb * q0[ch];
+                a1 += ka * q1[ch], b1 += kb * q1[ch];
+                a2 += ka * q2[ch], b2 += kb * q2[ch];
+                a3 += ka * q3[ch], b3 += kb * q3[ch];
+            }
+            st16(s0, a0), st16(s0 + VL, b0);
+            st16(s0 + Bc, a1), st16(s0 + Bc + VL, b1);
+            st16(s0 + 2 * Bc, a2), st16(s0 + 2 * Bc + VL, b2);
+            st16(s0 + 3 * Bc, a3), st16(s0 + 3 * Bc + VL, b3);
+            j += PW;
+        } else {
+            v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int ch = 0; ch < d; ch++) {
+                v16 kv = ld16(kp + (size_t)ch * PW);
+                a0 += kv * q0[ch];
+                a1 += kv * q1[ch];
+                a2 += kv * q2[ch];
+                a3 += kv * q3[ch];
+            }
+            st16(s0, a0);
+            st16(s0 + Bc, a1);
+            st16(s0 + 2 * Bc, a2);
+            st16(s0 + 3 * Bc, a3);
+            j += VL;
         }
-        st16(S + (j - t0), a0);
-        st16(S + Bc + (j - t0), a1);
-        st16(S + 2 * Bc + (j - t0), a2);
-        st16(S + 3 * Bc + (j - t0), a3);
     }
 }
 
 // O_r = r_r * O_r + sum_{j in [ja, jb)} Pc_r[j] * vx_j for the active rows (keys ascending,
-// one fresh binary32 accumulator per channel and tile, spec 7.2); 32 channels x BR rows per
-// pass = 8 independent chains
-static void pv_block(float *O, const float *Pc, size_t Bc, const float *vx, size_t dp, int t0,
+// one fresh binary32 accumulator per channel and tile, spec 7.2); one panel of 32 channels x
+// BR rows per pass = 8 independent chains
+static void pv_block(float *O, const float *Pc, size_t Bc, const float *vP, size_t Tp, size_t dp, int t0,
                      int ja, int jb, const float *r, const int *active) {
     const float *p0 = Pc - t0, *p1 = Pc + Bc - t0, *p2 = Pc + 2 * Bc - t0, *p3 = Pc + 3 * Bc - t0;
-    size_t cc = 0;
-    for (; cc + 2 * VL <= dp; cc += 2 * VL) {
+    for (size_t cc = 0; cc < dp; cc += PW) {
+        const float *panel = vP + (cc / PW) * Tp * PW;
         v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int j = ja; j < jb; j++) {
-            const float *vp = vx + (size_t)j * dp + cc;
+            const float *vp = panel + (size_t)j * PW;
             v16 va = ld16(vp), vb = ld16(vp + VL);
             a0 += p0[j] * va, b0 += p0[j] * vb;
             a1 += p1[j] * va, b1 += p1[j] * vb;
@@ -183,22 +195,6 @@ static void pv_block(float *O, const float *Pc, size_t Bc, const float *vx, size
                 float *o = O + rr * dp + cc;
                 st16(o, ld16(o) * r[rr] + acc[rr][0]);
                 st16(o + VL, ld16(o + VL) * r[rr] + acc[rr][1]);
-            }
-    }
-    for (; cc < dp; cc += VL) {
-        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int j = ja; j < jb; j++) {
-            v16 vv = ld16(vx + (size_t)j * dp + cc);
-            a0 += p0[j] * vv;
-            a1 += p1[j] * vv;
-            a2 += p2[j] * vv;
-            a3 += p3[j] * vv;
-        }
-        v16 acc[BR] = {a0, a1, a2, a3};
-        for (int rr = 0; rr < BR; rr++)
-            if (active[rr]) {
-                float *o = O + rr * dp + cc;
-                st16(o, ld16(o) * r[rr] + acc[rr]);
             }
     }
 }
@@ -259,7 +255,7 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                 for (int t0 = jlo[0] / Bc * Bc; t0 <= ilast; t0 += Bc) {
                     // keys any row of the block sees in this tile, widened to whole vectors
                     int ka = jlo[0] > t0 ? jlo[0] : t0, kb = ilast + 1 < t0 + Bc ? ilast + 1 : t0 + Bc;
-                    qk_block(L.S, (size_t)Bc, L.qx, dp, L.kxT, L.Tp, d, t0, ka / VL * VL,
+                    qk_block(L.S, (size_t)Bc, L.qx, dp, L.kP, d, t0, ka / VL * VL,
                              (int)up((size_t)kb, VL));
                     int ua = kb, ub = ka; // union of the active rows' visible keys
                     for (int rr = 0; rr < BR; rr++) {
@@ -326,7 +322,7 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                     }
                     for (int rr = 0; rr < BR; rr++) // inactive rows: PV operand 0 (their O is not updated)
                         if (!active[rr]) memset(L.Pc + (size_t)rr * Bc, 0, (size_t)Bc * sizeof(float));
-                    if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vx, dp, t0, ua, ub, r, active);
+                    if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vP, L.Tp, dp, t0, ua, ub, r, active);
                 }
                 for (int rr = 0; rr < nr; rr++) {
                     float *oi = out + ((size_t)(i0 + rr) * H + h) * d;
