@@ -41,9 +41,9 @@ enum attn_qdq_skip {
 // eps_bar = sum_j qdq(P)_j / sum_j P_j - 1 per (query row, tile), quantized modes only.
 // Histogram: ATTN_EPS_BINS equal bins over [ATTN_EPS_LO, ATTN_EPS_HI), plus bin 0 for values
 // below ATTN_EPS_LO and bin ATTN_EPS_BINS+1 for values >= ATTN_EPS_HI.
-#define ATTN_EPS_BINS 200
-#define ATTN_EPS_LO (-0.1)
-#define ATTN_EPS_HI 0.1
+#define ATTN_EPS_BINS 1000
+#define ATTN_EPS_LO (-0.5)
+#define ATTN_EPS_HI 0.5
 // What one kernel call adds (filled by the mode's forward when attn_call.diag != NULL;
 // integer counts and a max, so the merge order over threads does not matter).
 struct attn_diag_acc {
