@@ -261,10 +261,11 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
         ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
                            kh * g, (kh + 1) * g, scratch);
     }
-    // ---- cost counter hook (spec/cost.md; src/cost.c, another module) ----
-    // Per-call cost counting is added HERE: one count per (sequence, layer) from the shape
-    // (seq_len[s], H, Hkv, d, ctx->opts.tile, window) and ctx->mode->flags. It needs no data
-    // from the kernels, so it stays outside the parallel loop and never changes results.
+    // ---- COST COUNTER: per-call cost counting goes HERE (spec/cost.md, src/cost.h) ----
+    // For each sequence s: cost_count_call(&<ctx counts, per layer>, ctx->mode->flags,
+    // seq_len[s], H, Hkv, d, l->window, COST_BR_DEFAULT, COST_BC_DEFAULT). The counts are a
+    // function of the shape only, so this stays outside the parallel loop and can never change
+    // results. (Owned by the cost module's developer; intentionally not wired in this branch.)
 
     if (ctx->diag) {
         struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
