@@ -224,10 +224,12 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
     const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
     if (l->layer < 0 || l->layer >= ctx->n_layers)
         return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
-    for (int s = 0; s < n_seq; s++)
+    for (int s = 0; s < n_seq; s++) {
         if (seq_len[s] <= 0 || seq_len[s] > ctx->max_T)
             return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens (context sized for %d)",
                            s, seq_len[s], ctx->max_T);
+        if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
+    }
     // Kernel inputs are 16-bit (attention.md 1): round in place, rows of sequences only.
     if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
