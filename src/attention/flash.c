@@ -101,8 +101,12 @@ static void prep_kv(const struct layout *L, const float *k, const float *v, cons
             qdq_row(row, d, rec);
             vr = row;
         }
-        for (size_t ch = 0; ch < dp; ch++)
-            L->vP[(ch / PW) * Tp * PW + (size_t)j * PW + ch % PW] = ch < (size_t)d ? vr[ch] : 0.0f;
+        for (size_t p = 0; p < dp / PW; p++) {
+            float *dst = L->vP + p * Tp * PW + (size_t)j * PW;
+            size_t c0 = p * PW, w = (size_t)d - c0 < PW ? (size_t)d - c0 : PW;
+            memcpy(dst, vr + c0, w * sizeof(float));
+            memset(dst + w, 0, (PW - w) * sizeof(float));
+        }
     }
     for (size_t p = 0; p < dp / PW; p++) {
         float *panel = L->vP + p * Tp * PW;
@@ -197,6 +201,19 @@ static void pv_block(float *O, const float *Pc, size_t Bc, const float *vP, size
                 st16(o + VL, ld16(o + VL) * r[rr] + acc[rr][1]);
             }
     }
+}
+
+// sums[r] += x_r[j] for j in [ja, jb) ascending, rows interleaved (independent chains)
+static void rowsums(float *sums, const float *x, size_t Bc, int t0, int ja, int jb) {
+    const float *x0 = x - t0, *x1 = x + Bc - t0, *x2 = x + 2 * Bc - t0, *x3 = x + 3 * Bc - t0;
+    float s0 = sums[0], s1 = sums[1], s2 = sums[2], s3 = sums[3];
+    for (int j = ja; j < jb; j++) {
+        s0 += x0[j];
+        s1 += x1[j];
+        s2 += x2[j];
+        s3 += x3[j];
+    }
+    sums[0] = s0, sums[1] = s1, sums[2] = s2, sums[3] = s3;
 }
 
 // max of x[0..n) (n >= 1, no NaN): order-independent, so lanes may split it
@@ -295,33 +312,34 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                         else if (!qp)
                             memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
                     }
-                    for (int rr = 0; rr < BR; rr++) {
+                    // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter as 0;
+                    // groups with no visible key quantize to 0 and are skipped
+                    for (int rr = 0; qp && rr < BR; rr++) {
                         if (!active[rr]) continue;
                         const int i = i0 + rr;
                         const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
-                        const float *Pr = L.P + (size_t)rr * Bc;
+                        const int ga = (va - t0) / HIF4_GROUP * HIF4_GROUP;
+                        const int gb = (vb - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
                         float *Pcr = L.Pc + (size_t)rr * Bc;
-                        if (qp) {
-                            // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter
-                            // as 0; groups with no visible key quantize to 0 and are skipped
-                            const int ga = (va - t0) / HIF4_GROUP * HIF4_GROUP;
-                            const int gb = (vb - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
-                            memset(Pcr, 0, (size_t)ga * sizeof(float));
-                            hif4_qdq(Pcr + ga, Pr + ga, gb - ga, rec);
-                            memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
-                        }
-                        float sumP = 0, sumPc = 0; // sequential over the tile's keys (7.2)
-                        if (!preorder || c->diag)
-                            for (int j = va; j <= vb; j++) sumP += Pr[j - t0];
-                        if (preorder || (c->diag && quant))
-                            for (int j = va; j <= vb; j++) sumPc += Pcr[j - t0];
-                        const float rowsum = preorder ? sumPc : sumP;
-                        l[rr] = st32 ? r[rr] * l[rr] + rowsum : kern_fp16(r[rr] * l[rr] + kern_fp16(rowsum));
-                        if (c->diag && quant && sumP > 0)
-                            kern_eps_add(c->diag, (double)sumPc / (double)sumP - 1.0);
+                        memset(Pcr, 0, (size_t)ga * sizeof(float));
+                        hif4_qdq(Pcr + ga, L.P + (size_t)rr * Bc + ga, gb - ga, rec);
+                        memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
                     }
                     for (int rr = 0; rr < BR; rr++) // inactive rows: PV operand 0 (their O is not updated)
                         if (!active[rr]) memset(L.Pc + (size_t)rr * Bc, 0, (size_t)Bc * sizeof(float));
+                    // row sums, sequential over the tile's keys (7.2). Run over the union of the
+                    // rows' visible keys: the others hold +0, and adding +0 to a sum of
+                    // non-negative terms changes no bit; the BR rows are independent chains.
+                    float sumP[BR] = {0}, sumPc[BR] = {0};
+                    if (!preorder || c->diag) rowsums(sumP, L.P, (size_t)Bc, t0, ua, ub);
+                    if (preorder || (c->diag && quant)) rowsums(sumPc, L.Pc, (size_t)Bc, t0, ua, ub);
+                    for (int rr = 0; rr < BR; rr++) {
+                        if (!active[rr]) continue;
+                        const float rowsum = preorder ? sumPc[rr] : sumP[rr];
+                        l[rr] = st32 ? r[rr] * l[rr] + rowsum : kern_fp16(r[rr] * l[rr] + kern_fp16(rowsum));
+                        if (c->diag && quant && sumP[rr] > 0)
+                            kern_eps_add(c->diag, (double)sumPc[rr] / (double)sumP[rr] - 1.0);
+                    }
                     if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vP, L.Tp, dp, t0, ua, ub, r, active);
                 }
                 for (int rr = 0; rr < nr; rr++) {
@@ -330,7 +348,7 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                     if (flags & ATTN_FI_RAW_OUT)
                         for (int ch = 0; ch < d; ch++) oi[ch] = o[ch] / l[rr];
                     else
-                        for (int ch = 0; ch < d; ch++) oi[ch] = round_bf16(kern_fp16(o[ch] / l[rr]));
+                        for (int ch = 0; ch < d; ch++) oi[ch] = kern_bf16(kern_fp16(o[ch] / l[rr]));
                 }
             }
     }
