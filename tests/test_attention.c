@@ -246,6 +246,33 @@ static void test_fast_vs_ref(void) {
     CHECK(n_bad == 0, "%d of %d fast-vs-reference runs differ", n_bad, n_runs);
 }
 
+// ---- the fast binary64 reference (modes exact, f32) == the literal one up to summation order ----
+static void test_ref_fast(void) {
+    static const struct { int T, H, Hkv, d, window; float cap; } shapes[] = {
+        {1, 2, 1, 64, 0, 0}, {77, 2, 1, 64, 32, 0}, {200, 4, 2, 128, 0, 0}, {130, 4, 2, 32, 0, 10},
+        {150, 6, 2, 96, 0, 0}, {33, 2, 1, 72, 5, 0}, {129, 2, 2, 200, 70, 30},
+    };
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+        struct synth s;
+        synth_make(&s, shapes[si].T, shapes[si].H, shapes[si].Hkv, shapes[si].d, 200 + si);
+        struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm64 = 1.0 / sqrt((double)s.d),
+                              .softcap = shapes[si].cap, .window = shapes[si].window, .tile = 128};
+        size_t n = (size_t)s.T * s.H * s.d;
+        float *a = malloc(n * 4), *b = malloc(n * 4);
+        void *sa = malloc(attn_ref_scratch(&c)), *sb = malloc(attn_ref_literal_scratch(&c));
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = NAN;
+        attn_ref_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa);
+        attn_ref_literal_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb);
+        double r = test_rel_l2(a, b, n);
+        size_t nd = n_diff(a, b, n, NULL);
+        // both round the same binary64 value to binary32 except within ~1e-15 of a midpoint
+        CHECK(r <= 1e-12 && nd <= n / 1000, "shape %d: fast vs literal binary64 reference rel-L2 %.3g, %zu of %zu differ",
+              si, r, nd, n);
+        free(a), free(b), free(sa), free(sb);
+        synth_free(&s);
+    }
+}
+
 // ---- kern_fp16 == round_fp16 on every binary32 whose exponent matters, plus specials ----
 static void test_fp16_round(void) {
     size_t bad = 0;
@@ -661,6 +688,7 @@ int main(void) {
     test_fp16_round();
     test_exp_bf16();
     test_fast_vs_ref();
+    test_ref_fast();
     test_identity_and_f32();
     test_tile_size();
     test_theorem1();

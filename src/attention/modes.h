@@ -35,4 +35,13 @@ void attn_flash_ref_forward(float *out, const float *q, const float *k, const fl
                             const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags);
 
+// ---- the binary64 reference (modes exact and f32) ----
+// ref_fast.c: blocked SIMD version the modes run; ref.c: the literal version for tests.
+size_t attn_ref_scratch(const struct attn_call *c);
+void attn_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c,
+                      int h0, int h1, void *scratch);
+size_t attn_ref_literal_scratch(const struct attn_call *c);
+void attn_ref_literal_forward(float *out, const float *q, const float *k, const float *v,
+                              const struct attn_call *c, int h0, int h1, void *scratch);
+
 #endif
