@@ -445,6 +445,12 @@ static void test_batch_threads(void) {
         for (int i = 0; i < 3; i++) {
             alone[i] = malloc((size_t)lens[i] * H * d * 4);
             CHECK(run_mode(alone[i], &s[i], modes[mi], 64, 1, 0, 0, 0, &e) == 0, "%s", e.msg);
+            // 4 threads on one sequence with 2 kv heads: the query heads of a group are split
+            float *split = malloc((size_t)lens[i] * H * d * 4);
+            CHECK(run_mode(split, &s[i], modes[mi], 64, 4, 0, 0, 0, &e) == 0, "%s", e.msg);
+            CHECK(n_diff(split, alone[i], (size_t)lens[i] * H * d, NULL) == 0, "%s: head split changed results",
+                  modes[mi]);
+            free(split);
         }
         for (int threads = 1; threads <= 3; threads++) {
             size_t nq = (size_t)Ttot * H * d, nkv = (size_t)Ttot * Hkv * d;

@@ -161,6 +161,22 @@ void attn_ctx_reset_stats(struct attn_ctx *ctx) {
 const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx) { return ctx->diag; }
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip = skip; }
 
+// ---- work split: tasks are (sequence, kv head, slice of its query heads) ----
+// The kv-head group's query heads are sliced only when there are too few (sequence, kv head)
+// pairs to keep every thread busy (e.g. one sequence of a model with one kv head). Each query
+// head is computed the same way whatever the split, so results never depend on it.
+static int head_split(int n_seq, int Hkv, int g, int n_threads) {
+    int pairs = n_seq * Hkv, split = 1;
+    if (pairs < 2 * n_threads) split = (2 * n_threads + pairs - 1) / pairs;
+    return split < g ? split : g;
+}
+static void task_of(int t, int Hkv, int g, int split, int *s, int *h0, int *h1) {
+    int per_seq = Hkv * split, rem = t % per_seq, kh = rem / split, part = rem % split;
+    *s = t / per_seq;
+    *h0 = kh * g + part * g / split;
+    *h1 = kh * g + (part + 1) * g / split;
+}
+
 // ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
 static void diag_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
     for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
@@ -189,17 +205,18 @@ static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, 
         ctx->dref = nb;
         ctx->dref_cap = need;
     }
-    const int n_tasks = n_seq * Hkv;
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
     for (int t = 0; t < n_tasks; t++) {
-        int s = t / Hkv, kh = t % Hkv;
+        int s, h0, h1;
+        task_of(t, Hkv, g, split, &s, &h0, &h1);
         size_t o = (size_t)seq_off[s];
         struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
                               .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
                               .tile = ctx->opts.tile};
         void *scratch = ctx->scratch + (size_t)omp_get_thread_num() * ctx->scratch_per_thread;
         attn_mode_f32.forward(ctx->dref + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
-                              kh * g, (kh + 1) * g, scratch);
+                              h0, h1, scratch);
     }
     struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
     for (int s = 0; s < n_seq; s++) {
@@ -246,12 +263,13 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
             ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
                       seq_len[s], H, Hkv, d);
         }
-    const int n_tasks = n_seq * Hkv;
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
     const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
     if (ctx->dacc) memset(ctx->dacc, 0, (size_t)ctx->n_threads * sizeof *ctx->dacc);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
     for (int t = 0; t < n_tasks; t++) {
-        int s = t / Hkv, kh = t % Hkv;
+        int s, h0, h1;
+        task_of(t, Hkv, g, split, &s, &h0, &h1);
         size_t o = (size_t)seq_off[s];
         int th = omp_get_thread_num();
         struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
@@ -260,8 +278,8 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                               .qformat = ctx->opts.qformat, .scales = scales, .qdq_skip = ctx->qdq_skip,
                               .diag = ctx->dacc ? &ctx->dacc[th] : NULL};
         void *scratch = ctx->scratch + (size_t)th * ctx->scratch_per_thread;
-        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
-                           kh * g, (kh + 1) * g, scratch);
+        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c, h0, h1,
+                           scratch);
     }
     // ---- COST COUNTER: per-call cost counting goes HERE (spec/cost.md, src/cost.h) ----
     // For each sequence s: cost_count_call(&<ctx counts, per layer>, ctx->mode->flags,
