@@ -9,6 +9,8 @@ CMD(download, "fetch a named model or task data into the cache (resumable, verif
 CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
 CMD(calibrate, "Smooth-QK statistics, gate decision and scales file")
+CMD(attn, "run one attention kernel on a case file (goldens)")
+CMD(prompts, "print a task's items and exact prompts as JSONL (no model)")
 CMD(logits, "logits of one token sequence at every position (goldens)")
 CMD(import_llama2c, "convert a llama2.c checkpoint + tokenizer to an HF Llama directory")
 CMD(make_model, "deterministic synthetic checkpoint of any supported architecture")
