@@ -10,6 +10,8 @@
 
 #include "common.h"
 
+struct cJSON;
+
 #define ST_MAX_DIMS 8
 #define ST_MAX_FILES 256
 #define ST_MAX_HEADER (100u << 20) // 100 MB (issue: header length <= 100 MB)
@@ -39,6 +41,7 @@ struct safetensors {
     int n_tensors;
     struct st_tensor *tensors;   // sorted by name
     char *metadata_json;         // "__metadata__" of the first file as JSON text, or NULL
+    struct cJSON *metadata;      // the same, parsed (owned), or NULL
 };
 
 // Opens `path`: a .safetensors file, a *.index.json (shards resolved next to it), or a
@@ -51,7 +54,8 @@ int st_open(struct safetensors *st, const char *path, struct err *e);
 void st_close(struct safetensors *st);
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name);
-// String value of a __metadata__ key of the first file, or NULL. Valid until st_close.
+// String value of a __metadata__ key of the first file, or NULL. Points into st (valid until
+// st_close), so several values can be held at once.
 const char *st_meta(const struct safetensors *st, const char *key);
 
 size_t st_dtype_size(enum st_dtype t);
