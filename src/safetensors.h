@@ -71,9 +71,9 @@ int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e);
 int st_check(const struct safetensors *st, const char *name, int floating, int ndim,
              const int64_t *shape, const struct st_tensor **out, struct err *e);
 
-// Fingerprint of the checkpoint: sha256 over every shard's header bytes and data size
-// (cheap for 16 GB models; changes when any tensor's name, shape, dtype or offset does).
-// Content hashing of data is st_hash_data (reads everything).
+// Fingerprint of the checkpoint: sha256 over every shard's header bytes and size plus three
+// 4 KiB windows (start, middle, end) of every tensor's data. Cheap for 16 GB models (reads
+// ~12 KiB per tensor) and changes when any name, shape, dtype, offset or sampled weight does.
 int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e);
 
 // ---- writer ----
