@@ -40,7 +40,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
 # Tests run from the repository root and read ../shared in place; scratch goes to build/tmp.
 test: $(BIN) $(TEST_BINS)
 	@mkdir -p $(BUILD)/tmp
-	@HIFA4_BIN=$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
+	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
 	  ./tests/run_tests.sh $(TEST_BINS)
 
 bench: $(BIN) $(BENCH_BINS)
