@@ -405,3 +405,242 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
     if (k < 0 || (size_t)k >= n) return err_set(e, ERR_RANGE, "run directory name too long");
     return 0;
 }
+
+// ---- summary (spec/tasks.md section 3) ----
+#include "metrics.h"
+
+static double pctl(const double *v, int n, double p) { return metrics_percentile(v, n, p); }
+
+// Loaded samples of one task under every mode.
+struct task_samples {
+    int n;                        // items (equal across modes)
+    struct results_sample **s;    // [n_modes][n]
+};
+
+static void task_samples_free(struct task_samples *t, int n_modes) {
+    if (!t->s) return;
+    for (int m = 0; m < n_modes; m++) {
+        if (!t->s[m]) continue;
+        for (int i = 0; i < t->n; i++) results_sample_free(&t->s[m][i]);
+        free(t->s[m]);
+    }
+    free(t->s);
+    t->s = NULL;
+}
+
+static int load_task(struct task_samples *t, const char *dir, const char *task, char *const *modes, int n_modes, struct err *e) {
+    memset(t, 0, sizeof *t);
+    t->s = calloc((size_t)n_modes, sizeof *t->s);
+    if (!t->s) return err_set(e, ERR_NOMEM, "summary: out of memory");
+    for (int m = 0; m < n_modes; m++) {
+        char path[4096];
+        int n, rc = results_samples_path(path, sizeof path, dir, task, modes[m], e);
+        if (!rc) rc = results_samples_read(path, &t->s[m], &n, e);
+        if (rc) return rc;
+        if (m == 0) t->n = n;
+        else if (n != t->n) return err_set(e, ERR_MISMATCH, "%s: %d items, but the reference mode '%s' has %d", path, n, modes[0], t->n);
+        for (int i = 0; m > 0 && i < n; i++)
+            if (strcmp(t->s[m][i].id, t->s[0][i].id) || t->s[m][i].gold != t->s[0][i].gold || t->s[m][i].n_choices != t->s[0][i].n_choices)
+                return err_set(e, ERR_MISMATCH, "%s: item %d ('%s') differs from the reference's ('%s') in id, gold or choices",
+                               path, i, t->s[m][i].id, t->s[0][i].id);
+    }
+    return 0;
+}
+
+static cJSON *compare_json(const struct metrics_compare *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", c->n);
+    cJSON_AddNumberToObject(o, "flips", c->flips);
+    cJSON_AddNumberToObject(o, "pfr", c->pfr);
+    cJSON_AddNumberToObject(o, "pfr_lo", c->pfr_lo);
+    cJSON_AddNumberToObject(o, "pfr_hi", c->pfr_hi);
+    cJSON_AddNumberToObject(o, "hurts", c->hurts);
+    cJSON_AddNumberToObject(o, "helps", c->helps);
+    cJSON_AddNumberToObject(o, "d_acc", c->d_acc);
+    cJSON_AddNumberToObject(o, "mcnemar_p", c->mcnemar_p);
+    cJSON_AddNumberToObject(o, "acc_ref", c->acc_ref);
+    cJSON_AddNumberToObject(o, "acc", c->acc_q);
+    return o;
+}
+
+static void add_num(cJSON *o, const char *k, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+// Per-task statistics; acc_out/accn_out [n_modes] receive the accuracies for D_avg/D_w.
+static int summarize_task(cJSON *tj, const struct task_samples *t, char *const *modes, int n_modes, int has_norm,
+                          double *acc_out, double *accn_out, struct err *e) {
+    int n = t->n, rc = 0;
+    int *gold = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *pr = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pq = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    double *buf = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!gold || !pr || !pq || !buf) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
+    cJSON_AddNumberToObject(tj, "n", n);
+    cJSON *mj = cJSON_AddObjectToObject(tj, "modes");
+    for (int i = 0; i < n; i++) gold[i] = t->s[0][i].gold;
+    for (int m = 0; m < n_modes; m++) {
+        const struct results_sample *s = t->s[m];
+        int k = 0, kn = 0;
+        for (int i = 0; i < n; i++) { k += s[i].pred == s[i].gold; kn += s[i].pred_norm == s[i].gold; }
+        double acc = n ? (double)k / n : NAN, accn = n ? (double)kn / n : NAN;
+        acc_out[m] = acc;
+        accn_out[m] = accn;
+        cJSON *o = cJSON_AddObjectToObject(mj, modes[m]);
+        cJSON_AddNumberToObject(o, "correct", k);
+        add_num(o, "acc", acc);
+        add_num(o, "acc_stderr", n > 1 ? metrics_stderr(acc, n) : NAN);
+        if (has_norm) {
+            cJSON_AddNumberToObject(o, "correct_norm", kn);
+            add_num(o, "acc_norm", accn);
+            add_num(o, "acc_norm_stderr", n > 1 ? metrics_stderr(accn, n) : NAN);
+        }
+        // per-subject accuracy (first-seen order)
+        if (n && s[0].subject) {
+            cJSON *sj = cJSON_AddObjectToObject(o, "subjects");
+            for (int i = 0; i < n; i++) {
+                if (!s[i].subject || cJSON_GetObjectItemCaseSensitive(sj, s[i].subject)) continue;
+                int c = 0, tot = 0;
+                for (int j = i; j < n; j++)
+                    if (s[j].subject && !strcmp(s[j].subject, s[i].subject)) { tot++; c += s[j].pred == s[j].gold; }
+                cJSON *x = cJSON_AddObjectToObject(sj, s[i].subject);
+                cJSON_AddNumberToObject(x, "n", tot);
+                cJSON_AddNumberToObject(x, "acc", (double)c / tot);
+            }
+        }
+    }
+    cJSON *vj = cJSON_AddObjectToObject(tj, "vs_reference");
+    for (int m = 1; m < n_modes; m++) {
+        struct metrics_compare c;
+        for (int i = 0; i < n; i++) { pr[i] = t->s[0][i].pred; pq[i] = t->s[m][i].pred; }
+        metrics_compare(&c, pr, pq, gold, n);
+        cJSON *o = compare_json(&c);
+        cJSON_AddItemToObject(vj, modes[m], o);
+        if (has_norm) {
+            for (int i = 0; i < n; i++) { pr[i] = t->s[0][i].pred_norm; pq[i] = t->s[m][i].pred_norm; }
+            metrics_compare(&c, pr, pq, gold, n);
+            cJSON_AddItemToObject(o, "acc_norm", compare_json(&c));
+        }
+        // token level: KL(ref || mode) over every scored position, same-top-1 rate
+        int nk = 0, same = 0;
+        for (int i = 0; i < n; i++) { nk += t->s[m][i].n_kl; same += t->s[m][i].top1_same; }
+        double *kl = malloc(sizeof *kl * (size_t)(nk ? nk : 1));
+        if (!kl) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
+        int q = 0;
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < t->s[m][i].n_kl; j++) { kl[q++] = t->s[m][i].kl[j]; sum += t->s[m][i].kl[j]; }
+        cJSON *tk = cJSON_AddObjectToObject(o, "token");
+        cJSON_AddNumberToObject(tk, "n_pos", nk);
+        add_num(tk, "kl_mean", nk ? sum / nk : NAN);
+        add_num(tk, "kl_p50", nk ? pctl(kl, nk, 50) : NAN);
+        add_num(tk, "kl_p90", nk ? pctl(kl, nk, 90) : NAN);
+        add_num(tk, "kl_p99", nk ? pctl(kl, nk, 99) : NAN);
+        add_num(tk, "kl_max", nk ? pctl(kl, nk, 100) : NAN);
+        add_num(tk, "same_top1", nk ? (double)same / nk : NAN);
+        free(kl);
+    }
+    // margins on items every mode answers correctly (paper Fig. 9)
+    cJSON *mg = cJSON_AddObjectToObject(tj, "margins_all_correct");
+    int na = 0;
+    for (int i = 0; i < n; i++) {
+        int ok = 1;
+        for (int m = 0; m < n_modes && ok; m++) ok = t->s[m][i].pred == t->s[m][i].gold;
+        na += ok;
+    }
+    cJSON_AddNumberToObject(mg, "n", na);
+    for (int m = 0; m < n_modes; m++) {
+        int q = 0;
+        for (int i = 0; i < n; i++) {
+            int ok = 1;
+            for (int mm = 0; mm < n_modes && ok; mm++) ok = t->s[mm][i].pred == t->s[mm][i].gold;
+            if (ok && isfinite(t->s[m][i].margin)) buf[q++] = t->s[m][i].margin;
+        }
+        double sum = 0;
+        for (int i = 0; i < q; i++) sum += buf[i];
+        cJSON *o = cJSON_AddObjectToObject(mg, modes[m]);
+        add_num(o, "mean", q ? sum / q : NAN);
+        add_num(o, "p10", q ? pctl(buf, q, 10) : NAN);
+        add_num(o, "p50", q ? pctl(buf, q, 50) : NAN);
+        add_num(o, "p90", q ? pctl(buf, q, 90) : NAN);
+    }
+done:
+    free(gold); free(pr); free(pq); free(buf);
+    return rc;
+}
+
+int results_summarize(const char *dir, cJSON **out, struct err *e) {
+    *out = NULL;
+    char path[4096];
+    int rc = path_join(path, sizeof path, dir, "run.json", e);
+    cJSON *run = NULL, *sum = NULL;
+    if (!rc) rc = json_parse_file(&run, path, e);
+    if (rc) return rc;
+    const cJSON *tasks, *modes_j;
+    if ((rc = json_get_arr(run, "tasks", &tasks, 1, path, e)) || (rc = json_get_arr(run, "modes", &modes_j, 1, path, e))) {
+        cJSON_Delete(run);
+        return rc;
+    }
+    int n_modes = cJSON_GetArraySize(modes_j), n_tasks = cJSON_GetArraySize(tasks);
+    char **modes = calloc((size_t)(n_modes ? n_modes : 1), sizeof *modes);
+    double *acc = calloc((size_t)(n_modes * n_tasks + 1), sizeof *acc), *accn = calloc((size_t)(n_modes * n_tasks + 1), sizeof *accn);
+    int *ns = calloc((size_t)n_tasks + 1, sizeof *ns), *norm = calloc((size_t)n_tasks + 1, sizeof *norm);
+    if (!modes || !acc || !accn || !ns || !norm) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
+    if (n_modes < 1) { rc = err_set(e, ERR_FORMAT, "%s: field 'modes': empty", path); goto done; }
+    for (int m = 0; m < n_modes; m++) {
+        const cJSON *x = cJSON_GetArrayItem(modes_j, m);
+        if (!cJSON_IsString(x)) { rc = err_set(e, ERR_FORMAT, "%s: field 'modes'[%d]: expected a string, got %s", path, m, json_brief(x)); goto done; }
+        modes[m] = x->valuestring;
+    }
+    sum = cJSON_CreateObject();
+    cJSON_AddStringToObject(sum, "reference", modes[0]);
+    cJSON *ma = cJSON_AddArrayToObject(sum, "modes");
+    for (int m = 0; m < n_modes; m++) cJSON_AddItemToArray(ma, cJSON_CreateString(modes[m]));
+    cJSON *tj = cJSON_AddObjectToObject(sum, "tasks");
+    for (int k = 0; k < n_tasks; k++) {
+        const cJSON *t = cJSON_GetArrayItem(tasks, k), *mets = NULL;
+        const char *name;
+        if ((rc = json_get_str(t, "name", &name, 1, path, e)) || (rc = json_get_arr(t, "metrics", &mets, 0, path, e))) goto done;
+        const cJSON *x;
+        if (mets) cJSON_ArrayForEach(x, mets) if (cJSON_IsString(x) && !strcmp(x->valuestring, "acc_norm")) norm[k] = 1;
+        struct task_samples ts;
+        rc = load_task(&ts, dir, name, modes, n_modes, e);
+        if (!rc) {
+            cJSON *o = cJSON_AddObjectToObject(tj, name);
+            cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
+            cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
+            if (norm[k]) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
+            ns[k] = ts.n;
+            rc = summarize_task(o, &ts, modes, n_modes, norm[k], acc + (size_t)k * n_modes, accn + (size_t)k * n_modes, e);
+        }
+        task_samples_free(&ts, n_modes);
+        if (rc) goto done;
+    }
+    // across tasks: gap = acc(mode) - acc(reference) per task; D_avg plain mean, D_w weighted by items
+    cJSON *aj = cJSON_AddObjectToObject(sum, "across_tasks");
+    double *gap = malloc(sizeof *gap * (size_t)(n_tasks + 1));
+    int *w = malloc(sizeof *w * (size_t)(n_tasks + 1));
+    if (!gap || !w) { free(gap); free(w); rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
+    for (int m = 1; m < n_modes; m++) {
+        cJSON *o = cJSON_AddObjectToObject(aj, modes[m]);
+        for (int k = 0; k < n_tasks; k++) { gap[k] = acc[(size_t)k * n_modes + m] - acc[(size_t)k * n_modes]; w[k] = ns[k]; }
+        cJSON_AddNumberToObject(o, "n_tasks", n_tasks);
+        add_num(o, "D_avg", n_tasks ? metrics_d_avg(gap, n_tasks) : NAN);
+        add_num(o, "D_w", n_tasks ? metrics_d_w(gap, w, n_tasks) : NAN);
+        int q = 0;
+        for (int k = 0; k < n_tasks; k++)
+            if (norm[k]) { gap[q] = accn[(size_t)k * n_modes + m] - accn[(size_t)k * n_modes]; w[q] = ns[k]; q++; }
+        cJSON_AddNumberToObject(o, "n_tasks_norm", q);
+        if (q) {
+            add_num(o, "D_avg_norm", metrics_d_avg(gap, q));
+            add_num(o, "D_w_norm", metrics_d_w(gap, w, q));
+        }
+    }
+    free(gap); free(w);
+done:
+    if (rc) cJSON_Delete(sum);
+    else *out = sum;
+    free(modes); free(acc); free(accn); free(ns); free(norm);
+    cJSON_Delete(run);
+    return rc;
+}

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plot.h"
+#include "report.h"
 #include "results.h"
 #include "test.h"
 
@@ -168,7 +170,124 @@ static void test_paths(void) {
     CHECK(results_default_dir(p, sizeof p, "/tmp/models/s260k/", &e) == 0 && !strncmp(p, "results/s260k-", 14), "dir %s", p);
 }
 
+// A synthetic two-task, two-mode run: preds chosen so the expected counts are known by hand.
+static void write_run_task(const char *dir, const char *task, const char *mode, int n, int q) {
+    char path[1024];
+    struct err e = {0};
+    results_samples_path(path, sizeof path, dir, task, mode, &e);
+    struct results_writer w;
+    results_writer_open(&w, path, 0, &e);
+    for (int i = 0; i < n; i++) {
+        struct results_sample s;
+        make_sample(&s, i);
+        s.gold = i % s.n_choices;
+        // reference correct on i % 3 != 0; q flips: items i % 5 == 0 get pred (gold+1) (hurt if ref right)
+        // and items i % 3 == 0 && i % 2 == 0 get gold (help)
+        int ref_pred = i % 3 ? s.gold : (s.gold + 1) % s.n_choices;
+        int p = ref_pred;
+        if (q && i % 5 == 0) p = (s.gold + 1) % s.n_choices;
+        if (q && i % 3 == 0 && i % 2 == 0 && i % 5 && i % 7) p = s.gold;
+        s.pred = p;
+        s.pred_norm = i % 4 ? s.gold : p;
+        s.margin = 0.5 + i * 0.01 + q * 0.1;
+        results_writer_add(&w, &s, &e);
+        results_sample_free(&s);
+    }
+    results_writer_close(&w, &e);
+}
+
+static void test_summary_report(void) {
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/res_run", tmpdir());
+    struct err e = {0};
+    mkdir_p(dir, &e);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    const char *rj = "{\"model\":{\"name\":\"toy\",\"path\":\"/x\",\"hash\":\"00\"},\"modes\":[\"ref\",\"q\"],"
+                     "\"tasks\":[{\"name\":\"t1\",\"metrics\":[\"acc\",\"acc_norm\"]},{\"name\":\"t2\",\"metrics\":[\"acc\"]}]}";
+    file_write_atomic(path, rj, strlen(rj), &e);
+    const int n1 = 90, n2 = 31;
+    write_run_task(dir, "t1", "ref", n1, 0);
+    write_run_task(dir, "t1", "q", n1, 1);
+    write_run_task(dir, "t2", "ref", n2, 0);
+    write_run_task(dir, "t2", "q", n2, 1);
+    cJSON *sum = NULL;
+    int rc = results_summarize(dir, &sum, &e);
+    CHECK(rc == 0, "summarize: %s", e.msg);
+    if (rc) return;
+    // expected by hand
+    int ns[2] = {n1, n2};
+    double gap[2];
+    for (int t = 0; t < 2; t++) {
+        int flips = 0, hurts = 0, helps = 0, cref = 0, cq = 0;
+        for (int i = 0; i < ns[t]; i++) {
+            int rr = i % 3 != 0;
+            int qq = rr;
+            if (i % 5 == 0) qq = 0;
+            if (i % 3 == 0 && i % 2 == 0 && i % 5 && i % 7) qq = 1;
+            flips += rr != qq; hurts += rr && !qq; helps += !rr && qq; cref += rr; cq += qq;
+        }
+        gap[t] = (double)cq / ns[t] - (double)cref / ns[t];
+        const cJSON *tj = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), t ? "t2" : "t1");
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "vs_reference"), "q");
+        CHECK(cJSON_GetObjectItem(v, "flips")->valueint == flips, "t%d flips %d want %d", t + 1, cJSON_GetObjectItem(v, "flips")->valueint, flips);
+        CHECK(cJSON_GetObjectItem(v, "hurts")->valueint == hurts, "t%d hurts want %d", t + 1, hurts);
+        CHECK(cJSON_GetObjectItem(v, "helps")->valueint == helps, "t%d helps want %d", t + 1, helps);
+        double acc = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "modes"), "ref"), "acc")->valuedouble;
+        CHECK_CLOSE(acc, (double)cref / ns[t], 1e-15, 0);
+        double se = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "modes"), "ref"), "acc_stderr")->valuedouble;
+        double p = (double)cref / ns[t];
+        CHECK_CLOSE(se, sqrt(p * (1 - p) / (ns[t] - 1)), 1e-15, 1e-12);
+        CHECK((cJSON_GetObjectItem(v, "acc_norm") != NULL) == (t == 0), "acc_norm comparison only where reported");
+    }
+    const cJSON *at = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "across_tasks"), "q");
+    CHECK_CLOSE(cJSON_GetObjectItem(at, "D_avg")->valuedouble, (gap[0] + gap[1]) / 2, 1e-15, 1e-12);
+    CHECK_CLOSE(cJSON_GetObjectItem(at, "D_w")->valuedouble, (gap[0] * n1 + gap[1] * n2) / (n1 + n2), 1e-15, 1e-12);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    CHECK(results_write_json(path, sum, &e) == 0, "write summary: %s", e.msg);
+    cJSON_Delete(sum);
+    char *head = NULL;
+    rc = report_render(dir, &head, &e);
+    CHECK(rc == 0, "report: %s", e.msg);
+    CHECK(head && strstr(head, "| t1 (90) |"), "headline has the accuracy table: %s", head ? head : "(null)");
+    free(head);
+    const char *files[] = {"report.md", "tables/accuracy.csv", "tables/flips.csv", "tables/hurts_helps.csv",
+                           "tables/token_kl.csv", "tables/margins.csv", "tables/d_avg_w.csv", "plots/margins-t1.svg", "plots/margins-t2.svg"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        CHECK(file_exists(path), "%s written", path);
+    }
+    size_t n;
+    snprintf(path, sizeof path, "%s/plots/margins-t1.svg", dir);
+    char *svg = slurp(path, &n);
+    int lines = 0;
+    for (char *p = svg; p && (p = strstr(p, "<polyline")); p++) lines++;
+    CHECK(svg && !strncmp(svg, "<svg", 4) && lines == 2, "svg with one curve per mode (%d)", lines);
+    free(svg);
+    const char *runs[2] = {dir, dir};
+    char *md = NULL;
+    snprintf(path, sizeof path, "%s/tables", tmpdir());
+    CHECK(report_tables(runs, 2, path, &md, &e) == 0 && md && strstr(md, "Table 6"), "tables: %s", e.msg);
+    free(md);
+}
+
+static void test_plot(void) {
+    double a[] = {0, 0.1, 0.2, 0.9, 1.0}, b[] = {0.5, 0.5, NAN};
+    struct plot_series s[2] = {{"x<&>", a, 5}, {"y", b, 3}};
+    char *svg;
+    struct err e = {0};
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 10, 0, 0, &e) == 0, "plot");
+    CHECK(strstr(svg, "x&lt;&amp;&gt;") != NULL, "legend escaped");
+    CHECK(strstr(svg, "</svg>") != NULL, "closed");
+    char *svg2;
+    plot_hist_svg(&svg2, "t", "m", s, 2, 10, 0, 0, &e);
+    CHECK(!strcmp(svg, svg2), "deterministic");
+    free(svg); free(svg2);
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 0, 0, 0, &e) == ERR_RANGE, "0 bins refused");
+}
+
 int main(void) {
+    test_plot();
+    test_summary_report();
     test_line_roundtrip();
     test_writer_resume();
     test_paths();
