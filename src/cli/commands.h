@@ -4,4 +4,5 @@
 // enum err_code with e filled (ERR_USAGE -> exit status 2 with the command's usage).
 // This file merges with git's union driver (.gitattributes): keep one CMD per line.
 CMD(list, "models, tasks and attention modes")
+CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
