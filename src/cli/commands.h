@@ -6,3 +6,7 @@
 CMD(list, "models, tasks and attention modes")
 CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
+CMD(run, "score tasks under several attention modes (the bare form --model M --task T is this)")
+CMD(diff, "item-by-item comparison of two runs or modes: flips, hurts, helps, margins")
+CMD(report, "re-render report.md, tables/*.csv and plots/*.svg of a run directory")
+CMD(tables, "paper-style Tables 3/5/6/7 (modes x tasks x models) from finished runs")
