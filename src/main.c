@@ -26,7 +26,12 @@ static void usage(FILE *f) {
                "usage: hifa4-eval <command> [--option value]...\n"
                "       hifa4-eval --model M --task T [run options]   (same as 'run')\n\n"
                "commands:\n");
-    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
+    for (int i = 0; i < n_commands; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", commands[i].name);
+        for (char *p = name; *p; p++) if (*p == '_') *p = '-';
+        fprintf(f, "  %-16s %s\n", name, commands[i].help);
+    }
     fprintf(f, "\nglobal: --quiet, --verbose (before the command); 'hifa4-eval <command> --help' "
                "for its options\n");
 }
@@ -59,8 +64,13 @@ int main(int argc, char **argv) {
         sub_argv = bare;
         sub_argc++;
     } else {
-        for (int k = 0; k < n_commands; k++)
-            if (!strcmp(commands[k].name, argv[i])) cmd = &commands[k];
+        // Command names are C identifiers (X-macro); the CLI spells them with dashes
+        // (make-model, import-llama2c): compare with '-' read as '_'.
+        for (int k = 0; k < n_commands && !cmd; k++) {
+            const char *a = argv[i], *b = commands[k].name;
+            while (*a && *b && (*a == *b || (*a == '-' && *b == '_'))) a++, b++;
+            if (!*a && !*b) cmd = &commands[k];
+        }
         if (!cmd) {
             fprintf(stderr, "hifa4-eval: unknown command '%s'\n\n", argv[i]);
             usage(stderr);

@@ -1,0 +1,26 @@
+// import_llama2c.c: `hifa4-eval import-llama2c MODEL.bin TOKENIZER.bin --out DIR` - llama2.c
+// checkpoint + tokenizer -> HF Llama directory (llama2c.h). A tokenizer that cannot be
+// converted is a warning (weights and config are still written; see llama2c.h).
+#include <stdio.h>
+
+#include "cli.h"
+#include "llama2c.h"
+
+int cmd_import_llama2c(int argc, char **argv, struct err *e) {
+    int help = 0;
+    const char *out = NULL;
+    struct cli_opt opts[] = {{"help", CLI_FLAG, &help, "show this help"},
+                             {"out", CLI_STR, &out, "DIR: output directory (created)"}};
+    const char *pos[2];
+    int np = 0;
+    int rc = cli_parse(argc, argv, 1, opts, 2, pos, 2, &np, e);
+    if (rc) return rc;
+    if (help || np < 1 || !out) {
+        cli_usage("import-llama2c", "MODEL.bin [TOKENIZER.bin] --out DIR", opts, 2);
+        return help ? 0 : err_set(e, ERR_USAGE, "import-llama2c needs MODEL.bin and --out DIR");
+    }
+    int tok_ok = 0;
+    if ((rc = llama2c_import(pos[0], np > 1 ? pos[1] : NULL, out, &tok_ok, e))) return rc;
+    log_info("import-llama2c: wrote %s (config.json, model.safetensors%s)", out, tok_ok ? ", tokenizer.json" : "");
+    return 0;
+}

@@ -1,0 +1,65 @@
+// make_model.c: `hifa4-eval make-model` - deterministic synthetic checkpoint of any supported
+// architecture and size (make_model.h): config.json + bf16 model.safetensors + tokenizer.json.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "make_model.h"
+
+static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) {
+    if (o->n_outliers >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-outlier: at most %d", MAKE_MAX_OUTLIERS);
+    int l, c, n = 0;
+    float g;
+    if (sscanf(s, "%d:%d:%f%n", &l, &c, &g, &n) != 3 || s[n])
+        return err_set(e, ERR_USAGE, "--plant-outlier '%s': expected LAYER:CHANNEL:GAMMA", s);
+    o->outliers[o->n_outliers].layer = l;
+    o->outliers[o->n_outliers].channel = c;
+    o->outliers[o->n_outliers].gamma = g;
+    o->n_outliers++;
+    return 0;
+}
+
+int cmd_make_model(int argc, char **argv, struct err *e) {
+    struct make_model_opts o;
+    make_model_opts_default(&o);
+    int help = 0, tied = -1;
+    int64_t seed = 1;
+    const char *arch = "qwen3", *out = NULL, *plant = NULL;
+    struct cli_opt opts[] = {
+        {"help", CLI_FLAG, &help, "show this help"},
+        {"arch", CLI_STR, &arch, "A: qwen3|qwen2|llama|mistral|gemma2|phi3 (default qwen3)"},
+        {"layers", CLI_INT, &o.n_layers, "N: layers (default 2)"},
+        {"dim", CLI_INT, &o.dim, "N: hidden size (default 128)"},
+        {"heads", CLI_INT, &o.n_heads, "N: attention heads (default 4)"},
+        {"kv-heads", CLI_INT, &o.n_kv_heads, "N: key/value heads (default 2)"},
+        {"head-dim", CLI_INT, &o.head_dim, "N: head dimension (default dim/heads)"},
+        {"ffn", CLI_INT, &o.hidden_dim, "N: intermediate size (default 256)"},
+        {"vocab", CLI_INT, &o.vocab_size, "N: vocabulary (default 512, or the tokenizer's)"},
+        {"max-seq", CLI_INT, &o.max_seq, "N: max_position_embeddings (default 4096)"},
+        {"tied", CLI_INT, &tied, "0|1: tie lm_head to the embedding (default: per architecture)"},
+        {"seed", CLI_I64, &seed, "N: PRNG seed (default 1)"},
+        {"tokenizer", CLI_STR, &o.tokenizer_dir, "DIR: copy this tokenizer and take its vocab size"},
+        {"plant-outlier", CLI_STR, &plant, "L:C:G: Qwen3 k_norm weight of layer L, channel C = G (comma list)"},
+        {"config-only", CLI_FLAG, &o.config_only, "write config.json only"},
+        {"out", CLI_STR, &out, "DIR: output directory (created)"},
+    };
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    if (rc) return rc;
+    if (help) { cli_usage("make-model", "--arch A [sizes] [--seed N] --out DIR", opts, n_opts); return 0; }
+    if (!out) return err_set(e, ERR_USAGE, "make-model needs --out DIR");
+    if ((o.arch = cfg_arch_from_short(arch)) < 0)
+        return err_set(e, ERR_USAGE, "--arch '%s': expected qwen3, qwen2, llama, mistral, gemma2 or phi3", arch);
+    if (seed < 0) return err_set(e, ERR_USAGE, "--seed %lld: must be >= 0", (long long)seed);
+    o.seed = (uint64_t)seed;
+    o.tied = tied;
+    if (plant) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", plant);
+        for (char *p = strtok(buf, ","); p; p = strtok(NULL, ","))
+            if ((rc = parse_plant(p, &o, e))) return rc;
+    }
+    if ((rc = make_model(&o, out, e))) return rc;
+    log_info("make-model: wrote %s", out);
+    return 0;
+}

@@ -1,0 +1,163 @@
+// test_config.c: config.json parsing for the six architectures (the seven golden configs in
+// ../shared/goldens/models), HF defaults, the writer's round trip, the parameter count
+// against the checkpoints, and one-line errors for bad configs.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "safetensors.h"
+#include "test.h"
+
+static int load(struct model_config *c, const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "../shared/goldens/models/%s", name);
+    struct err e = {0};
+    int rc = cfg_load(c, p, &e);
+    CHECK(rc == 0, "%s: %s", name, e.msg);
+    return rc;
+}
+
+static void test_goldens(void) {
+    struct model_config c;
+    if (!load(&c, "qwen3-tiny")) {
+        CHECK(c.arch == ARCH_QWEN3 && c.dim == 128 && c.n_layers == 3 && c.n_heads == 4 && c.n_kv_heads == 2 &&
+              c.head_dim == 128 && c.hidden_dim == 256 && c.vocab_size == 512, "qwen3-tiny sizes");
+        CHECK(c.qk_norm && c.tie_embeddings && !c.qkv_bias && c.rope_theta == 1e6 && c.rope_dim == 128 &&
+              c.window[0] == 0 && c.norm_eps == 1e-6 && c.act == ACT_SILU, "qwen3-tiny details");
+        CHECK(c.query_pre_attn_scalar == 128 && c.bos_id == 1 && c.eos_id == 2, "qwen3-tiny scale / ids");
+    }
+    if (!load(&c, "qwen2-tiny")) // use_sliding_window false: sliding_window 4096 ignored
+        CHECK(c.arch == ARCH_QWEN2 && c.qkv_bias && !c.o_bias && c.window[0] == 0 && c.window[1] == 0 && c.head_dim == 32,
+              "qwen2-tiny: bias %d window %d", c.qkv_bias, c.window[1]);
+    if (!load(&c, "llama-tiny"))
+        CHECK(c.arch == ARCH_LLAMA && c.rope_type == ROPE_LLAMA3 && c.rope_factor == 8 && c.rope_low_freq == 1 &&
+              c.rope_high_freq == 4 && c.rope_orig_max == 64 && !c.tie_embeddings, "llama-tiny rope");
+    if (!load(&c, "mistral-tiny"))
+        CHECK(c.arch == ARCH_MISTRAL && c.window[0] == 32 && c.window[1] == 32, "mistral windows %d %d", c.window[0], c.window[1]);
+    if (!load(&c, "gemma2-tiny")) {
+        CHECK(c.arch == ARCH_GEMMA2 && c.window[0] == 32 && c.window[1] == 0 && c.window[2] == 32, "gemma2 windows");
+        CHECK(c.attn_softcap == 10 && c.final_softcap == 3 && c.query_pre_attn_scalar == 48 && c.norm_plus_one &&
+              c.sandwich_norm && c.embed_scale && c.tie_embeddings && c.act == ACT_GELU_TANH, "gemma2 details");
+    }
+    if (!load(&c, "phi3-tiny")) {
+        CHECK(c.arch == ARCH_PHI3 && c.fused_qkv && c.fused_gate_up && c.rope_dim == 48 && c.rope_type == ROPE_LONGROPE,
+              "phi3 structure: rope_dim %d", c.rope_dim);
+        CHECK(c.n_rope_factors == 24 && c.rope_short[1] == 1.03125 && c.rope_long[23] == 6.75 && c.rope_orig_max == 64 &&
+              c.rope_factor == 4.0, "phi3 longrope lists");
+        CHECK_CLOSE(c.rope_attn_factor, sqrt(1 + log(4.0) / log(64.0)), 1e-15, 0);
+        CHECK(c.window[0] == 262144, "phi3 window %d", c.window[0]);
+    }
+}
+
+// Every golden config survives cfg_to_json -> cfg_parse unchanged, and cfg_n_params matches
+// the element count of its checkpoint.
+static void test_roundtrip(void) {
+    const char *names[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny", "mistral-tiny", "gemma2-tiny", "phi3-tiny"};
+    for (int i = 0; i < 7; i++) {
+        struct model_config a, b;
+        if (load(&a, names[i])) continue;
+        char *json = NULL;
+        struct err e = {0};
+        int rc = cfg_to_json(&a, "{\"_note\": 1}", &json, &e);
+        CHECK(rc == 0, "%s: %s", names[i], e.msg);
+        if (rc) continue;
+        rc = cfg_parse(&b, json, strlen(json), names[i], &e);
+        CHECK(rc == 0 && !memcmp(&a, &b, sizeof a), "%s: round trip differs (%s)", names[i], e.msg);
+        CHECK(strstr(json, "\"_note\"") != NULL, "%s: extra member missing", names[i]);
+        free(json);
+        char p[256];
+        snprintf(p, sizeof p, "../shared/goldens/models/%s", names[i]);
+        struct safetensors st;
+        if (!st_open(&st, p, &e)) {
+            int64_t n = 0;
+            for (int t = 0; t < st.n_tensors; t++) n += st.tensors[t].numel;
+            CHECK(n == cfg_n_params(&a), "%s: %lld parameters in the checkpoint, config implies %lld", names[i],
+                  (long long)n, (long long)cfg_n_params(&a));
+            st_close(&st);
+        }
+    }
+}
+
+static int parse(struct model_config *c, const char *json, struct err *e) {
+    memset(e, 0, sizeof *e);
+    return cfg_parse(c, json, strlen(json), "cfg.json", e);
+}
+
+#define BASE "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, " \
+             "\"vocab_size\": 300, \"max_position_embeddings\": 256"
+
+static void test_defaults_and_variants(void) {
+    struct model_config c;
+    struct err e;
+    // Gemma2 HF defaults: caps 50/30, window 4096 on even layers; explicit null caps: none
+    CHECK(!parse(&c, "{\"architectures\": [\"Gemma2ForCausalLM\"], " BASE "}", &e) && c.attn_softcap == 50 &&
+          c.final_softcap == 30 && c.window[0] == 4096 && c.window[1] == 0 && c.tie_embeddings && c.head_dim == 16,
+          "gemma2 defaults (%s)", e.msg);
+    CHECK(!parse(&c, "{\"architectures\": [\"Gemma2ForCausalLM\"], " BASE ", \"attn_logit_softcapping\": null, "
+                     "\"final_logit_softcapping\": null}", &e) && c.attn_softcap == 0 && c.final_softcap == 0,
+          "gemma2 null caps (%s)", e.msg);
+    // Qwen2 sliding window on layers >= max_window_layers
+    CHECK(!parse(&c, "{\"architectures\": [\"Qwen2ForCausalLM\"], " BASE ", \"use_sliding_window\": true, "
+                     "\"sliding_window\": 16, \"max_window_layers\": 2}", &e) &&
+          c.window[1] == 0 && c.window[2] == 16 && c.window[3] == 16, "qwen2 max_window_layers (%s)", e.msg);
+    // layer_types overrides the parity rule
+    CHECK(!parse(&c, "{\"architectures\": [\"Gemma2ForCausalLM\"], " BASE ", \"sliding_window\": 8, \"layer_types\": "
+                     "[\"full_attention\", \"sliding_attention\", \"full_attention\", \"full_attention\"]}", &e) &&
+          c.window[0] == 0 && c.window[1] == 8 && c.window[2] == 0, "layer_types (%s)", e.msg);
+    // Llama: eos list -> first, kv heads default to heads, head_dim = dim / heads, no window
+    CHECK(!parse(&c, "{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"eos_token_id\": [7, 8], "
+                     "\"bos_token_id\": null, \"sliding_window\": 3}", &e) &&
+          c.eos_id == 7 && c.bos_id == -1 && c.n_kv_heads == 4 && c.head_dim == 16 && c.window[0] == 0,
+          "llama defaults (%s)", e.msg);
+    // Phi3 "su" alias and explicit attention_factor
+    char buf[2048];
+    snprintf(buf, sizeof buf, "{\"architectures\": [\"Phi3ForCausalLM\"], " BASE ", \"partial_rotary_factor\": 0.5, "
+             "\"rope_scaling\": {\"type\": \"su\", \"short_factor\": [1,1,1,1], \"long_factor\": [2,2,2,2], "
+             "\"attention_factor\": 1.5}}");
+    CHECK(!parse(&c, buf, &e) && c.rope_dim == 8 && c.rope_type == ROPE_LONGROPE && c.rope_attn_factor == 1.5 &&
+          c.rope_orig_max == 256, "phi3 su (%s)", e.msg);
+    CHECK(!strcmp(cfg_arch_short(ARCH_GEMMA2), "gemma2") && cfg_arch_from_short("phi3") == ARCH_PHI3 &&
+          cfg_arch_from_short("bert") == -1, "arch names");
+}
+
+// Each bad config: an error whose one-line message names the file and the problem.
+static void bad(const char *json, int code, const char *needle) {
+    struct model_config c;
+    struct err e;
+    int rc = parse(&c, json, &e);
+    CHECK(rc == code && strstr(e.msg, needle) && strstr(e.msg, "cfg.json") && !strchr(e.msg, '\n'),
+          "config %.60s: rc %d (want %d), message '%s' lacks '%s'", json, rc, code, e.msg, needle);
+}
+
+static void test_errors(void) {
+    bad("{\"architectures\": [\"BertModel\"], " BASE "}", ERR_UNSUPPORTED, "Qwen3ForCausalLM, Qwen2ForCausalLM");
+    bad("{\"architectures\": [\"BertModel\"], " BASE "}", ERR_UNSUPPORTED, "BertModel");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], \"intermediate_size\": 128, \"num_hidden_layers\": 4, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 300, \"max_position_embeddings\": 256}", ERR_FORMAT, "hidden_size");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"rms_norm_eps\": \"small\"}", ERR_FORMAT, "rms_norm_eps");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"num_key_value_heads\": 3}", ERR_FORMAT, "num_key_value_heads 3");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"rope_scaling\": {\"rope_type\": \"yarn\"}}", ERR_UNSUPPORTED, "yarn");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}}",
+        ERR_FORMAT, "low_freq_factor");
+    bad("{\"architectures\": [\"Phi3ForCausalLM\"], " BASE ", \"rope_scaling\": {\"type\": \"longrope\", "
+        "\"short_factor\": [1, 1], \"long_factor\": [1, 1]}}", ERR_FORMAT, "short_factor has 2 entries");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"hidden_act\": \"relu\"}", ERR_UNSUPPORTED, "relu");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"head_dim\": 7}", ERR_FORMAT, "head_dim");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 0, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 300, \"max_position_embeddings\": 256}", ERR_FORMAT, "layers 0");
+    bad("[1, 2]", ERR_FORMAT, "object");
+    bad("{\"architectures\": \"LlamaForCausalLM\"}", ERR_FORMAT, "architectures");
+    bad("{\"architectures\": [", ERR_FORMAT, "invalid JSON");
+    struct model_config c;
+    struct err e = {0};
+    CHECK(cfg_load(&c, "../shared/goldens/no-such-model", &e) == ERR_NOTFOUND && strstr(e.msg, "config.json"),
+          "missing config: %s", e.msg);
+}
+
+int main(void) {
+    test_goldens();
+    test_roundtrip();
+    test_defaults_and_variants();
+    test_errors();
+    return test_summary("test_config");
+}

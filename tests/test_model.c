@@ -1,0 +1,535 @@
+// test_model.c: the forward pass against the independent goldens (../shared/goldens/logits:
+// seven synthetic models, binary64 PyTorch reference; ../shared/goldens/stories260K: llama2.c
+// run.c), plus invariants: prefill vs shorter prefix, batch independence, weights f32 vs
+// stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+
+
+#include "llama2c.h"
+#include "make_model.h"
+#include "model.h"
+#include "safetensors.h"
+#include "test.h"
+
+static const char *tmpdir(void) {
+    const char *t = getenv("HIFA4_TMP");
+    return t ? t : "build/tmp";
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+// Rows whose argmax differs between a and b (each [T][V]).
+static int argmax_mismatch(const float *a, const float *b, int T, int V) {
+    int bad = 0;
+    for (int t = 0; t < T; t++) bad += argmax(a + (size_t)t * V, V) != argmax(b + (size_t)t * V, V);
+    return bad;
+}
+
+// Runs one sequence through `dir` with the given attention / activation / weights mode and
+// returns malloc'd logits [T][V] at every position.
+static float *run_model(const char *dir, const int32_t *ids, int T, const char *attn, int act_bf16, int weights,
+                        int *V_out) {
+    struct err e = {0};
+    struct model_opts o;
+    model_opts_default(&o);
+    o.act_bf16 = act_bf16;
+    o.weights = weights;
+    o.max_tokens = T;
+    o.n_threads = 1; // tiny models: threads only add barrier stalls on a loaded CI machine
+    struct model *m = NULL;
+    if (model_open(&m, dir, &o, &e)) {
+        CHECK(0, "model_open %s: %s", dir, e.msg);
+        return NULL;
+    }
+    if (model_set_attn(m, attn, NULL, NULL, &e)) {
+        CHECK(0, "model_set_attn %s: %s", attn, e.msg);
+        model_free(m);
+        return NULL;
+    }
+    const int V = model_cfg(m)->vocab_size;
+    int *pos = malloc(sizeof(int) * (size_t)T);
+    float *lg = malloc(sizeof(float) * (size_t)T * V);
+    for (int i = 0; i < T; i++) pos[i] = i;
+    for (size_t i = 0; i < (size_t)T * V; i++) lg[i] = NAN;
+    int rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+    CHECK(rc == 0, "model_forward %s: %s", dir, e.msg);
+    free(pos);
+    model_free(m);
+    *V_out = V;
+    return lg;
+}
+
+// Loads input_ids and one logits tensor of a golden file.
+static int load_golden(const char *path, const char *name, int32_t **ids, int *T, float **ref, int *V) {
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) {
+        CHECK(0, "%s: %s", path, e.msg);
+        return -1;
+    }
+    const struct st_tensor *ti = st_find(&st, "input_ids"), *tl = st_find(&st, name);
+    if (!ti || !tl) {
+        st_close(&st);
+        return 1; // absent
+    }
+    *T = (int)ti->numel;
+    *V = (int)tl->shape[1];
+    *ids = malloc(sizeof(int32_t) * (size_t)*T);
+    *ref = malloc(sizeof(float) * (size_t)tl->numel);
+    int rc = st_to_i32(*ids, ti, &e) || st_to_f32(*ref, tl, &e);
+    CHECK(rc == 0, "%s: %s", path, e.msg);
+    st_close(&st);
+    return rc;
+}
+
+// ---- every golden model, attention f32, --act f32: rel-L2 <= 1e-3 and equal argmax ----
+static const char *golden_models[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny",
+                                      "mistral-tiny", "gemma2-tiny", "phi3-tiny"};
+
+static void test_goldens(void) {
+    for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
+        char dir[256], path[256];
+        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", golden_models[g]);
+        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", golden_models[g]);
+        int32_t *ids = NULL;
+        float *ref = NULL;
+        int T, V, Vm;
+        if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
+        float *lg = run_model(dir, ids, T, "f32", 0, MODEL_WEIGHTS_AUTO, &Vm);
+        if (lg && Vm == V) {
+            double rel = test_rel_l2(lg, ref, (size_t)T * V);
+            int bad = argmax_mismatch(lg, ref, T, V);
+            printf("%-14s f32 act:  rel-L2 %.3g, argmax mismatches %d/%d\n", golden_models[g], rel, bad, T);
+            // goldens README: binary32 forward measured at 6e-6 .. 2.4e-4, tolerance 1e-3
+            CHECK(rel <= 1e-3, "%s: rel-L2 %.3g > 1e-3", golden_models[g], rel);
+            CHECK(bad == 0, "%s: %d rows with a different argmax", golden_models[g], bad);
+        }
+        free(lg);
+        free(ids);
+        free(ref);
+    }
+}
+
+// ---- stories260K: import, then `exact` attention + f32 activations vs llama2.c run.c ----
+static void test_stories(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/s260k", tmpdir());
+    struct err e = {0};
+    int tok_ok = 0;
+    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", NULL, dir, &tok_ok, &e);
+    CHECK(rc == 0, "import: %s", e.msg);
+    if (rc) return;
+    const char *cases[] = {"stories260K-mmlu", "stories260K-story"};
+    for (int c = 0; c < 2; c++) {
+        char path[256];
+        snprintf(path, sizeof path, "../shared/goldens/stories260K/%s.safetensors", cases[c]);
+        int32_t *ids = NULL;
+        float *ref = NULL;
+        int T, V, Vm;
+        if (load_golden(path, "logits", &ids, &T, &ref, &V)) continue;
+        float *lg = run_model(dir, ids, T, "exact", 0, MODEL_WEIGHTS_AUTO, &Vm);
+        if (lg && V == Vm) {
+            double rel = test_rel_l2(lg, ref, (size_t)T * V);
+            int bad = argmax_mismatch(lg, ref, T, V);
+            printf("%-18s exact/f32: rel-L2 %.3g, argmax mismatches %d/%d\n", cases[c], rel, bad, T);
+            // issue 2: within 1e-5 (an independent binary64 forward is at 3.4e-7)
+            CHECK(rel <= 1e-5, "%s: rel-L2 %.3g > 1e-5", cases[c], rel);
+            CHECK(bad == 0, "%s: %d rows with a different argmax", cases[c], bad);
+        }
+        free(lg);
+        free(ids);
+        free(ref);
+    }
+}
+
+// ---- packed batches: prefix consistency, batch independence, stream == f32 ----
+// Forward of a packed batch with logits at every row; returns malloc'd [T][V].
+static float *run_packed(struct model *m, const int32_t *toks, const int *lens, int n_seq) {
+    struct err e = {0};
+    int T = 0;
+    for (int s = 0; s < n_seq; s++) T += lens[s];
+    const int V = model_cfg(m)->vocab_size;
+    int *pos = malloc(sizeof(int) * (size_t)T);
+    float *lg = malloc(sizeof(float) * (size_t)T * V);
+    for (int i = 0; i < T; i++) pos[i] = i;
+    for (size_t i = 0; i < (size_t)T * V; i++) lg[i] = NAN;
+    int rc = model_forward(m, toks, lens, n_seq, pos, T, lg, &e);
+    CHECK(rc == 0, "model_forward: %s", e.msg);
+    free(pos);
+    return lg;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= mx)) mx = d; // NaN propagates as a failure
+    }
+    return mx;
+}
+
+static void test_packing(const char *name, int act_bf16) {
+    char dir[256], path[256];
+    snprintf(dir, sizeof dir, "../shared/goldens/models/%s", name);
+    snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", name);
+    int32_t *ids = NULL;
+    float *ref = NULL;
+    int T, V;
+    if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) return;
+    free(ref);
+    struct err e = {0};
+    struct model_opts o;
+    model_opts_default(&o);
+    o.act_bf16 = act_bf16;
+    o.max_tokens = 2 * T;
+    o.max_seq = T;
+    o.n_threads = 1;
+    struct model *m = NULL;
+    int rc = model_open(&m, dir, &o, &e);
+    CHECK(rc == 0, "%s", e.msg);
+    if (rc) { free(ids); return; }
+    // full sequence vs its prefix (prefill of a shorter prompt): rows < P identical
+    const int P = T / 2 - 3;
+    float *full = run_packed(m, ids, &T, 1);
+    float *pre = run_packed(m, ids, &P, 1);
+    double d = max_abs_diff(pre, full, (size_t)P * V);
+    const struct model_config *c = model_cfg(m);
+    if (c->rope_type == ROPE_LONGROPE && (P > c->rope_orig_max) != (T > c->rope_orig_max)) {
+        // HF longrope picks the long factors when the sequence exceeds original_max: the
+        // prefix (short factors) must then differ from the full run (long factors)
+        CHECK(d > 1e-3, "%s: longrope prefix of %d and full run of %d tokens agree (%.3g)", name, P, T, d);
+    } else {
+        // Same per-row math; sgemm results per row do not depend on M in OpenBLAS (bitwise here).
+        CHECK(d == 0, "%s act_bf16=%d: prefix logits differ from the full run by %.3g", name, act_bf16, d);
+    }
+    // batch independence: [B, A] packed vs A alone and B alone (B = a later slice of ids)
+    const int LA = T, LB = T / 2 - 3; // LB < 64 for phi3-tiny: short rope factors in B, long in A
+    int32_t *pk = malloc(sizeof(int32_t) * (size_t)(LA + LB));
+    memcpy(pk, ids + T - LB, sizeof(int32_t) * (size_t)LB);
+    memcpy(pk + LB, ids, sizeof(int32_t) * (size_t)LA);
+    int lens[2] = {LB, LA};
+    float *both = run_packed(m, pk, lens, 2);
+    float *b_alone = run_packed(m, pk, &LB, 1);
+    double dA = max_abs_diff(both + (size_t)LB * V, full, (size_t)LA * V);
+    double dB = max_abs_diff(both, b_alone, (size_t)LB * V);
+    CHECK(dA == 0 && dB == 0, "%s act_bf16=%d: packed batch differs from single runs (A %.3g, B %.3g)", name, act_bf16,
+          dA, dB);
+    // logits only at some rows == the same rows of the full output
+    int sel[3] = {LB + LA - 1, 0, LB + 5};
+    float *few = malloc(sizeof(float) * 3 * (size_t)V);
+    rc = model_forward(m, pk, lens, 2, sel, 3, few, &e);
+    CHECK(rc == 0, "%s", e.msg);
+    for (int i = 0; i < 3 && !rc; i++) {
+        double di = max_abs_diff(few + (size_t)i * V, both + (size_t)sel[i] * V, (size_t)V);
+        CHECK(di == 0, "%s: logits at row %d differ by %.3g when only 3 rows are requested", name, sel[i], di);
+    }
+    // capacity and range errors
+    int big = T + 1;
+    CHECK(model_forward(m, ids, &big, 1, sel, 0, few, &e) == ERR_RANGE, "sequence longer than max_seq accepted");
+    int bad_pos = T;
+    CHECK(model_forward(m, ids, &T, 1, &bad_pos, 1, few, &e) == ERR_RANGE, "out_pos outside the batch accepted");
+    model_free(m);
+    // two threads (OpenBLAS and OpenMP) give the same bits as one (DESIGN.md section 5)
+    o.n_threads = 2;
+    rc = model_open(&m, dir, &o, &e);
+    CHECK(rc == 0, "%s", e.msg);
+    if (!rc) {
+        float *t2 = run_packed(m, pk, lens, 2);
+        double dt = max_abs_diff(t2, both, (size_t)(LA + LB) * V);
+        CHECK(dt == 0, "%s: 2 threads differ from 1 thread by %.3g", name, dt);
+        free(t2);
+        model_free(m);
+    }
+    o.n_threads = 1;
+    // weights streamed per matrix == resident f32
+    o.weights = MODEL_WEIGHTS_STREAM;
+    rc = model_open(&m, dir, &o, &e);
+    CHECK(rc == 0, "%s", e.msg);
+    if (!rc) {
+        CHECK(model_weights_mode(m) == MODEL_WEIGHTS_STREAM, "stream mode not honoured");
+        float *st = run_packed(m, ids, &T, 1);
+        double ds = max_abs_diff(st, full, (size_t)T * V);
+        CHECK(ds == 0, "%s: --weights stream differs from f32 by %.3g", name, ds);
+        free(st);
+        model_free(m);
+    }
+    free(few);
+    free(both);
+    free(b_alone);
+    free(pk);
+    free(full);
+    free(pre);
+    free(ids);
+}
+
+// ---- --act bf16 against the binary64 golden, at a measured bound ----
+// A bf16 activation run rounds every op output to 8 significant bits, as a BF16 PyTorch model
+// does; it is only statistically close to the binary64 golden (goldens README: rel-L2 ~1e-2).
+// Measured here (f32 attention): rel-L2 5.7e-3 .. 2.2e-2 over the seven models (worst:
+// qwen2-tiny, whose q/k/v biases add bf16 roundings), argmax equal on >= 94.7% of rows.
+// Bound: rel-L2 <= 5e-2 (2.3x the worst measured; a wrong model lands near 1) and >= 90%
+// equal argmax.
+static void test_act_bf16(void) {
+    for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
+        char dir[256], path[256];
+        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", golden_models[g]);
+        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", golden_models[g]);
+        int32_t *ids = NULL;
+        float *ref = NULL;
+        int T, V, Vm;
+        if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
+        float *lg = run_model(dir, ids, T, "f32", 1, MODEL_WEIGHTS_AUTO, &Vm);
+        if (lg && Vm == V) {
+            double rel = test_rel_l2(lg, ref, (size_t)T * V);
+            int bad = argmax_mismatch(lg, ref, T, V);
+            printf("%-14s bf16 act: rel-L2 %.3g, argmax mismatches %d/%d\n", golden_models[g], rel, bad, T);
+            CHECK(rel <= 5e-2, "%s --act bf16: rel-L2 %.3g > 5e-2", golden_models[g], rel);
+            CHECK(bad <= T / 10, "%s --act bf16: %d/%d rows with a different argmax", golden_models[g], bad, T);
+            // every value is bf16-representable (the model's logits are a bf16 tensor)
+            int not_bf16 = 0;
+            for (size_t i = 0; i < (size_t)T * V; i++) not_bf16 += lg[i] != round_bf16(lg[i]);
+            CHECK(not_bf16 == 0, "%s: %d logits not bf16 values", golden_models[g], not_bf16);
+        }
+        free(lg);
+        free(ids);
+        free(ref);
+    }
+}
+
+// ---- qwen3 logits_bf16attn (attention mode `bf16`, when the attention module provides it) ----
+static void test_bf16attn(void) {
+    if (!attn_mode_find("bf16")) {
+        printf("skip logits_bf16attn: attention mode bf16 not in this build\n");
+        return;
+    }
+    const char *names[] = {"qwen3-tiny", "qwen3-outlier"};
+    for (int g = 0; g < 2; g++) {
+        char dir[256], path[256];
+        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", names[g]);
+        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", names[g]);
+        int32_t *ids = NULL;
+        float *ref = NULL;
+        int T, V, Vm;
+        if (load_golden(path, "logits_bf16attn", &ids, &T, &ref, &V)) continue;
+        float *lg = run_model(dir, ids, T, "bf16", 0, MODEL_WEIGHTS_AUTO, &Vm);
+        if (lg && Vm == V) {
+            double rel = test_rel_l2(lg, ref, (size_t)T * V);
+            int bad = argmax_mismatch(lg, ref, T, V);
+            printf("%-14s bf16 attn: rel-L2 %.3g, argmax mismatches %d/%d\n", names[g], rel, bad, T);
+            // goldens README: measured 6e-4 .. 1.5e-3, tolerance 5e-3, top-1 >= 0.98
+            CHECK(rel <= 5e-3, "%s bf16 attention: rel-L2 %.3g > 5e-3", names[g], rel);
+            CHECK(bad <= T * 2 / 100, "%s bf16 attention: %d/%d argmax mismatches", names[g], bad, T);
+        }
+        free(lg);
+        free(ids);
+        free(ref);
+    }
+}
+
+// ---- make-model: determinism, every architecture loads and runs, planted outlier ----
+static int files_equal(const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    struct err e = {0};
+    int eq = !file_read_all(a, &x, &nx, &e) && !file_read_all(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    return eq;
+}
+
+static void test_make_model(void) {
+    static const char *files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    for (int a = 0; a < ARCH_COUNT; a++) {
+        struct make_model_opts o;
+        make_model_opts_default(&o);
+        o.arch = a;
+        o.n_layers = 3;
+        o.dim = 64;
+        o.n_heads = 4;
+        o.n_kv_heads = 2;
+        o.head_dim = 32;
+        o.hidden_dim = 96;
+        o.vocab_size = 300;
+        o.seed = 7;
+        if (a == ARCH_QWEN3) {
+            o.n_outliers = 1;
+            o.outliers[0].layer = 1, o.outliers[0].channel = 5, o.outliers[0].gamma = 34.0f;
+        }
+        char d1[512], d2[512], d3[512], p1[600], p2[600];
+        snprintf(d1, sizeof d1, "%s/mm-%s-a", tmpdir(), cfg_arch_short(a));
+        snprintf(d2, sizeof d2, "%s/mm-%s-b", tmpdir(), cfg_arch_short(a));
+        snprintf(d3, sizeof d3, "%s/mm-%s-c", tmpdir(), cfg_arch_short(a));
+        struct err e = {0};
+        int rc = make_model(&o, d1, &e) || make_model(&o, d2, &e);
+        o.seed = 8;
+        rc = rc || make_model(&o, d3, &e);
+        CHECK(rc == 0, "make_model %s: %s", cfg_arch_short(a), e.msg);
+        if (rc) continue;
+        for (int f = 0; f < 3; f++) {
+            snprintf(p1, sizeof p1, "%s/%s", d1, files[f]);
+            snprintf(p2, sizeof p2, "%s/%s", d2, files[f]);
+            CHECK(files_equal(p1, p2), "make-model %s: %s differs between two runs with one seed", cfg_arch_short(a), files[f]);
+        }
+        snprintf(p1, sizeof p1, "%s/model.safetensors", d1);
+        snprintf(p2, sizeof p2, "%s/model.safetensors", d3);
+        CHECK(!files_equal(p1, p2), "make-model %s: seeds 7 and 8 give the same weights", cfg_arch_short(a));
+        // loads, runs both activation modes, finite logits; config round trip
+        struct model_config c;
+        CHECK(cfg_load(&c, d1, &e) == 0 && (int)c.arch == a && c.n_layers == 3 && c.head_dim == 32 && c.vocab_size == 300,
+              "make-model %s: config reads back wrong (%s)", cfg_arch_short(a), e.msg);
+        int32_t ids[70];
+        for (int i = 0; i < 70; i++) ids[i] = (i * 37 + 11) % 300;
+        int V;
+        for (int act = 0; act < 2; act++) {
+            float *lg = run_model(d1, ids, 70, "f32", act, MODEL_WEIGHTS_AUTO, &V);
+            int finite = 1;
+            for (size_t i = 0; lg && i < (size_t)70 * V; i++) finite &= isfinite(lg[i]);
+            CHECK(lg && finite, "make-model %s: non-finite logits (act_bf16=%d)", cfg_arch_short(a), act);
+            free(lg);
+        }
+        if (a == ARCH_QWEN3) {
+            struct safetensors st;
+            float w[32];
+            const struct st_tensor *t;
+            if (!st_open(&st, d1, &e)) {
+                t = st_find(&st, "model.layers.1.self_attn.k_norm.weight");
+                CHECK(t && !st_to_f32(w, t, &e) && w[5] == 34.0f && w[4] != 34.0f, "planted k_norm outlier missing");
+                st_close(&st);
+            }
+        }
+    }
+    // own tokenizer: vocab size honoured, ids unique (parsed back)
+    char *json = NULL;
+    struct err e = {0};
+    CHECK(make_tokenizer_json(256, &json, &e) == ERR_USAGE, "vocab 256 must be rejected (bytes + special)");
+    free(json);
+    json = NULL;
+    int rc = make_tokenizer_json(3000, &json, &e); // > learned merges: exercises the systematic fill
+    CHECK(rc == 0, "tokenizer 3000: %s", e.msg);
+    if (!rc) {
+        cJSON *r = cJSON_Parse(json);
+        const cJSON *model = cJSON_GetObjectItem(r, "model");
+        const cJSON *vocab = cJSON_GetObjectItem(model, "vocab"), *merges = cJSON_GetObjectItem(model, "merges");
+        CHECK(cJSON_GetArraySize(vocab) == 3000, "vocab has %d entries", cJSON_GetArraySize(vocab));
+        CHECK(cJSON_GetArraySize(merges) == 3000 - 257, "merges: %d", cJSON_GetArraySize(merges));
+        // every merge joins two vocab tokens into a vocab token
+        int bad = 0;
+        const cJSON *mg;
+        cJSON_ArrayForEach(mg, merges) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", mg->valuestring);
+            char *sp = strchr(buf, ' ');
+            if (!sp) { bad++; continue; }
+            *sp = 0;
+            char cat[256];
+            snprintf(cat, sizeof cat, "%s%s", buf, sp + 1);
+            bad += !cJSON_GetObjectItemCaseSensitive(vocab, buf) || !cJSON_GetObjectItemCaseSensitive(vocab, sp + 1) ||
+                   !cJSON_GetObjectItemCaseSensitive(vocab, cat);
+        }
+        CHECK(bad == 0, "%d merges with parts or result outside the vocab", bad);
+        cJSON_Delete(r);
+    }
+    free(json);
+}
+
+// ---- the CLI: import-llama2c + logits (issue must-show), make-model, errors ----
+static void test_cli(void) {
+    const char *env = getenv("HIFA4_BIN");
+    if (!env) {
+        printf("skip CLI tests: HIFA4_BIN not set\n");
+        return;
+    }
+    char bin[512]; // the Makefile passes a bare relative name: make it a path for system()
+    snprintf(bin, sizeof bin, "%s%s", strchr(env, '/') ? "" : "./", env);
+    char cmd[4096], dir[512], out[512];
+    snprintf(dir, sizeof dir, "%s/cli-s260k", tmpdir());
+    snprintf(out, sizeof out, "%s/cli-l.safetensors", tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
+             "--out %s 2>/dev/null && %s --quiet logits --model %s --ids-file "
+             "../shared/goldens/stories260K/stories260K-mmlu.safetensors --attn exact --act f32 --out %s",
+             bin, dir, bin, dir, out);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    int32_t *ids = NULL;
+    float *ref = NULL;
+    int T, V;
+    if (!load_golden("../shared/goldens/stories260K/stories260K-mmlu.safetensors", "logits", &ids, &T, &ref, &V)) {
+        struct safetensors st;
+        struct err e = {0};
+        int rc = st_open(&st, out, &e);
+        CHECK(rc == 0, "%s", e.msg);
+        if (!rc) {
+            const struct st_tensor *t = st_find(&st, "logits");
+            CHECK(t && t->dtype == ST_F32 && t->ndim == 2 && t->shape[0] == T && t->shape[1] == V, "logits tensor shape");
+            if (t && t->numel == (int64_t)T * V) {
+                float *lg = malloc(sizeof(float) * (size_t)T * V);
+                st_to_f32(lg, t, &e);
+                double rel = test_rel_l2(lg, ref, (size_t)T * V);
+                CHECK(rel <= 1e-5 && argmax_mismatch(lg, ref, T, V) == 0, "CLI stories260K-mmlu: rel-L2 %.3g", rel);
+                free(lg);
+            }
+            st_close(&st);
+        }
+    }
+    free(ids);
+    free(ref);
+    // make-model CLI: two runs, identical bytes
+    char d1[256], d2[256];
+    snprintf(d1, sizeof d1, "%s/cli-mm1", tmpdir());
+    snprintf(d2, sizeof d2, "%s/cli-mm2", tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "%s --quiet make-model --arch gemma2 --layers 2 --dim 64 --heads 2 --kv-heads 1 --head-dim 32 --ffn 64 "
+             "--vocab 400 --seed 5 --out %s && %s --quiet make-model --arch gemma2 --layers 2 --dim 64 --heads 2 "
+             "--kv-heads 1 --head-dim 32 --ffn 64 --vocab 400 --seed 5 --out %s && cmp -s %s/model.safetensors "
+             "%s/model.safetensors && cmp -s %s/tokenizer.json %s/tokenizer.json && cmp -s %s/config.json %s/config.json",
+             bin, d1, bin, d2, d1, d2, d1, d2, d1, d2);
+    CHECK(system(cmd) == 0, "make-model CLI not deterministic: %s", cmd);
+    snprintf(cmd, sizeof cmd, "%s --quiet logits --model %s --ids 1,2,3,399 --attn f32 --out %s", bin, d1, out);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    // errors: token outside the vocabulary (exit 1), unknown attention mode, bad --act (exit 2)
+    snprintf(cmd, sizeof cmd, "%s --quiet logits --model %s --ids 1,400 --out %s 2>/dev/null", bin, d1, out);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "token 400 of 400: exit %d", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet logits --model %s --ids 1 --attn nope --out %s 2>/dev/null", bin, d1, out);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown attention mode: exit %d", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet logits --model %s --ids 1 --act f16 --out %s 2>/dev/null", bin, d1, out);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad --act: exit %d", WEXITSTATUS(st));
+    snprintf(cmd, sizeof cmd, "%s --quiet make-model --arch bert --out %s 2>/dev/null", bin, d1);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "make-model --arch bert: exit %d", WEXITSTATUS(st));
+}
+
+// Runs one test and prints its wall time (the suite must stay fast on 2 shared cores).
+#define RUN(call)                                                        \
+    do {                                                                 \
+        double t0_ = time_now();                                         \
+        call;                                                            \
+        printf("  %-32s %.2f s\n", #call, time_now() - t0_);            \
+    } while (0)
+
+int main(void) {
+    log_set_level(LOG_WARN);
+    RUN(test_goldens());
+    RUN(test_stories());
+    RUN(test_packing("qwen3-tiny", 0));
+    RUN(test_packing("qwen3-tiny", 1));
+    RUN(test_packing("phi3-tiny", 0));
+    RUN(test_packing("gemma2-tiny", 1));
+    RUN(test_act_bf16());
+    RUN(test_bf16attn());
+    RUN(test_make_model());
+    RUN(test_cli());
+    return test_summary("test_model");
+}
