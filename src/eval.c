@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "metrics.h"
 
 // ---- request building ----
 
@@ -213,6 +214,9 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
             if (!r->row) { rc = err_set(e, ERR_NOMEM, "eval: out of memory"); break; }
         }
         if (rc) break;
+        int64_t it_tok = 0;
+        for (int s = s_first; s < p->n_seq; s++) it_tok += p->seq[s].n;
+        if (it_tok > p->max_item_tokens) p->max_item_tokens = it_tok > INT32_MAX ? INT32_MAX : (int)it_tok;
         // scored positions of each sequence: union of its requests' positions
         for (int s = s_first; s < p->n_seq && !rc; s++) {
             size_t np = 0;
@@ -306,22 +310,6 @@ void eval_batch_free(struct eval_batch *b) {
 
 // ---- scoring ----
 
-int eval_argmax(const double *v, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best] || (isnan(v[best]) && !isnan(v[i]))) best = i;
-    return best;
-}
-
-double eval_margin(const double *v, int n) {
-    if (n < 2) return NAN;
-    int a = eval_argmax(v, n);
-    double second = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (i != a && v[i] > second) second = v[i];
-    return v[a] - second;
-}
-
 // Row log-sum-exp in binary64 (max-shifted, sequential sum) and argmax (lowest index on ties).
 static double row_lse(const float *row, int vocab, int *amax) {
     int am = 0;
@@ -386,9 +374,9 @@ int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const st
             // lm-eval divides by len(choice); a zero-length choice counts as one character
             norm[c] = ll / (double)(rq->n_chars > 0 ? rq->n_chars : 1);
         }
-        s->pred = eval_argmax(s->ll, nc);
-        s->pred_norm = eval_argmax(norm, nc);
-        s->margin = eval_margin(s->ll, nc);
+        s->pred = metrics_argmax(s->ll, nc);
+        s->pred_norm = metrics_argmax(norm, nc);
+        s->margin = metrics_margin(s->ll, nc);
         free(norm);
     }
     free(lse); free(amax);
@@ -405,14 +393,8 @@ int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const 
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int r = 0; r < b->n_out; r++) {
         const float *a = ref + (size_t)r * vocab, *c = q + (size_t)r * vocab;
-        int am_a, am_c;
-        double la = row_lse(a, vocab, &am_a), lc = row_lse(c, vocab, &am_c), s = 0;
-        // KL(ref || q) = sum p_ref (log p_ref - log p_q), binary64, sequential over the vocabulary
-        for (int j = 0; j < vocab; j++) {
-            double lpa = (double)a[j] - la, lpc = (double)c[j] - lc;
-            double pa = exp(lpa);
-            if (pa > 0) s += pa * (lpa - lpc);
-        }
+        double s = metrics_kl_logits(a, c, vocab);
+        int am_a = metrics_argmax_f(a, vocab), am_c = metrics_argmax_f(c, vocab);
         kl[r] = s;
         same[r] = am_a == am_c;
     }

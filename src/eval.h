@@ -67,6 +67,7 @@ struct eval_plan {
     int64_t n_tokens;    // sum of sequence lengths (forward work per mode)
     int n_truncated;     // requests whose input was left-truncated to the window
     int max_seq_len;     // longest sequence
+    int max_item_tokens; // most tokens of one item (a batch holds at least one item)
 };
 
 // Builds the requests of items [0, n_items). Errors name the item id and choice (a
@@ -109,12 +110,12 @@ struct eval_score {
     int *n_tok;        // [n_choices] continuation tokens
     int *n_chars;      // [n_choices]
     int *greedy;       // [n_choices] every continuation token is the argmax (ties: lowest id)
-    int pred;          // argmax ll (ties: lowest index)
+    int pred;          // argmax ll (ties: lowest index; metrics_argmax)
     int pred_norm;     // argmax ll / n_chars
-    double margin;     // top-1 minus top-2 of ll (NAN with one choice)
+    double margin;     // top-1 minus top-2 of ll (NAN with one choice; metrics_margin)
     // token level vs the reference mode (eval_batch_compare); n_kl = 0 for the reference
     int n_kl;          // scored rows of this item
-    double *kl;        // [n_kl] KL(ref || this) per row
+    double *kl;        // [n_kl] KL(ref || this) per row (metrics_kl_logits)
     int top1_same;     // rows whose argmax equals the reference's
 };
 void eval_score_free(struct eval_score *s);
@@ -128,9 +129,6 @@ int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const st
 int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
                        const float *ref, const float *q, int vocab, int n_threads, struct err *e);
 
-// Option decision helpers (spec/tasks.md section 1; ties -> lowest index).
-int eval_argmax(const double *v, int n);
-double eval_margin(const double *v, int n);
 // Binary64 log-softmax of one binary32 row at token tok; *is_max = tok is the argmax.
 double eval_logprob(const float *row, int vocab, int tok, int *is_max);
 

@@ -409,7 +409,8 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
 // ---- summary (spec/tasks.md section 3) ----
 #include "metrics.h"
 
-static double pctl(const double *v, int n, double p) { return metrics_percentile(v, n, p); }
+// percent p of v (sorted in place; nearest rank, metrics_percentile)
+static double pctl(double *v, int n, double p) { return metrics_percentile(v, n, p / 100.0); }
 
 // Loaded samples of one task under every mode.
 struct task_samples {
