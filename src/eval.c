@@ -57,8 +57,8 @@ int eval_request_tokens(const char *context, const char *choice, const struct ev
     whole[lc + ld + lch] = 0;
     int32_t *ctx_ids = NULL, *all = NULL, *cids = NULL;
     int nctx = 0, nall = 0, rc = 0;
-    if (keep == 0) {
-        // Empty context: the prefix token, continuation encoded alone (no special tokens).
+    if (lc == 0) {
+        // Empty context (lm-eval tests the context before moving whitespace): the prefix token, continuation encoded alone (no special tokens).
         int prefix = o->bos_id >= 0 ? o->bos_id : o->eos_id;
         if (prefix < 0) { rc = err_set(e, ERR_UNSUPPORTED, "eval: empty context and the tokenizer has neither BOS nor EOS"); goto done; }
         rc = enc(enc_user, whole, lc + ld + lch, &cids, n_cont, e);
@@ -88,6 +88,7 @@ int eval_request_tokens(const char *context, const char *choice, const struct ev
     int start = nall - (o->window + 1);
     if (start > 0) *truncated = 1; else start = 0;
     *n_inp = nall - 1 - start;
+    if (*n_inp <= 0) { rc = err_set(e, ERR_FORMAT, "eval: the model input is empty (whitespace-only context without BOS)"); goto done; }
     *inp = malloc(sizeof **inp * (size_t)(*n_inp > 0 ? *n_inp : 1));
     if (!*inp) { rc = err_set(e, ERR_NOMEM, "eval: out of memory"); goto done; }
     memcpy(*inp, all + start, sizeof **inp * (size_t)*n_inp);

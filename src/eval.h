@@ -1,7 +1,8 @@
 // eval.h: request building and option-likelihood scoring (spec/tasks.md section 1). Turns the
 // items of a task into packed token sequences, runs them through a forward function in large
 // batches and scores every option in binary64. Knows no model, tokenizer or file format: the
-// caller supplies an encode and a forward function, so tests drive it with synthetic ones.
+// caller supplies an encode function and runs the packed batches through its model (the
+// batch layout is model_forward's), so tests drive it with synthetic ones.
 // Batch size and thread count never change a result: every number depends on one item only.
 #ifndef HIFA4_EVAL_H
 #define HIFA4_EVAL_H
@@ -23,11 +24,6 @@ struct eval_item {
 // thread-safe (called from several OpenMP threads at once).
 typedef int (*eval_encode_fn)(void *user, const char *text, size_t len, int32_t **ids, int *n,
                               struct err *e);
-// Forward of packed sequences (back to back, positions from 0 each); fills logits
-// [n_out][vocab] for the packed row indices out_pos (model_forward's contract).
-typedef int (*eval_forward_fn)(void *user, const int32_t *tokens, const int *seq_len, int n_seq,
-                               const int *out_pos, int n_out, float *logits, struct err *e);
-
 enum eval_bos { EVAL_BOS_AUTO = 0, EVAL_BOS_ON = 1, EVAL_BOS_OFF = 2 };
 
 struct eval_plan_opts {

@@ -94,6 +94,9 @@ static void test_split(void) {
                (int32_t[]){256 + 'y', 'e', 's', 256 + 'n', 'o'}, 5, 0);
     // empty context: [BOS] + continuation encoded alone
     split_case("", "B", 0, 100, (int32_t[]){BOS}, 1, (int32_t[]){256 + 'B'}, 1, 0);
+    // whitespace-only context is not "empty": it moves into the continuation, the context
+    // tokens are just the BOS
+    split_case(" ", "B", 1, 100, (int32_t[]){BOS, ' '}, 2, (int32_t[]){' ', 256 + 'B'}, 2, 0);
     // left truncation: whole = x y z w " B" (5 tokens), window 3 -> keep last 4, drop last
     split_case("xyzw", "B", 0, 3, (int32_t[]){'y', 'z', 'w'}, 3, (int32_t[]){256 + 'B'}, 1, 1);
     split_case("xyzw", "B", 0, 4, (int32_t[]){'x', 'y', 'z', 'w'}, 4, (int32_t[]){256 + 'B'}, 1, 0);
