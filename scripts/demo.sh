@@ -47,8 +47,8 @@ scales=()
 if $BIN calibrate --help >/dev/null 2>&1; then
     if [ ! -f "$DEMO/scales.safetensors" ]; then
         say "calibrate: Smooth-QK scales from the Brown corpus -> $DEMO/scales.safetensors"
-        $BIN calibrate --model "$DEMO/model" --calib brown --data-dir ../shared/datasets \
-            --out "$DEMO/scales.safetensors" >/dev/null
+        $BIN calibrate --model "$DEMO/model" --calib ../shared/datasets/brown/brown.txt.zst \
+            --calib-samples 128 --calib-len 256 --threads "$THREADS" --out "$DEMO/scales.safetensors" >&2
     fi
     scales=(--scales "$DEMO/scales.safetensors")
 else
