@@ -69,6 +69,7 @@ static char *slurp(const char *path, size_t *n) {
     fseek(f, 0, SEEK_SET);
     char *b = malloc((size_t)len + 1);
     *n = fread(b, 1, (size_t)len, f);
+    b[*n] = 0;
     fclose(f);
     return b;
 }
