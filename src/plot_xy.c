@@ -186,7 +186,7 @@ int plot_line_svg(char **svg, const char *title, const struct plot_axis *xa, con
     axis_resolve(&ax, xa, x0, x1);
     axis_resolve(&ay, ya, y0, y1);
     struct canvas c;
-    canvas_begin(&c, 720, 420, 70, 40, 480, 330, title);
+    canvas_begin(&c, 800, 420, 70, 40, 480, 330, title);
     draw_axes(&c, &ax, &ay, xa->label, ya->label);
     char esc[512];
     for (int k = 0; k < n_series; k++) {
