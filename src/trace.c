@@ -343,79 +343,66 @@ void trace_print(FILE *f, const struct trace_result *r) {
             r->tile, r->act_bf16 ? "bf16" : "f32", r->scales[0] ? r->scales : "none",
             r->skipped[0] ? "; skipped (no scales): " : "", r->skipped);
     const int L = r->n_layers;
+    int w[TRACE_MAX_MODES]; // column widths: the mode name or 13
+    for (int mi = 0; mi < r->n_modes; mi++) {
+        w[mi] = (int)strlen(r->modes[mi]);
+        if (w[mi] < 13) w[mi] = 13;
+    }
     for (int si = 0; si < r->n_sets; si++) {
         const struct trace_set *s = &r->sets[si];
         fprintf(f, "\n== %s: %d sequences, %lld tokens (attention output vs f32 on the same inputs) ==\n", s->name,
                 s->n_seq, (long long)s->n_tokens);
         fprintf(f, "%-26s", "");
-        for (int mi = 0; mi < r->n_modes; mi++) fprintf(f, " %13.13s", r->modes[mi]);
+        for (int mi = 0; mi < r->n_modes; mi++) fprintf(f, " %*s", w[mi], r->modes[mi]);
         fputc('\n', f);
-#define ROW(label, fmt, expr)                                                 \
+        char b[64];
+        double v[TRACE_MAX_MODES];
+        int at[TRACE_MAX_MODES];
+        // one row: label, then per mode the text the statement leaves in b
+#define ROW(label, stmt)                                                      \
     do {                                                                      \
         fprintf(f, "%-26s", label);                                           \
         for (int mi = 0; mi < r->n_modes; mi++) {                             \
             const struct trace_cell *c = trace_cell(r, mi, si);               \
             (void)c;                                                          \
-            fprintf(f, fmt, expr);                                            \
+            stmt;                                                             \
+            fprintf(f, " %*s", w[mi], b);                                     \
         }                                                                     \
         fputc('\n', f);                                                       \
     } while (0)
-        ROW("rel-L2 layer 0", " %13.4e", c->layer[0].rel_l2);
-        double buf[TRACE_MAX_MODES];
-        int at[TRACE_MAX_MODES];
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            const struct trace_cell *c = trace_cell(r, mi, si);
-            double sum = 0;
-            for (int l = 0; l < L; l++) sum += c->layer[l].rel_l2;
-            buf[mi] = sum / L;
-        }
-        ROW("rel-L2 mean over layers", " %13.4e", buf[mi]);
         for (int mi = 0; mi < r->n_modes; mi++) {
             const struct trace_cell *c = trace_cell(r, mi, si);
             at[mi] = 0;
+            v[mi] = 1;
             for (int l = 1; l < L; l++)
                 if (c->layer[l].rel_l2 > c->layer[at[mi]].rel_l2) at[mi] = l;
         }
-        fprintf(f, "%-26s", "rel-L2 worst (layer)");
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            char b[40];
-            snprintf(b, sizeof b, "%.3e(%d)", trace_cell(r, mi, si)->layer[at[mi]].rel_l2, at[mi]);
-            fprintf(f, " %13s", b);
-        }
-        fputc('\n', f);
-        ROW("cosine layer 0", " %13.6f", c->layer[0].cosine);
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            const struct trace_cell *c = trace_cell(r, mi, si);
-            buf[mi] = 1;
-            for (int l = 0; l < L; l++) buf[mi] = fmin(buf[mi], c->layer[l].cosine);
-        }
-        ROW("cosine worst layer", " %13.6f", buf[mi]);
-        ROW("K max-abs layer 0", " %13.4g", (double)c->layer[0].acc.k_maxabs);
-        ROW("K max-abs all layers", " %13.4g", (double)c->total.k_maxabs);
-        fprintf(f, "%-26s", "eps_bar (row,tile) pairs");
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            const struct trace_cell *c = trace_cell(r, mi, si);
-            if (c->total.eps_tiles) fprintf(f, " %13lld", (long long)c->total.eps_tiles);
-            else fprintf(f, " %13s", "-");
-        }
-        fputc('\n', f);
-        fprintf(f, "%-26s", "eps_bar < 0 share");
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            const struct trace_cell *c = trace_cell(r, mi, si);
-            if (c->total.eps_tiles) fprintf(f, " %12.2f%%", 100.0 * c->total.eps_below_zero / c->total.eps_tiles);
-            else fprintf(f, " %13s", "-");
-        }
-        fputc('\n', f);
-        fprintf(f, "%-26s", "eps_bar min / max");
-        for (int mi = 0; mi < r->n_modes; mi++) {
-            const struct trace_cell *c = trace_cell(r, mi, si);
-            char b[40];
+        ROW("rel-L2 layer 0", snprintf(b, sizeof b, "%.4e", c->layer[0].rel_l2));
+        ROW("rel-L2 mean over layers", {
+            double sum = 0;
+            for (int l = 0; l < L; l++) sum += c->layer[l].rel_l2;
+            snprintf(b, sizeof b, "%.4e", sum / L);
+        });
+        ROW("rel-L2 worst (layer)", snprintf(b, sizeof b, "%.3e(%d)", c->layer[at[mi]].rel_l2, at[mi]));
+        ROW("cosine layer 0", snprintf(b, sizeof b, "%.6f", c->layer[0].cosine));
+        for (int mi = 0; mi < r->n_modes; mi++)
+            for (int l = 0; l < L; l++) v[mi] = fmin(v[mi], trace_cell(r, mi, si)->layer[l].cosine);
+        ROW("cosine worst layer", snprintf(b, sizeof b, "%.6f", v[mi]));
+        ROW("K max-abs layer 0", snprintf(b, sizeof b, "%.4g", (double)c->layer[0].acc.k_maxabs));
+        ROW("K max-abs all layers", snprintf(b, sizeof b, "%.4g", (double)c->total.k_maxabs));
+        ROW("eps_bar (row,tile) pairs", {
+            if (c->total.eps_tiles) snprintf(b, sizeof b, "%lld", (long long)c->total.eps_tiles);
+            else snprintf(b, sizeof b, "-");
+        });
+        ROW("eps_bar < 0 share", {
+            if (c->total.eps_tiles) snprintf(b, sizeof b, "%.2f%%", 100.0 * c->total.eps_below_zero / c->total.eps_tiles);
+            else snprintf(b, sizeof b, "-");
+        });
+        ROW("eps_bar min / max", {
             if (c->total.eps_tiles) snprintf(b, sizeof b, "%.3f/%.3f", c->total.eps_min, c->total.eps_max);
             else snprintf(b, sizeof b, "-");
-            fprintf(f, " %13s", b);
-        }
-        fputc('\n', f);
-        ROW("forward time (s)", " %13.2f", c->forward_s);
+        });
+        ROW("forward time (s)", snprintf(b, sizeof b, "%.2f", c->forward_s));
 #undef ROW
     }
 }
