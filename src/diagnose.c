@@ -91,25 +91,24 @@ int diag_top_count(int Hkv, int d) {
     return k < 1 ? 1 : (int)k;
 }
 
-static const float *sort_v;
-static int cmp_desc(const void *a, const void *b) {
-    int i = *(const int *)a, j = *(const int *)b;
-    float x = sort_v[i], y = sort_v[j];
-    int xn = isnan(x), yn = isnan(y);
+struct ranked { float v; int i; };
+// value descending (NaN last), then index ascending: a total order, so qsort is deterministic
+static int cmp_desc(const void *pa, const void *pb) {
+    const struct ranked *a = pa, *b = pb;
+    int xn = isnan(a->v), yn = isnan(b->v);
     if (xn != yn) return xn ? 1 : -1;
-    if (!xn && x != y) return x > y ? -1 : 1;
-    return i < j ? -1 : i > j;
+    if (!xn && a->v != b->v) return a->v > b->v ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
 }
 
 int diag_top_n(int *idx, const float *v, int n, int k) {
     if (k > n) k = n;
     if (k <= 0) return 0;
-    int *all = malloc((size_t)n * sizeof *all);
+    struct ranked *all = malloc((size_t)n * sizeof *all);
     if (!all) return -1;
-    for (int i = 0; i < n; i++) all[i] = i;
-    sort_v = v; // single-threaded caller; qsort has no context argument in C11
+    for (int i = 0; i < n; i++) all[i] = (struct ranked){v[i], i};
     qsort(all, (size_t)n, sizeof *all, cmp_desc);
-    memcpy(idx, all, (size_t)k * sizeof *idx);
+    for (int i = 0; i < k; i++) idx[i] = all[i].i;
     free(all);
     return k;
 }

@@ -21,7 +21,7 @@ const char *diag_prompt(int i, const char **name);
 // N = ceil(5% of Hkv*d) (at least 1).
 int diag_top_count(int Hkv, int d);
 // Indices of the k largest of v[0..n) into idx[0..k), by value descending, ties by lower index
-// (NaN counts as smallest). Returns k clamped to n.
+// (NaN counts as smallest). Returns k clamped to n, or -1 when out of memory.
 int diag_top_n(int *idx, const float *v, int n, int k);
 // |A n B| / |A u B| of two index sets (each without duplicates); 1 when both are empty.
 double diag_jaccard(const int *a, int na, const int *b, int nb);

@@ -313,7 +313,7 @@ static void check_svg_file(const char *dir, const char *name) {
 }
 
 static void test_cli(void) {
-    char cmd[8192], mdir[1100], out[1100], log[1200];
+    char cmd[16384], mdir[1100], out[1100], log[1200];
     snprintf(mdir, sizeof mdir, "%s/q3-planted", tmp);
     snprintf(out, sizeof out, "%s/diag-planted", tmp);
     snprintf(log, sizeof log, "%s/diag-planted.txt", tmp);
@@ -349,6 +349,29 @@ static void test_cli(void) {
     check_svg_file(out, "fig3_layer0_heatmap.svg");
     check_svg_file(out, "fig4_layer_k_stats.svg");
     check_svg_file(out, "fig6_gate_plane.svg");
+
+    // statistics from a calibration source; stability still over the 8 built-in prompts
+    snprintf(out, sizeof out, "%s/diag-planted-calib", tmp);
+    snprintf(cmd, sizeof cmd,
+             "%s --quiet diagnose --model %s --calib ../shared/datasets/brown/brown.txt.zst --calib-samples 4 "
+             "--calib-len 64 --out %s > %s 2>&1",
+             bin, mdir, out, log);
+    CHECK(run(cmd) == 0, "diagnose --calib (see %s)", log);
+    snprintf(path, sizeof path, "%s/diagnose.json", out);
+    j = read_json(path);
+    if (j) {
+        const cJSON *st = cJSON_GetObjectItem(j, "statistics");
+        CHECK(cJSON_GetObjectItem(st, "samples")->valueint == 4 && cJSON_IsFalse(cJSON_GetObjectItem(st, "from_builtin_prompts")) &&
+                  strstr(cJSON_GetStringValue(cJSON_GetObjectItem(st, "source")), "brown"),
+              "--calib: 4 brown samples");
+        const cJSON *jm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stability"), "jaccard");
+        CHECK(cJSON_GetArraySize(jm) == 8, "--calib: Jaccard still over the 8 prompts");
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "table1"), "gate")), "strong"),
+              "--calib: still strong");
+        cJSON_Delete(j);
+    } else CHECK(0, "%s missing", path);
+    snprintf(cmd, sizeof cmd, "%s diagnose --model %s --calib ../shared/datasets/mmlu/data/test/anatomy_test.csv --out %s/x > %s 2>&1", bin, mdir, tmp, log);
+    CHECK(run(cmd) == 2, "an evaluation split as --calib is refused (exit 2)");
 
     // the imported stories260K (a real trained model): tables and plots
     snprintf(mdir, sizeof mdir, "%s/s260k", tmp);
