@@ -316,6 +316,9 @@ int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, co
             if (drawable(&probe_y, ys[k])) { y0 = fmin(y0, ys[k]); y1 = fmax(y1, ys[k]); }
         }
     }
+    // 8% headroom so a point at the data maximum does not sit on the frame (linear axes)
+    if (!xa->log && x0 <= x1) x1 += 0.08 * (x1 - x0);
+    if (!ya->log && y0 <= y1) y1 += 0.08 * (y1 - y0);
     axis_resolve(&ax, xa, x0, x1);
     axis_resolve(&ay, ya, y0, y1);
     struct canvas c;
@@ -346,7 +349,10 @@ int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, co
             put(&c, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"#555555\"/>\n", X, Y);
         if (p[i].label) {
             plot_xml_escape(esc, sizeof esc, p[i].label);
-            put(&c, "<text x=\"%.2f\" y=\"%.2f\"%s>%s</text>\n", X + 8, Y - 6,
+            // labels of points in the right third go to their left, near the top below them
+            int left = X > c.L + c.pw * 0.67, below = Y < c.T + 20;
+            put(&c, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\"%s>%s</text>\n", left ? X - 8 : X + 8,
+                below ? Y + 18 : Y - 6, left ? "end" : "start",
                 p[i].emphasis ? " font-weight=\"bold\"" : " fill=\"#555\" font-size=\"11\"", esc);
         }
     }
