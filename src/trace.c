@@ -44,8 +44,22 @@ static void model_id_of(char *out, size_t n, const char *dir) {
 }
 
 // ---- input sets ----
-int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *text_path, const int *ctx, int n_ctx,
-                    int limit, struct err *e) {
+// The tokenizer of tok_dir (NULL: the model's), refused when it has ids the model lacks.
+static int load_tok(struct tokenizer **tok, const char *model_dir, const char *tok_dir, const struct model_config *cfg,
+                    struct err *e) {
+    int rc = tok_load(tok, tok_dir ? tok_dir : model_dir, e);
+    if (rc) return rc;
+    if (tok_vocab_size(*tok) > cfg->vocab_size) {
+        rc = err_set(e, ERR_MISMATCH, "tokenizer of %s has %d tokens but the model's vocabulary is %d",
+                     tok_dir ? tok_dir : model_dir, tok_vocab_size(*tok), cfg->vocab_size);
+        tok_free(*tok);
+        *tok = NULL;
+    }
+    return rc;
+}
+
+int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
+                    const int *ctx, int n_ctx, int limit, struct err *e) {
     *sets = NULL;
     if (n_ctx < 1) return err_set(e, ERR_USAGE, "trace: no context length");
     struct model_config cfg;
@@ -64,7 +78,7 @@ int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *
     int32_t *ids = NULL;
     int n_ids = 0;
     struct trace_set *out = NULL;
-    if ((rc = tok_load(&tok, model_dir, e))) return rc;
+    if ((rc = load_tok(&tok, model_dir, tok_dir, &cfg, e))) return rc;
     if ((rc = file_read_all(text_path, &text, &tl, e))) goto done;
     // only the prefix the windows need is tokenized (16 bytes per token is generous for every
     // tokenizer we support); the cut falls on a line end
@@ -119,8 +133,8 @@ static int encode_cb(void *user, const char *text, size_t len, int32_t **ids, in
     return tok_encode(((struct tok_user *)user)->t, text, len, 0, ids, n, e);
 }
 
-int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *task, const char *data_dir, int limit,
-                    struct err *e) {
+int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *task,
+                    const char *data_dir, int limit, struct err *e) {
     *sets = NULL;
     struct model_config cfg;
     int rc = cfg_load(&cfg, model_dir, e);
@@ -130,7 +144,7 @@ int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *
     struct eval_plan plan = {0};
     struct eval_item *items = NULL;
     struct trace_set *out = NULL;
-    if ((rc = tok_load(&tok, model_dir, e))) return rc;
+    if ((rc = load_tok(&tok, model_dir, tok_dir, &cfg, e))) return rc;
     struct task_opts to = {.data_dir = data_dir, .seed = 1234, .limit = limit};
     if ((rc = task_load(task, &ts, &to, e))) goto done;
     if (ts.is_ppl) {

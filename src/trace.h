@@ -26,18 +26,19 @@ struct trace_set {
 };
 void trace_sets_free(struct trace_set *sets, int n); // frees the array too; NULL is fine
 
-// A text file (plain or .zst) tokenized with the model's tokenizer and cut into consecutive
+// A text file (plain or .zst) tokenized with the model's tokenizer (or tok_dir's when not NULL;
+// one with more ids than the model's vocabulary is ERR_MISMATCH) and cut into consecutive
 // windows of ctx[i] tokens (BOS first when the tokenizer adds one, then ctx-1 text tokens), the
 // first `limit` windows of each length (limit <= 0: all). A length the text cannot fill once,
 // or one above the model's max_position_embeddings, is an error naming both numbers.
 // *sets (n_ctx of them) owned by the caller (trace_sets_free).
-int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *text_path, const int *ctx, int n_ctx,
-                    int limit, struct err *e);
+int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
+                    const int *ctx, int n_ctx, int limit, struct err *e);
 // A task's model inputs exactly as `run` builds them (eval_plan_build: one sequence per distinct
 // context+choice input, BOS per the tokenizer, left-truncated to the model's window), first
-// `limit` items (0: all). One set named "task-<task>".
-int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *task, const char *data_dir, int limit,
-                    struct err *e);
+// `limit` items (0: all), tokenizer as for trace_sets_text. One set named "task-<task>".
+int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *task,
+                    const char *data_dir, int limit, struct err *e);
 
 struct trace_opts {
     int tile;            // Bc (default 128)

@@ -254,6 +254,27 @@ static void test_cli(void) {
         CHECK(file_exists(path), "%s written", path);
     }
 
+    // the golden qwen3-outlier has no tokenizer: borrow the make-model one (same 512 ids)
+    snprintf(out, sizeof out, "%s/trace-golden", tmp);
+    snprintf(cmd, sizeof cmd,
+             "%s --quiet trace --model %s --tokenizer %s --text ../shared/datasets/brown/brown.txt.zst --ctx 256 "
+             "--limit 1 --attn direct,hifa4 --scales %s --out %s > %s 2>&1",
+             bin, QMODEL, mdir, QSCALES, out, log);
+    CHECK(run(cmd) == 0, "trace --tokenizer on qwen3-outlier (see %s)", log);
+    snprintf(path, sizeof path, "%s/trace.json", out);
+    j = read_json(path);
+    if (j) {
+        const cJSON *ms = cJSON_GetObjectItem(j, "modes");
+        double rel[2];
+        for (int m = 0; m < 2; m++) {
+            const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(ms, m), "inputs"), 0);
+            rel[m] = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "layers"), 0), "rel_l2")->valuedouble;
+        }
+        CHECK(rel[1] < 0.5 * rel[0], "qwen3-outlier text window: layer-0 rel-L2 hifa4 %.3g < direct/2 %.3g", rel[1],
+              rel[0] / 2);
+        cJSON_Delete(j);
+    } else CHECK(0, "%s missing", path);
+
     // task inputs, no scales: hifa4 skipped with a warning; stories260K (max 512 positions)
     snprintf(mdir, sizeof mdir, "%s/s260k", tmp);
     snprintf(out, sizeof out, "%s/trace-task", tmp);

@@ -11,7 +11,7 @@
 
 int cmd_trace(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *task = NULL, *data_dir = NULL, *text = NULL, *ctx_s = NULL, *attn = NULL;
-    const char *scales = NULL, *out = NULL, *act = "bf16", *vgroup = "token", *qformat = "hif4";
+    const char *scales = NULL, *out = NULL, *tokenizer = NULL, *act = "bf16", *vgroup = "token", *qformat = "hif4";
     int limit = -1, tile = 128, threads = 0, batch_tokens = 8192, offline = 0, help = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: model directory or name from configs/models (required)"},
@@ -21,6 +21,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         {"ctx", CLI_STR, &ctx_s, "N,M: --text window lengths (default 4096,16384, capped to the model's)"},
         {"limit", CLI_INT, &limit, "N: task items (default all) or windows per length (default 4)"},
         {"attn", CLI_STR, &attn, "m1,m2: attention modes (default bf16,direct,hifa4)"},
+        {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for --text/--task (default: the model directory)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &tile, "N: key tile Bc (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: V grouping (default token)"},
@@ -63,7 +64,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     struct trace_set *sets = NULL;
     int n_sets = 0;
     if (task) {
-        if ((rc = trace_sets_task(&sets, model_dir, task, data_dir, limit > 0 ? limit : 0, e))) return rc;
+        if ((rc = trace_sets_task(&sets, model_dir, tokenizer, task, data_dir, limit > 0 ? limit : 0, e))) return rc;
         n_sets = 1;
     } else {
         char ctx_buf[256];
@@ -87,7 +88,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
             if (!k) ctx[k++] = cfg.max_seq;
             n_ctx = k;
         }
-        if ((rc = trace_sets_text(&sets, model_dir, text, ctx, n_ctx, limit >= 0 ? limit : 4, e))) return rc;
+        if ((rc = trace_sets_text(&sets, model_dir, tokenizer, text, ctx, n_ctx, limit >= 0 ? limit : 4, e))) return rc;
         n_sets = n_ctx;
     }
     struct trace_result r;
