@@ -150,7 +150,7 @@ static int run_mode(float *out, const struct synth *s, const char *mode, int til
     return rc;
 }
 
-// ---- kern_exp_n == (float)exp((double)x), kern_bf16 == round_bf16 ----
+// ---- kern_exp_n, kern_tanh_n == (float)exp/tanh((double)x), kern_bf16 == round_bf16 ----
 // A dense sample (every 509th binary32, all exponents) plus specials; with HIFA4_EXHAUSTIVE=1
 // every binary32 input (about 4.3e9, minutes) - the proof by exhaustion kern.h refers to.
 static void test_exp_bf16(void) {
@@ -185,6 +185,28 @@ static void test_exp_bf16(void) {
         if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) bad++;
     }
     CHECK(bad == 0, "kern_exp_n differs from (float)exp((double)x) on %zu of %zu inputs (first 0x%08x)", bad, n, first);
+    // tanh the same way
+    bad = 0, m = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += step) {
+        x[m++] = bits_f32((uint32_t)u);
+        if (m == 1024 || u + step >= (1ull << 32)) {
+            kern_tanh_n(y, x, m);
+            for (int i = 0; i < m; i++) {
+                float r = (float)tanh((double)x[i]);
+                if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) {
+                    if (!bad) first = f32_bits(x[i]);
+                    bad++;
+                }
+            }
+            m = 0;
+        }
+    }
+    kern_tanh_n(y, sp, 14);
+    for (int i = 0; i < 14; i++) {
+        float r = (float)tanh((double)sp[i]);
+        if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) bad++;
+    }
+    CHECK(bad == 0, "kern_tanh_n differs from (float)tanh((double)x) on %zu inputs (first 0x%08x)", bad, first);
     CHECK(badb == 0, "kern_bf16 differs from round_bf16 on %zu inputs", badb);
 }
 
