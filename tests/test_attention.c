@@ -699,6 +699,29 @@ static void test_scales_and_errors(void) {
         }
         st_close(&a);
     } else CHECK(0, "%s", e.msg);
+    // the format options reach the kernel: output equals the library run with the same options
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn hifa4 --tile 128 --v-group channel --qformat hif4-a6 --out %s",
+             bin, golden_cases[0], out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    struct attn_case gc;
+    if (!attn_case_load(&gc, golden_cases[0], &e) && !st_open(&a, out, &e)) {
+        size_t n = (size_t)gc.T * gc.H * gc.d;
+        float *lib = malloc(n * 4), *cli = malloc(n * 4);
+        struct attn_opts ao;
+        attn_opts_default(&ao);
+        ao.v_group = ATTN_VGROUP_CHANNEL, ao.qformat = ATTN_QFORMAT_HIF4_A6;
+        const struct st_tensor *x = st_find(&a, "out");
+        CHECK(x && (size_t)x->numel == n && !st_to_f32(cli, x, &e) && !attn_case_run(lib, &gc, "hifa4", &ao, &e) &&
+                  n_diff(cli, lib, n, NULL) == 0,
+              "attn --v-group channel --qformat hif4-a6: output differs from the library run");
+        float *def = malloc(n * 4);
+        attn_opts_default(&ao);
+        attn_case_run(def, &gc, "hifa4", &ao, &e);
+        CHECK(n_diff(def, lib, n, NULL) > 0, "--v-group channel / --qformat hif4-a6 changed nothing");
+        free(lib), free(cli), free(def);
+        st_close(&a);
+        attn_case_free(&gc);
+    } else CHECK(0, "%s", e.msg);
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn nope --out %s 2>/dev/null", bin, golden_cases[1], out);
     int st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown mode: exit %d, want 2", WEXITSTATUS(st));
