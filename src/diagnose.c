@@ -254,14 +254,21 @@ fail:
     return rc;
 }
 
-int diag_run(struct diagnose *d, const char *model_dir, const struct diag_opts *o, struct err *e) {
+int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, const struct diag_opts *o,
+             struct err *e) {
     memset(d, 0, sizeof *d);
     struct model_config cfg;
     struct tokenizer *tok = NULL;
     int32_t *ids = NULL;
     int lens[DIAG_N_PROMPTS], n_ids = 0, rc;
     if ((rc = cfg_load(&cfg, model_dir, e))) return rc;
-    if ((rc = tok_load(&tok, model_dir, e))) return rc;
+    if ((rc = tok_load(&tok, tok_dir ? tok_dir : model_dir, e))) return rc;
+    if (tok_vocab_size(tok) > cfg.vocab_size) {
+        rc = err_set(e, ERR_MISMATCH, "tokenizer of %s has %d tokens but the model's vocabulary is %d",
+                     tok_dir ? tok_dir : model_dir, tok_vocab_size(tok), cfg.vocab_size);
+        tok_free(tok);
+        return rc;
+    }
     int bos = tok_adds_bos(tok) ? tok_bos_id(tok) : -1;
     for (int i = 0; i < DIAG_N_PROMPTS; i++) {
         int32_t *p = NULL;

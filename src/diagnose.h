@@ -64,10 +64,13 @@ struct diagnose {
     struct calib_gate_opts gate;    // thresholds used
 };
 
-// Diagnoses a model: tokenizes the built-in prompts with the model's tokenizer (BOS first when
-// the tokenizer adds one; cut to the model's max_position_embeddings), collects statistics on
-// them, and on o->calib when given. Errors from the tokenizer, model, source or calibration.
-int diag_run(struct diagnose *d, const char *model_dir, const struct diag_opts *o, struct err *e);
+// Diagnoses a model: tokenizes the built-in prompts with the model's tokenizer, or tok_dir's when
+// not NULL (BOS first when the tokenizer adds one; cut to the model's max_position_embeddings),
+// collects statistics on them, and on o->calib when given (tokenized with the model's own
+// tokenizer by calib_run_source). Errors from the tokenizer (more ids than the model's
+// vocabulary: ERR_MISMATCH), model, source or calibration.
+int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, const struct diag_opts *o,
+             struct err *e);
 // Same from explicit token ids (tests, models without a tokenizer): prompts (n_prompts >= 2
 // samples, lens[] tokens each, back to back) and an optional statistics set (stat_ids NULL:
 // the prompts are the statistics set).

@@ -350,6 +350,22 @@ static void test_cli(void) {
     check_svg_file(out, "fig4_layer_k_stats.svg");
     check_svg_file(out, "fig6_gate_plane.svg");
 
+    // a checkpoint without a tokenizer (the golden qwen3-outlier) takes another one of 512 ids
+    snprintf(out, sizeof out, "%s/diag-golden", tmp);
+    snprintf(cmd, sizeof cmd, "%s --quiet diagnose --model ../shared/goldens/models/qwen3-outlier --tokenizer %s --out %s > %s 2>&1",
+             bin, mdir, out, log);
+    CHECK(run(cmd) == 0, "diagnose --tokenizer (see %s)", log);
+    snprintf(path, sizeof path, "%s/diagnose.json", out);
+    j = read_json(path);
+    if (j) {
+        const cJSON *t1 = cJSON_GetObjectItem(j, "table1");
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t1, "gate")), "strong") &&
+                  cJSON_GetObjectItem(t1, "rho_K_layer")->valueint == 0 &&
+                  cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "table8"), 0), "max_scale_channel")->valueint == 51,
+              "golden qwen3-outlier: strong, layer 0, channel 51");
+        cJSON_Delete(j);
+    } else CHECK(0, "%s missing", path);
+
     // statistics from a calibration source; stability still over the 8 built-in prompts
     snprintf(out, sizeof out, "%s/diag-planted-calib", tmp);
     snprintf(cmd, sizeof cmd,

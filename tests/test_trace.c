@@ -4,6 +4,7 @@
 // visible (row, tile, head) pair; K max-abs equals calibration's max |K|; results do not
 // depend on thread count or batch size. The command on make-model / stories260K checkpoints:
 // text windows, task inputs, scales skipping, trace.json and SVG files.
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -253,6 +254,28 @@ static void test_cli(void) {
         snprintf(path, sizeof path, "%s/%s", out, files[i]);
         CHECK(file_exists(path), "%s written", path);
     }
+
+    // without --scales, configs/scales/<model basename>.safetensors of the current directory
+    char home[1200], abin[4096], amdir[4096], abrown[4096];
+    snprintf(home, sizeof home, "%s/cwd/configs/scales", tmp);
+    struct err e0 = {0};
+    mkdir_p(home, &e0);
+    if (realpath(bin, abin) && realpath(mdir, amdir) && realpath("../shared/datasets/brown/brown.txt.zst", abrown)) {
+        snprintf(cmd, sizeof cmd,
+                 "cp %s %s/q3-planted.safetensors && cd %s/cwd && %s --quiet trace --model %s --text %s --ctx 128 "
+                 "--limit 1 --attn direct,hifa4 --out trace-default > trace.txt 2>&1",
+                 scales, home, tmp, abin, amdir, abrown);
+        CHECK(run(cmd) == 0, "trace with the default scales file (see %s/cwd/trace.txt)", tmp);
+        snprintf(path, sizeof path, "%s/cwd/trace-default/trace.json", tmp);
+        j = read_json(path);
+        if (j) {
+            const char *sc = cJSON_GetStringValue(cJSON_GetObjectItem(j, "scales"));
+            CHECK(sc && !strcmp(sc, "configs/scales/q3-planted.safetensors") &&
+                      cJSON_GetArraySize(cJSON_GetObjectItem(j, "modes")) == 2,
+                  "default scales found (%s), hifa4 ran", sc ? sc : "null");
+            cJSON_Delete(j);
+        } else CHECK(0, "%s missing", path);
+    } else CHECK(0, "realpath");
 
     // the golden qwen3-outlier has no tokenizer: borrow the make-model one (same 512 ids)
     snprintf(out, sizeof out, "%s/trace-golden", tmp);

@@ -9,7 +9,7 @@
 #include "fetch.h"
 
 int cmd_diagnose(int argc, char **argv, struct err *e) {
-    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms";
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double rho_min = 6, t_strong = 3, t_mild = 2;
     int64_t seed = 0;
@@ -23,6 +23,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"rho-min", CLI_DBL, &rho_min, "X: gate threshold on rho_K (default 6)"},
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
+        {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
         {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
         {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
@@ -40,6 +41,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     if (calib_agg_parse(agg_s, &o.run.agg)) return err_set(e, ERR_USAGE, "--agg '%s': expected rms, mean, p99 or max", agg_s);
     if (samples < 1 || len < 2 || batch_tokens < 16)
         return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= 16");
+    if (calib && tokenizer) return err_set(e, ERR_USAGE, "--tokenizer applies to the built-in prompts only, not --calib");
     if (calib && batch_tokens < len) return err_set(e, ERR_USAGE, "--batch-tokens %d < --calib-len %d", batch_tokens, len);
     o.calib = calib;
     o.run.samples = samples;
@@ -54,7 +56,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     char model_dir[4096], def[4400];
     if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
     struct diagnose d;
-    if ((rc = diag_run(&d, model_dir, &o, e))) return rc;
+    if ((rc = diag_run(&d, model_dir, tokenizer, &o, e))) return rc;
     if (!out) {
         snprintf(def, sizeof def, "results/diagnose-%s", d.model_id);
         out = def;
