@@ -236,7 +236,10 @@ int diag_run_ids(struct diagnose *d, const char *model_dir, const int32_t *promp
     if (n_prompts < 2 || n_prompts > DIAG_N_PROMPTS)
         return err_set(e, ERR_RANGE, "diagnose: %d prompts (2..%d)", n_prompts, DIAG_N_PROMPTS);
     d->n_prompts = n_prompts;
-    for (int i = 0; i < n_prompts; i++) d->prompt_tokens[i] = prompt_lens[i];
+    for (int i = 0; i < n_prompts; i++) {
+        d->prompt_tokens[i] = prompt_lens[i];
+        snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "sample%d", i);
+    }
     int rc;
     if (stat_ids) {
         if ((rc = calib_run_seqs(&d->stats, model_dir, stat_ids, stat_lens, n_stat, &o->run, e))) goto fail;
@@ -294,13 +297,18 @@ int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, con
     if (!o->calib) {
         snprintf(desc, sizeof desc, "the %d built-in prompts (%d tokens)", DIAG_N_PROMPTS, total);
         rc = diag_run_ids(d, model_dir, ids, lens, DIAG_N_PROMPTS, NULL, NULL, 0, desc, o, e);
+        if (!rc)
+            for (int i = 0; i < DIAG_N_PROMPTS; i++) snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "%s", prompt_name[i]);
         goto done;
     }
     // statistics from the calibration source (calib_run_source cuts and runs the samples),
     // stability from the prompts
     memset(d, 0, sizeof *d);
     d->n_prompts = DIAG_N_PROMPTS;
-    for (int i = 0; i < DIAG_N_PROMPTS; i++) d->prompt_tokens[i] = lens[i];
+    for (int i = 0; i < DIAG_N_PROMPTS; i++) {
+        d->prompt_tokens[i] = lens[i];
+        snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "%s", prompt_name[i]);
+    }
     if ((rc = calib_run_source(&d->stats, model_dir, o->calib, &o->run, e))) goto fail;
     if ((rc = calib_run_seqs(&d->prompts, model_dir, ids, lens, DIAG_N_PROMPTS, &o->run, e))) goto fail;
     snprintf(d->source, sizeof d->source, "%s", d->stats.source_desc);
@@ -368,10 +376,10 @@ void diag_print(FILE *f, const struct diagnose *d) {
     fprintf(f, "\nOutlier-channel stability (Appendix E): layer 0, top N = ceil(5%% of %d x %d) = %d pairs per prompt\n",
             ps->Hkv, ps->d, st->top_n);
     fprintf(f, "%-10s", "Jaccard");
-    for (int b = 0; b < st->n_samples; b++) fprintf(f, " %9.9s", prompt_name[b]);
+    for (int b = 0; b < st->n_samples; b++) fprintf(f, " %9.9s", d->prompt_names[b]);
     fputc('\n', f);
     for (int a = 0; a < st->n_samples; a++) {
-        fprintf(f, "%-10.10s", prompt_name[a]);
+        fprintf(f, "%-10.10s", d->prompt_names[a]);
         for (int b = 0; b < st->n_samples; b++) fprintf(f, " %9.3f", st->jaccard[(size_t)a * st->n_samples + b]);
         fprintf(f, "   (%d tokens)\n", d->prompt_tokens[a]);
     }
@@ -514,7 +522,7 @@ static cJSON *to_json(const struct diagnose *d) {
     cJSON *pr = cJSON_AddArrayToObject(j, "prompts");
     for (int i = 0; i < d->n_prompts; i++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", prompt_name[i]);
+        cJSON_AddStringToObject(o, "name", d->prompt_names[i]);
         cJSON_AddNumberToObject(o, "tokens", d->prompt_tokens[i]);
         cJSON_AddItemToArray(pr, o);
     }

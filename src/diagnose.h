@@ -59,6 +59,7 @@ struct diagnose {
     struct calib_run prompts;       // the built-in prompts (only when !from_prompts; else use stats)
     int n_prompts;
     int prompt_tokens[DIAG_N_PROMPTS];
+    char prompt_names[DIAG_N_PROMPTS][16];  // built-in kinds ("code", ...) or "sample<i>" for explicit ids
     struct diag_stability stab;     // over the prompts
     double *heat;                   // (Hkv, d) layer-0 max |K| over every token of the statistics set
     struct calib_gate_opts gate;    // thresholds used
