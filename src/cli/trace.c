@@ -25,7 +25,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &tile, "N: key tile Bc (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: V grouping (default token)"},
-        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6 (default hif4)"},
+        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: HiF4 rounding recipe (default hif4)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
         {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
