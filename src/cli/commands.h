@@ -4,7 +4,11 @@
 // enum err_code with e filled (ERR_USAGE -> exit status 2 with the command's usage).
 // This file merges with git's union driver (.gitattributes): keep one CMD per line.
 CMD(list, "models, tasks and attention modes")
+CMD(tokenize, "text file -> token ids with a model's tokenizer.json")
+CMD(download, "fetch a named model or task data into the cache (resumable, verified)")
+CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
+CMD(prompts, "print a task's items and exact prompts as JSONL (no model)")
 CMD(logits, "logits of one token sequence at every position (goldens)")
 CMD(import_llama2c, "convert a llama2.c checkpoint + tokenizer to an HF Llama directory")
 CMD(make_model, "deterministic synthetic checkpoint of any supported architecture")

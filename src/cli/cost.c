@@ -1,0 +1,331 @@
+// cost.c (CLI): `hifa4-eval cost` - the emulated Ascend cost of one sequence of T tokens
+// through every attention layer of a model, per mode, in the layout of the paper's Table 10
+// (spec/cost.md) with the published values beside ours, then the absolute counts. Needs only
+// the model's config.json (or --shape), never weights.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attention/attn.h"
+#include "cli.h"
+#include "cost.h"
+#include "json_util.h"
+
+#define DEFAULT_PARAMS "configs/ascend/paper-fit.json" // relative to cwd or to the binary
+#define DEFAULT_MODES "bf16,direct,hifa4"
+#define MAX_MODES 16
+#define MAX_LAYERS 4096
+#define MAX_SEQ (1 << 22) // keeps every count far below 2^63 (and exact in JSON up to ~2^53)
+
+// ---- model shape ----
+struct mshape {
+    int n_layers, n_heads, n_kv_heads, head_dim;
+    int *window; // [n_layers], 0 = full causal; owned
+};
+
+static int layer_types_windows(struct mshape *s, const cJSON *types, int sw, const char *path, struct err *e) {
+    if (cJSON_GetArraySize(types) != s->n_layers)
+        return err_set(e, ERR_FORMAT, "%s: field 'layer_types': %d entries for %d layers", path,
+                       cJSON_GetArraySize(types), s->n_layers);
+    int i = 0;
+    for (const cJSON *t = types->child; t; t = t->next, i++) {
+        if (!cJSON_IsString(t))
+            return err_set(e, ERR_FORMAT, "%s: field 'layer_types[%d]': expected a string, got %s", path, i, json_brief(t));
+        if (!strcmp(t->valuestring, "sliding_attention")) {
+            if (sw <= 0)
+                return err_set(e, ERR_FORMAT, "%s: layer_types[%d] is sliding_attention but sliding_window is %d", path, i, sw);
+            s->window[i] = sw;
+        } else if (strcmp(t->valuestring, "full_attention")) {
+            return err_set(e, ERR_UNSUPPORTED, "%s: field 'layer_types[%d]': unknown type \"%s\"", path, i, t->valuestring);
+        }
+    }
+    return 0;
+}
+
+// Reads only the shape fields of a HF config.json (dir or file) and the per-layer sliding
+// window with the transformers semantics of each architecture.
+// TODO: switch to cfg_load once config.c lands
+static int read_shape(struct mshape *s, const char *model, struct err *e) {
+    char path[4096];
+    struct stat st;
+    if (stat(model, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
+    int rc = S_ISDIR(st.st_mode) ? path_join(path, sizeof path, model, "config.json", e)
+                                 : (snprintf(path, sizeof path, "%s", model) >= (int)sizeof path
+                                        ? err_set(e, ERR_RANGE, "--model: path too long")
+                                        : 0);
+    if (rc) return rc;
+    cJSON *j = NULL;
+    if ((rc = json_parse_file(&j, path, e))) return rc;
+    int L = 0, H = 0, Hkv = -1, d = -1, hidden = 0, sw = 0, use_sw = -1, max_wl = -1;
+    const char *mt = "";
+    const cJSON *types = NULL;
+    if ((rc = json_get_int(j, "num_hidden_layers", &L, 1, path, e)) ||
+        (rc = json_get_int(j, "num_attention_heads", &H, 1, path, e)) ||
+        (rc = json_get_int(j, "num_key_value_heads", &Hkv, 0, path, e)) ||
+        (rc = json_get_int(j, "head_dim", &d, 0, path, e)) ||
+        (rc = json_get_int(j, "hidden_size", &hidden, 0, path, e)) ||
+        (rc = json_get_int(j, "sliding_window", &sw, 0, path, e)) ||
+        (rc = json_get_bool(j, "use_sliding_window", &use_sw, 0, path, e)) ||
+        (rc = json_get_int(j, "max_window_layers", &max_wl, 0, path, e)) ||
+        (rc = json_get_str(j, "model_type", &mt, 0, path, e)) ||
+        (rc = json_get_arr(j, "layer_types", &types, 0, path, e)))
+        goto done;
+    if (Hkv == -1) Hkv = H;
+    if (d == -1) {
+        if (H <= 0 || hidden <= 0 || hidden % H) {
+            rc = err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d",
+                         path, hidden, H);
+            goto done;
+        }
+        d = hidden / H;
+    }
+    if (L <= 0 || L > MAX_LAYERS || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d > 65536 || sw < 0) {
+        rc = err_set(e, ERR_FORMAT, "%s: bad shape: num_hidden_layers=%d num_attention_heads=%d "
+                     "num_key_value_heads=%d head_dim=%d sliding_window=%d", path, L, H, Hkv, d, sw);
+        goto done;
+    }
+    s->n_layers = L; s->n_heads = H; s->n_kv_heads = Hkv; s->head_dim = d;
+    s->window = calloc((size_t)L, sizeof *s->window);
+    if (!s->window) { rc = err_set(e, ERR_NOMEM, "cost: out of memory"); goto done; }
+    if (types) {
+        rc = layer_types_windows(s, types, sw, path, e);
+    } else if (!strcmp(mt, "gemma2")) {
+        for (int i = 0; i < L; i += 2) s->window[i] = sw; // even layers slide (HF Gemma2)
+    } else if (!strcmp(mt, "mistral") || !strcmp(mt, "phi3")) {
+        for (int i = 0; i < L; i++) s->window[i] = sw; // every layer when set
+    } else if (!strncmp(mt, "qwen", 4)) {
+        if (use_sw == 1) // layers >= max_window_layers slide (HF Qwen2/Qwen3)
+            for (int i = max_wl < 0 ? 0 : max_wl; i < L; i++) s->window[i] = sw;
+    } else if (sw > 0) {
+        log_warn("%s: sliding_window %d ignored for model_type '%s' (no window semantics known)", path, sw, mt);
+    }
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+static int parse_shape(struct mshape *s, const char *spec, int window, struct err *e) {
+    int L, H, Hkv, d;
+    char tail;
+    if (sscanf(spec, "%d:%d:%d:%d%c", &L, &H, &Hkv, &d, &tail) != 4 || L <= 0 || L > MAX_LAYERS ||
+        H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d > 65536)
+        return err_set(e, ERR_USAGE, "--shape '%s': expected L:H:Hkv:d (positive, H a multiple of Hkv)", spec);
+    s->n_layers = L; s->n_heads = H; s->n_kv_heads = Hkv; s->head_dim = d;
+    s->window = calloc((size_t)L, sizeof *s->window);
+    if (!s->window) return err_set(e, ERR_NOMEM, "cost: out of memory");
+    for (int i = 0; i < L; i++) s->window[i] = window;
+    return 0;
+}
+
+// ---- modes ----
+// Flags of the paper's modes when the registry does not (yet) hold them; the registry wins.
+static const struct { const char *name; unsigned flags; } known_modes[] = {
+    {"bf16", ATTN_F_ROUND_INPUT | ATTN_F_TILED},
+    {"direct", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT},
+    {"direct+qmean", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN},
+    {"direct+qmean+sqk", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK},
+    {"direct+qmean+preorder", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_PREORDER},
+    {"hifa4", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK | ATTN_F_PREORDER},
+};
+
+static int mode_flags(const char *name, unsigned *flags, struct err *e) {
+    const struct attn_mode *m = attn_mode_find(name);
+    if (m) { *flags = m->flags; return 0; }
+    for (size_t i = 0; i < sizeof known_modes / sizeof known_modes[0]; i++)
+        if (!strcmp(known_modes[i].name, name)) { *flags = known_modes[i].flags; return 0; }
+    return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: bf16, direct, direct+qmean, "
+                   "direct+qmean+sqk, direct+qmean+preorder, hifa4; registry: %s)", name, attn_mode_names());
+}
+
+// The paper's Table 10 (spec/cost.md section 3).
+static const struct { const char *mode; double cube, softmax, other; const char *bottleneck; double rel; } paper[] = {
+    {"bf16", 1.00, 0.49, 0.85, "Cube", 1.00},
+    {"direct", 0.25, 1.46, 0.75, "Vector", 0.73},
+    {"hifa4", 0.25, 1.29, 0.75, "Vector", 0.65},
+};
+
+static int paper_row(const char *mode) {
+    for (int i = 0; i < 3; i++) if (!strcmp(paper[i].mode, mode)) return i;
+    return -1;
+}
+
+// ---- params file lookup ----
+static int find_params(char *out, size_t n, const char *given, struct err *e) {
+    if (given) { snprintf(out, n, "%s", given); return 0; }
+    if (file_exists(DEFAULT_PARAMS)) { snprintf(out, n, "%s", DEFAULT_PARAMS); return 0; }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            if (snprintf(out, n, "%s/%s", exe, DEFAULT_PARAMS) < (int)n && file_exists(out)) return 0;
+        }
+    }
+    return err_set(e, ERR_NOTFOUND, "cost parameters: %s not found in the current directory nor beside the binary; "
+                   "pass --params FILE", DEFAULT_PARAMS);
+}
+
+static void counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc) {
+    memset(c, 0, sizeof *c);
+    for (int l = 0; l < s->n_layers; l++)
+        cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc);
+}
+
+static void print_counts(const char *mode, const struct cost_counts *c, const struct cost_cycles *cy) {
+    printf("\n[%s]\n", mode);
+    printf("  cycles: cube %.6g  softmax %.6g  other %.6g  critical %.6g (%s-bound)\n", cy->cube,
+           cy->softmax, cy->other, cy->critical, cy->vector_bound ? "vector" : "cube");
+    printf("  calls %lld  tokens %lld  visited tiles (x heads) %lld\n", (long long)c->calls,
+           (long long)c->tokens, (long long)c->tiles);
+    printf("  cube MACs 16-bit: qk %lld  pv %lld  ones %lld\n", (long long)c->mac16_qk,
+           (long long)c->mac16_pv, (long long)c->mac16_ones);
+    printf("  cube MACs 4-bit:  qk %lld  pv %lld  ones %lld\n", (long long)c->mac4_qk,
+           (long long)c->mac4_pv, (long long)c->mac4_ones);
+    printf("  vector ops (softmax):");
+    for (int k = 0; k < COST_V_FIRST_OTHER; k++) {
+        if (k == COST_V_FIRST_ROW) printf("\n   ");
+        printf(" %s %lld", cost_vop_name(k), (long long)c->vop[k]);
+    }
+    printf("\n  vector ops (other):");
+    for (int k = COST_V_FIRST_OTHER; k < COST_V_COUNT; k++) printf(" %s %lld", cost_vop_name(k), (long long)c->vop[k]);
+    printf("\n  bytes moved: 16-bit %lld (%lld elements)  HiF4 %.1f (%lld elements)\n", (long long)c->bytes16,
+           (long long)c->elems16, c->bytes4, (long long)c->elems4);
+}
+
+int cmd_cost(int argc, char **argv, struct err *e) {
+    const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL;
+    int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
+    struct cli_opt opts[] = {
+        {"model", CLI_STR, &model, "M: model directory or config.json (shape only, no weights)"},
+        {"shape", CLI_STR, &shape_arg, "L:H:Hkv:d: shape without a file (layers, query heads, kv heads, head dim)"},
+        {"window", CLI_INT, &window, "W: sliding window of every layer with --shape (0 = none)"},
+        {"seq", CLI_INT, &T, "T: tokens of the sequence (required)"},
+        {"attn", CLI_STR, &modes_arg, "MODES: comma list (default " DEFAULT_MODES ")"},
+        {"params", CLI_STR, &params_arg, "FILE: cost-model parameters (default " DEFAULT_PARAMS ")"},
+        {"tile-br", CLI_INT, &br, "N: cost tiling query rows (default 128)"},
+        {"tile-bc", CLI_INT, &bc, "N: cost tiling keys (default 128)"},
+        {"json", CLI_FLAG, &as_json, "print JSON (counts, cycles, normalised table) instead of text"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--params FILE]";
+    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    if (rc) return rc;
+    if (help) { cli_usage("cost", synopsis, opts, n_opts); return 0; }
+    if (!model == !shape_arg) return err_set(e, ERR_USAGE, "give exactly one of --model and --shape");
+    if (T <= 0 || T > MAX_SEQ) return err_set(e, ERR_USAGE, "--seq %d: must be in [1, %d]", T, MAX_SEQ);
+    if (br <= 0 || br > 65536 || bc <= 0 || bc > 65536)
+        return err_set(e, ERR_USAGE, "--tile-br %d / --tile-bc %d: must be in [1, 65536]", br, bc);
+    if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
+    if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
+
+    char mbuf[1024];
+    snprintf(mbuf, sizeof mbuf, "%s", modes_arg);
+    const char *modes[MAX_MODES];
+    int n_modes = cli_split(mbuf, modes, MAX_MODES, e);
+    if (n_modes < 0) return n_modes;
+    if (n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
+    unsigned flags[MAX_MODES], bf16_flags;
+    for (int i = 0; i < n_modes; i++)
+        if ((rc = mode_flags(modes[i], &flags[i], e))) return rc;
+    if ((rc = mode_flags("bf16", &bf16_flags, e))) return rc;
+
+    char ppath[4096];
+    struct cost_params p;
+    if ((rc = find_params(ppath, sizeof ppath, params_arg, e)) || (rc = cost_params_load(&p, ppath, e))) return rc;
+
+    struct mshape s = {0};
+    rc = shape_arg ? parse_shape(&s, shape_arg, window, e) : read_shape(&s, model, e);
+    if (rc) { free(s.window); return rc; }
+
+    struct cost_counts base, c[MAX_MODES];
+    struct cost_cycles base_cy, cy[MAX_MODES];
+    counts_for(&base, bf16_flags, &s, T, br, bc);
+    cost_cycles(&base_cy, &base, &p);
+    for (int i = 0; i < n_modes; i++) {
+        counts_for(&c[i], flags[i], &s, T, br, bc);
+        cost_cycles(&cy[i], &c[i], &p);
+    }
+    const double norm = base_cy.cube, rnorm = base_cy.critical;
+    int n_win = 0;
+    for (int l = 0; l < s.n_layers; l++) n_win += s.window[l] > 0 && s.window[l] < T;
+
+    if (as_json) {
+        cJSON *o = cJSON_CreateObject(), *arr = NULL;
+        int bad = !o;
+        if (o) {
+            cJSON *sh = cJSON_AddObjectToObject(o, "shape");
+            bad |= !sh || !cJSON_AddStringToObject(o, "source", model ? model : shape_arg) ||
+                   !cJSON_AddNumberToObject(sh, "n_layers", s.n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s.n_heads) ||
+                   !cJSON_AddNumberToObject(sh, "n_kv_heads", s.n_kv_heads) ||
+                   !cJSON_AddNumberToObject(sh, "head_dim", s.head_dim) ||
+                   !cJSON_AddNumberToObject(sh, "windowed_layers", n_win) || !cJSON_AddNumberToObject(o, "seq", T) ||
+                   !cJSON_AddNumberToObject(o, "tile_br", br) || !cJSON_AddNumberToObject(o, "tile_bc", bc) ||
+                   !cJSON_AddStringToObject(o, "params", ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
+        }
+        for (int i = 0; !bad && i < n_modes; i++) {
+            cJSON *m = cJSON_CreateObject();
+            bad |= !m || !cJSON_AddItemToArray(arr, m);
+            if (bad) { cJSON_Delete(m); break; }
+            cJSON *cj = cost_counts_json(&c[i]), *yj = cost_cycles_json(&cy[i]);
+            bad |= !cJSON_AddStringToObject(m, "mode", modes[i]) || !cj || !yj;
+            if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
+            cJSON_AddItemToObject(m, "counts", cj);
+            cJSON_AddItemToObject(m, "cycles", yj);
+            cJSON *t = cJSON_AddObjectToObject(m, "table10");
+            bad |= !t || !cJSON_AddNumberToObject(t, "cube", cy[i].cube / norm) ||
+                   !cJSON_AddNumberToObject(t, "softmax", cy[i].softmax / norm) ||
+                   !cJSON_AddNumberToObject(t, "other", cy[i].other / norm) ||
+                   !cJSON_AddStringToObject(t, "bottleneck", cy[i].vector_bound ? "Vector" : "Cube") ||
+                   !cJSON_AddNumberToObject(t, "relative", cy[i].critical / rnorm);
+        }
+        char *txt = bad ? NULL : cJSON_Print(o);
+        cJSON_Delete(o);
+        free(s.window);
+        if (!txt) return err_set(e, ERR_NOMEM, "cost: out of memory building JSON");
+        printf("%s\n", txt);
+        free(txt);
+        return 0;
+    }
+
+    printf("emulated Ascend attention cost (spec/cost.md)\n");
+    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", model ? model : shape_arg,
+           s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim);
+    if (n_win) printf(", %d layers with a sliding window < T", n_win);
+    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", T, br, bc, ppath, p.name);
+    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
+           "critical = max(Cube, Softmax / %d)\n", p.n_vector_units);
+    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
+    printf("%-22s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
+           "Bottleneck", "Relative");
+    printf("%-22s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "----------------------", "--------------",
+           "--------------", "--------------", "----------------", "--------------");
+    for (int i = 0; i < n_modes; i++) {
+        int pr = paper_row(modes[i]);
+        const char *bn = cy[i].vector_bound ? "Vector" : "Cube";
+        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
+        if (pr >= 0) {
+            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
+            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
+            snprintf(po, sizeof po, "%.2f", paper[pr].other);
+            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
+            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
+        }
+        printf("%-22s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", modes[i],
+               cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
+               cy[i].critical / rnorm, pl);
+    }
+    for (int i = 0; i < n_modes; i++)
+        if (strcmp(modes[i], "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
+                   cy[i].critical <= rnorm ? "below" : "above", !strcmp(modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
+    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
+    for (int i = 0; i < n_modes; i++) print_counts(modes[i], &c[i], &cy[i]);
+    free(s.window);
+    return 0;
+}

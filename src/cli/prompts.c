@@ -1,0 +1,63 @@
+// prompts.c: `hifa4-eval prompts --task T` - loads a task exactly as a run would and prints
+// its items as JSONL (id, subject, context = the prompt, choices, gold), so the prompts can be
+// inspected or diffed against another harness. No model involved. --summary prints only the
+// counts and the data source; with no --task it lists the built-in tasks.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "tasks/task.h"
+
+int cmd_prompts(int argc, char **argv, struct err *e) {
+    int help = 0, skip = 0, summary = 0, limit = 0;
+    int64_t seed = 0;
+    const char *task = NULL, *data_dir = NULL, *file = NULL, *subject = NULL;
+    struct cli_opt opts[] = {
+        {"help", CLI_FLAG, &help, "show this help"},
+        {"task", CLI_STR, &task, "NAME: task to load (omit to list tasks)"},
+        {"data-dir", CLI_STR, &data_dir, "DIR: data root (layout of ../shared/datasets)"},
+        {"file", CLI_STR, &file, "PATH: explicit data file / pool directory"},
+        {"subject", CLI_STR, &subject, "TEXT: subject for mc_jsonl"},
+        {"limit", CLI_INT, &limit, "N: first N items only"},
+        {"seed", CLI_I64, &seed, "N: seed (gpqa_diamond option shuffle)"},
+        {"skip-bad-rows", CLI_FLAG, &skip, "skip malformed rows (counted) instead of failing"},
+        {"summary", CLI_FLAG, &summary, "print only counts and source"},
+    };
+    int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    if (rc) return rc;
+    if (help) { cli_usage("prompts", "[--task NAME] [options]", opts, n_opts); return 0; }
+    if (!task) {
+        for (int i = 0; i < task_count(); i++) printf("%-16s %s\n", task_at(i)->name, task_at(i)->desc);
+        return 0;
+    }
+    if (limit < 0) return err_set(e, ERR_USAGE, "--limit must be >= 0, got %d", limit);
+    struct task_opts o = {.data_dir = data_dir, .file = file, .subject = subject, .skip_bad_rows = skip,
+                          .seed = (uint64_t)seed, .limit = limit};
+    struct task_set s;
+    if ((rc = task_load(task, &s, &o, e))) return rc;
+    for (int i = 0; i < s.n_items && !summary; i++) {
+        const struct task_item *it = &s.items[i];
+        cJSON *j = cJSON_CreateObject(), *ch = cJSON_CreateArray();
+        if (!j || !ch) { cJSON_Delete(j); cJSON_Delete(ch); task_set_free(&s); return err_set(e, ERR_NOMEM, "prompts: out of memory"); }
+        cJSON_AddStringToObject(j, "id", it->id);
+        if (it->subject) cJSON_AddStringToObject(j, "subject", it->subject);
+        cJSON_AddStringToObject(j, "context", it->context);
+        for (int c = 0; c < it->n_choices; c++) cJSON_AddItemToArray(ch, cJSON_CreateString(it->choices[c]));
+        cJSON_AddItemToObject(j, "choices", ch);
+        cJSON_AddNumberToObject(j, "gold", it->gold);
+        char *txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        if (!txt) { task_set_free(&s); return err_set(e, ERR_NOMEM, "prompts: out of memory"); }
+        puts(txt);
+        free(txt);
+    }
+    fprintf(summary ? stdout : stderr, "task %s: %d items%s, %d bad rows skipped, template %s, seed %llu\nsource: %s\n",
+            s.name, s.is_ppl ? 0 : s.n_items, s.is_ppl ? " (text task)" : "", s.n_bad_rows, s.template_version,
+            (unsigned long long)s.seed, s.source);
+    if (s.is_ppl) fprintf(summary ? stdout : stderr, "text: %zu bytes\n", s.text_len);
+    task_set_free(&s);
+    return 0;
+}

@@ -1,0 +1,324 @@
+// tok_bpe.c: the tokenizer's hash tables (vocabulary string -> id, merge pair -> rank) and the
+// BPE merge loop of HF tokenizers' Word::merge_all: a min-heap keyed by (rank, position) over a
+// doubly linked symbol list, so a word of n symbols costs O(n log n), never O(n^2) rescans.
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+// ---- string pool ----
+#define POOL_BLOCK (1u << 20)
+
+char *pool_add(struct tok_pool *p, const char *s, size_t len) {
+    if (len + 1 > p->left) {
+        size_t sz = len + 1 > POOL_BLOCK ? len + 1 : POOL_BLOCK;
+        if (p->n == p->cap) {
+            int nc = p->cap ? 2 * p->cap : 16;
+            char **nb = realloc(p->blocks, (size_t)nc * sizeof *nb);
+            if (!nb) return NULL;
+            p->blocks = nb;
+            p->cap = nc;
+        }
+        char *b = malloc(sz);
+        if (!b) return NULL;
+        p->blocks[p->n++] = b;
+        p->cur = b;
+        p->left = sz;
+    }
+    char *r = p->cur;
+    if (len) memcpy(r, s, len);
+    r[len] = 0;
+    p->cur += len + 1;
+    p->left -= len + 1;
+    return r;
+}
+
+void pool_free(struct tok_pool *p) {
+    for (int i = 0; i < p->n; i++) free(p->blocks[i]);
+    free(p->blocks);
+    memset(p, 0, sizeof *p);
+}
+
+// ---- hashing ----
+// 64-bit FNV-1a over 8-byte words then a final avalanche (keys are short: vocabulary pieces).
+uint64_t tok_hash_bytes(const char *s, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; i < len; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static uint32_t pow2_for(uint32_t expected) {
+    uint32_t cap = 16;
+    while (cap < expected * 2u + 16u && cap < (1u << 30)) cap <<= 1;
+    return cap;
+}
+
+int strmap_init(struct strmap *m, uint32_t expected) {
+    m->cap = pow2_for(expected);
+    m->n = 0;
+    m->slots = calloc(m->cap, sizeof *m->slots);
+    return m->slots ? 0 : ERR_NOMEM;
+}
+
+static int strmap_grow(struct strmap *m) {
+    struct strmap nm;
+    if (strmap_init(&nm, m->cap)) return ERR_NOMEM;
+    for (uint32_t i = 0; i < m->cap; i++) {
+        struct strmap_slot *s = &m->slots[i];
+        if (!s->s) continue;
+        uint32_t j = (uint32_t)s->h & (nm.cap - 1);
+        while (nm.slots[j].s) j = (j + 1) & (nm.cap - 1);
+        nm.slots[j] = *s;
+        nm.n++;
+    }
+    free(m->slots);
+    *m = nm;
+    return 0;
+}
+
+int strmap_put(struct strmap *m, const char *s, uint32_t len, int32_t id) {
+    if ((m->n + 1) * 2 > m->cap && strmap_grow(m)) return ERR_NOMEM;
+    uint64_t h = tok_hash_bytes(s, len);
+    uint32_t j = (uint32_t)h & (m->cap - 1);
+    while (m->slots[j].s) {
+        struct strmap_slot *x = &m->slots[j];
+        if (x->h == h && x->len == len && !memcmp(x->s, s, len)) { x->id = id; return 0; }
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->slots[j] = (struct strmap_slot){h, s, len, id};
+    m->n++;
+    return 0;
+}
+
+int32_t strmap_get(const struct strmap *m, const char *s, size_t len) {
+    if (!m->slots) return -1;
+    uint64_t h = tok_hash_bytes(s, len);
+    uint32_t j = (uint32_t)h & (m->cap - 1);
+    while (m->slots[j].s) {
+        const struct strmap_slot *x = &m->slots[j];
+        if (x->h == h && x->len == len && !memcmp(x->s, s, len)) return x->id;
+        j = (j + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+void strmap_free(struct strmap *m) {
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- merge map ----
+#define MERGE_EMPTY UINT64_MAX
+
+static inline uint32_t merge_hash(uint64_t k) {
+    k *= 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(k >> 32);
+}
+
+int mergemap_init(struct mergemap *m, uint32_t expected) {
+    m->cap = pow2_for(expected);
+    m->n = 0;
+    m->slots = malloc((size_t)m->cap * sizeof *m->slots);
+    if (!m->slots) return ERR_NOMEM;
+    for (uint32_t i = 0; i < m->cap; i++) m->slots[i].key = MERGE_EMPTY;
+    return 0;
+}
+
+static int mergemap_grow(struct mergemap *m) {
+    struct mergemap nm;
+    if (mergemap_init(&nm, m->cap)) return ERR_NOMEM;
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (m->slots[i].key == MERGE_EMPTY) continue;
+        uint32_t j = merge_hash(m->slots[i].key) & (nm.cap - 1);
+        while (nm.slots[j].key != MERGE_EMPTY) j = (j + 1) & (nm.cap - 1);
+        nm.slots[j] = m->slots[i];
+        nm.n++;
+    }
+    free(m->slots);
+    *m = nm;
+    return 0;
+}
+
+// A later duplicate of a pair replaces the earlier one, as HF's HashMap collect does.
+int mergemap_put(struct mergemap *m, int32_t a, int32_t b, uint32_t rank, int32_t id) {
+    if ((m->n + 1) * 2 > m->cap && mergemap_grow(m)) return ERR_NOMEM;
+    uint64_t k = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    uint32_t j = merge_hash(k) & (m->cap - 1);
+    while (m->slots[j].key != MERGE_EMPTY) {
+        if (m->slots[j].key == k) { m->slots[j].rank = rank; m->slots[j].id = id; return 0; }
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->slots[j] = (struct merge_slot){k, rank, id};
+    m->n++;
+    return 0;
+}
+
+int mergemap_get(const struct mergemap *m, int32_t a, int32_t b, uint32_t *rank, int32_t *id) {
+    if (!m->slots) return 0;
+    uint64_t k = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    uint32_t j = merge_hash(k) & (m->cap - 1);
+    while (m->slots[j].key != MERGE_EMPTY) {
+        if (m->slots[j].key == k) { *rank = m->slots[j].rank; *id = m->slots[j].id; return 1; }
+        j = (j + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+void mergemap_free(struct mergemap *m) {
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- BPE on one word ----
+void bpe_scratch_free(struct bpe_scratch *s) {
+    free(s->sym);
+    free(s->heap);
+    memset(s, 0, sizeof *s);
+}
+
+static int push_id(int32_t **ids, int *n, int *cap, int32_t id) {
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 64;
+        int32_t *ni = realloc(*ids, (size_t)nc * sizeof *ni);
+        if (!ni) return ERR_NOMEM;
+        *ids = ni;
+        *cap = nc;
+    }
+    (*ids)[(*n)++] = id;
+    return 0;
+}
+
+static inline int merge_less(const struct bpe_merge *a, const struct bpe_merge *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void heap_push(struct bpe_merge *h, int *n, struct bpe_merge m) {
+    int i = (*n)++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!merge_less(&m, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = m;
+}
+
+static struct bpe_merge heap_pop(struct bpe_merge *h, int *n) {
+    struct bpe_merge top = h[0], last = h[--(*n)];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && merge_less(&h[c + 1], &h[c])) c++;
+        if (!merge_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+static int32_t char_id(const struct tokenizer *t, const char *s, int clen, uint32_t cp) {
+    if (cp < 0x10000) return t->cp_id[cp];
+    return strmap_get(&t->vocab, s, (size_t)clen);
+}
+
+int bpe_word(const struct tokenizer *t, const char *w, size_t len, struct bpe_scratch *s, int32_t **ids, int *n,
+             int *cap) {
+    if (len == 0) return 0;
+    if (t->ignore_merges) {
+        int32_t id = strmap_get(&t->vocab, w, len);
+        if (id >= 0) return push_id(ids, n, cap, id);
+    }
+    // Worst case one symbol per byte (byte fallback); the heap holds at most one live entry
+    // per pair plus stale ones, bounded by 2 * symbols.
+    if ((size_t)s->cap_sym < len) {
+        if (len > (size_t)INT32_MAX / 4) return ERR_RANGE;
+        free(s->sym);
+        free(s->heap);
+        s->cap_sym = (int)len;
+        s->sym = malloc(len * sizeof *s->sym);
+        s->cap_heap = (int)len * 2 + 2;
+        s->heap = malloc((size_t)s->cap_heap * sizeof *s->heap);
+        if (!s->sym || !s->heap) { bpe_scratch_free(s); return ERR_NOMEM; }
+    }
+    struct bpe_sym *sym = s->sym;
+    int ns = 0;
+    int prev_unk = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        int cl = utf8_next(w + i, len - i, &cp);
+        int32_t id = char_id(t, w + i, cl, cp);
+        if (id >= 0) {
+            sym[ns++] = (struct bpe_sym){id, 0, 0, (uint32_t)cl};
+            prev_unk = 0;
+        } else {
+            int ok = t->byte_fallback;
+            if (ok)
+                for (int k = 0; k < cl; k++)
+                    if (t->byte_id[(uint8_t)w[i + k]] < 0) ok = 0;
+            if (ok) {
+                for (int k = 0; k < cl; k++) sym[ns++] = (struct bpe_sym){t->byte_id[(uint8_t)w[i + k]], 0, 0, 1};
+                prev_unk = 0;
+            } else if (t->unk_id >= 0) {
+                if (t->fuse_unk && prev_unk) sym[ns - 1].len += (uint32_t)cl;
+                else sym[ns++] = (struct bpe_sym){t->unk_id, 0, 0, (uint32_t)cl};
+                prev_unk = 1;
+            } // else: HF drops the character silently
+        }
+        i += (size_t)cl;
+    }
+    for (int i = 0; i < ns; i++) {
+        sym[i].prev = i - 1;
+        sym[i].next = i + 1 < ns ? i + 1 : -1;
+    }
+    struct bpe_merge *heap = s->heap;
+    int nh = 0;
+    for (int i = 0; i + 1 < ns; i++) {
+        uint32_t r;
+        int32_t id;
+        if (mergemap_get(&t->merges, sym[i].id, sym[i + 1].id, &r, &id))
+            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)i, id});
+    }
+    while (nh > 0) {
+        struct bpe_merge top = heap_pop(heap, &nh);
+        struct bpe_sym *cur = &sym[top.pos];
+        if (cur->len == 0 || cur->next < 0) continue;
+        struct bpe_sym *right = &sym[cur->next];
+        uint32_t r;
+        int32_t id;
+        // Stale entry: the pair at this position changed since it was queued.
+        if (!mergemap_get(&t->merges, cur->id, right->id, &r, &id) || id != top.id) continue;
+        cur->id = top.id;
+        cur->len += right->len;
+        right->len = 0;
+        cur->next = right->next;
+        if (right->next >= 0) sym[right->next].prev = (int32_t)top.pos;
+        if (nh + 2 > s->cap_heap) {
+            int nc = s->cap_heap * 2;
+            struct bpe_merge *nhp = realloc(s->heap, (size_t)nc * sizeof *nhp);
+            if (!nhp) return ERR_NOMEM;
+            s->heap = heap = nhp;
+            s->cap_heap = nc;
+        }
+        if (cur->prev >= 0 && mergemap_get(&t->merges, sym[cur->prev].id, cur->id, &r, &id))
+            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)cur->prev, id});
+        if (cur->next >= 0 && mergemap_get(&t->merges, cur->id, sym[cur->next].id, &r, &id))
+            heap_push(heap, &nh, (struct bpe_merge){r, top.pos, id});
+    }
+    for (int i = 0; i >= 0 && i < ns; i = sym[i].next) {
+        int rc = push_id(ids, n, cap, sym[i].id);
+        if (rc) return rc;
+    }
+    return 0;
+}

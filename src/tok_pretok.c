@@ -1,0 +1,808 @@
+// tok_pretok.c: the text-side stages of the tokenizer pipeline, each mirroring HF tokenizers:
+// added-token splitting (leftmost-longest over a byte trie), normalizers (utf8proc for the
+// Unicode forms), pre-tokenizers (Split with PCRE2, ByteLevel, Metaspace, Digits) and decoders.
+// Knows nothing about JSON (tokenizer.c fills the step structs) or about BPE (tok_bpe.c).
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "tok_internal.h"
+
+// ---- UTF-8 ----
+int utf8_next(const char *s, size_t len, uint32_t *cp) {
+    const uint8_t *u = (const uint8_t *)s;
+    uint8_t c = u[0];
+    if (c < 0x80) { *cp = c; return 1; }
+    int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+    if (n == 0 || (size_t)n > len) { *cp = 0xfffd; return 1; }
+    uint32_t v = c & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((u[i] & 0xc0) != 0x80) { *cp = 0xfffd; return 1; }
+        v = (v << 6) | (u[i] & 0x3f);
+    }
+    *cp = v;
+    return n;
+}
+
+static int utf8_put(char *out, uint32_t cp) {
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) { out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+// Unicode White_Space (what Rust's char::is_whitespace and Oniguruma's \s test).
+static int is_white_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || c == 0x20 || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
+           c == 0x3000;
+}
+
+static int is_word_char(uint32_t c) {
+    if (c == '_') return 1;
+    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) ||
+           (k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO);
+}
+
+static int is_numeric(uint32_t c) {
+    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO;
+}
+
+// Length of the last code point of valid UTF-8 s[0..len).
+static size_t utf8_prev_len(const char *s, size_t len) {
+    size_t k = 1;
+    while (k < len && k < 4 && ((uint8_t)s[len - k] & 0xc0) == 0x80) k++;
+    return k;
+}
+
+int utf8_lossy_append(struct plist *out, const char *s, size_t len) {
+    static const char fffd[3] = {(char)0xef, (char)0xbf, (char)0xbd};
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0, run = 0; // run: start of the current valid stretch
+    while (i < len) {
+        uint8_t c = u[i];
+        size_t need;
+        uint8_t lo = 0x80, hi = 0xbf;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xc2 && c <= 0xdf) need = 1;
+        else if (c >= 0xe0 && c <= 0xef) { need = 2; if (c == 0xe0) lo = 0xa0; if (c == 0xed) hi = 0x9f; }
+        else if (c >= 0xf0 && c <= 0xf4) { need = 3; if (c == 0xf0) lo = 0x90; if (c == 0xf4) hi = 0x8f; }
+        else need = 0;
+        size_t k = 0; // continuation bytes that fit (the maximal subpart)
+        if (need) {
+            if (i + 1 < len && u[i + 1] >= lo && u[i + 1] <= hi) {
+                k = 1;
+                while (k < need && i + 1 + k < len && (u[i + 1 + k] & 0xc0) == 0x80) k++;
+            }
+        }
+        if (need && k == need) { i += 1 + need; continue; }
+        if (plist_append(out, s + run, i - run)) return ERR_NOMEM;
+        if (plist_append(out, fffd, 3)) return ERR_NOMEM;
+        i += 1 + k;
+        run = i;
+    }
+    return plist_append(out, s + run, len - run);
+}
+
+// ---- piece lists ----
+void plist_reset(struct plist *l) { l->len = 0; l->n = 0; }
+
+void plist_free(struct plist *l) {
+    free(l->buf);
+    free(l->p);
+    memset(l, 0, sizeof *l);
+}
+
+int plist_append(struct plist *l, const char *s, size_t len) {
+    if (l->len + len + 1 > l->cap) {
+        size_t nc = l->cap ? l->cap : 256;
+        while (nc < l->len + len + 1) nc *= 2;
+        char *nb = realloc(l->buf, nc);
+        if (!nb) return ERR_NOMEM;
+        l->buf = nb;
+        l->cap = nc;
+    }
+    if (len) memcpy(l->buf + l->len, s, len);
+    l->len += len;
+    l->buf[l->len] = 0;
+    return 0;
+}
+
+static int plist_piece(struct plist *l, size_t off, int32_t tok, int first) {
+    if (l->n == l->cap_p) {
+        int nc = l->cap_p ? 2 * l->cap_p : 64;
+        struct piece *np = realloc(l->p, (size_t)nc * sizeof *np);
+        if (!np) return ERR_NOMEM;
+        l->p = np;
+        l->cap_p = nc;
+    }
+    l->p[l->n++] = (struct piece){off, l->len - off, tok, first};
+    return 0;
+}
+
+int plist_push(struct plist *l, const char *s, size_t len, int32_t tok, int first) {
+    size_t off = l->len;
+    if (plist_append(l, s, len)) return ERR_NOMEM;
+    return plist_piece(l, off, tok, first);
+}
+
+// ---- regex ----
+// Oniguruma's \s (HF's regex engine) is Unicode White_Space; PCRE2's UCP \s adds U+180E.
+#define WS_CLASS "\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+
+int regex_compile(struct tok_regex *r, const char *pat, size_t len, const char *ctx, struct err *e) {
+    size_t cap = len * 8 + 16 + (len / 2 + 1) * sizeof WS_CLASS;
+    char *buf = malloc(cap), *o = buf;
+    if (!buf) return err_set(e, ERR_NOMEM, "%s: out of memory", ctx);
+    int in_class = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = pat[i];
+        if (c == '\\' && i + 1 < len) {
+            char d = pat[i + 1];
+            if (d == 's' || d == 'S') {
+                if (in_class && d == 'S') { memcpy(o, "\\S", 2); o += 2; }
+                else if (in_class) { memcpy(o, WS_CLASS, sizeof WS_CLASS - 1); o += sizeof WS_CLASS - 1; }
+                else {
+                    *o++ = '[';
+                    if (d == 'S') *o++ = '^';
+                    memcpy(o, WS_CLASS, sizeof WS_CLASS - 1);
+                    o += sizeof WS_CLASS - 1;
+                    *o++ = ']';
+                }
+            } else {
+                *o++ = c;
+                *o++ = d;
+            }
+            i++;
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = 1;
+            *o++ = c;
+            if (i + 1 < len && pat[i + 1] == '^') *o++ = pat[++i];
+            if (i + 1 < len && pat[i + 1] == ']') *o++ = pat[++i]; // leading ] is literal
+            continue;
+        }
+        if (in_class && c == '[' && i + 1 < len && pat[i + 1] == ':') { // [:posix:]
+            const char *end = NULL;
+            for (size_t k = i + 2; k + 1 < len; k++)
+                if (pat[k] == ':' && pat[k + 1] == ']') { end = pat + k + 2; break; }
+            if (end) {
+                size_t n = (size_t)(end - (pat + i));
+                memcpy(o, pat + i, n);
+                o += n;
+                i += n - 1;
+                continue;
+            }
+        }
+        if (in_class && c == ']') in_class = 0;
+        *o++ = c;
+    }
+    int ec;
+    PCRE2_SIZE eo;
+    r->code = pcre2_compile((PCRE2_SPTR)buf, (PCRE2_SIZE)(o - buf), PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
+    free(buf);
+    if (!r->code) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        return err_set(e, ERR_FORMAT, "%s: invalid regex '%.80s': %s", ctx, pat, (const char *)msg);
+    }
+    pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE); // optional: the interpreter is the fallback
+    return 0;
+}
+
+void regex_free(struct tok_regex *r) {
+    if (r->code) pcre2_code_free(r->code);
+    r->code = NULL;
+}
+
+// ---- match lists (HF Pattern::find_matches: matches and the gaps between them) ----
+struct mlist { struct mrange { size_t s, e; int m; } *r; int n, cap; };
+
+static int mlist_add(struct mlist *ml, size_t s, size_t e, int m) {
+    if (ml->n == ml->cap) {
+        int nc = ml->cap ? 2 * ml->cap : 64;
+        struct mrange *nr = realloc(ml->r, (size_t)nc * sizeof *nr);
+        if (!nr) return ERR_NOMEM;
+        ml->r = nr;
+        ml->cap = nc;
+    }
+    ml->r[ml->n++] = (struct mrange){s, e, m};
+    return 0;
+}
+
+static int regex_matches(const struct tok_regex *re, const char *s, size_t len, pcre2_match_data *md,
+                         struct mlist *ml, struct err *e) {
+    size_t prev = 0, start = 0;
+    ml->n = 0;
+    while (start < len) {
+        int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK, md, NULL);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+            rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(rc, msg, sizeof msg);
+            return err_set(e, ERR_RANGE, "tokenizer: regex match failed at byte %zu: %s", start, (const char *)msg);
+        }
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t ms = ov[0], me = ov[1];
+        if (me <= ms) { // empty match: HF keeps no piece for it; step one code point
+            uint32_t cp;
+            start = ms + (size_t)utf8_next(s + ms, len - ms, &cp);
+            if (ms >= len) break;
+            continue;
+        }
+        if (ms > prev && mlist_add(ml, prev, ms, 0)) return ERR_NOMEM;
+        if (mlist_add(ml, ms, me, 1)) return ERR_NOMEM;
+        prev = start = me;
+    }
+    if (prev < len && mlist_add(ml, prev, len, 0)) return ERR_NOMEM;
+    return 0;
+}
+
+static int literal_matches(const char *pat, size_t plen, const char *s, size_t len, struct mlist *ml) {
+    size_t prev = 0;
+    ml->n = 0;
+    if (plen > 0) {
+        for (size_t i = 0; i + plen <= len;) {
+            if (s[i] == pat[0] && !memcmp(s + i, pat, plen)) {
+                if (i > prev && mlist_add(ml, prev, i, 0)) return ERR_NOMEM;
+                if (mlist_add(ml, i, i + plen, 1)) return ERR_NOMEM;
+                i += plen;
+                prev = i;
+            } else {
+                i++;
+            }
+        }
+    }
+    if (prev < len && mlist_add(ml, prev, len, 0)) return ERR_NOMEM;
+    return 0;
+}
+
+// HF NormalizedString::split: applies the delimiter behavior to a match list and pushes the
+// non-empty results (pieces of s) to out. first: s starts the original text.
+static int apply_behavior(struct mlist *ml, enum split_behavior b, int invert, const char *s, int first,
+                          struct plist *out) {
+    if (invert)
+        for (int i = 0; i < ml->n; i++) ml->r[i].m = !ml->r[i].m;
+    int n = 0; // results compacted in place into ml->r[0..n)
+    struct mrange *r = ml->r;
+    if (b == SPLIT_REMOVED || b == SPLIT_ISOLATED) {
+        for (int i = 0; i < ml->n; i++)
+            if (!(b == SPLIT_REMOVED && r[i].m)) r[n++] = r[i];
+    } else if (b == SPLIT_MERGED_PREV) {
+        int prev_match = 0;
+        for (int i = 0; i < ml->n; i++) {
+            struct mrange x = r[i];
+            if (x.m && !prev_match && n > 0) r[n - 1].e = x.e;
+            else r[n++] = x;
+            prev_match = x.m;
+        }
+    } else if (b == SPLIT_MERGED_NEXT) {
+        // HF folds from the right: a match is prepended to the following piece.
+        int prev_match = 0, m = ml->n;
+        n = 0;
+        for (int i = m - 1; i >= 0; i--) {
+            struct mrange x = r[i];
+            // results are built at the end of the array, growing leftwards
+            if (x.m && !prev_match && n > 0) r[m - n].s = x.s;
+            else { n++; r[m - n] = x; }
+            prev_match = x.m;
+        }
+        memmove(r, r + (m - n), (size_t)n * sizeof *r);
+    } else { // CONTIGUOUS
+        int prev_match = 0;
+        for (int i = 0; i < ml->n; i++) {
+            struct mrange x = r[i];
+            if (x.m == prev_match && n > 0) r[n - 1].e = x.e;
+            else r[n++] = x;
+            prev_match = x.m;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (r[i].e <= r[i].s) continue;
+        if (plist_push(out, s + r[i].s, r[i].e - r[i].s, -1, first && r[i].s == 0)) return ERR_NOMEM;
+    }
+    return 0;
+}
+
+// ---- added tokens ----
+int trie_add(struct trie *tr, const char *s, size_t len, int32_t tok) {
+    if (tr->n == 0) {
+        tr->cap = 64;
+        tr->nodes = malloc((size_t)tr->cap * sizeof *tr->nodes);
+        if (!tr->nodes) return ERR_NOMEM;
+        tr->nodes[0] = (struct trie_node){-1, -1, -1, 0};
+        tr->n = 1;
+    }
+    int cur = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t b = (uint8_t)s[i];
+        int c = tr->nodes[cur].child;
+        while (c >= 0 && tr->nodes[c].byte != b) c = tr->nodes[c].sibling;
+        if (c < 0) {
+            if (tr->n == tr->cap) {
+                int nc = tr->cap * 2;
+                struct trie_node *nn = realloc(tr->nodes, (size_t)nc * sizeof *nn);
+                if (!nn) return ERR_NOMEM;
+                tr->nodes = nn;
+                tr->cap = nc;
+            }
+            c = tr->n++;
+            tr->nodes[c] = (struct trie_node){-1, tr->nodes[cur].child, -1, b};
+            tr->nodes[cur].child = c;
+        }
+        cur = c;
+    }
+    if (cur == 0) return 0; // empty content never matches
+    tr->nodes[cur].tok = tok;
+    if (len) tr->first[(uint8_t)s[0]] = 1;
+    return 0;
+}
+
+void trie_free(struct trie *tr) {
+    free(tr->nodes);
+    memset(tr, 0, sizeof *tr);
+}
+
+// Longest added token starting at s[0..len) (index into t->added), or -1; *mlen its length.
+static int trie_longest(const struct trie *tr, const char *s, size_t len, size_t *mlen) {
+    int cur = 0, best = -1;
+    for (size_t i = 0; i < len; i++) {
+        int c = tr->nodes[cur].child;
+        uint8_t b = (uint8_t)s[i];
+        while (c >= 0 && tr->nodes[c].byte != b) c = tr->nodes[c].sibling;
+        if (c < 0) break;
+        cur = c;
+        if (tr->nodes[cur].tok >= 0) { best = tr->nodes[cur].tok; *mlen = i + 1; }
+    }
+    return best;
+}
+
+int split_added(const struct tokenizer *t, const struct trie *tr, const struct plist *in, struct plist *out,
+                struct err *e) {
+    for (int k = 0; k < in->n; k++) {
+        const struct piece *p = &in->p[k];
+        const char *s = in->buf + p->off;
+        size_t len = p->len;
+        if (p->tok >= 0 || tr->n == 0) {
+            if (plist_push(out, s, len, p->tok, p->first)) goto oom;
+            continue;
+        }
+        size_t done = 0; // end of the last emitted token (HF start_offset)
+        for (size_t i = 0; i < len;) {
+            size_t mlen = 0;
+            int ti = tr->first[(uint8_t)s[i]] ? trie_longest(tr, s + i, len - i, &mlen) : -1;
+            if (ti < 0) { i++; continue; }
+            const struct added_token *at = &t->added[ti];
+            size_t ms = i, me = i + mlen;
+            uint32_t cp;
+            if (at->single_word) {
+                int before = ms > 0 && (utf8_next(s + ms - utf8_prev_len(s, ms), utf8_prev_len(s, ms), &cp),
+                                        is_word_char(cp));
+                int after = me < len && (utf8_next(s + me, len - me, &cp), is_word_char(cp));
+                if (before || after) { i = me; continue; }
+            }
+            if (at->lstrip) {
+                while (ms > done) {
+                    size_t pl = utf8_prev_len(s, ms);
+                    utf8_next(s + ms - pl, pl, &cp);
+                    if (!is_white_space(cp)) break;
+                    ms -= pl;
+                }
+            }
+            if (at->rstrip) {
+                while (me < len) {
+                    int cl = utf8_next(s + me, len - me, &cp);
+                    if (!is_white_space(cp)) break;
+                    me += (size_t)cl;
+                }
+            }
+            if (ms > done && plist_push(out, s + done, ms - done, -1, p->first && done == 0)) goto oom;
+            if (plist_push(out, s + ms, me - ms, at->id, 0)) goto oom;
+            done = i = me;
+        }
+        if (done < len && plist_push(out, s + done, len - done, -1, p->first && done == 0)) goto oom;
+    }
+    return 0;
+oom:
+    return err_set(e, ERR_NOMEM, "tokenizer: out of memory splitting added tokens");
+}
+
+// ---- normalizers ----
+struct sbuf { char *s; size_t len, cap; };
+
+static int sbuf_put(struct sbuf *b, const char *s, size_t len) {
+    if (b->len + len + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->len + len + 1) nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) return ERR_NOMEM;
+        b->s = ns;
+        b->cap = nc;
+    }
+    if (len) memcpy(b->s + b->len, s, len);
+    b->len += len;
+    b->s[b->len] = 0;
+    return 0;
+}
+
+static int is_ascii(const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if ((uint8_t)s[i] >= 0x80) return 0;
+    return 1;
+}
+
+static int map_utf8proc(const char *s, size_t len, int opt, struct sbuf *o, struct err *e) {
+    utf8proc_uint8_t *dst = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, opt);
+    if (n < 0) return err_set(e, ERR_FORMAT, "tokenizer: normalization failed: %s", utf8proc_errmsg(n));
+    int rc = sbuf_put(o, (const char *)dst, (size_t)n);
+    free(dst);
+    return rc;
+}
+
+// NFC touching only the stretches that can change. Every code point below U+0300 is a
+// starter with NFC_Quick_Check=Yes that is never the second element of a canonical
+// composition, so text splits into independent NFC segments before each such code point;
+// only runs holding a code point >= U+0300 (plus the starter just before them) go to utf8proc.
+static int nfc_runs(const char *s, size_t len, struct sbuf *o, struct err *e) {
+    size_t i = 0, copied = 0, last_low = 0; // last_low: start of the last code point < U+0300
+    while (i < len) {
+        uint32_t cp;
+        int cl = utf8_next(s + i, len - i, &cp);
+        if (cp < 0x300) { last_low = i; i += (size_t)cl; continue; }
+        size_t a = last_low >= copied && last_low < i ? last_low : i, b = i + (size_t)cl;
+        while (b < len) {
+            int bl = utf8_next(s + b, len - b, &cp);
+            if (cp < 0x300) break;
+            b += (size_t)bl;
+        }
+        if (sbuf_put(o, s + copied, a - copied)) return ERR_NOMEM;
+        int rc = map_utf8proc(s + a, b - a, UTF8PROC_STABLE | UTF8PROC_COMPOSE, o, e);
+        if (rc) return rc;
+        copied = i = b;
+        last_low = b;
+    }
+    return sbuf_put(o, s + copied, len - copied);
+}
+
+static int norm_step(const struct norm_step *st, const char *s, size_t len, struct sbuf *o, pcre2_match_data *md,
+                     struct err *e) {
+    o->len = 0;
+    switch (st->type) {
+    case NORM_NFC: case NORM_NFD: case NORM_NFKC: case NORM_NFKD: {
+        if (is_ascii(s, len)) return sbuf_put(o, s, len); // every form leaves ASCII unchanged
+        if (st->type == NORM_NFC) return nfc_runs(s, len, o, e);
+        int opt = UTF8PROC_STABLE;
+        if (st->type == NORM_NFC || st->type == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
+        else opt |= UTF8PROC_DECOMPOSE;
+        if (st->type == NORM_NFKC || st->type == NORM_NFKD) opt |= UTF8PROC_COMPAT;
+        return map_utf8proc(s, len, opt, o, e);
+    }
+    case NORM_LOWERCASE:
+        for (size_t i = 0; i < len;) {
+            uint32_t cp;
+            int cl = utf8_next(s + i, len - i, &cp);
+            char tmp[4];
+            int tl = utf8_put(tmp, (uint32_t)utf8proc_tolower((utf8proc_int32_t)cp));
+            if (sbuf_put(o, tmp, (size_t)tl)) return ERR_NOMEM;
+            i += (size_t)cl;
+        }
+        return 0;
+    case NORM_PREPEND:
+        if (len == 0) return 0; // HF prepends only to non-empty text
+        if (sbuf_put(o, st->a, st->alen)) return ERR_NOMEM;
+        return sbuf_put(o, s, len);
+    case NORM_REPLACE: {
+        struct mlist ml = {0};
+        int rc = st->re.code ? regex_matches(&st->re, s, len, md, &ml, e) : literal_matches(st->a, st->alen, s, len, &ml);
+        for (int i = 0; !rc && i < ml.n; i++)
+            rc = ml.r[i].m ? sbuf_put(o, st->b, st->blen) : sbuf_put(o, s + ml.r[i].s, ml.r[i].e - ml.r[i].s);
+        free(ml.r);
+        if (rc == 0 && o->len == 0) rc = sbuf_put(o, "", 0);
+        return rc;
+    }
+    case NORM_STRIP: {
+        size_t a = 0, b = len;
+        uint32_t cp;
+        while (st->left && a < b) {
+            int cl = utf8_next(s + a, b - a, &cp);
+            if (!is_white_space(cp)) break;
+            a += (size_t)cl;
+        }
+        while (st->right && b > a) {
+            size_t pl = utf8_prev_len(s + a, b - a);
+            utf8_next(s + b - pl, pl, &cp);
+            if (!is_white_space(cp)) break;
+            b -= pl;
+        }
+        return sbuf_put(o, s + a, b - a);
+    }
+    }
+    return err_set(e, ERR_INTERNAL, "tokenizer: unknown normalizer step %d", (int)st->type);
+}
+
+int normalize_piece(const struct tokenizer *t, const char *s, size_t len, int first, struct plist *out,
+                    pcre2_match_data *md, struct err *e) {
+    if (t->n_norm == 0) {
+        if (plist_push(out, s, len, -1, first)) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+        return 0;
+    }
+    struct sbuf b[2] = {{0}, {0}};
+    const char *cur = s;
+    size_t cur_len = len;
+    int rc = 0;
+    for (int i = 0; i < t->n_norm && !rc; i++) {
+        struct sbuf *o = &b[i & 1];
+        rc = norm_step(&t->norm[i], cur, cur_len, o, md, e);
+        if (rc == ERR_NOMEM) err_set(e, rc, "tokenizer: out of memory normalizing");
+        if (!rc && !o->s && sbuf_put(o, "", 0)) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+        cur = o->s;
+        cur_len = o->len;
+    }
+    if (!rc && plist_push(out, cur, cur_len, -1, first)) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+    free(b[0].s);
+    free(b[1].s);
+    return rc;
+}
+
+// ---- ByteLevel alphabet (GPT-2 bytes_to_unicode) ----
+// Printable bytes 33-126, 161-172, 174-255 map to themselves; the other 68 bytes (0-32,
+// 127-160, 173), in order, to U+0100.. U+0143. Pure functions: no shared state to race on.
+static uint32_t bytelevel_cp(uint8_t b) {
+    if (b <= 32) return 256u + b;
+    if (b >= 127 && b <= 160) return (uint32_t)b + 162u; // 256 + 33 + (b - 127)
+    if (b == 173) return 323;
+    return b;
+}
+
+const char *bytelevel_char(uint8_t b, int *len, char buf[4]) {
+    *len = utf8_put(buf, bytelevel_cp(b));
+    return buf;
+}
+
+int bytelevel_byte(uint32_t cp) {
+    if ((cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) || (cp >= 174 && cp <= 255)) return (int)cp;
+    if (cp >= 256 && cp <= 288) return (int)(cp - 256);
+    if (cp >= 289 && cp <= 322) return (int)(cp - 162);
+    if (cp == 323) return 173;
+    return -1;
+}
+
+// GPT-2's pre-tokenization regex (HF ByteLevel use_regex).
+const char *tok_gpt2_regex =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+// ---- pre-tokenizers ----
+static int push_bytelevel(struct plist *out, const char *s, size_t len, int first) {
+    size_t off = out->len;
+    for (size_t i = 0; i < len; i++) {
+        int cl;
+        char buf[4];
+        const char *c = bytelevel_char((uint8_t)s[i], &cl, buf);
+        if (plist_append(out, c, (size_t)cl)) return ERR_NOMEM;
+    }
+    return plist_piece(out, off, -1, first);
+}
+
+int pretok_apply(const struct pretok_step *st, const struct plist *in, struct plist *out, pcre2_match_data *md,
+                 struct err *e) {
+    struct mlist ml = {0};
+    struct sbuf tmp = {0};
+    int rc = 0;
+    for (int k = 0; k < in->n && !rc; k++) {
+        const struct piece *p = &in->p[k];
+        const char *s = in->buf + p->off;
+        size_t len = p->len;
+        if (p->tok >= 0) { rc = plist_push(out, s, len, p->tok, 0); continue; }
+        switch (st->type) {
+        case PT_SPLIT:
+            rc = st->re.code ? regex_matches(&st->re, s, len, md, &ml, e) : literal_matches(st->lit, st->litlen, s, len, &ml);
+            if (!rc) rc = apply_behavior(&ml, st->behavior, st->invert, s, p->first, out);
+            break;
+        case PT_BYTELEVEL: {
+            tmp.len = 0;
+            if (st->add_prefix_space && len > 0 && s[0] != ' ') { // HF prepend is a no-op on empty text
+                rc = sbuf_put(&tmp, " ", 1);
+                if (!rc) rc = sbuf_put(&tmp, s, len);
+                s = tmp.s;
+                len = tmp.len;
+            }
+            if (rc) break;
+            if (!st->use_regex) {
+                if (len) rc = push_bytelevel(out, s, len, p->first);
+                break;
+            }
+            rc = regex_matches(&st->re, s, len, md, &ml, e);
+            for (int i = 0; !rc && i < ml.n; i++)
+                rc = push_bytelevel(out, s + ml.r[i].s, ml.r[i].e - ml.r[i].s, p->first && ml.r[i].s == 0);
+            break;
+        }
+        case PT_METASPACE: {
+            tmp.len = 0;
+            int starts = len >= st->repllen && !memcmp(s, st->repl, st->repllen);
+            // a leading space becomes the replacement too, so test the replaced text
+            if (len > 0 && s[0] == ' ') starts = 1;
+            int prepend = len > 0 && (st->scheme == PREPEND_ALWAYS || (st->scheme == PREPEND_FIRST && p->first)) && !starts;
+            if (prepend) rc = sbuf_put(&tmp, st->repl, st->repllen);
+            for (size_t i = 0; i < len && !rc; i++)
+                rc = s[i] == ' ' ? sbuf_put(&tmp, st->repl, st->repllen) : sbuf_put(&tmp, s + i, 1);
+            if (!rc && !tmp.s) rc = sbuf_put(&tmp, "", 0);
+            if (rc) break;
+            if (!st->split) {
+                if (tmp.len) rc = plist_push(out, tmp.s, tmp.len, -1, p->first);
+                break;
+            }
+            rc = literal_matches(st->repl, st->repllen, tmp.s, tmp.len, &ml);
+            if (!rc) rc = apply_behavior(&ml, SPLIT_MERGED_NEXT, 0, tmp.s, p->first, out);
+            break;
+        }
+        case PT_DIGITS: {
+            // HF char-predicate pattern: each numeric char is a match, other runs are gaps.
+            ml.n = 0;
+            for (size_t i = 0; i < len && !rc;) {
+                uint32_t cp;
+                int cl = utf8_next(s + i, len - i, &cp);
+                int m = is_numeric(cp);
+                if (!m && ml.n > 0 && !ml.r[ml.n - 1].m) ml.r[ml.n - 1].e = i + (size_t)cl;
+                else rc = mlist_add(&ml, i, i + (size_t)cl, m);
+                i += (size_t)cl;
+            }
+            if (!rc) rc = apply_behavior(&ml, st->individual ? SPLIT_ISOLATED : SPLIT_CONTIGUOUS, 0, s, p->first, out);
+            break;
+        }
+        }
+    }
+    free(ml.r);
+    free(tmp.s);
+    if (rc == ERR_NOMEM) return err_set(e, rc, "tokenizer: out of memory pre-tokenizing");
+    return rc;
+}
+
+// ---- decoders ----
+static int dec_one(const struct tokenizer *t, const struct dec_step *st, const struct plist *in, struct plist *out) {
+    switch (st->type) {
+    case DEC_BYTELEVEL: {
+        // Per token: every char mapped back to its byte, or the token's own bytes if some char
+        // is outside the alphabet; then one lossy UTF-8 conversion of the whole (HF ByteLevel).
+        struct plist raw = {0};
+        int rc = 0;
+        for (int k = 0; k < in->n && !rc; k++) {
+            const char *s = in->buf + in->p[k].off;
+            size_t len = in->p[k].len, i = 0;
+            size_t mark = raw.len;
+            while (i < len && !rc) {
+                uint32_t cp;
+                int cl = utf8_next(s + i, len - i, &cp);
+                int b = bytelevel_byte(cp);
+                if (b < 0) break;
+                char c = (char)b;
+                rc = plist_append(&raw, &c, 1);
+                i += (size_t)cl;
+            }
+            if (!rc && i < len) { raw.len = mark; rc = plist_append(&raw, s, len); }
+        }
+        size_t off = out->len;
+        if (!rc) rc = utf8_lossy_append(out, raw.buf ? raw.buf : "", raw.len);
+        if (!rc) rc = plist_piece(out, off, -1, 0);
+        plist_free(&raw);
+        return rc;
+    }
+    case DEC_FUSE: {
+        size_t off = out->len;
+        for (int k = 0; k < in->n; k++)
+            if (plist_append(out, in->buf + in->p[k].off, in->p[k].len)) return ERR_NOMEM;
+        return plist_piece(out, off, -1, 0);
+    }
+    case DEC_BYTEFALLBACK: {
+        // Runs of <0xXX> tokens become their bytes if valid UTF-8, else one U+FFFD per byte.
+        struct sbuf bytes = {0};
+        int rc = 0;
+        for (int k = 0; k <= in->n && !rc; k++) {
+            const char *s = k < in->n ? in->buf + in->p[k].off : NULL;
+            size_t len = k < in->n ? in->p[k].len : 0;
+            int isb = s && len == 6 && !memcmp(s, "<0x", 3) && s[5] == '>';
+            unsigned v = 0;
+            if (isb) {
+                for (int j = 3; j < 5 && isb; j++) {
+                    char c = s[j];
+                    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+                    if (d < 0) isb = 0;
+                    v = v * 16 + (unsigned)d;
+                }
+            }
+            if (isb) { char c = (char)v; rc = sbuf_put(&bytes, &c, 1); continue; }
+            if (bytes.len) {
+                if (utf8_valid(bytes.s, bytes.len)) rc = plist_push(out, bytes.s, bytes.len, -1, 0);
+                else
+                    for (size_t j = 0; j < bytes.len && !rc; j++) rc = plist_push(out, "\xef\xbf\xbd", 3, -1, 0);
+                bytes.len = 0;
+            }
+            if (s && !rc) rc = plist_push(out, s, len, -1, 0);
+        }
+        free(bytes.s);
+        return rc;
+    }
+    case DEC_REPLACE: {
+        struct mlist ml = {0};
+        int rc = 0;
+        for (int k = 0; k < in->n && !rc; k++) {
+            const char *s = in->buf + in->p[k].off;
+            size_t off = out->len;
+            rc = literal_matches(st->a, st->alen, s, in->p[k].len, &ml);
+            for (int i = 0; !rc && i < ml.n; i++)
+                rc = ml.r[i].m ? plist_append(out, st->b, st->blen) : plist_append(out, s + ml.r[i].s, ml.r[i].e - ml.r[i].s);
+            if (!rc) rc = plist_piece(out, off, -1, 0);
+        }
+        free(ml.r);
+        return rc;
+    }
+    case DEC_STRIP:
+        // Per token: drop up to `start` leading and `stop` trailing copies of the content char.
+        for (int k = 0; k < in->n; k++) {
+            const char *s = in->buf + in->p[k].off;
+            size_t a = 0, b = in->p[k].len;
+            for (int j = 0; j < st->start && b - a >= st->alen && !memcmp(s + a, st->a, st->alen); j++) a += st->alen;
+            for (int j = 0; j < st->stop && b - a >= st->alen && !memcmp(s + b - st->alen, st->a, st->alen); j++)
+                b -= st->alen;
+            if (plist_push(out, s + a, b - a, -1, 0)) return ERR_NOMEM;
+        }
+        return 0;
+    case DEC_METASPACE:
+        // Replacement char -> ' '; in the first token it is dropped when a prefix was prepended.
+        for (int k = 0; k < in->n; k++) {
+            const char *s = in->buf + in->p[k].off;
+            size_t len = in->p[k].len, off = out->len;
+            for (size_t i = 0; i < len;) {
+                if (len - i >= st->alen && !memcmp(s + i, st->a, st->alen)) {
+                    if (!(k == 0 && st->scheme != PREPEND_NEVER) && plist_append(out, " ", 1)) return ERR_NOMEM;
+                    i += st->alen;
+                } else {
+                    if (plist_append(out, s + i, 1)) return ERR_NOMEM;
+                    i++;
+                }
+            }
+            if (plist_piece(out, off, -1, 0)) return ERR_NOMEM;
+        }
+        return 0;
+    }
+    (void)t;
+    return ERR_INTERNAL;
+}
+
+int decode_chain(const struct tokenizer *t, struct plist *toks, struct plist *tmp, struct err *e) {
+    struct plist *a = toks, *b = tmp;
+    for (int i = 0; t->has_decoder && i < t->n_dec; i++) {
+        plist_reset(b);
+        int rc = dec_one(t, &t->dec[i], a, b);
+        if (rc) return err_set(e, rc, "tokenizer: decoding failed (%s)", err_code_name(rc));
+        struct plist *x = a;
+        a = b;
+        b = x;
+    }
+    // Concatenate what is left into one piece (HF joins with " " when there is no decoder).
+    plist_reset(b);
+    for (int k = 0; k < a->n; k++)
+        if ((!t->has_decoder && k && plist_append(b, " ", 1)) || plist_append(b, a->buf + a->p[k].off, a->p[k].len))
+            return err_set(e, ERR_NOMEM, "tokenizer: out of memory decoding");
+    if (plist_append(b, "", 0) || plist_piece(b, 0, -1, 0)) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+    if (b != toks) {
+        struct plist x = *toks;
+        *toks = *tmp;
+        *tmp = x;
+    }
+    return 0;
+}
