@@ -336,6 +336,64 @@ static void test_bf16attn(void) {
     }
 }
 
+// ---- qwen3 logits_direct / logits_hifa4 (4-bit modes, tile 128, golden scales) ----
+static void test_quant_goldens(void) {
+    const char *modes[] = {"direct", "hifa4"}, *tensors[] = {"logits_direct", "logits_hifa4"};
+    const char *names[] = {"qwen3-tiny", "qwen3-outlier"};
+    for (int k = 0; k < 2; k++) {
+        if (!attn_mode_find(modes[k])) {
+            printf("skip %s: attention mode %s not in this build\n", tensors[k], modes[k]);
+            continue;
+        }
+        for (int g = 0; g < 2; g++) {
+            char dir[256], path[256];
+            snprintf(dir, sizeof dir, "../shared/goldens/models/%s", names[g]);
+            snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", names[g]);
+            int32_t *ids = NULL;
+            float *ref = NULL, *scales = NULL;
+            int T, V;
+            if (load_golden(path, tensors[k], &ids, &T, &ref, &V)) continue;
+            struct err e = {0};
+            struct safetensors st;
+            if (!st_open(&st, path, &e)) {
+                const struct st_tensor *t = st_find(&st, "smooth_qk.scales");
+                if (t && (scales = malloc(sizeof(float) * (size_t)t->numel))) st_to_f32(scales, t, &e);
+                st_close(&st);
+            }
+            struct model_opts o;
+            model_opts_default(&o);
+            o.act_bf16 = 0;
+            o.max_tokens = T;
+            o.n_threads = 1;
+            struct model *m = NULL;
+            struct attn_opts ao;
+            attn_opts_default(&ao);
+            ao.n_threads = 1;
+            int rc = model_open(&m, dir, &o, &e) || model_set_attn(m, modes[k], &ao, scales, &e);
+            CHECK(rc == 0, "%s %s: %s", names[g], modes[k], e.msg);
+            if (!rc) {
+                int *pos = malloc(sizeof(int) * (size_t)T);
+                float *lg = malloc(sizeof(float) * (size_t)T * V);
+                for (int i = 0; i < T; i++) pos[i] = i;
+                rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+                CHECK(rc == 0, "%s", e.msg);
+                double rel = test_rel_l2(lg, ref, (size_t)T * V);
+                int bad = argmax_mismatch(lg, ref, T, V);
+                printf("%-14s %-6s attn: rel-L2 %.3g, argmax mismatches %d/%d\n", names[g], modes[k], rel, bad, T);
+                // goldens README: measured 2.5e-7 .. 2.6e-3, tolerance 2e-2, top-1 >= 0.97
+                CHECK(rel <= 2e-2, "%s %s: rel-L2 %.3g > 2e-2", names[g], modes[k], rel);
+                CHECK(bad <= T * 3 / 100, "%s %s: %d/%d argmax mismatches", names[g], modes[k], bad, T);
+                free(pos);
+                free(lg);
+            }
+            model_free(m);
+            free(scales);
+            free(ids);
+            free(ref);
+        }
+    }
+}
+
 // ---- make-model: determinism, every architecture loads and runs, planted outlier ----
 static int files_equal(const char *a, const char *b) {
     char *x = NULL, *y = NULL;
@@ -529,6 +587,7 @@ int main(void) {
     RUN(test_packing("gemma2-tiny", 1));
     RUN(test_act_bf16());
     RUN(test_bf16attn());
+    RUN(test_quant_goldens());
     RUN(test_make_model());
     RUN(test_cli());
     return test_summary("test_model");
