@@ -324,7 +324,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
     if (m->weights == MODEL_WEIGHTS_AUTO) {
         size_t avail = mem_available();
         m->weights = (double)conv_n * 4 < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
-        log_info("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
+        log_debug("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
                  m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", conv_n * 4e-9, avail * 1e-9);
     }
     if (m->weights == MODEL_WEIGHTS_F32 && conv_n) {
@@ -376,6 +376,12 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, m->rope + 2 * tab, m->rope + 3 * tab, op->max_seq);
     }
     if ((rc = model_set_attn(m, "f32", NULL, NULL, e))) goto fail;
+    log_info("model: %s, %d layers, %.2fB parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
+             "%d tokens", cfg_arch_name(c->arch), c->n_layers, cfg_n_params(c) * 1e-9,
+             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
+             m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
+             ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
+              m->stream_n * 4) * 1e-9, op->max_tokens);
     *out = m;
     return 0;
 fail:
