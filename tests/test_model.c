@@ -15,6 +15,7 @@
 #include "model.h"
 #include "safetensors.h"
 #include "test.h"
+#include "tokenizer.h"
 
 static const char *tmpdir(void) {
     const char *t = getenv("HIFA4_TMP");
@@ -126,9 +127,43 @@ static void test_stories(void) {
     snprintf(dir, sizeof dir, "%s/s260k", tmpdir());
     struct err e = {0};
     int tok_ok = 0;
-    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", NULL, dir, &tok_ok, &e);
+    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", "../shared/models/stories260K/tok512.bin",
+                            dir, &tok_ok, &e);
     CHECK(rc == 0, "import: %s", e.msg);
     if (rc) return;
+    // the converted tokenizer gives llama2.c's ids for the golden prompts (text -> ids -> logits
+    // all match llama2.c end to end)
+    CHECK(tok_ok, "import: tokenizer.json not written");
+    struct tokenizer *tk = NULL;
+    if (tok_ok && !tok_load(&tk, dir, &e)) {
+        int32_t *ids = NULL;
+        int n = 0;
+        rc = tok_encode(tk, "Zoo", 3, 1, &ids, &n, &e);
+        CHECK(rc == 0 && n == 4 && ids[0] == 1 && ids[1] == 410 && ids[2] == 469 && ids[3] == 347,
+              "\"Zoo\" -> %d ids (%d %d ...), want 1 410 469 347", n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1);
+        free(ids);
+        const char *gold[] = {"../shared/goldens/stories260K/stories260K-mmlu.safetensors",
+                              "../shared/goldens/stories260K/stories260K-story.safetensors"};
+        for (int g = 0; g < 2; g++) {
+            struct safetensors st;
+            if (st_open(&st, gold[g], &e)) continue;
+            const char *prompt = st_meta(&st, "prompt");
+            const struct st_tensor *t = st_find(&st, "input_ids");
+            int32_t want[1024];
+            if (prompt && t && t->numel <= 1024 && !st_to_i32(want, t, &e) &&
+                !tok_encode(tk, prompt, strlen(prompt), 1, &ids, &n, &e)) {
+                CHECK(n == t->numel && !memcmp(ids, want, sizeof(int32_t) * (size_t)n),
+                      "%s: prompt encodes to %d ids, golden has %lld (or they differ)", gold[g], n, (long long)t->numel);
+                free(ids);
+            } else {
+                CHECK(0, "%s: prompt metadata / encode: %s", gold[g], e.msg);
+            }
+            st_close(&st);
+        }
+        tok_free(tk);
+    } else if (tok_ok) {
+        CHECK(0, "tokenizer of the import does not load: %s", e.msg);
+    }
     const char *cases[] = {"stories260K-mmlu", "stories260K-story"};
     for (int c = 0; c < 2; c++) {
         char path[256];
@@ -464,6 +499,32 @@ static void test_make_model(void) {
                 CHECK(t && !st_to_f32(w, t, &e) && w[5] == 34.0f && w[4] != 34.0f, "planted k_norm outlier missing");
                 st_close(&st);
             }
+        }
+    }
+    // the tokenizer module loads make-model's tokenizer.json; text round-trips
+    {
+        char d[512];
+        snprintf(d, sizeof d, "%s/mm-qwen3-a", tmpdir());
+        struct tokenizer *tk = NULL;
+        struct err e = {0};
+        int rc = tok_load(&tk, d, &e);
+        CHECK(rc == 0, "make-model tokenizer.json: %s", e.msg);
+        if (!rc) {
+            const char *text = "The model reads the question, then it picks 4 answers: caf\xc3\xa9 \xe2\x82\xac!\n\tEnd";
+            int32_t *ids = NULL;
+            int n = 0;
+            char *back = NULL;
+            size_t blen = 0;
+            rc = tok_encode(tk, text, strlen(text), 0, &ids, &n, &e) || tok_decode(tk, ids, n, &back, &blen, &e);
+            CHECK(rc == 0 && blen == strlen(text) && !memcmp(back, text, blen), "round trip: %s", rc ? e.msg : back);
+            CHECK(n > 0 && n < (int)strlen(text), "merges unused: %d ids for %zu bytes", n, strlen(text));
+            int out_of_range = 0;
+            for (int i = 0; i < n; i++) out_of_range += ids[i] < 0 || ids[i] >= 300;
+            CHECK(out_of_range == 0 && tok_vocab_size(tk) == 300 && tok_eos_id(tk) == 299, "vocab %d, eos %d",
+                  tok_vocab_size(tk), tok_eos_id(tk));
+            free(ids);
+            free(back);
+            tok_free(tk);
         }
     }
     // own tokenizer: vocab size honoured, ids unique (parsed back)
