@@ -32,8 +32,10 @@ struct model;
 // in place); with STREAM each matrix is converted into one scratch buffer just before its
 // GEMM (the vocab projection in row chunks), so an 8B bf16 checkpoint needs ~1 GB beyond the
 // mapping; AUTO picks F32 when that fits in 60% of MemAvailable. The attention context is
-// created with mode "f32" and default options (change it with model_set_attn). Errors name
-// the file, tensor and shape; *out is NULL on error.
+// created with mode "f32" and default options (change it with model_set_attn). Threads: the
+// GEMMs are split over the OpenMP team, so model_open sets OpenBLAS to one thread
+// (openblas_set_num_threads(1), process-wide). Errors name the file, tensor and shape; *out
+// is NULL on error.
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e);
 void model_free(struct model *m); // safe on NULL
 
