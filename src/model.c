@@ -411,26 +411,11 @@ int model_set_attn(struct model *m, const char *mode, const struct attn_opts *ao
 // and on a loaded machine a descheduled team member stalls it, so small loops run serially.
 static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1 << 15) ? 1 : m->opts.n_threads; }
 
-// Y(M,N) = X(M,K) W(N,K)^T on the OpenMP team: each thread runs a single-threaded sgemm on
-// its slice of W's rows (output columns). One thread pool for everything: OpenBLAS's own
-// threads would spin against the OpenMP workers between regions (measured: GEMMs 1.8x
-// slower in the forward than alone on 2 cores). Per-element results do not depend on the
-// split (same kernel and K blocking), so any thread count gives the same bits.
+// One thread pool: GEMMs run as ops_matmul_mt over the OpenMP team (OpenBLAS's own threads
+// would spin against the OpenMP workers between regions; measured on 2 cores: the forward's
+// GEMMs 1.8x slower than alone). Any thread count gives the same bits.
 static void gemm(const struct model *m, float *y, const float *x, const float *w, int M, int N, int K, int ldy) {
-    const double work = (double)M * N * K;
-    int nt = m->opts.n_threads;
-    if (work < 4e6 || N < 32 * nt) nt = 1;
-    if (nt == 1) {
-        ops_matmul(y, x, w, M, N, K, ldy);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num(), n = omp_get_num_threads();
-        const int per = ((N + n - 1) / n + 15) / 16 * 16; // slices of multiples of 16 columns
-        const int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
-        if (n0 < n1) ops_matmul(y + n0, x, w + (size_t)n0 * K, M, n1 - n0, K, ldy);
-    }
+    ops_matmul_mt(y, x, w, M, N, K, ldy, m->opts.n_threads);
 }
 
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.

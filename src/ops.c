@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 
 #include "common.h"
 #include "config.h"
@@ -79,6 +80,22 @@ void ops_add(float *x, const float *y, size_t n, int bf16) {
 
 void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, ldy);
+}
+
+void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads) {
+    int nt = n_threads;
+    if ((double)M * N * K < 4e6 || N < 32 * nt) nt = 1;
+    if (nt <= 1) {
+        ops_matmul(y, x, w, M, N, K, ldy);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        const int per = ((N + n - 1) / n + 15) / 16 * 16; // slices of multiples of 16 columns
+        const int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
+        if (n0 < n1) ops_matmul(y + n0, x, w + (size_t)n0 * K, M, n1 - n0, K, ldy);
+    }
 }
 
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {

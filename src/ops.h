@@ -44,6 +44,11 @@ void ops_add(float *x, const float *y, size_t n, int bf16);
 // One cblas_sgemm(RowMajor, NoTrans, Trans). Must not be called inside an OpenMP parallel
 // region unless OpenBLAS runs on one thread (STYLE.md section 5).
 void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
+// The same product split by output columns over n_threads OpenMP threads, each running a
+// single-threaded sgemm on its slice of W's rows (OpenBLAS must be at one thread). Small
+// products run on one thread. Per-element results do not depend on the split (same kernel
+// and K blocking), so the bits are those of ops_matmul for any n_threads.
+void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads);
 // Naive reference with binary64 accumulation (tests only).
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
 

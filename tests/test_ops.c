@@ -2,6 +2,7 @@
 // independently here (STYLE.md section 7): RMSNorm (plain and 1+w, f32 and bf16 rounding),
 // RoPE (rotate half, partial rotary), SiLU / GELU-tanh / GELU gates, soft-capping, residual add,
 // and sgemm against the naive reference.
+#include <cblas.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -208,6 +209,26 @@ static void test_matmul(void) {
                 CHECK(bad == 0, "matmul %dx%dx%d: %d entries off (NMSE %.3g)", M, N, K, bad, num / den);
                 free(x), free(w), free(y), free(r);
             }
+    // the column split over threads gives exactly ops_matmul's bits (sizes above the
+    // single-thread cutoff, N not a multiple of the slice width, ldy > N)
+    {
+        openblas_set_num_threads(1);
+        const int M = 64, N = 300, K = 257, ldy = 307;
+        float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K);
+        float *y1 = malloc(sizeof(float) * M * ldy), *y2 = malloc(sizeof(float) * M * ldy);
+        fill(x, (size_t)M * K, 1.0);
+        fill(w, (size_t)N * K, 1.0);
+        fill_nan(y1, (size_t)M * ldy);
+        ops_matmul(y1, x, w, M, N, K, ldy);
+        for (int nt = 1; nt <= 3; nt++) {
+            fill_nan(y2, (size_t)M * ldy);
+            ops_matmul_mt(y2, x, w, M, N, K, ldy, nt);
+            int diff = 0;
+            for (int m = 0; m < M; m++) diff += memcmp(y1 + (size_t)m * ldy, y2 + (size_t)m * ldy, sizeof(float) * N) != 0;
+            CHECK(diff == 0, "ops_matmul_mt with %d threads: %d rows differ from ops_matmul", nt, diff);
+        }
+        free(x), free(w), free(y1), free(y2);
+    }
     // the reference itself on a hand case: [1 2; 3 4] * [5 6; 7 8]^T = [17 23; 39 53]
     float x[4] = {1, 2, 3, 4}, w[4] = {5, 6, 7, 8}, y[4];
     ops_matmul_ref(y, x, w, 2, 2, 2, 2);
