@@ -1,0 +1,135 @@
+// diff.c: `hifa4-eval diff RUN_A[:MODE] RUN_B[:MODE]` - item-by-item comparison of any two
+// runs or two modes of one run: per task flips / PFR (Wilson 95%), hurts, helps, dAcc,
+// McNemar exact p, the mean absolute loglik change, then the flipped items. Items are matched
+// by id; tasks present in both runs are compared. Default modes: the reference of each run;
+// with the same run twice and no modes given, its first two modes.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "json_util.h"
+#include "metrics.h"
+#include "results.h"
+
+struct side { char dir[4096]; char mode[128]; cJSON *run; };
+
+static int side_open(struct side *s, const char *arg, struct err *e) {
+    memset(s, 0, sizeof *s);
+    const char *colon = strrchr(arg, ':');
+    size_t dl = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (dl >= sizeof s->dir) return err_set(e, ERR_USAGE, "'%s': path too long", arg);
+    memcpy(s->dir, arg, dl);
+    s->dir[dl] = 0;
+    if (colon) snprintf(s->mode, sizeof s->mode, "%s", colon + 1);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.json", s->dir);
+    int rc = json_parse_file(&s->run, path, e);
+    if (rc) return rc;
+    const cJSON *modes;
+    if ((rc = json_get_arr(s->run, "modes", &modes, 1, path, e))) return rc;
+    int found = !s->mode[0];
+    const cJSON *m;
+    cJSON_ArrayForEach(m, modes) if (cJSON_IsString(m) && !strcmp(m->valuestring, s->mode)) found = 1;
+    if (!found) return err_set(e, ERR_NOTFOUND, "%s: mode '%s' is not in this run (field 'modes')", path, s->mode);
+    return 0;
+}
+
+static const char *mode_at(const struct side *s, int i) {
+    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(s->run, "modes"), i);
+    return cJSON_IsString(m) ? m->valuestring : NULL;
+}
+
+int cmd_diff(int argc, char **argv, struct err *e) {
+    int help = 0, show = 20;
+    const char *only = NULL;
+    struct cli_opt opts[] = {
+        {"task", CLI_STR, &only, "T: compare this task only"},
+        {"items", CLI_INT, &show, "N: list at most N flipped items per task (default 20)"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const char *pos[2];
+    int n_pos = 0, rc = cli_parse(argc, argv, 1, opts, 3, pos, 2, &n_pos, e);
+    if (rc) return rc;
+    if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }
+    if (n_pos != 2) return err_set(e, ERR_USAGE, "expected two runs (RUN_A[:MODE] RUN_B[:MODE])");
+    struct side a, b;
+    if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
+    if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
+    int same_run = !strcmp(a.dir, b.dir);
+    if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
+    if (!b.mode[0]) {
+        const char *m = same_run ? mode_at(&b, !strcmp(mode_at(&b, 0), a.mode) ? 1 : 0) : mode_at(&b, 0);
+        if (!m) { rc = err_set(e, ERR_USAGE, "%s has one mode only: name the modes to compare (RUN:MODE)", b.dir); goto done; }
+        snprintf(b.mode, sizeof b.mode, "%s", m);
+    }
+    printf("diff %s:%s (A) vs %s:%s (B)\n\n", a.dir, a.mode, b.dir, b.mode);
+    printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    const cJSON *ta, *tb;
+    struct results_buf flips_txt = {0};
+    int n_common = 0;
+    cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a.run, "tasks")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(ta, "name"));
+        if (!name || (only && strcmp(only, name))) continue;
+        int inb = 0;
+        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
+            if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) inb = 1;
+        if (!inb) continue;
+        char pa[4096], pb[4096];
+        struct results_sample *sa = NULL, *sb = NULL;
+        int na = 0, nb = 0;
+        if ((rc = results_samples_path(pa, sizeof pa, a.dir, name, a.mode, e)) || (rc = results_samples_path(pb, sizeof pb, b.dir, name, b.mode, e)) ||
+            (rc = results_samples_read(pa, &sa, &na, e)) || (rc = results_samples_read(pb, &sb, &nb, e))) {
+            for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
+            free(sa);
+            goto done;
+        }
+        // match items by id (B may hold more or fewer items; the common ones are compared)
+        int *pr = malloc(sizeof(int) * (size_t)(na + 1)), *pq = malloc(sizeof(int) * (size_t)(na + 1)), *gold = malloc(sizeof(int) * (size_t)(na + 1));
+        int *jb = malloc(sizeof(int) * (size_t)(na + 1));
+        int n = 0, listed = 0;
+        double dll = 0;
+        if (!pr || !pq || !gold || !jb) rc = err_set(e, ERR_NOMEM, "diff: out of memory");
+        for (int i = 0, j = 0; !rc && i < na; i++) {
+            int k = -1;
+            if (j < nb && !strcmp(sa[i].id, sb[j].id)) k = j;
+            else for (int q = 0; q < nb; q++) if (!strcmp(sa[i].id, sb[q].id)) { k = q; break; }
+            if (k < 0) continue;
+            j = k + 1;
+            if (sa[i].gold != sb[k].gold || sa[i].n_choices != sb[k].n_choices) {
+                rc = err_set(e, ERR_MISMATCH, "task %s item '%s': gold or number of choices differ between %s and %s", name, sa[i].id, pa, pb);
+                break;
+            }
+            pr[n] = sa[i].pred; pq[n] = sb[k].pred; gold[n] = sa[i].gold; jb[n] = i;
+            for (int c = 0; c < sa[i].n_choices; c++) dll += fabs(sb[k].ll[c] - sa[i].ll[c]) / sa[i].n_choices;
+            if (sa[i].pred != sb[k].pred && listed++ < show) {
+                results_buf_printf(&flips_txt, "| %s | %s | %d | %d | %d | %.4f | %.4f |\n", name, sa[i].id, sa[i].gold, sa[i].pred,
+                                   sb[k].pred, sa[i].margin, sb[k].margin);
+            }
+            n++;
+        }
+        if (!rc) {
+            struct metrics_compare c;
+            metrics_compare(&c, pr, pq, gold, n);
+            printf("| %s | %d | %.2f | %.2f | %d | %.2f [%.2f, %.2f] | %d | %d | %.2f | %.3g | %.4g |\n", name, n, 100 * c.acc_ref,
+                   100 * c.acc_q, c.flips, 100 * c.pfr, 100 * c.pfr_lo, 100 * c.pfr_hi, c.hurts, c.helps, 100 * c.d_acc, c.mcnemar_p,
+                   n ? dll / n : 0.0);
+            n_common++;
+        }
+        free(pr); free(pq); free(gold); free(jb);
+        for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
+        for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
+        free(sa); free(sb);
+        if (rc) goto done;
+    }
+    if (!n_common) { rc = err_set(e, ERR_NOTFOUND, "no task in common between %s and %s%s%s", a.dir, b.dir, only ? " named " : "", only ? only : ""); goto done; }
+    if (flips_txt.n) {
+        printf("\nflipped items (pred A != pred B):\n\n| task | id | gold | pred A | pred B | margin A | margin B |\n|---|---|---:|---:|---:|---:|---:|\n%s", flips_txt.p);
+    }
+done:
+    free(flips_txt.p);
+    cJSON_Delete(a.run);
+    cJSON_Delete(b.run);
+    return rc;
+}

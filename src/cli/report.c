@@ -1,0 +1,36 @@
+// report.c (CLI): `hifa4-eval report RUN` - recomputes summary.json from the samples files and
+// re-renders report.md, tables/*.csv and plots/*.svg (src/report.c).
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "report.h"
+#include "results.h"
+
+int cmd_report(int argc, char **argv, struct err *e) {
+    int help = 0, keep = 0;
+    struct cli_opt opts[] = {
+        {"keep-summary", CLI_FLAG, &keep, "render from the existing summary.json instead of recomputing it"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = cli_parse(argc, argv, 1, opts, 2, pos, 1, &n_pos, e);
+    if (rc) return rc;
+    if (help) { cli_usage("report", "RUN_DIR", opts, 2); return 0; }
+    if (n_pos != 1) return err_set(e, ERR_USAGE, "expected one run directory");
+    if (!keep) {
+        cJSON *sum = NULL;
+        char path[4096];
+        if ((rc = results_summarize(pos[0], &sum, e))) return rc;
+        rc = path_join(path, sizeof path, pos[0], "summary.json", e);
+        if (!rc) rc = results_write_json(path, sum, e);
+        cJSON_Delete(sum);
+        if (rc) return rc;
+    }
+    char *head = NULL;
+    if ((rc = report_render(pos[0], &head, e))) return rc;
+    printf("report: %s/report.md\n\n%s", pos[0], head ? head : "");
+    free(head);
+    return 0;
+}

@@ -1,0 +1,249 @@
+// test_eval.c: request building (context/continuation split on hand cases, trailing-space
+// move, BOS, empty context, left truncation), batching/dedupe row mapping against a naive
+// one-request-at-a-time scorer, and batch-size / thread-count independence (bit for bit).
+// Uses a tiny synthetic tokenizer and a synthetic "model" whose logits row at position p is a
+// hash of the sequence prefix [0..p], so the expected values are computed independently here.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval.h"
+#include "test.h"
+
+#define VOCAB 512
+#define BOS 1
+#define EOS 2
+
+// ---- synthetic tokenizer ----
+// Left to right: "a " -> 400; " " + ASCII letter -> 256 + letter; any other byte -> its value.
+static int toy_encode(void *user, const char *s, size_t n, int32_t **ids, int *nid, struct err *e) {
+    (void)user;
+    int32_t *r = malloc(sizeof *r * (n + 1));
+    if (!r) return err_set(e, ERR_NOMEM, "oom");
+    int k = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 'a' && i + 1 < n && s[i + 1] == ' ') { r[k++] = 400; i += 2; }
+        else if (c == ' ' && i + 1 < n && ((s[i + 1] | 32) >= 'a' && (s[i + 1] | 32) <= 'z')) { r[k++] = 256 + (unsigned char)s[i + 1]; i += 2; }
+        else { r[k++] = c; i++; }
+    }
+    *ids = r;
+    *nid = k;
+    return 0;
+}
+
+// ---- synthetic model ----
+static uint64_t mix(uint64_t h) {
+    h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 33;
+    return h;
+}
+static void toy_row(float *row, const int32_t *tok, int p) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i <= p; i++) h = mix(h ^ (uint64_t)(tok[i] + 7) * 0x9E3779B97F4A7C15ULL);
+    for (int j = 0; j < VOCAB; j++) {
+        uint64_t x = mix(h + (uint64_t)j);
+        row[j] = (float)((double)(x >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+}
+static int forward_calls;
+static int toy_forward(void *user, const int32_t *tok, const int *seq_len, int n_seq, const int *out_pos,
+                       int n_out, float *logits, struct err *e) {
+    (void)user; (void)e;
+    forward_calls++;
+    int off = 0, o = 0;
+    for (int s = 0; s < n_seq; s++) {
+        for (; o < n_out && out_pos[o] < off + seq_len[s]; o++) toy_row(logits + (size_t)o * VOCAB, tok + off, out_pos[o] - off);
+        off += seq_len[s];
+    }
+    return o == n_out ? 0 : -1;
+}
+
+static int eq_ids(const int32_t *a, int na, const int32_t *b, int nb) {
+    return na == nb && (na == 0 || !memcmp(a, b, sizeof *a * (size_t)na));
+}
+
+static void split_case(const char *ctx, const char *choice, int add_bos, int window, const int32_t *want_inp,
+                       int n_want_inp, const int32_t *want_cont, int n_want_cont, int want_trunc) {
+    struct eval_plan_opts o = {.delim = " ", .add_bos = add_bos, .bos_id = BOS, .eos_id = EOS, .window = window};
+    int32_t *inp, *cont;
+    int ni, nc, tr;
+    struct err e = {0};
+    int rc = eval_request_tokens(ctx, choice, &o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e);
+    CHECK(rc == 0, "split '%s'+'%s': %s", ctx, choice, e.msg);
+    if (rc) return;
+    CHECK(eq_ids(inp, ni, want_inp, n_want_inp), "input of '%s'+'%s' (%d tokens, want %d)", ctx, choice, ni, n_want_inp);
+    CHECK(eq_ids(cont, nc, want_cont, n_want_cont), "continuation of '%s'+'%s' (%d tokens, want %d, first %d)", ctx, choice, nc, n_want_cont, nc ? cont[0] : -1);
+    CHECK(tr == want_trunc, "truncated flag %d want %d", tr, want_trunc);
+    free(inp); free(cont);
+}
+
+static void test_split(void) {
+    // plain: " B" is one token, input = context tokens
+    split_case("Q:\nAnswer:", "B", 0, 100, (int32_t[]){'Q', ':', '\n', 'A', 'n', 's', 'w', 'e', 'r', ':'}, 10,
+               (int32_t[]){256 + 'B'}, 1, 0);
+    // BOS prepended to the whole string (context tokens include it)
+    split_case("x:", "B", 1, 100, (int32_t[]){BOS, 'x', ':'}, 3, (int32_t[]){256 + 'B'}, 1, 0);
+    // trailing whitespace moves to the continuation: "x: " + "B" -> "x:" + "  B"
+    split_case("x: ", "B", 0, 100, (int32_t[]){'x', ':', ' '}, 3, (int32_t[]){' ', 256 + 'B'}, 2, 0);
+    // the split is at the context's token count in the WHOLE string's tokens: "la b" ->
+    // l, "a ", b; context "la" has 2 tokens, so the continuation is [b], not [" b"]
+    split_case("la", "b", 0, 100, (int32_t[]){'l', 400}, 2, (int32_t[]){'b'}, 1, 0);
+    // multi-token continuation: input = whole minus last token
+    split_case("x", "yes no", 0, 100, (int32_t[]){'x', 256 + 'y', 'e', 's', 256 + 'n'}, 5,
+               (int32_t[]){256 + 'y', 'e', 's', 256 + 'n', 'o'}, 5, 0);
+    // empty context: [BOS] + continuation encoded alone
+    split_case("", "B", 0, 100, (int32_t[]){BOS}, 1, (int32_t[]){256 + 'B'}, 1, 0);
+    // whitespace-only context is not "empty": it moves into the continuation, the context
+    // tokens are just the BOS
+    split_case(" ", "B", 1, 100, (int32_t[]){BOS, ' '}, 2, (int32_t[]){' ', 256 + 'B'}, 2, 0);
+    // left truncation: whole = x y z w " B" (5 tokens), window 3 -> keep last 4, drop last
+    split_case("xyzw", "B", 0, 3, (int32_t[]){'y', 'z', 'w'}, 3, (int32_t[]){256 + 'B'}, 1, 1);
+    split_case("xyzw", "B", 0, 4, (int32_t[]){'x', 'y', 'z', 'w'}, 4, (int32_t[]){256 + 'B'}, 1, 0);
+    // errors: continuation longer than the window
+    struct eval_plan_opts o = {.delim = " ", .bos_id = BOS, .eos_id = EOS, .window = 2};
+    int32_t *inp, *cont;
+    int ni, nc, tr;
+    struct err e = {0};
+    CHECK(eval_request_tokens("x", "yes no", &o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e) == ERR_RANGE,
+          "continuation longer than the window must fail");
+    CHECK(strstr(e.msg, "window") != NULL, "message: %s", e.msg);
+}
+
+// ---- items ----
+#define N_ITEMS 40
+static char *choice_store[N_ITEMS][6];
+static char ctx_store[N_ITEMS][200];
+static struct eval_item items[N_ITEMS];
+
+static void make_items(void) {
+    static const char *words[] = {"yes", "no", "maybe", "blue sky", "A", "B", "C", "D", "cat", "a dog", "über"};
+    for (int i = 0; i < N_ITEMS; i++) {
+        int kind = i % 3;
+        int n = kind == 0 ? 4 : 2 + (i % 4);
+        int len = snprintf(ctx_store[i], sizeof ctx_store[i], "Question %d: what is %d?%s", i, i * 7,
+                           kind == 0 ? "\nAnswer:" : (i % 5 == 1 ? " " : ""));
+        (void)len;
+        if (i == 7) ctx_store[i][0] = 0; // one empty context
+        for (int c = 0; c < n; c++) {
+            const char *w = kind == 0 ? words[4 + c] : words[(i + c * 3) % 11];
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s%s", w, kind == 0 ? "" : (c % 2 ? " x" : ""));
+            choice_store[i][c] = strdup(buf);
+        }
+        items[i] = (struct eval_item){.id = "t", .context = ctx_store[i], .n_choices = n,
+                                       .choices = choice_store[i], .gold = i % n};
+    }
+}
+
+// naive: one request per forward, full logits of every position, direct binary64 loglik
+static double naive_ll(const struct eval_item *it, int c, const struct eval_plan_opts *o, int *greedy) {
+    int32_t *inp, *cont;
+    int ni, nc, tr;
+    struct err e = {0};
+    if (eval_request_tokens(it->context, it->choices[c], o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e)) return NAN;
+    float *row = malloc(sizeof *row * VOCAB);
+    double ll = 0;
+    *greedy = 1;
+    for (int k = 0; k < nc; k++) {
+        int p = ni - nc + k;
+        toy_row(row, inp, p);
+        double m = -INFINITY, s = 0;
+        int am = 0;
+        for (int j = 0; j < VOCAB; j++) if (row[j] > m) { m = row[j]; am = j; }
+        for (int j = 0; j < VOCAB; j++) s += exp((double)row[j] - m);
+        ll += (double)row[cont[k]] - (m + log(s));
+        if (am != cont[k]) *greedy = 0;
+    }
+    free(row); free(inp); free(cont);
+    return ll;
+}
+
+static int run_all(struct eval_score *sc, const struct eval_plan *p, int max_tokens, int max_out, int threads,
+                   int *n_batches) {
+    struct eval_batch b = {0};
+    struct err e = {0};
+    int item = 0;
+    *n_batches = 0;
+    float *logits = NULL, *ref = NULL;
+    while (item < p->n_items) {
+        if (eval_batch_next(&b, p, item, max_tokens, max_out, &e)) return -1;
+        logits = realloc(logits, sizeof *logits * (size_t)b.n_out * VOCAB);
+        ref = realloc(ref, sizeof *ref * (size_t)b.n_out * VOCAB);
+        if (toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, logits, &e)) return -1;
+        if (eval_batch_score(sc + item, p, &b, logits, VOCAB, threads, &e)) return -1;
+        // "reference" = logits shifted by a constant: KL must be 0 and top-1 the same
+        for (size_t k = 0; k < (size_t)b.n_out * VOCAB; k++) ref[k] = logits[k] + 1.0f;
+        if (eval_batch_compare(sc + item, p, &b, ref, logits, VOCAB, threads, &e)) return -1;
+        item = b.item1;
+        (*n_batches)++;
+    }
+    free(logits); free(ref);
+    eval_batch_free(&b);
+    return 0;
+}
+
+static void test_scoring(void) {
+    make_items();
+    struct eval_plan_opts o = {.delim = " ", .add_bos = 1, .bos_id = BOS, .eos_id = EOS, .window = 20, .n_threads = 2};
+    struct eval_plan p;
+    struct err e = {0};
+    int rc = eval_plan_build(&p, items, N_ITEMS, &o, toy_encode, NULL, &e);
+    CHECK(rc == 0, "plan: %s", e.msg);
+    if (rc) return;
+    CHECK(p.n_truncated > 0, "window 20 truncates some requests (%d)", p.n_truncated);
+    // MMLU-like items (kind 0): 4 single-token choices -> one sequence, one row
+    CHECK(p.item_seq[1] - p.item_seq[0] == 1, "item 0: %d sequences", p.item_seq[1] - p.item_seq[0]);
+    CHECK(p.seq[p.item_seq[0]].n_rows == 1, "item 0: %d rows", p.seq[p.item_seq[0]].n_rows);
+
+    struct eval_score *a = calloc(N_ITEMS, sizeof *a), *b = calloc(N_ITEMS, sizeof *b), *c = calloc(N_ITEMS, sizeof *c);
+    int nb1, nb2, nb3;
+    CHECK(run_all(a, &p, 1, 1, 1, &nb1) == 0, "run 1");
+    CHECK(run_all(b, &p, 100000, 100000, 2, &nb2) == 0, "run 2");
+    CHECK(run_all(c, &p, 150, 12, 3, &nb3) == 0, "run 3");
+    CHECK(nb1 == N_ITEMS && nb2 == 1 && nb3 > 1 && nb3 < N_ITEMS, "batches %d %d %d", nb1, nb2, nb3);
+    int bad = 0, bad_naive = 0, bad_greedy = 0, bad_kl = 0;
+    for (int i = 0; i < N_ITEMS; i++) {
+        for (int k = 0; k < a[i].n_choices; k++) {
+            if (memcmp(&a[i].ll[k], &b[i].ll[k], sizeof(double)) || memcmp(&a[i].ll[k], &c[i].ll[k], sizeof(double))) bad++;
+            int g = -1;
+            double ll = naive_ll(&items[i], k, &o, &g);
+            if (fabs(ll - a[i].ll[k]) > 1e-12 * fabs(ll)) bad_naive++;
+            if (g != a[i].greedy[k]) bad_greedy++;
+        }
+        if (a[i].pred != b[i].pred || a[i].pred_norm != c[i].pred_norm || memcmp(&a[i].margin, &c[i].margin, sizeof(double))) bad++;
+        for (int k = 0; k < a[i].n_kl; k++) if (fabs(a[i].kl[k]) > 1e-12) bad_kl++;
+        if (a[i].top1_same != a[i].n_kl || a[i].n_kl != c[i].n_kl) bad_kl++;
+    }
+    CHECK(bad == 0, "%d values differ between batch sizes / thread counts", bad);
+    CHECK(bad_naive == 0, "%d logliks differ from the naive per-request scorer", bad_naive);
+    CHECK(bad_greedy == 0, "%d is_greedy flags differ from the naive scorer", bad_greedy);
+    CHECK(bad_kl == 0, "%d KL/top-1 values wrong for a shifted copy of the logits", bad_kl);
+    // n_chars counts code points: "über" has 4
+    int found = 0;
+    for (int i = 0; i < N_ITEMS; i++)
+        for (int k = 0; k < items[i].n_choices; k++)
+            if (!strcmp(items[i].choices[k], "über")) { found++; CHECK(a[i].n_chars[k] == 4, "chars of über = %d", a[i].n_chars[k]); }
+    CHECK(found > 0, "fixture has a multi-byte choice");
+    for (int i = 0; i < N_ITEMS; i++) { eval_score_free(&a[i]); eval_score_free(&b[i]); eval_score_free(&c[i]); }
+    free(a); free(b); free(c);
+    eval_plan_free(&p);
+}
+
+static void test_decisions(void) {
+    float row[4] = {1, 3, 3, 0};
+    int mx;
+    double lp = eval_logprob(row, 4, 2, &mx);
+    double want = 3 - log(exp(1.0) + 2 * exp(3.0) + 1);
+    CHECK_CLOSE(lp, want, 1e-15, 1e-15);
+    CHECK(mx == 0, "token 2 ties with 1: the argmax is 1");
+    eval_logprob(row, 4, 1, &mx);
+    CHECK(mx == 1, "token 1 is the argmax");
+}
+
+int main(void) {
+    test_split();
+    test_decisions();
+    test_scoring();
+    return test_summary("test_eval");
+}

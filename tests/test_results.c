@@ -1,0 +1,296 @@
+// test_results.c: sample-line round trip (exact doubles, escapes, null for non-finite), the
+// zstd-frame writer (files readable by the reader and by plain zstd framing), resume after a
+// torn write gives a byte-identical file, error messages name file and line.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plot.h"
+#include "report.h"
+#include "results.h"
+#include "test.h"
+
+static const char *tmpdir(void) {
+    const char *t = getenv("HIFA4_TMP");
+    return t ? t : "build/tmp";
+}
+
+static void make_sample(struct results_sample *s, int i) {
+    memset(s, 0, sizeof *s);
+    s->idx = i;
+    char id[64];
+    snprintf(id, sizeof id, "item \"%d\"\t\\%s", i, i % 3 ? "" : "ü");
+    s->id = strdup(id);
+    s->subject = i % 2 ? strdup("algebra") : NULL;
+    s->n_choices = 2 + i % 3;
+    s->gold = i % s->n_choices;
+    s->ll = malloc(sizeof(double) * 4);
+    s->n_chars = malloc(sizeof(int) * 4);
+    s->n_tok = malloc(sizeof(int) * 4);
+    s->greedy = malloc(sizeof(int) * 4);
+    for (int c = 0; c < s->n_choices; c++) {
+        s->ll[c] = -1.0 / (i + c + 3) - c * 0.1 * (i % 7) - 1e-300 * c;
+        s->n_chars[c] = c + 1;
+        s->n_tok[c] = 1 + (i + c) % 2;
+        s->greedy[c] = (i + c) % 2;
+    }
+    if (i == 5) s->ll[1] = -INFINITY;
+    s->pred = (i * 7) % s->n_choices;
+    s->pred_norm = (i * 3) % s->n_choices;
+    s->margin = i % 11 == 0 ? NAN : 0.1 * i + 1e-17;
+    if (i % 4) {
+        s->n_kl = 1 + i % 3;
+        s->kl = malloc(sizeof(double) * (size_t)s->n_kl);
+        for (int k = 0; k < s->n_kl; k++) s->kl[k] = 1e-7 * (k + 1) * (i + 1) / 3.0;
+        s->top1_same = s->n_kl - (i % 2);
+    }
+}
+
+static int same_sample(const struct results_sample *a, const struct results_sample *b) {
+    if (a->idx != b->idx || strcmp(a->id, b->id) || (!a->subject) != (!b->subject) ||
+        (a->subject && strcmp(a->subject, b->subject)) || a->gold != b->gold || a->n_choices != b->n_choices ||
+        a->pred != b->pred || a->pred_norm != b->pred_norm || a->n_kl != b->n_kl || a->top1_same != b->top1_same)
+        return 0;
+    if (!(a->margin == b->margin || (isnan(a->margin) && isnan(b->margin)))) return 0;
+    for (int c = 0; c < a->n_choices; c++) {
+        int ll_ok = a->ll[c] == b->ll[c] || (!isfinite(a->ll[c]) && isnan(b->ll[c]));
+        if (!ll_ok || a->n_chars[c] != b->n_chars[c] || a->n_tok[c] != b->n_tok[c] || a->greedy[c] != b->greedy[c]) return 0;
+    }
+    for (int k = 0; k < a->n_kl; k++) if (a->kl[k] != b->kl[k]) return 0;
+    return 1;
+}
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+static void test_line_roundtrip(void) {
+    int bad = 0;
+    for (int i = 0; i < 50; i++) {
+        struct results_sample s, t;
+        make_sample(&s, i);
+        struct results_buf b = {0};
+        CHECK(results_sample_line(&b, &s) == 0, "line %d", i);
+        CHECK(b.n > 0 && b.p[b.n - 1] == '\n' && memchr(b.p, '\n', b.n) == b.p + b.n - 1, "one line with its newline");
+        struct err e = {0};
+        int rc = results_sample_parse(&t, b.p, b.n - 1, "x", &e);
+        CHECK(rc == 0, "parse: %s", e.msg);
+        if (!rc && !same_sample(&s, &t)) bad++;
+        results_sample_free(&s);
+        results_sample_free(&t);
+        free(b.p);
+    }
+    CHECK(bad == 0, "%d samples did not round-trip exactly", bad);
+    struct results_sample t;
+    struct err e = {0};
+    const char *l = "{\"idx\":0,\"id\":\"a\",\"gold\":5,\"logliks\":[-1,-2],\"char_lens\":[1,1],\"tok_lens\":[1,1],"
+                    "\"is_greedy\":[0,0],\"pred\":0,\"pred_norm\":0,\"margin\":1}";
+    CHECK(results_sample_parse(&t, l, strlen(l), "f.jsonl:3", &e) == ERR_FORMAT, "gold out of range");
+    CHECK(strstr(e.msg, "f.jsonl:3") != NULL, "message names the line: %s", e.msg);
+    const char *l2 = "{\"idx\":0,\"id\":\"a\",\"gold\":0,\"logliks\":[-1,-2],\"char_lens\":[1],\"tok_lens\":[1,1],"
+                     "\"is_greedy\":[0,0],\"pred\":0,\"pred_norm\":0,\"margin\":1}";
+    CHECK(results_sample_parse(&t, l2, strlen(l2), "f", &e) == ERR_FORMAT && strstr(e.msg, "char_lens"), "length mismatch: %s", e.msg);
+}
+
+static int write_items(const char *path, int from, int to, int keep, int close) {
+    struct results_writer w;
+    struct err e = {0};
+    if (results_writer_open(&w, path, keep, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
+    for (int i = from; i < to; i++) {
+        struct results_sample s;
+        make_sample(&s, i);
+        int rc = results_writer_add(&w, &s, &e);
+        results_sample_free(&s);
+        if (rc) return -1;
+    }
+    if (close) return results_writer_close(&w, &e);
+    results_writer_abort(&w); // a kill: pending lines are lost
+    return 0;
+}
+
+static void test_writer_resume(void) {
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/res_full.jsonl.zst", tmpdir());
+    snprintf(b, sizeof b, "%s/res_resumed.jsonl.zst", tmpdir());
+    mkdir_p(tmpdir(), NULL);
+    const int N = 200;
+    CHECK(write_items(a, 0, N, 0, 1) == 0, "uninterrupted write");
+    struct results_sample *v;
+    int n;
+    struct err e = {0};
+    int rc = results_samples_read(a, &v, &n, &e);
+    CHECK(rc == 0 && n == N, "read back %d items: %s", n, e.msg);
+    int bad = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        struct results_sample s;
+        make_sample(&s, i);
+        bad += !same_sample(&s, &v[i]);
+        results_sample_free(&s);
+        results_sample_free(&v[i]);
+    }
+    if (!rc) free(v);
+    CHECK(bad == 0, "%d items differ after the file round trip", bad);
+    int cnt;
+    CHECK(results_samples_count(a, &cnt, &e) == 0 && cnt == N, "count %d", cnt);
+
+    // killed at item 150: two complete frames (128 items) on disk, then a torn frame
+    CHECK(write_items(b, 0, 150, 0, 0) == 0, "partial write");
+    CHECK(results_samples_count(b, &cnt, &e) == 0 && cnt == 2 * RESULTS_FRAME_ITEMS, "complete items after a kill: %d", cnt);
+    size_t nf;
+    char *full = slurp(a, &nf);
+    FILE *f = fopen(b, "ab");
+    fwrite(full + 100, 1, 37, f); // torn bytes at the end
+    fclose(f);
+    CHECK(results_samples_count(b, &cnt, &e) == 0 && cnt == 2 * RESULTS_FRAME_ITEMS, "torn frame ignored: %d", cnt);
+    CHECK(results_samples_read(b, &v, &n, &e) != 0, "reading a torn file is an error");
+    CHECK(write_items(b, cnt, N, cnt, 1) == 0, "resume");
+    size_t nr;
+    char *res = slurp(b, &nr);
+    CHECK(nf == nr && full && res && !memcmp(full, res, nf), "resumed file byte-identical (%zu vs %zu bytes)", nf, nr);
+    // resuming at an item that is not a frame boundary is refused
+    struct results_writer w;
+    CHECK(results_writer_open(&w, b, 100, &e) == ERR_MISMATCH, "resume at item 100 refused: %s", e.msg);
+    free(full); free(res);
+}
+
+static void test_paths(void) {
+    char p[256];
+    struct err e = {0};
+    CHECK(results_samples_path(p, sizeof p, "r", "mmlu", "direct+qmean/x", &e) == 0, "path");
+    CHECK(!strcmp(p, "r/samples-mmlu-direct+qmean_x.jsonl.zst"), "path %s", p);
+    CHECK(results_default_dir(p, sizeof p, "/tmp/models/s260k/", &e) == 0 && !strncmp(p, "results/s260k-", 14), "dir %s", p);
+}
+
+// A synthetic two-task, two-mode run: preds chosen so the expected counts are known by hand.
+static void write_run_task(const char *dir, const char *task, const char *mode, int n, int q) {
+    char path[1024];
+    struct err e = {0};
+    results_samples_path(path, sizeof path, dir, task, mode, &e);
+    struct results_writer w;
+    results_writer_open(&w, path, 0, &e);
+    for (int i = 0; i < n; i++) {
+        struct results_sample s;
+        make_sample(&s, i);
+        s.gold = i % s.n_choices;
+        // reference correct on i % 3 != 0; q flips: items i % 5 == 0 get pred (gold+1) (hurt if ref right)
+        // and items i % 3 == 0 && i % 2 == 0 get gold (help)
+        int ref_pred = i % 3 ? s.gold : (s.gold + 1) % s.n_choices;
+        int p = ref_pred;
+        if (q && i % 5 == 0) p = (s.gold + 1) % s.n_choices;
+        if (q && i % 3 == 0 && i % 2 == 0 && i % 5 && i % 7) p = s.gold;
+        s.pred = p;
+        s.pred_norm = i % 4 ? s.gold : p;
+        s.margin = 0.5 + i * 0.01 + q * 0.1;
+        results_writer_add(&w, &s, &e);
+        results_sample_free(&s);
+    }
+    results_writer_close(&w, &e);
+}
+
+static void test_summary_report(void) {
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/res_run", tmpdir());
+    struct err e = {0};
+    mkdir_p(dir, &e);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    const char *rj = "{\"model\":{\"name\":\"toy\",\"path\":\"/x\",\"hash\":\"00\"},\"modes\":[\"ref\",\"q\"],"
+                     "\"tasks\":[{\"name\":\"t1\",\"metrics\":[\"acc\",\"acc_norm\"]},{\"name\":\"t2\",\"metrics\":[\"acc\"]}]}";
+    file_write_atomic(path, rj, strlen(rj), &e);
+    const int n1 = 90, n2 = 31;
+    write_run_task(dir, "t1", "ref", n1, 0);
+    write_run_task(dir, "t1", "q", n1, 1);
+    write_run_task(dir, "t2", "ref", n2, 0);
+    write_run_task(dir, "t2", "q", n2, 1);
+    cJSON *sum = NULL;
+    int rc = results_summarize(dir, &sum, &e);
+    CHECK(rc == 0, "summarize: %s", e.msg);
+    if (rc) return;
+    // expected by hand
+    int ns[2] = {n1, n2};
+    double gap[2];
+    for (int t = 0; t < 2; t++) {
+        int flips = 0, hurts = 0, helps = 0, cref = 0, cq = 0;
+        for (int i = 0; i < ns[t]; i++) {
+            int rr = i % 3 != 0;
+            int qq = rr;
+            if (i % 5 == 0) qq = 0;
+            if (i % 3 == 0 && i % 2 == 0 && i % 5 && i % 7) qq = 1;
+            flips += rr != qq; hurts += rr && !qq; helps += !rr && qq; cref += rr; cq += qq;
+        }
+        gap[t] = (double)cq / ns[t] - (double)cref / ns[t];
+        const cJSON *tj = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), t ? "t2" : "t1");
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "vs_reference"), "q");
+        CHECK(cJSON_GetObjectItem(v, "flips")->valueint == flips, "t%d flips %d want %d", t + 1, cJSON_GetObjectItem(v, "flips")->valueint, flips);
+        CHECK(cJSON_GetObjectItem(v, "hurts")->valueint == hurts, "t%d hurts want %d", t + 1, hurts);
+        CHECK(cJSON_GetObjectItem(v, "helps")->valueint == helps, "t%d helps want %d", t + 1, helps);
+        double acc = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "modes"), "ref"), "acc")->valuedouble;
+        CHECK_CLOSE(acc, (double)cref / ns[t], 1e-15, 0);
+        double se = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "modes"), "ref"), "acc_stderr")->valuedouble;
+        double p = (double)cref / ns[t];
+        CHECK_CLOSE(se, sqrt(p * (1 - p) / (ns[t] - 1)), 1e-15, 1e-12);
+        CHECK((cJSON_GetObjectItem(v, "acc_norm") != NULL) == (t == 0), "acc_norm comparison only where reported");
+    }
+    const cJSON *at = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "across_tasks"), "q");
+    CHECK_CLOSE(cJSON_GetObjectItem(at, "D_avg")->valuedouble, (gap[0] + gap[1]) / 2, 1e-15, 1e-12);
+    CHECK_CLOSE(cJSON_GetObjectItem(at, "D_w")->valuedouble, (gap[0] * n1 + gap[1] * n2) / (n1 + n2), 1e-15, 1e-12);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    CHECK(results_write_json(path, sum, &e) == 0, "write summary: %s", e.msg);
+    cJSON_Delete(sum);
+    char *head = NULL;
+    rc = report_render(dir, &head, &e);
+    CHECK(rc == 0, "report: %s", e.msg);
+    CHECK(head && strstr(head, "| t1 (90) |"), "headline has the accuracy table: %s", head ? head : "(null)");
+    free(head);
+    const char *files[] = {"report.md", "tables/accuracy.csv", "tables/flips.csv", "tables/hurts_helps.csv",
+                           "tables/token_kl.csv", "tables/margins.csv", "tables/d_avg_w.csv", "plots/margins-t1.svg", "plots/margins-t2.svg"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        CHECK(file_exists(path), "%s written", path);
+    }
+    size_t n;
+    snprintf(path, sizeof path, "%s/plots/margins-t1.svg", dir);
+    char *svg = slurp(path, &n);
+    int lines = 0;
+    for (char *p = svg; p && (p = strstr(p, "<polyline")); p++) lines++;
+    CHECK(svg && !strncmp(svg, "<svg", 4) && lines == 2, "svg with one curve per mode (%d)", lines);
+    free(svg);
+    const char *runs[2] = {dir, dir};
+    char *md = NULL;
+    snprintf(path, sizeof path, "%s/tables", tmpdir());
+    CHECK(report_tables(runs, 2, path, &md, &e) == 0 && md && strstr(md, "Table 6"), "tables: %s", e.msg);
+    free(md);
+}
+
+static void test_plot(void) {
+    double a[] = {0, 0.1, 0.2, 0.9, 1.0}, b[] = {0.5, 0.5, NAN};
+    struct plot_series s[2] = {{"x<&>", a, 5}, {"y", b, 3}};
+    char *svg;
+    struct err e = {0};
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 10, 0, 0, &e) == 0, "plot");
+    CHECK(strstr(svg, "x&lt;&amp;&gt;") != NULL, "legend escaped");
+    CHECK(strstr(svg, "</svg>") != NULL, "closed");
+    char *svg2;
+    plot_hist_svg(&svg2, "t", "m", s, 2, 10, 0, 0, &e);
+    CHECK(!strcmp(svg, svg2), "deterministic");
+    free(svg); free(svg2);
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 0, 0, 0, &e) == ERR_RANGE, "0 bins refused");
+}
+
+int main(void) {
+    test_plot();
+    test_summary_report();
+    test_line_roundtrip();
+    test_writer_resume();
+    test_paths();
+    return test_summary("test_results");
+}

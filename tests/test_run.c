@@ -1,0 +1,248 @@
+// test_run.c: end-to-end checks of `hifa4-eval run` on the real stories260K model
+// (import-llama2c into $HIFA4_TMP) and real task data from ../shared/datasets:
+//  - a 4-task f32,bf16 run writes every file; flips / hurts / helps and acc recomputed here by
+//    hand from the two samples files (plain zstd + cJSON, no results.c / metrics.c) match
+//    summary.json;
+//  - a run killed with SIGKILL part-way and continued with --resume ends with samples files
+//    byte-identical to an uninterrupted run;
+//  - batch size and thread count do not change a single byte of the samples files;
+//  - `report` re-renders, `diff` and `tables` run, bad usage exits 2.
+// The must-show command uses --limit 50; here the 4-task run uses --limit 8 to keep the test
+// within seconds on 2 shared cores (the reference attention dominates, O(T^2) in binary64).
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attention/attn.h"
+#include "common.h"
+#include "test.h"
+
+static const char *bin, *tmp;
+static char model[1024];
+static const char *qm = "bf16"; // second mode: bf16, or exact while bf16 is not in the registry
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path, size_t *n) {
+    char *b = NULL;
+    struct err e = {0};
+    if (file_read_all(path, &b, n, &e)) return NULL; // .zst decompressed
+    return b;
+}
+
+static int same_file(const char *a, const char *b) {
+    size_t na, nb;
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        char x[65536], y[65536];
+        na = fread(x, 1, sizeof x, fa);
+        nb = fread(y, 1, sizeof y, fb);
+        if (na != nb || memcmp(x, y, na)) same = 0;
+        if (na == 0) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+// pred and gold of every line of a samples file, parsed here with cJSON
+static int read_preds(const char *path, int *pred, int *gold, int max) {
+    size_t n;
+    char *txt = slurp(path, &n);
+    if (!txt) return -1;
+    int k = 0;
+    for (char *line = strtok(txt, "\n"); line && k < max; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) { free(txt); return -1; }
+        pred[k] = cJSON_GetObjectItem(j, "pred")->valueint;
+        gold[k] = cJSON_GetObjectItem(j, "gold")->valueint;
+        k++;
+        cJSON_Delete(j);
+    }
+    free(txt);
+    return k;
+}
+
+static void test_four_tasks(void) {
+    static const char *tasks[] = {"arc_challenge", "hellaswag", "mmlu", "truthfulqa_mc1"};
+    char out[1024], p[2048];
+    snprintf(out, sizeof out, "%s/run_r1", tmp);
+    sh("rm -rf %s", out);
+    int rc = sh("%s --quiet run --model %s --task arc_challenge,hellaswag,mmlu,truthfulqa_mc1 --data-dir ../shared/datasets "
+                "--limit 8 --attn f32,%s --out %s > %s/r1.stdout", bin, model, qm, out, tmp);
+    CHECK(rc == 0, "run exit status %d", rc);
+    const char *files[] = {"run.json", "summary.json", "report.md", "tables/accuracy.csv", "tables/flips.csv",
+                           "tables/hurts_helps.csv", "plots/margins-mmlu.svg"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        CHECK(file_exists(p), "%s written", p);
+    }
+    size_t n;
+    snprintf(p, sizeof p, "%s/summary.json", out);
+    char *txt = slurp(p, &n);
+    cJSON *sum = txt ? cJSON_Parse(txt) : NULL;
+    free(txt);
+    CHECK(sum != NULL, "summary.json parses");
+    if (!sum) return;
+    for (int t = 0; t < 4; t++) {
+        int pr[64], pq[64], g[64], g2[64];
+        snprintf(p, sizeof p, "%s/samples-%s-f32.jsonl.zst", out, tasks[t]);
+        int na = read_preds(p, pr, g, 64);
+        snprintf(p, sizeof p, "%s/samples-%s-%s.jsonl.zst", out, tasks[t], qm);
+        int nb = read_preds(p, pq, g2, 64);
+        CHECK(na == 8 && nb == 8, "%s: %d and %d samples", tasks[t], na, nb);
+        if (na != 8 || nb != 8) continue;
+        int flips = 0, hurts = 0, helps = 0, cr = 0;
+        for (int i = 0; i < na; i++) {
+            flips += pr[i] != pq[i];
+            hurts += pr[i] == g[i] && pq[i] != g[i];
+            helps += pr[i] != g[i] && pq[i] == g[i];
+            cr += pr[i] == g[i];
+        }
+        const cJSON *tj = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), tasks[t]);
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "vs_reference"), qm);
+        CHECK(v && cJSON_GetObjectItem(v, "flips")->valueint == flips, "%s flips want %d", tasks[t], flips);
+        CHECK(v && cJSON_GetObjectItem(v, "hurts")->valueint == hurts, "%s hurts want %d", tasks[t], hurts);
+        CHECK(v && cJSON_GetObjectItem(v, "helps")->valueint == helps, "%s helps want %d", tasks[t], helps);
+        const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "modes"), "f32");
+        double acc = (double)cr / na;
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "acc")->valuedouble, acc, 1e-15, 0);
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "acc_stderr")->valuedouble, sqrt(acc * (1 - acc) / (na - 1)), 1e-15, 1e-12);
+        CHECK((cJSON_GetObjectItem(m, "acc_norm") != NULL) == (t < 2), "%s: acc_norm present iff the task reports it", tasks[t]);
+    }
+    cJSON_Delete(sum);
+    // report re-renders the same report.md
+    char a[2048], b[2048];
+    snprintf(a, sizeof a, "%s/report.md", out);
+    snprintf(b, sizeof b, "%s/report.first.md", tmp);
+    sh("cp %s %s", a, b);
+    CHECK(sh("%s --quiet report %s > /dev/null", bin, out) == 0, "report");
+    CHECK(same_file(a, b), "re-rendered report.md identical");
+    CHECK(sh("%s diff %s %s:%s > %s/diff.txt", bin, out, out, qm, tmp) == 0, "diff");
+    snprintf(p, sizeof p, "%s/diff.txt", tmp);
+    txt = slurp(p, &n);
+    CHECK(txt && strstr(txt, "| mmlu | 8 |"), "diff lists mmlu: %s", txt ? txt : "");
+    free(txt);
+    CHECK(sh("%s tables %s %s --csv %s/tables > /dev/null", bin, out, out, tmp) == 0, "tables");
+    CHECK(sh("%s --quiet run --model %s --task mmlu --bos maybe 2>/dev/null", bin, model) == 2, "bad --bos exits 2");
+    CHECK(sh("%s --quiet run --model %s --task mmlu --attn nosuch 2>/dev/null", bin, model) == 2, "unknown mode exits 2");
+    CHECK(sh("%s --quiet run --model %s --task mmlu --data-dir ../shared/datasets --limit 1 --attn f32 --out %s 2>/dev/null",
+             bin, model, out) == 2, "existing run dir without --resume refused");
+}
+
+static void samples_path(char *p, size_t n, const char *dir, const char *task, const char *mode) {
+    snprintf(p, n, "%s/samples-%s-%s.jsonl.zst", dir, task, mode);
+}
+
+static void test_resume(void) {
+    const int limit = 130; // two full frames of 64 items and a partial one
+    char full[1024], part[1024], pa[2048], pb[2048];
+    snprintf(full, sizeof full, "%s/run_full", tmp);
+    snprintf(part, sizeof part, "%s/run_part", tmp);
+    sh("rm -rf %s %s", full, part);
+    char args[256];
+    snprintf(args, sizeof args, "--task arc_challenge --data-dir ../shared/datasets --attn f32,%s --threads 1", qm);
+    char attn[64];
+    snprintf(attn, sizeof attn, "f32,%s", qm);
+    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s > /dev/null", bin, model, args, limit, full) == 0, "full run");
+    // real SIGKILL once the first frame is on disk
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", limit);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(bin, bin, "--quiet", "run", "--model", model, "--task", "arc_challenge", "--data-dir", "../shared/datasets", "--attn",
+              attn, "--threads", "1", "--limit", lim, "--out", part, (char *)NULL);
+        _exit(127);
+    }
+    samples_path(pa, sizeof pa, part, "arc_challenge", qm);
+    int killed = 0;
+    for (int i = 0; i < 30000; i++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) break;
+        FILE *f = fopen(pa, "rb");
+        long sz = 0;
+        if (f) { fseek(f, 0, SEEK_END); sz = ftell(f); fclose(f); }
+        if (sz > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            killed = WIFSIGNALED(st);
+            break;
+        }
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!killed) {
+        // the run finished before we could kill it: use the in-process hook instead
+        sh("rm -rf %s", part);
+        sh("HIFA4_STOP_AFTER_ITEMS=100 %s --quiet run --model %s %s --limit %d --out %s > /dev/null 2>&1", bin, model, args, limit, part);
+    }
+    CHECK(!file_exists(pa) || !same_file(pa, (samples_path(pb, sizeof pb, full, "arc_challenge", qm), pb)), "the killed run is incomplete");
+    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, model, args, limit, part) == 0, "resume");
+    for (int m = 0; m < 2; m++) {
+        const char *mode = m ? qm : "f32";
+        samples_path(pa, sizeof pa, full, "arc_challenge", mode);
+        samples_path(pb, sizeof pb, part, "arc_challenge", mode);
+        CHECK(same_file(pa, pb), "resumed %s samples byte-identical (killed by %s)", mode, killed ? "SIGKILL" : "hook");
+    }
+    // resuming a finished run changes nothing
+    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, model, args, limit, part) == 0, "resume done run");
+    CHECK(same_file(pa, pb), "still identical");
+    // resuming with other options is refused
+    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume 2>/dev/null", bin, model, args, limit + 1, part) == 1,
+          "resume with another --limit refused");
+}
+
+static void test_batch_threads(void) {
+    char a[1024], b[1024], pa[2048], pb[2048];
+    snprintf(a, sizeof a, "%s/run_bt_a", tmp);
+    snprintf(b, sizeof b, "%s/run_bt_b", tmp);
+    sh("rm -rf %s %s", a, b);
+    char args[256];
+    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s", qm);
+    CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, model, args, a) == 0, "run a");
+    CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, model, args, b) == 0, "run b");
+    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm};
+    for (int t = 0; t < 2; t++)
+        for (int m = 0; m < 2; m++) {
+            samples_path(pa, sizeof pa, a, tasks[t], modes[m]);
+            samples_path(pb, sizeof pb, b, tasks[t], modes[m]);
+            CHECK(same_file(pa, pb), "%s/%s: batch 256 x 1 thread == batch 20000 x 2 threads", tasks[t], modes[m]);
+        }
+}
+
+int main(void) {
+    bin = getenv("HIFA4_BIN");
+    tmp = getenv("HIFA4_TMP");
+    if (!bin) bin = "./hifa4-eval";
+    if (!tmp) tmp = "build/tmp";
+    mkdir_p(tmp, NULL);
+    if (!attn_mode_find("bf16")) qm = "exact";
+    snprintf(model, sizeof model, "%s/s260k", tmp);
+    char cfg[1100];
+    snprintf(cfg, sizeof cfg, "%s/tokenizer.json", model);
+    if (!file_exists(cfg))
+        CHECK(sh("%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
+                 "--out %s > /dev/null", bin, model) == 0, "import-llama2c");
+    test_four_tasks();
+    test_resume();
+    test_batch_threads();
+    return test_summary("test_run");
+}
