@@ -602,6 +602,30 @@ static void test_cli(void) {
     }
     free(ids);
     free(ref);
+    // --scales: the 4-bit HiFA4 path of the CLI against the golden (same bound as test_quant_goldens)
+    if (attn_mode_find("hifa4")) {
+        const char *g = "../shared/goldens/logits/qwen3-outlier.safetensors";
+        snprintf(cmd, sizeof cmd, "%s --quiet logits --model ../shared/goldens/models/qwen3-outlier --ids-file %s "
+                 "--attn hifa4 --act f32 --scales %s --threads 1 --out %s", bin, g, g, out);
+        CHECK(system(cmd) == 0, "failed: %s", cmd);
+        if (!load_golden(g, "logits_hifa4", &ids, &T, &ref, &V)) {
+            struct safetensors st;
+            struct err e = {0};
+            if (!st_open(&st, out, &e)) {
+                const struct st_tensor *t = st_find(&st, "logits");
+                float *lg = malloc(sizeof(float) * (size_t)T * V);
+                CHECK(t && t->numel == (int64_t)T * V && !st_to_f32(lg, t, &e), "CLI hifa4 logits shape");
+                if (t && t->numel == (int64_t)T * V) {
+                    double rel = test_rel_l2(lg, ref, (size_t)T * V);
+                    CHECK(rel <= 2e-2 && argmax_mismatch(lg, ref, T, V) <= T * 3 / 100, "CLI hifa4 --scales: rel-L2 %.3g", rel);
+                }
+                free(lg);
+                st_close(&st);
+            }
+            free(ids);
+            free(ref);
+        }
+    }
     // make-model CLI: two runs, identical bytes
     char d1[256], d2[256];
     snprintf(d1, sizeof d1, "%s/cli-mm1", tmpdir());
