@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ops.h"
 #include "safetensors.h"
@@ -407,6 +408,11 @@ int model_set_attn(struct model *m, const char *mode, const struct attn_opts *ao
 }
 
 // ---- forward ----
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 // Threads for an element-wise loop over `work` elements: a parallel region costs a barrier,
 // and on a loaded machine a descheduled team member stalls it, so small loops run serially.
 static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1 << 15) ? 1 : m->opts.n_threads; }
@@ -425,9 +431,10 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
     const int nt = m->opts.n_threads;
     if (M <= 0) return;
     if (r->p) {
-        double t0 = time_now();
+        double t0 = time_now(), c0 = cpu_now();
         gemm(m, y, x, r->p, M, r->rows, r->cols, ldy);
         m->stats.gemm_s += time_now() - t0;
+        m->stats.gemm_cpu_s += cpu_now() - c0;
         m->stats.n_gemm++;
     } else {
         int chunk = (int)(m->stream_n / (size_t)r->cols);
@@ -436,10 +443,11 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
             int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
             double t0 = time_now();
             convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt);
-            double t1 = time_now();
+            double t1 = time_now(), c1 = cpu_now();
             gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy);
             m->stats.convert_s += t1 - t0;
             m->stats.gemm_s += time_now() - t1;
+            m->stats.gemm_cpu_s += cpu_now() - c1;
             m->stats.n_gemm++;
         }
     }
@@ -476,7 +484,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     const struct model_config *c = &m->cfg;
     const int D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, qd = H * hd, kd = Hkv * hd;
     const int F = c->hidden_dim, V = c->vocab_size, bf16 = m->opts.act_bf16;
-    const double t_start = time_now();
+    const double t_start = time_now(), c_start = cpu_now();
     if (!m->attn) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
     if (n_seq <= 0) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
     int *seq_off = m->ibuf, *pos = m->ibuf + m->opts.max_tokens, *lng = m->ibuf + 2 * m->opts.max_tokens;
@@ -576,5 +584,6 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     m->stats.n_forward++;
     m->stats.tokens += T;
     m->stats.forward_s += time_now() - t_start;
+    m->stats.forward_cpu_s += cpu_now() - c_start;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "make_model.h"
 #include "model.h"
@@ -21,21 +22,39 @@ static void fill(float *x, size_t n, uint64_t s) {
 
 // Seconds for `count` GEMMs Y(M,N) = X(M,K) W(N,K)^T on fresh buffers (after one warm-up):
 // nt = 0 calls cblas_sgemm with OpenBLAS's own threads, nt > 0 the model's ops_matmul_mt.
-static double time_gemm(int M, int N, int K, int count, int nt) {
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// *cpu receives the process CPU seconds of the same calls.
+static double time_gemm(int M, int N, int K, int count, int nt, double *cpu) {
     float *x = malloc(sizeof(float) * (size_t)M * K), *w = malloc(sizeof(float) * (size_t)N * K);
     float *y = malloc(sizeof(float) * (size_t)M * N);
     if (!x || !w || !y) { free(x), free(w), free(y); return -1; }
     fill(x, (size_t)M * K, 1);
     fill(w, (size_t)N * K, 2);
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     for (int i = -1; i < count; i++) {
-        if (i == 0) t0 = time_now();
+        if (i == 0) t0 = time_now(), c0 = cpu_now();
         if (nt) ops_matmul_mt(y, x, w, M, N, K, N, nt);
         else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
     }
     double t = time_now() - t0;
+    *cpu = cpu_now() - c0;
     free(x), free(w), free(y);
     return t;
+}
+
+static const char *load_avg(void) {
+    static char buf[128] = "?\n";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) snprintf(buf, sizeof buf, "?\n");
+        fclose(f);
+    }
+    return buf;
 }
 
 int main(void) {
@@ -98,21 +117,25 @@ int main(void) {
     // the ceiling: the same shapes alone with cblas_sgemm on OpenBLAS's own threads (same core
     // count), and with the forward's own split (ops_matmul_mt, OpenBLAS at one thread)
     const int nt = model_get_opts(m)->n_threads;
-    double ceiling = 0, ceiling_mt = 0, flop = 0;
+    double ceiling = 0, ceiling_mt = 0, flop = 0, ceiling_cpu = 0, ceiling_mt_cpu = 0;
     for (int pass = 0; pass < 2; pass++) {
         openblas_set_num_threads(pass == 0 ? nt : 1);
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-            double t = 1e30;
+            double t = 1e30, tc = 1e30;
             for (int r = 0; r < 2; r++) { // fastest of 2
-                double tr = time_gemm(shapes[i].M, shapes[i].N, shapes[i].K, shapes[i].count, pass == 0 ? 0 : nt);
+                double c;
+                double tr = time_gemm(shapes[i].M, shapes[i].N, shapes[i].K, shapes[i].count, pass == 0 ? 0 : nt, &c);
                 if (tr < 0) { fprintf(stderr, "bench_model: out of memory\n"); return 1; }
                 if (tr < t) t = tr;
+                if (c < tc) tc = c;
             }
             if (pass == 0) {
                 ceiling += t;
+                ceiling_cpu += tc;
                 flop += 2.0 * shapes[i].M * shapes[i].N * (double)shapes[i].K * shapes[i].count;
             } else {
                 ceiling_mt += t;
+                ceiling_mt_cpu += tc;
             }
         }
     }
@@ -130,6 +153,11 @@ int main(void) {
            ceiling_mt, flop / ceiling_mt * 1e-9);
     printf("  forward GEMM time / ceiling: %.3f (vs OpenBLAS threads), %.3f (vs the same split alone)\n",
            gemm / ceiling, gemm / ceiling_mt);
+    printf("  in process CPU seconds (robust to other load): forward %.3f (%.1f tokens per CPU-s), sgemm %.3f;\n"
+           "    GEMM CPU / ceiling CPU: %.3f (vs OpenBLAS threads, %.3f CPU-s), %.3f (vs the same split, %.3f CPU-s)\n",
+           s->forward_cpu_s, T / s->forward_cpu_s, s->gemm_cpu_s, s->gemm_cpu_s / ceiling_cpu, ceiling_cpu,
+           s->gemm_cpu_s / ceiling_mt_cpu, ceiling_mt_cpu);
+    printf("  load average while running: %s", load_avg());
     free(tok);
     free(lg);
     model_free(m);
