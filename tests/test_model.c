@@ -187,6 +187,61 @@ static void test_stories(void) {
     }
 }
 
+// ---- import-llama2c: separate classifier and malformed checkpoints ----
+// Builds an unshared-classifier variant of stories260K (negative vocab_size in the header and
+// wcls appended = a copy of the embedding): its import must give the shared import's logits.
+static void test_llama2c_variants(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    struct err e = {0};
+    if (file_read_all("../shared/models/stories260K/stories260K.bin", &buf, &len, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    const size_t emb = 512 * 64 * sizeof(float);
+    char *u = malloc(len + emb);
+    memcpy(u, buf, len);
+    memcpy(u + len, buf + 28, emb); // wcls = token embedding
+    int32_t nv = -512;
+    memcpy(u + 20, &nv, 4);
+    char p_unshared[512], d_unshared[512], d_shared[512], p_bad[512];
+    snprintf(p_unshared, sizeof p_unshared, "%s/s260k-unshared.bin", tmpdir());
+    snprintf(d_unshared, sizeof d_unshared, "%s/s260k-unshared", tmpdir());
+    snprintf(d_shared, sizeof d_shared, "%s/s260k", tmpdir()); // written by test_stories
+    snprintf(p_bad, sizeof p_bad, "%s/s260k-bad.bin", tmpdir());
+    int tok_ok, rc = file_write_atomic(p_unshared, u, len + emb, &e) || llama2c_import(p_unshared, NULL, d_unshared, &tok_ok, &e);
+    CHECK(rc == 0, "unshared import: %s", e.msg);
+    if (!rc) {
+        struct model_config c;
+        CHECK(!cfg_load(&c, d_unshared, &e) && !c.tie_embeddings, "unshared import must not tie the embeddings");
+        int32_t ids[40];
+        for (int i = 0; i < 40; i++) ids[i] = (i * 13 + 1) % 512;
+        int V1, V2;
+        float *a = run_model(d_unshared, ids, 40, "exact", 0, MODEL_WEIGHTS_AUTO, &V1);
+        float *b = run_model(d_shared, ids, 40, "exact", 0, MODEL_WEIGHTS_AUTO, &V2);
+        CHECK(a && b && V1 == V2 && !memcmp(a, b, sizeof(float) * 40 * 512), "unshared classifier changes the logits");
+        free(a);
+        free(b);
+    }
+    // malformed: truncated, one float too many, zero heads, heads not dividing dim
+    struct { size_t len; int field; int32_t value; const char *needle; } bad[] = {
+        {len - 4, -1, 0, "implies"}, {len + 4, -1, 0, "implies"}, {len, 3, 0, "n_heads = 0"},
+        {len, 3, 7, "inconsistent header"}, {20, -1, 0, "too short"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memcpy(u, buf, len);
+        memset(u + len, 0, emb);
+        if (bad[i].field >= 0) memcpy(u + 4 * bad[i].field, &bad[i].value, 4);
+        memset(&e, 0, sizeof e);
+        rc = file_write_atomic(p_bad, u, bad[i].len, &e);
+        if (!rc) rc = llama2c_import(p_bad, NULL, d_unshared, &tok_ok, &e);
+        CHECK(rc == ERR_FORMAT && strstr(e.msg, bad[i].needle) && strstr(e.msg, "s260k-bad.bin"),
+              "bad llama2.c checkpoint %zu: rc %d, '%s'", i, rc, e.msg);
+    }
+    free(u);
+    free(buf);
+}
+
 // ---- packed batches: prefix consistency, batch independence, stream == f32 ----
 // Forward of a packed batch with logits at every row; returns malloc'd [T][V].
 static float *run_packed(struct model *m, const int32_t *toks, const int *lens, int n_seq) {
@@ -527,6 +582,30 @@ static void test_make_model(void) {
             tok_free(tk);
         }
     }
+    // --tokenizer: a real tokenizer is copied, its vocabulary size and bos/eos ids taken
+    {
+        struct make_model_opts o;
+        make_model_opts_default(&o);
+        o.arch = ARCH_MISTRAL, o.n_layers = 1, o.dim = 32, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 16;
+        o.hidden_dim = 32, o.tokenizer_dir = "../shared/tokenizers/mistral";
+        char d[512];
+        snprintf(d, sizeof d, "%s/mm-mistral-tok", tmpdir());
+        struct err e = {0};
+        int rc = make_model(&o, d, &e);
+        CHECK(rc == 0, "make-model --tokenizer: %s", e.msg);
+        struct model_config c;
+        struct tokenizer *tk = NULL;
+        if (!rc && !cfg_load(&c, d, &e) && !tok_load(&tk, d, &e)) {
+            CHECK(c.vocab_size == 32000 && c.vocab_size == tok_vocab_size(tk) && c.bos_id == 1 && c.eos_id == 2,
+                  "copied tokenizer: vocab %d (tokenizer %d), bos %d, eos %d", c.vocab_size, tok_vocab_size(tk), c.bos_id,
+                  c.eos_id);
+            tok_free(tk);
+        } else {
+            CHECK(0, "make-model --tokenizer output: %s", e.msg);
+        }
+        o.vocab_size = 1000; // smaller than the tokenizer
+        CHECK(make_model(&o, d, &e) == ERR_USAGE && strstr(e.msg, "32000"), "--vocab below the tokenizer: %s", e.msg);
+    }
     // own tokenizer: vocab size honoured, ids unique (parsed back)
     char *json = NULL;
     struct err e = {0};
@@ -666,6 +745,7 @@ int main(void) {
     log_set_level(LOG_WARN);
     RUN(test_goldens());
     RUN(test_stories());
+    RUN(test_llama2c_variants());
     RUN(test_packing("qwen3-tiny", 0));
     RUN(test_packing("qwen3-tiny", 1));
     RUN(test_packing("phi3-tiny", 0));
