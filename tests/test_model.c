@@ -545,6 +545,27 @@ static void test_make_model(void) {
             CHECK(lg && finite, "make-model %s: non-finite logits (act_bf16=%d)", cfg_arch_short(a), act);
             free(lg);
         }
+        if (a == ARCH_LLAMA) { // sharded output (HF index layout) holds the same tensors
+            char d4[512], idx[600];
+            snprintf(d4, sizeof d4, "%s/mm-llama-sharded", tmpdir());
+            snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", d4);
+            o.seed = 7;
+            o.shard_bytes = 40000;
+            rc = make_model(&o, d4, &e);
+            o.shard_bytes = 0;
+            CHECK(rc == 0 && file_exists(idx), "sharded make-model: %s", e.msg);
+            struct safetensors st;
+            if (!rc && !st_open(&st, d4, &e)) {
+                CHECK(st.n_files > 3, "expected several shards, got %d", st.n_files);
+                st_close(&st);
+            }
+            int V2;
+            float *x1 = run_model(d1, ids, 70, "f32", 0, MODEL_WEIGHTS_AUTO, &V);
+            float *x2 = run_model(d4, ids, 70, "f32", 0, MODEL_WEIGHTS_AUTO, &V2);
+            CHECK(x1 && x2 && V == V2 && !memcmp(x1, x2, sizeof(float) * 70 * (size_t)V), "sharded model gives other logits");
+            free(x1);
+            free(x2);
+        }
         if (a == ARCH_QWEN3) {
             struct safetensors st;
             float w[32];
