@@ -49,12 +49,30 @@ double ops_gelu_tanh64(double x) {
 }
 double ops_gelu64(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
 
+// bf16 activations: PyTorch computes the activation of a bf16 tensor in binary32 and rounds
+// once (x / (1 + exp(-x)) for SiLU), so the bf16 path uses binary32 libm; the f32 path is the
+// binary64 reference rounded once.
+static inline float silu32(float x) { return x / (1.0f + expf(-x)); }
+static inline float gelu_tanh32(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+static inline float gelu32(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16) {
-    double (*f)(double) = act == ACT_SILU ? ops_silu64 : act == ACT_GELU_TANH ? ops_gelu_tanh64 : ops_gelu64;
     if (!bf16) {
-        for (size_t i = 0; i < n; i++) out[i] = (float)(f((double)gate[i]) * (double)up[i]);
+        if (act == ACT_SILU)
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_silu64((double)gate[i]) * (double)up[i]);
+        else if (act == ACT_GELU_TANH)
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu_tanh64((double)gate[i]) * (double)up[i]);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu64((double)gate[i]) * (double)up[i]);
     } else {
-        for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16((float)f((double)gate[i])) * up[i]);
+        if (act == ACT_SILU)
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(silu32(gate[i])) * up[i]);
+        else if (act == ACT_GELU_TANH)
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu_tanh32(gate[i])) * up[i]);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu32(gate[i])) * up[i]);
     }
 }
 

@@ -26,7 +26,8 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, double eps, 
 void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int rot_dim, int bf16);
 
 // ---- gated activations ----
-// out[i] = act(gate[i]) * up[i]; bf16: act rounded to bf16, then the product (HF order).
+// out[i] = act(gate[i]) * up[i]; bf16: act computed in binary32 (as PyTorch does for a bf16
+// tensor) and rounded to bf16, then the product rounded (HF order).
 // act is enum act_fn (config.h). out may alias gate or up. (n)
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16);
 double ops_silu64(double x);
