@@ -419,9 +419,11 @@ static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1
 
 // One thread pool: GEMMs run as ops_matmul_mt over the OpenMP team (OpenBLAS's own threads
 // would spin against the OpenMP workers between regions; measured on 2 cores: the forward's
-// GEMMs 1.8x slower than alone). Any thread count gives the same bits.
-static void gemm(const struct model *m, float *y, const float *x, const float *w, int M, int N, int K, int ldy) {
-    ops_matmul_mt(y, x, w, M, N, K, ldy, m->opts.n_threads);
+// GEMMs 1.8x slower than alone). Any thread count gives the same bits. The bias add and bf16
+// rounding run inside the same parallel region (fewer barriers).
+static void gemm(const struct model *m, float *y, const float *x, const float *w, int M, int N, int K, int ldy,
+                 const float *bias, int bf16) {
+    ops_matmul_mt_ex(y, x, w, M, N, K, ldy, m->opts.n_threads, bias, bf16);
 }
 
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.
@@ -432,7 +434,7 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
     if (M <= 0) return;
     if (r->p) {
         double t0 = time_now(), c0 = cpu_now();
-        gemm(m, y, x, r->p, M, r->rows, r->cols, ldy);
+        gemm(m, y, x, r->p, M, r->rows, r->cols, ldy, bias, bf16);
         m->stats.gemm_s += time_now() - t0;
         m->stats.gemm_cpu_s += cpu_now() - c0;
         m->stats.n_gemm++;
@@ -444,7 +446,7 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
             double t0 = time_now();
             convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt);
             double t1 = time_now(), c1 = cpu_now();
-            gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy);
+            gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy, bias ? bias + r0 : NULL, bf16);
             m->stats.convert_s += t1 - t0;
             m->stats.gemm_s += time_now() - t1;
             m->stats.gemm_cpu_s += cpu_now() - c1;
@@ -452,16 +454,6 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
         }
     }
     m->stats.gemm_flop += 2.0 * M * r->rows * r->cols;
-    if (bias || bf16) {
-        const int N = r->rows;
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)M * N))
-        for (int i = 0; i < M; i++) {
-            float *yi = y + (size_t)i * ldy;
-            if (bias)
-                for (int j = 0; j < N; j++) yi[j] += bias[j];
-            if (bf16) round_bf16_n(yi, (size_t)N);
-        }
-    }
 }
 
 // Row-wise RMSNorm of rows (T, n) with row stride n; in and out may alias.
@@ -473,10 +465,15 @@ static void norm_rows(struct model *m, float *out, const float *x, const float *
         ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
 }
 
-static void add_rows(struct model *m, float *x, const float *y, int T, int n) {
+// Residual add x += y, then (w != NULL) out = RMSNorm(x) for the next block, in one region.
+static void add_norm_rows(struct model *m, float *x, const float *y, float *out, const float *w, int T, int n) {
+    const struct model_config *c = &m->cfg;
     const int bf16 = m->opts.act_bf16;
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
-    for (int i = 0; i < T; i++) ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
+    for (int i = 0; i < T; i++) {
+        ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
+        if (w) ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
+    }
 }
 
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
@@ -528,8 +525,8 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     const size_t half = (size_t)c->rope_dim / 2, tab = (size_t)m->opts.max_seq * half;
     for (int l = 0; l < c->n_layers; l++) {
         const struct layer_w *L = &m->layers[l];
-        // ---- attention block ----
-        norm_rows(m, m->xb, m->x, L->in_norm, T, D);
+        // ---- attention block (layer 0's input norm here; later ones fused with the residual add) ----
+        if (l == 0) norm_rows(m, m->xb, m->x, L->in_norm, T, D);
         linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16);
         linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16);
         linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16);
@@ -558,9 +555,8 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         }
         linear(m, m->tmp, m->att, &L->w[W_O], L->b[B_O], T, D, bf16);
         if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_attn_norm, T, D);
-        add_rows(m, m->x, m->tmp, T, D);
-        // ---- MLP block ----
-        norm_rows(m, m->xb, m->x, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
+        // ---- MLP block (residual add fused with its input norm) ----
+        add_norm_rows(m, m->x, m->tmp, m->xb, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
         linear(m, m->gate, m->xb, &L->w[W_GATE], L->b[B_GATE], T, F, bf16);
         linear(m, m->up, m->xb, &L->w[W_UP], L->b[B_UP], T, F, bf16);
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * F))
@@ -568,7 +564,8 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
             ops_act_mul(m->gate + (size_t)t * F, m->gate + (size_t)t * F, m->up + (size_t)t * F, (size_t)F, c->act, bf16);
         linear(m, m->tmp, m->gate, &L->w[W_DOWN], L->b[B_DOWN], T, D, bf16);
         if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_ffn_norm, T, D);
-        add_rows(m, m->x, m->tmp, T, D);
+        // residual add fused with the next layer's input norm
+        add_norm_rows(m, m->x, m->tmp, m->xb, l + 1 < c->n_layers ? m->layers[l + 1].in_norm : NULL, T, D);
     }
 
     // ---- final norm and vocab projection at the requested rows only ----

@@ -50,6 +50,10 @@ void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, i
 // products run on one thread. Per-element results do not depend on the split (same kernel
 // and K blocking), so the bits are those of ops_matmul for any n_threads.
 void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads);
+// ops_matmul_mt with an epilogue on each thread's columns: y += bias (N values, may be
+// NULL), then every output rounded to bf16 when bf16 = 1 (one parallel region in all).
+void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
+                      const float *bias, int bf16);
 // Naive reference with binary64 accumulation (tests only).
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
 

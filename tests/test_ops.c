@@ -236,6 +236,15 @@ static void test_matmul(void) {
             int diff = 0;
             for (int m = 0; m < M; m++) diff += memcmp(y1 + (size_t)m * ldy, y2 + (size_t)m * ldy, sizeof(float) * N) != 0;
             CHECK(diff == 0, "ops_matmul_mt with %d threads: %d rows differ from ops_matmul", nt, diff);
+            // epilogue: + bias, bf16 rounding on every column, whatever the split
+            float bias[300];
+            fill(bias, 300, 0.5);
+            fill_nan(y2, (size_t)M * ldy);
+            ops_matmul_mt_ex(y2, x, w, M, N, K, ldy, nt, bias, 1);
+            diff = 0;
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) diff += y2[(size_t)m * ldy + n] != round_bf16(y1[(size_t)m * ldy + n] + bias[n]);
+            CHECK(diff == 0, "ops_matmul_mt_ex with %d threads: %d outputs differ from bf16(y + bias)", nt, diff);
         }
         free(x), free(w), free(y1), free(y2);
     }
