@@ -32,22 +32,15 @@ static uint64_t fnv1a(const char *s) {
     return h;
 }
 
-// dst[i] = bf16(mean + std * N(0,1)). Blocks of 2^16 elements draw from their own stream
-// seeded by (seed, name, block), so blocks fill in parallel and the bytes do not depend on
-// the thread count.
-#define FILL_BLOCK ((size_t)1 << 16)
+// dst[i] = bf16(mean + std * N(0,1)), one sequential stream seeded by (seed, name). Kept
+// sequential so checkpoints stay byte-identical to those made by earlier builds (other
+// modules' tests are tuned on these exact weights).
 static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
-    const uint64_t base = seed ^ fnv1a(name);
-    const long long nb = (long long)((n + FILL_BLOCK - 1) / FILL_BLOCK);
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (long long b = 0; b < nb; b++) {
-        uint64_t s = base + 0x632be59bd9b4e019ull * (uint64_t)(b + 1);
-        const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < n ? i0 + FILL_BLOCK : n;
-        for (size_t i = i0; i < i1; i += 2) {
-            double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
-            dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
-            if (i + 1 < i1) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
-        }
+    uint64_t s = seed ^ fnv1a(name);
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
+        dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
+        if (i + 1 < n) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
     }
 }
 
@@ -127,7 +120,8 @@ struct wspec {
     char name[128];
     int64_t rows, cols;   // cols 0: vector
     double mean, std;
-    int plant_layer;      // >= 0: Qwen3 k_norm of this layer (outliers applied)
+    int plant_layer;      // >= 0: Qwen3 q_norm / k_norm of this layer (outliers applied)
+    int plant_k;          // 1: k_norm (channel = gamma), 0: q_norm (channel = 0.1)
 };
 struct wlist {
     struct wspec *t;
@@ -177,9 +171,15 @@ static int build_specs(const struct model_config *c, struct wlist *w, struct err
         T2("model.layers.%d.self_attn.o_proj.weight", D, qd, 0, sQ);
         if (c->o_bias) T2("model.layers.%d.self_attn.o_proj.bias", D, 0, 0, 0.1);
         if (c->qk_norm) {
+            // A planted K outlier mirrors Qwen3-8B (paper Table 1/8: gamma_K,51 ~ 34 while the
+            // query channel stays small, T_KQ ~ 14) and the goldens' qwen3-outlier generator:
+            // k_norm[c] = gamma and q_norm[c] = 0.1. Without the small q_norm the outlier
+            // channel dominates every score and no 4-bit mode can be told apart.
             T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
+            w->t[w->n - 1].plant_layer = l;
             T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
             w->t[w->n - 1].plant_layer = l;
+            w->t[w->n - 1].plant_k = 1;
         }
         T2("model.layers.%d.post_attention_layernorm.weight", D, 0, nm, ns);
         if (c->sandwich_norm) {
@@ -221,7 +221,8 @@ static int write_shard(const struct make_model_opts *o, const struct wlist *w, i
         }
         fill_normal(bufs[k], numel, t->mean, t->std, o->seed, t->name);
         for (int p = 0; t->plant_layer >= 0 && p < o->n_outliers; p++)
-            if (o->outliers[p].layer == t->plant_layer) bufs[k][o->outliers[p].channel] = f32_to_bf16(o->outliers[p].gamma);
+            if (o->outliers[p].layer == t->plant_layer)
+                bufs[k][o->outliers[p].channel] = f32_to_bf16(t->plant_k ? o->outliers[p].gamma : 0.1f);
         ts[k] = (struct st_wtensor){.name = t->name, .dtype = ST_BF16, .ndim = t->cols ? 2 : 1,
                                     .shape = {t->rows, t->cols}, .data = bufs[k]};
     }

@@ -573,6 +573,10 @@ static void test_make_model(void) {
             if (!st_open(&st, d1, &e)) {
                 t = st_find(&st, "model.layers.1.self_attn.k_norm.weight");
                 CHECK(t && !st_to_f32(w, t, &e) && w[5] == 34.0f && w[4] != 34.0f, "planted k_norm outlier missing");
+                t = st_find(&st, "model.layers.1.self_attn.q_norm.weight");
+                CHECK(t && !st_to_f32(w, t, &e) && w[5] == round_bf16(0.1f) && w[4] != w[5], "planted q_norm 0.1 missing");
+                t = st_find(&st, "model.layers.0.self_attn.k_norm.weight");
+                CHECK(t && !st_to_f32(w, t, &e) && w[5] != 34.0f, "outlier planted in the wrong layer");
                 st_close(&st);
             }
         }
