@@ -377,8 +377,9 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, m->rope + 2 * tab, m->rope + 3 * tab, op->max_seq);
     }
     if ((rc = model_set_attn(m, "f32", NULL, NULL, e))) goto fail;
-    log_info("model: %s, %d layers, %.2fB parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
-             "%d tokens", cfg_arch_name(c->arch), c->n_layers, cfg_n_params(c) * 1e-9,
+    const double np = (double)cfg_n_params(c);
+    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
+             "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
              m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
              m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
              ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
