@@ -23,6 +23,7 @@ struct wref {
     const struct st_tensor *t;
     size_t off, n;
     int rows, cols;
+    int min_rows;  // GEMMs run on at least this many rows (ops_gemm_min_rows; 1 for real models)
     const float *p;
 };
 
@@ -54,7 +55,9 @@ struct model {
     float *sbuf;                 // stream scratch (stream_n floats)
     size_t stream_n;
     // ---- run state (one allocation, sized at open) ----
-    float *run;
+    float *run;                  // run-state rows R = max(max_tokens, pad_rows)
+    int pad_rows;                // max min_rows of the layer matrices and lm_head
+    float *lpad;                 // (head.min_rows, vocab) logits scratch when n_out < head.min_rows
     float *x, *xb, *tmp;         // (max_tokens, dim)
     float *q, *att;              // (max_tokens, n_heads*head_dim)
     float *k, *v;                // (max_tokens, n_kv_heads*head_dim)
@@ -129,6 +132,7 @@ static int bind_mat(struct model *m, struct wref *r, const char *name, int rows,
     r->cols = cols;
     r->off = (size_t)row_off * (size_t)cols;
     r->n = (size_t)rows * (size_t)cols;
+    r->min_rows = ops_gemm_min_rows(rows, cols);
     r->p = in_place(r) ? (const float *)t->data + r->off : NULL;
     return 0;
 }
@@ -257,6 +261,7 @@ void model_free(struct model *m) {
     if (!m) return;
     attn_ctx_free(m->attn);
     free(m->run);
+    free(m->lpad);
     free(m->ibuf);
     free(m->rope);
     free(m->sbuf);
@@ -352,9 +357,15 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
 
     // ---- run state ----
     {
-        const size_t T = (size_t)op->max_tokens;
+        m->pad_rows = m->head.min_rows;
+        for (int l = 0; l < c->n_layers; l++)
+            for (int i = 0; i < W_COUNT; i++)
+                if (m->layers[l].w[i].min_rows > m->pad_rows) m->pad_rows = m->layers[l].w[i].min_rows;
+        const size_t T = (size_t)(op->max_tokens > m->pad_rows ? op->max_tokens : m->pad_rows);
         size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
-        m->run = malloc(n * sizeof(float));
+        m->run = calloc(n, sizeof(float)); // zeroed: rows past a short batch feed padded GEMMs
+        if (m->head.min_rows > 1) m->lpad = calloc((size_t)m->head.min_rows * c->vocab_size, sizeof(float));
+        if (m->head.min_rows > 1 && !m->lpad) { rc = err_set(e, ERR_NOMEM, "model: out of memory"); goto fail; }
         m->ibuf = malloc(3 * T * sizeof(int));
         const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
         m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
@@ -429,10 +440,14 @@ static void gemm(const struct model *m, float *y, const float *x, const float *w
 
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.
 // Streamed matrices are converted just before the GEMM, in row chunks if the scratch is smaller.
+// x and y have at least r->min_rows rows (run state, or the logits scratch for lm_head): a
+// short batch is computed on min_rows rows (rows past M are zeros or stale finite values, and
+// results past M are discarded) so every row gets the same kernel, whatever the batch size.
 static void linear(struct model *m, float *y, const float *x, const struct wref *r, const float *bias, int M, int ldy,
                    int bf16) {
     const int nt = m->opts.n_threads;
     if (M <= 0) return;
+    if (M < r->min_rows) M = r->min_rows;
     if (r->p) {
         double t0 = time_now(), c0 = cpu_now();
         gemm(m, y, x, r->p, M, r->rows, r->cols, ldy, bias, bf16);
@@ -573,7 +588,12 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     if (n_out > 0) {
         for (int i = 0; i < n_out; i++) memcpy(m->xb + (size_t)i * D, m->x + (size_t)out_pos[i] * D, (size_t)D * 4);
         norm_rows(m, m->xb, m->xb, m->final_norm, n_out, D);
-        linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
+        if (n_out < m->head.min_rows) { // tiny vocab x dim: padded product into the scratch
+            linear(m, m->lpad, m->xb, &m->head, NULL, n_out, V, bf16);
+            memcpy(logits, m->lpad, sizeof(float) * (size_t)n_out * V);
+        } else {
+            linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
+        }
         if (c->final_softcap > 0) {
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)n_out * V))
             for (int i = 0; i < n_out; i++) ops_softcap(logits + (size_t)i * V, (size_t)V, c->final_softcap, bf16);

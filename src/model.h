@@ -54,7 +54,10 @@ struct attn_ctx *model_attn(struct model *m); // for hooks and statistics
 // Packed batch: n_seq sequences concatenated in tokens (seq_len[s] each, positions from 0, no
 // padding between them). Writes logits [n_out][vocab] for the packed row indices out_pos[]
 // (n_out may be 0). No allocation inside; errors (ERR_RANGE) if the batch exceeds the
-// capacities or a token id / row index is out of range.
+// capacities or a token id / row index is out of range. A sequence's logits are bit-identical
+// whatever else is in the batch, its position in it, the batch size and the thread count
+// (short batches run padded GEMMs, see ops_gemm_min_rows; tested on every golden model).
+// Logits of sequences longer than a Phi3 longrope original_max use the long factors (HF).
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq,
                   const int *out_pos, int n_out, float *logits, struct err *e);
 

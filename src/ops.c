@@ -114,7 +114,9 @@ static void epilogue(float *y, const float *bias, int M, int n0, int n1, int ldy
 void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
                       const float *bias, int bf16) {
     int nt = n_threads;
-    if ((double)M * N * K < 4e6 || N < 32 * nt) nt = 1;
+    // slices keep M*N_slice*K >= 2e6, so no slice falls into the small-matrix kernel either
+    while (nt > 1 && (double)M * N * K < 2e6 * nt) nt--;
+    if (N < 32 * nt) nt = 1;
     if (nt <= 1) {
         ops_matmul(y, x, w, M, N, K, ldy);
         if (bias || bf16) epilogue(y, bias, M, 0, N, ldy, bf16);
@@ -134,6 +136,11 @@ void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, in
 
 void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads) {
     ops_matmul_mt_ex(y, x, w, M, N, K, ldy, n_threads, NULL, 0);
+}
+
+int ops_gemm_min_rows(int N, int K) {
+    if ((double)N * K > 1e6 || K < 32 || N > 1200) return 1;
+    return 1200 / N + 1;
 }
 
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {

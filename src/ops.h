@@ -54,6 +54,11 @@ void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K
 // NULL), then every output rounded to bf16 when bf16 = 1 (one parallel region in all).
 void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
                       const float *bias, int bf16);
+// Rows a product with W(N,K) must have so that OpenBLAS takes its regular kernel: 0.3.x on
+// AVX-512 routes small products (M*N <= 1200 and M*N*K <= 1e6, K >= 32) to a "small matrix"
+// kernel whose bits differ, which would make a row's result depend on how many rows are in
+// the batch. Returns 1 when no padding is needed (always for N*K > 1e6: every real model).
+int ops_gemm_min_rows(int N, int K);
 // Naive reference with binary64 accumulation (tests only).
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
 

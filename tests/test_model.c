@@ -302,6 +302,16 @@ static void test_packing(const char *name, int act_bf16) {
         // Same per-row math; sgemm results per row do not depend on M in OpenBLAS (bitwise here).
         CHECK(d == 0, "%s act_bf16=%d: prefix logits differ from the full run by %.3g", name, act_bf16, d);
     }
+    // prefixes of length 1 (T = 1), 2, 63, 64, 65: every row equals the full run's row
+    const int plens[] = {1, 2, 63, 64, 65};
+    for (int k = 0; k < 5; k++) {
+        if (plens[k] > T) continue;
+        if (c->rope_type == ROPE_LONGROPE && (plens[k] > c->rope_orig_max) != (T > c->rope_orig_max)) continue;
+        float *pk1 = run_packed(m, ids, &plens[k], 1);
+        double dk = max_abs_diff(pk1, full, (size_t)plens[k] * V);
+        CHECK(dk == 0, "%s act_bf16=%d: prefix of %d tokens differs by %.3g", name, act_bf16, plens[k], dk);
+        free(pk1);
+    }
     // batch independence: [B, A] packed vs A alone and B alone (B = a later slice of ids)
     const int LA = T, LB = T / 2 - 3; // LB < 64 for phi3-tiny: short rope factors in B, long in A
     int32_t *pk = malloc(sizeof(int32_t) * (size_t)(LA + LB));

@@ -248,6 +248,26 @@ static void test_matmul(void) {
         }
         free(x), free(w), free(y1), free(y2);
     }
+    // a row's bits do not depend on the batch when products run on >= ops_gemm_min_rows rows
+    // (checks the OpenBLAS small-matrix rule this machine's library follows)
+    {
+        openblas_set_num_threads(1);
+        const int NK[][2] = {{128, 128}, {512, 128}, {1024, 512}, {32, 128}, {256, 64}, {1024, 1024}};
+        for (int c = 0; c < 6; c++) {
+            const int N = NK[c][0], K = NK[c][1], B = 80, P = ops_gemm_min_rows(N, K);
+            float *x = malloc(sizeof(float) * B * K), *w = malloc(sizeof(float) * N * K);
+            float *yb = malloc(sizeof(float) * B * N), *ys = malloc(sizeof(float) * B * N);
+            fill(x, (size_t)B * K, 1.0);
+            fill(w, (size_t)N * K, 1.0);
+            ops_matmul(yb, x, w, B, N, K, N);
+            int diff = 0;
+            for (int M = 1; M <= 40; M++) {
+                ops_matmul(ys, x, w, M < P ? P : M, N, K, N);
+                diff += memcmp(ys, yb, sizeof(float) * (size_t)M * N) != 0;
+            }
+            CHECK(diff == 0 && P <= B, "N=%d K=%d: %d batch sizes change the bits even padded to %d rows", N, K, diff, P);
+        }
+    }
     // the reference itself on a hand case: [1 2; 3 4] * [5 6; 7 8]^T = [17 23; 39 53]
     float x[4] = {1, 2, 3, 4}, w[4] = {5, 6, 7, 8}, y[4];
     ops_matmul_ref(y, x, w, 2, 2, 2, 2);
