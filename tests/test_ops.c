@@ -266,6 +266,7 @@ static void test_matmul(void) {
                 diff += memcmp(ys, yb, sizeof(float) * (size_t)M * N) != 0;
             }
             CHECK(diff == 0 && P <= B, "N=%d K=%d: %d batch sizes change the bits even padded to %d rows", N, K, diff, P);
+            free(x), free(w), free(yb), free(ys);
         }
     }
     // the reference itself on a hand case: [1 2; 3 4] * [5 6; 7 8]^T = [17 23; 39 53]
