@@ -553,6 +553,13 @@ static void test_make_model(void) {
             int finite = 1;
             for (size_t i = 0; lg && i < (size_t)70 * V; i++) finite &= isfinite(lg[i]);
             CHECK(lg && finite, "make-model %s: non-finite logits (act_bf16=%d)", cfg_arch_short(a), act);
+            // streamed bf16 weights (vocab projection in row chunks here: 300 x 64 exceeds
+            // every layer matrix) give the resident-f32 bits
+            int V2;
+            float *ls = run_model(d1, ids, 70, "f32", act, MODEL_WEIGHTS_STREAM, &V2);
+            CHECK(lg && ls && V2 == V && !memcmp(lg, ls, sizeof(float) * 70 * (size_t)V),
+                  "make-model %s: --weights stream differs from f32 (act_bf16=%d)", cfg_arch_short(a), act);
+            free(ls);
             free(lg);
         }
         if (a == ARCH_LLAMA) { // sharded output (HF index layout) holds the same tensors
