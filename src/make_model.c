@@ -32,15 +32,23 @@ static uint64_t fnv1a(const char *s) {
     return h;
 }
 
-// dst[i] = bf16(mean + std * N(0,1)), one sequential stream seeded by (seed, name). Kept
-// sequential so checkpoints stay byte-identical to those made by earlier builds (other
-// modules' tests are tuned on these exact weights).
+// dst[i] = bf16(mean + std * N(0,1)) from one splitmix64 stream seeded by (seed, name): pair
+// (2p, 2p+1) uses draws 2p and 2p+1. splitmix64's state is a counter, so a block starting at
+// element i0 starts at state base + i0 * increment: blocks fill in parallel and the bytes are
+// those of the sequential stream (checkpoints stay identical to earlier builds' ones).
+#define FILL_BLOCK ((size_t)1 << 16)
 static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
-    uint64_t s = seed ^ fnv1a(name);
-    for (size_t i = 0; i < n; i += 2) {
-        double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
-        dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
-        if (i + 1 < n) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
+    const uint64_t base = seed ^ fnv1a(name);
+    const long long nb = (long long)((n + FILL_BLOCK - 1) / FILL_BLOCK);
+#pragma omp parallel for schedule(static) if (nb > 1)
+    for (long long b = 0; b < nb; b++) {
+        const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < n ? i0 + FILL_BLOCK : n;
+        uint64_t s = base + 0x9e3779b97f4a7c15ull * (uint64_t)i0;
+        for (size_t i = i0; i < i1; i += 2) {
+            double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
+            dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
+            if (i + 1 < i1) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 // stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
 #include <stdio.h>
 #include <stdlib.h>
+#include <omp.h>
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
@@ -623,6 +624,25 @@ static void test_make_model(void) {
             free(back);
             tok_free(tk);
         }
+    }
+    // weights of tensors spanning several generation blocks: same bytes on 1 and 2 threads
+    {
+        struct make_model_opts o;
+        make_model_opts_default(&o);
+        o.n_layers = 1, o.dim = 64, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 32, o.hidden_dim = 64;
+        o.vocab_size = 3000; // embedding 192000 elements = 3 blocks of 65536
+        char d1[512], d2[512], p1[600], p2[600];
+        snprintf(d1, sizeof d1, "%s/mm-threads1", tmpdir());
+        snprintf(d2, sizeof d2, "%s/mm-threads2", tmpdir());
+        struct err e = {0};
+        omp_set_num_threads(1);
+        int rc = make_model(&o, d1, &e);
+        omp_set_num_threads(2);
+        rc = rc || make_model(&o, d2, &e);
+        CHECK(rc == 0, "%s", e.msg);
+        snprintf(p1, sizeof p1, "%s/model.safetensors", d1);
+        snprintf(p2, sizeof p2, "%s/model.safetensors", d2);
+        CHECK(files_equal(p1, p2), "make-model weights depend on the thread count");
     }
     // --tokenizer: a real tokenizer is copied, its vocabulary size and bos/eos ids taken
     {
