@@ -32,13 +32,23 @@ static uint64_t fnv1a(const char *s) {
     return h;
 }
 
-// dst[i] = bf16(mean + std * N(0,1)), stream seeded by (seed, name).
+// dst[i] = bf16(mean + std * N(0,1)) from one splitmix64 stream seeded by (seed, name): pair
+// (2p, 2p+1) uses draws 2p and 2p+1. splitmix64's state is a counter, so a block starting at
+// element i0 starts at state base + i0 * increment: blocks fill in parallel and the bytes are
+// those of the sequential stream (checkpoints stay identical to earlier builds' ones).
+#define FILL_BLOCK ((size_t)1 << 16)
 static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
-    uint64_t s = seed ^ fnv1a(name);
-    for (size_t i = 0; i < n; i += 2) {
-        double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
-        dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
-        if (i + 1 < n) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
+    const uint64_t base = seed ^ fnv1a(name);
+    const long long nb = (long long)((n + FILL_BLOCK - 1) / FILL_BLOCK);
+#pragma omp parallel for schedule(static) if (nb > 1)
+    for (long long b = 0; b < nb; b++) {
+        const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < n ? i0 + FILL_BLOCK : n;
+        uint64_t s = base + 0x9e3779b97f4a7c15ull * (uint64_t)i0;
+        for (size_t i = i0; i < i1; i += 2) {
+            double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
+            dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
+            if (i + 1 < i1) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
+        }
     }
 }
 
@@ -112,48 +122,47 @@ int make_model_config(const struct make_model_opts *o, struct model_config *c, s
 }
 
 // ---- weights ----
+// Tensor specs first (names, shapes, distributions), data generated shard by shard so memory
+// stays bounded by one shard (an 8B model is written in ~2 GB pieces).
+struct wspec {
+    char name[128];
+    int64_t rows, cols;   // cols 0: vector
+    double mean, std;
+    int plant_layer;      // >= 0: Qwen3 q_norm / k_norm of this layer (outliers applied)
+    int plant_k;          // 1: k_norm (channel = gamma), 0: q_norm (channel = 0.1)
+};
 struct wlist {
-    struct st_wtensor *t;
-    char (*names)[96];
-    uint16_t **bufs;
+    struct wspec *t;
     int n, cap;
 };
 
-static int add_tensor(struct wlist *w, const char *name, int64_t rows, int64_t cols, double mean, double std,
-                      uint64_t seed, struct err *e) {
+static int add_tensor(struct wlist *w, const char *name, int64_t rows, int64_t cols, double mean, double std, int plant,
+                      struct err *e) {
     if (w->n == w->cap) return err_set(e, ERR_INTERNAL, "make-model: tensor list full");
-    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
-    uint16_t *b = malloc(n * sizeof(uint16_t));
-    if (!b) return err_set(e, ERR_NOMEM, "make-model: out of memory for %s (%zu elements)", name, n);
-    fill_normal(b, n, mean, std, seed, name);
-    snprintf(w->names[w->n], sizeof w->names[0], "%s", name);
-    w->bufs[w->n] = b;
-    w->t[w->n] = (struct st_wtensor){.name = w->names[w->n], .dtype = ST_BF16, .ndim = cols ? 2 : 1,
-                                     .shape = {rows, cols}, .data = b};
-    w->n++;
+    struct wspec *t = &w->t[w->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->rows = rows, t->cols = cols, t->mean = mean, t->std = std, t->plant_layer = plant;
     return 0;
 }
 
-static int write_weights(const struct make_model_opts *o, const struct model_config *c, const char *path, struct err *e) {
+static size_t spec_bytes(const struct wspec *t) { return (size_t)t->rows * (size_t)(t->cols ? t->cols : 1) * 2; }
+
+static int build_specs(const struct model_config *c, struct wlist *w, struct err *e) {
     const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
-    struct wlist w = {0};
-    w.cap = 16 * c->n_layers + 8;
-    w.t = calloc((size_t)w.cap, sizeof *w.t);
-    w.names = calloc((size_t)w.cap, sizeof *w.names);
-    w.bufs = calloc((size_t)w.cap, sizeof *w.bufs);
-    int rc = 0;
-    if (!w.t || !w.names || !w.bufs) { rc = err_set(e, ERR_NOMEM, "make-model: out of memory"); goto done; }
-    const uint64_t s = o->seed;
+    w->cap = 16 * c->n_layers + 8;
+    w->t = calloc((size_t)w->cap, sizeof *w->t);
+    if (!w->t) return err_set(e, ERR_NOMEM, "make-model: out of memory");
     // norm weights: 1 + 0.1 N(0,1) (Gemma2 stores w of (1 + w): 0.1 N(0,1)); matrices N(0, 1/fan_in)
     const double nm = c->norm_plus_one ? 0.0 : 1.0, ns = 0.1;
     const double sD = 1 / sqrt((double)D), sF = 1 / sqrt((double)F), sQ = 1 / sqrt((double)qd);
     char n[128];
+    int rc = 0;
 #define T2(fmt, r, cc, mean, std)                                                        \
     do {                                                                                 \
         snprintf(n, sizeof n, fmt, l);                                                   \
-        if ((rc = add_tensor(&w, n, r, cc, mean, std, s, e))) goto done;                 \
+        if ((rc = add_tensor(w, n, r, cc, mean, std, -1, e))) return rc;                \
     } while (0)
-    if ((rc = add_tensor(&w, "model.embed_tokens.weight", c->vocab_size, D, 0, 1.0, s, e))) goto done;
+    if ((rc = add_tensor(w, "model.embed_tokens.weight", c->vocab_size, D, 0, 1.0, -1, e))) return rc;
     for (int l = 0; l < c->n_layers; l++) {
         T2("model.layers.%d.input_layernorm.weight", D, 0, nm, ns);
         if (c->fused_qkv) T2("model.layers.%d.self_attn.qkv_proj.weight", qd + 2 * kd, D, 0, sD);
@@ -170,18 +179,15 @@ static int write_weights(const struct make_model_opts *o, const struct model_con
         T2("model.layers.%d.self_attn.o_proj.weight", D, qd, 0, sQ);
         if (c->o_bias) T2("model.layers.%d.self_attn.o_proj.bias", D, 0, 0, 0.1);
         if (c->qk_norm) {
-            T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
-            T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
             // A planted K outlier mirrors Qwen3-8B (paper Table 1/8: gamma_K,51 ~ 34 while the
             // query channel stays small, T_KQ ~ 14) and the goldens' qwen3-outlier generator:
             // k_norm[c] = gamma and q_norm[c] = 0.1. Without the small q_norm the outlier
             // channel dominates every score and no 4-bit mode can be told apart.
-            uint16_t *qn = w.bufs[w.n - 2], *kn = w.bufs[w.n - 1];
-            for (int i = 0; i < o->n_outliers; i++)
-                if (o->outliers[i].layer == l) {
-                    kn[o->outliers[i].channel] = f32_to_bf16(o->outliers[i].gamma);
-                    qn[o->outliers[i].channel] = f32_to_bf16(0.1f);
-                }
+            T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
+            w->t[w->n - 1].plant_layer = l;
+            T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
+            w->t[w->n - 1].plant_layer = l;
+            w->t[w->n - 1].plant_k = 1;
         }
         T2("model.layers.%d.post_attention_layernorm.weight", D, 0, nm, ns);
         if (c->sandwich_norm) {
@@ -201,16 +207,88 @@ static int write_weights(const struct make_model_opts *o, const struct model_con
         }
     }
 #undef T2
-    if ((rc = add_tensor(&w, "model.norm.weight", D, 0, nm, ns, s, e))) goto done;
-    if (!c->tie_embeddings && (rc = add_tensor(&w, "lm_head.weight", c->vocab_size, D, 0, sD, s, e))) goto done;
+    if ((rc = add_tensor(w, "model.norm.weight", D, 0, nm, ns, -1, e))) return rc;
+    if (!c->tie_embeddings && (rc = add_tensor(w, "lm_head.weight", c->vocab_size, D, 0, sD, -1, e))) return rc;
+    return 0;
+}
+
+// Writes tensors [i0, i1) of w to path (data generated here and freed after writing).
+static int write_shard(const struct make_model_opts *o, const struct wlist *w, int i0, int i1, const char *path,
+                       struct err *e) {
+    const int n = i1 - i0;
+    struct st_wtensor *ts = calloc((size_t)n, sizeof *ts);
+    uint16_t **bufs = calloc((size_t)n, sizeof *bufs);
+    int rc = 0;
+    if (!ts || !bufs) { rc = err_set(e, ERR_NOMEM, "make-model: out of memory"); goto done; }
+    for (int k = 0; k < n; k++) {
+        const struct wspec *t = &w->t[i0 + k];
+        const size_t numel = spec_bytes(t) / 2;
+        if (!(bufs[k] = malloc(numel * 2))) {
+            rc = err_set(e, ERR_NOMEM, "make-model: out of memory for %s (%zu elements)", t->name, numel);
+            goto done;
+        }
+        fill_normal(bufs[k], numel, t->mean, t->std, o->seed, t->name);
+        for (int p = 0; t->plant_layer >= 0 && p < o->n_outliers; p++)
+            if (o->outliers[p].layer == t->plant_layer)
+                bufs[k][o->outliers[p].channel] = f32_to_bf16(t->plant_k ? o->outliers[p].gamma : 0.1f);
+        ts[k] = (struct st_wtensor){.name = t->name, .dtype = ST_BF16, .ndim = t->cols ? 2 : 1,
+                                    .shape = {t->rows, t->cols}, .data = bufs[k]};
+    }
     char seed_s[32];
     snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)o->seed);
     const char *meta[] = {"format", "pt", "generator", "hifa4-eval make-model", "seed", seed_s};
-    rc = st_write(path, w.t, w.n, meta, 3, e);
+    rc = st_write(path, ts, n, meta, 3, e);
 done:
-    for (int i = 0; i < w.n; i++) free(w.bufs[i]);
-    free(w.bufs);
-    free(w.names);
+    for (int k = 0; bufs && k < n; k++) free(bufs[k]);
+    free(bufs);
+    free(ts);
+    return rc;
+}
+
+// model.safetensors, or model-0000K-of-0000N.safetensors + model.safetensors.index.json when
+// the weights exceed the shard size (HF layout).
+static int write_weights(const struct make_model_opts *o, const struct model_config *c, const char *dir, struct err *e) {
+    struct wlist w = {0};
+    cJSON *idx = NULL;
+    char *txt = NULL;
+    int rc = build_specs(c, &w, e);
+    if (rc) goto done;
+    const size_t limit = o->shard_bytes ? o->shard_bytes : MAKE_SHARD_BYTES;
+    int starts[ST_MAX_FILES + 1], n_sh = 0;
+    size_t acc = 0, total = 0;
+    for (int i = 0; i < w.n; i++) {
+        const size_t b = spec_bytes(&w.t[i]);
+        if (i == 0 || (acc + b > limit && acc > 0)) {
+            if (n_sh == ST_MAX_FILES) { rc = err_set(e, ERR_RANGE, "make-model: more than %d shards", ST_MAX_FILES); goto done; }
+            starts[n_sh++] = i;
+            acc = 0;
+        }
+        acc += b;
+        total += b;
+    }
+    starts[n_sh] = w.n;
+    char path[4096], fname[64];
+    if (n_sh == 1) {
+        if ((rc = path_join(path, sizeof path, dir, "model.safetensors", e))) goto done;
+        rc = write_shard(o, &w, 0, w.n, path, e);
+        goto done;
+    }
+    idx = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(idx, "metadata");
+    cJSON_AddNumberToObject(meta, "total_size", (double)total);
+    cJSON *map = cJSON_AddObjectToObject(idx, "weight_map");
+    for (int s = 0; s < n_sh; s++) {
+        snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, n_sh);
+        if ((rc = path_join(path, sizeof path, dir, fname, e))) goto done;
+        if ((rc = write_shard(o, &w, starts[s], starts[s + 1], path, e))) goto done;
+        for (int i = starts[s]; i < starts[s + 1]; i++) cJSON_AddStringToObject(map, w.t[i].name, fname);
+    }
+    if (!(txt = cJSON_Print(idx))) { rc = err_set(e, ERR_NOMEM, "make-model: out of memory"); goto done; }
+    if ((rc = path_join(path, sizeof path, dir, "model.safetensors.index.json", e))) goto done;
+    rc = file_write_atomic(path, txt, strlen(txt), e);
+done:
+    free(txt);
+    cJSON_Delete(idx);
     free(w.t);
     return rc;
 }
@@ -557,8 +635,7 @@ int make_model(const struct make_model_opts *o, const char *out_dir, struct err 
         (rc = file_write_atomic(path, json, strlen(json), e)))
         goto done;
     if (o->config_only) goto done;
-    if ((rc = path_join(path, sizeof path, out_dir, "model.safetensors", e))) goto done;
-    rc = write_weights(&oo, &c, path, e);
+    rc = write_weights(&oo, &c, out_dir, e);
 done:
     free(json);
     return rc;

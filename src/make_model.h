@@ -11,6 +11,7 @@
 #include "config.h"
 
 #define MAKE_MAX_OUTLIERS 16
+#define MAKE_SHARD_BYTES ((size_t)2 << 30) // weights above 2 GiB: sharded (bounded memory)
 
 struct make_model_opts {
     int arch;                 // enum model_arch
@@ -20,9 +21,10 @@ struct make_model_opts {
     int tied;                 // -1: the architecture's usual choice
     uint64_t seed;
     const char *tokenizer_dir; // NULL: own byte-level BPE; else copy its tokenizer files, vocab from it
-    int n_outliers;           // Qwen3 k_norm plants: k_norm[layer].weight[channel] = gamma
+    int n_outliers;           // Qwen3 plants: k_norm[layer][channel] = gamma, q_norm[layer][channel] = 0.1
     struct { int layer, channel; float gamma; } outliers[MAKE_MAX_OUTLIERS];
     int config_only;          // write config.json only
+    size_t shard_bytes;       // 0: MAKE_SHARD_BYTES; weights above it go to HF-style shards
 };
 // Tiny defaults: 2 layers, dim 128, 4 heads / 2 kv heads, head_dim 32, ffn 256, vocab 512, seed 1.
 // make_model_config needs vocab_size set (make_model resolves 0).
@@ -33,7 +35,9 @@ void make_model_opts_default(struct make_model_opts *o);
 // longrope). Errors: sizes out of range, head counts not dividing, bad plants.
 int make_model_config(const struct make_model_opts *o, struct model_config *c, struct err *e);
 
-// Writes out_dir/{config.json, model.safetensors, tokenizer.json} (see header comment).
+// Writes out_dir/{config.json, model.safetensors, tokenizer.json} (see header comment); weights
+// larger than the shard size go to model-0000K-of-0000N.safetensors + model.safetensors.index.json,
+// generated one shard at a time (peak memory ~ one shard).
 int make_model(const struct make_model_opts *o, const char *out_dir, struct err *e);
 
 // A byte-level BPE tokenizer.json in the HF layout: ids 0..255 are the bytes in GPT-2

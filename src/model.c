@@ -1,8 +1,9 @@
 // model.c: weight binding for the six architectures, the run state and the batched forward
 // pass (see model.h). Per layer: RMSNorm -> q/k/v GEMMs (+bias) -> [Qwen3 q/k norm] -> RoPE
 // -> attn_forward (all sequences) -> o GEMM -> [Gemma2 post norm] -> residual -> norm ->
-// gate/up GEMMs -> act*up -> down GEMM -> [Gemma2 post norm] -> residual. GEMMs run on
-// OpenBLAS threads; element-wise loops on OpenMP threads, never nested with a GEMM.
+// gate/up GEMMs -> act*up -> down GEMM -> [Gemma2 post norm] -> residual. One thread pool:
+// GEMMs are split by output columns over the OpenMP team with OpenBLAS at one thread (see
+// gemm()); element-wise loops and the attention dispatcher use the same team.
 #include "model.h"
 
 #include <cblas.h>
@@ -10,6 +11,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ops.h"
 #include "safetensors.h"
@@ -21,6 +23,7 @@ struct wref {
     const struct st_tensor *t;
     size_t off, n;
     int rows, cols;
+    int min_rows;  // GEMMs run on at least this many rows (ops_gemm_min_rows; 1 for real models)
     const float *p;
 };
 
@@ -52,7 +55,9 @@ struct model {
     float *sbuf;                 // stream scratch (stream_n floats)
     size_t stream_n;
     // ---- run state (one allocation, sized at open) ----
-    float *run;
+    float *run;                  // run-state rows R = max(max_tokens, pad_rows)
+    int pad_rows;                // max min_rows of the layer matrices and lm_head
+    float *lpad;                 // (head.min_rows, vocab) logits scratch when n_out < head.min_rows
     float *x, *xb, *tmp;         // (max_tokens, dim)
     float *q, *att;              // (max_tokens, n_heads*head_dim)
     float *k, *v;                // (max_tokens, n_kv_heads*head_dim)
@@ -127,6 +132,7 @@ static int bind_mat(struct model *m, struct wref *r, const char *name, int rows,
     r->cols = cols;
     r->off = (size_t)row_off * (size_t)cols;
     r->n = (size_t)rows * (size_t)cols;
+    r->min_rows = ops_gemm_min_rows(rows, cols);
     r->p = in_place(r) ? (const float *)t->data + r->off : NULL;
     return 0;
 }
@@ -255,6 +261,7 @@ void model_free(struct model *m) {
     if (!m) return;
     attn_ctx_free(m->attn);
     free(m->run);
+    free(m->lpad);
     free(m->ibuf);
     free(m->rope);
     free(m->sbuf);
@@ -286,7 +293,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
     if (op->max_seq <= 0) op->max_seq = op->max_tokens < c->max_seq ? op->max_tokens : c->max_seq;
     if (op->max_seq > op->max_tokens) op->max_seq = op->max_tokens;
     op->n_threads = n_threads_of(o);
-    openblas_set_num_threads(op->n_threads);
+    openblas_set_num_threads(1); // GEMMs are split over the OpenMP team (see gemm())
     if (op->weights < MODEL_WEIGHTS_AUTO || op->weights > MODEL_WEIGHTS_STREAM) {
         rc = err_set(e, ERR_USAGE, "model: bad weights mode %d", op->weights);
         goto fail;
@@ -323,7 +330,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
     if (m->weights == MODEL_WEIGHTS_AUTO) {
         size_t avail = mem_available();
         m->weights = (double)conv_n * 4 < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
-        log_info("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
+        log_debug("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
                  m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", conv_n * 4e-9, avail * 1e-9);
     }
     if (m->weights == MODEL_WEIGHTS_F32 && conv_n) {
@@ -350,9 +357,15 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
 
     // ---- run state ----
     {
-        const size_t T = (size_t)op->max_tokens;
+        m->pad_rows = m->head.min_rows;
+        for (int l = 0; l < c->n_layers; l++)
+            for (int i = 0; i < W_COUNT; i++)
+                if (m->layers[l].w[i].min_rows > m->pad_rows) m->pad_rows = m->layers[l].w[i].min_rows;
+        const size_t T = (size_t)(op->max_tokens > m->pad_rows ? op->max_tokens : m->pad_rows);
         size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
-        m->run = malloc(n * sizeof(float));
+        m->run = calloc(n, sizeof(float)); // zeroed: rows past a short batch feed padded GEMMs
+        if (m->head.min_rows > 1) m->lpad = calloc((size_t)m->head.min_rows * c->vocab_size, sizeof(float));
+        if (m->head.min_rows > 1 && !m->lpad) { rc = err_set(e, ERR_NOMEM, "model: out of memory"); goto fail; }
         m->ibuf = malloc(3 * T * sizeof(int));
         const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
         m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
@@ -375,6 +388,13 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, m->rope + 2 * tab, m->rope + 3 * tab, op->max_seq);
     }
     if ((rc = model_set_attn(m, "f32", NULL, NULL, e))) goto fail;
+    const double np = (double)cfg_n_params(c);
+    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
+             "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
+             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
+             m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
+             ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
+              m->stream_n * 4) * 1e-9, op->max_tokens);
     *out = m;
     return 0;
 fail:
@@ -400,20 +420,39 @@ int model_set_attn(struct model *m, const char *mode, const struct attn_opts *ao
 }
 
 // ---- forward ----
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 // Threads for an element-wise loop over `work` elements: a parallel region costs a barrier,
 // and on a loaded machine a descheduled team member stalls it, so small loops run serially.
 static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1 << 15) ? 1 : m->opts.n_threads; }
 
+// One thread pool: GEMMs run as ops_matmul_mt over the OpenMP team (OpenBLAS's own threads
+// would spin against the OpenMP workers between regions; measured on 2 cores: the forward's
+// GEMMs 1.8x slower than alone). Any thread count gives the same bits. The bias add and bf16
+// rounding run inside the same parallel region (fewer barriers).
+static void gemm(const struct model *m, float *y, const float *x, const float *w, int M, int N, int K, int ldy,
+                 const float *bias, int bf16) {
+    ops_matmul_mt_ex(y, x, w, M, N, K, ldy, m->opts.n_threads, bias, bf16);
+}
+
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.
 // Streamed matrices are converted just before the GEMM, in row chunks if the scratch is smaller.
+// x and y have at least r->min_rows rows (run state, or the logits scratch for lm_head): a
+// short batch is computed on min_rows rows (rows past M are zeros or stale finite values, and
+// results past M are discarded) so every row gets the same kernel, whatever the batch size.
 static void linear(struct model *m, float *y, const float *x, const struct wref *r, const float *bias, int M, int ldy,
                    int bf16) {
     const int nt = m->opts.n_threads;
     if (M <= 0) return;
+    if (M < r->min_rows) M = r->min_rows;
     if (r->p) {
-        double t0 = time_now();
-        ops_matmul(y, x, r->p, M, r->rows, r->cols, ldy);
+        double t0 = time_now(), c0 = cpu_now();
+        gemm(m, y, x, r->p, M, r->rows, r->cols, ldy, bias, bf16);
         m->stats.gemm_s += time_now() - t0;
+        m->stats.gemm_cpu_s += cpu_now() - c0;
         m->stats.n_gemm++;
     } else {
         int chunk = (int)(m->stream_n / (size_t)r->cols);
@@ -422,24 +461,15 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
             int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
             double t0 = time_now();
             convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt);
-            double t1 = time_now();
-            ops_matmul(y + r0, x, m->sbuf, M, nr, r->cols, ldy);
+            double t1 = time_now(), c1 = cpu_now();
+            gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy, bias ? bias + r0 : NULL, bf16);
             m->stats.convert_s += t1 - t0;
             m->stats.gemm_s += time_now() - t1;
+            m->stats.gemm_cpu_s += cpu_now() - c1;
             m->stats.n_gemm++;
         }
     }
     m->stats.gemm_flop += 2.0 * M * r->rows * r->cols;
-    if (bias || bf16) {
-        const int N = r->rows;
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)M * N))
-        for (int i = 0; i < M; i++) {
-            float *yi = y + (size_t)i * ldy;
-            if (bias)
-                for (int j = 0; j < N; j++) yi[j] += bias[j];
-            if (bf16) round_bf16_n(yi, (size_t)N);
-        }
-    }
 }
 
 // Row-wise RMSNorm of rows (T, n) with row stride n; in and out may alias.
@@ -451,10 +481,15 @@ static void norm_rows(struct model *m, float *out, const float *x, const float *
         ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
 }
 
-static void add_rows(struct model *m, float *x, const float *y, int T, int n) {
+// Residual add x += y, then (w != NULL) out = RMSNorm(x) for the next block, in one region.
+static void add_norm_rows(struct model *m, float *x, const float *y, float *out, const float *w, int T, int n) {
+    const struct model_config *c = &m->cfg;
     const int bf16 = m->opts.act_bf16;
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
-    for (int i = 0; i < T; i++) ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
+    for (int i = 0; i < T; i++) {
+        ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
+        if (w) ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
+    }
 }
 
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
@@ -462,7 +497,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     const struct model_config *c = &m->cfg;
     const int D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, qd = H * hd, kd = Hkv * hd;
     const int F = c->hidden_dim, V = c->vocab_size, bf16 = m->opts.act_bf16;
-    const double t_start = time_now();
+    const double t_start = time_now(), c_start = cpu_now();
     if (!m->attn) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
     if (n_seq <= 0) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
     int *seq_off = m->ibuf, *pos = m->ibuf + m->opts.max_tokens, *lng = m->ibuf + 2 * m->opts.max_tokens;
@@ -506,8 +541,8 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     const size_t half = (size_t)c->rope_dim / 2, tab = (size_t)m->opts.max_seq * half;
     for (int l = 0; l < c->n_layers; l++) {
         const struct layer_w *L = &m->layers[l];
-        // ---- attention block ----
-        norm_rows(m, m->xb, m->x, L->in_norm, T, D);
+        // ---- attention block (layer 0's input norm here; later ones fused with the residual add) ----
+        if (l == 0) norm_rows(m, m->xb, m->x, L->in_norm, T, D);
         linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16);
         linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16);
         linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16);
@@ -536,9 +571,8 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         }
         linear(m, m->tmp, m->att, &L->w[W_O], L->b[B_O], T, D, bf16);
         if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_attn_norm, T, D);
-        add_rows(m, m->x, m->tmp, T, D);
-        // ---- MLP block ----
-        norm_rows(m, m->xb, m->x, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
+        // ---- MLP block (residual add fused with its input norm) ----
+        add_norm_rows(m, m->x, m->tmp, m->xb, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
         linear(m, m->gate, m->xb, &L->w[W_GATE], L->b[B_GATE], T, F, bf16);
         linear(m, m->up, m->xb, &L->w[W_UP], L->b[B_UP], T, F, bf16);
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * F))
@@ -546,14 +580,20 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
             ops_act_mul(m->gate + (size_t)t * F, m->gate + (size_t)t * F, m->up + (size_t)t * F, (size_t)F, c->act, bf16);
         linear(m, m->tmp, m->gate, &L->w[W_DOWN], L->b[B_DOWN], T, D, bf16);
         if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_ffn_norm, T, D);
-        add_rows(m, m->x, m->tmp, T, D);
+        // residual add fused with the next layer's input norm
+        add_norm_rows(m, m->x, m->tmp, m->xb, l + 1 < c->n_layers ? m->layers[l + 1].in_norm : NULL, T, D);
     }
 
     // ---- final norm and vocab projection at the requested rows only ----
     if (n_out > 0) {
         for (int i = 0; i < n_out; i++) memcpy(m->xb + (size_t)i * D, m->x + (size_t)out_pos[i] * D, (size_t)D * 4);
         norm_rows(m, m->xb, m->xb, m->final_norm, n_out, D);
-        linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
+        if (n_out < m->head.min_rows) { // tiny vocab x dim: padded product into the scratch
+            linear(m, m->lpad, m->xb, &m->head, NULL, n_out, V, bf16);
+            memcpy(logits, m->lpad, sizeof(float) * (size_t)n_out * V);
+        } else {
+            linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
+        }
         if (c->final_softcap > 0) {
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)n_out * V))
             for (int i = 0; i < n_out; i++) ops_softcap(logits + (size_t)i * V, (size_t)V, c->final_softcap, bf16);
@@ -562,5 +602,6 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     m->stats.n_forward++;
     m->stats.tokens += T;
     m->stats.forward_s += time_now() - t_start;
+    m->stats.forward_cpu_s += cpu_now() - c_start;
     return 0;
 }

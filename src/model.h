@@ -32,8 +32,10 @@ struct model;
 // in place); with STREAM each matrix is converted into one scratch buffer just before its
 // GEMM (the vocab projection in row chunks), so an 8B bf16 checkpoint needs ~1 GB beyond the
 // mapping; AUTO picks F32 when that fits in 60% of MemAvailable. The attention context is
-// created with mode "f32" and default options (change it with model_set_attn). Errors name
-// the file, tensor and shape; *out is NULL on error.
+// created with mode "f32" and default options (change it with model_set_attn). Threads: the
+// GEMMs are split over the OpenMP team, so model_open sets OpenBLAS to one thread
+// (openblas_set_num_threads(1), process-wide). Errors name the file, tensor and shape; *out
+// is NULL on error.
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e);
 void model_free(struct model *m); // safe on NULL
 
@@ -52,7 +54,10 @@ struct attn_ctx *model_attn(struct model *m); // for hooks and statistics
 // Packed batch: n_seq sequences concatenated in tokens (seq_len[s] each, positions from 0, no
 // padding between them). Writes logits [n_out][vocab] for the packed row indices out_pos[]
 // (n_out may be 0). No allocation inside; errors (ERR_RANGE) if the batch exceeds the
-// capacities or a token id / row index is out of range.
+// capacities or a token id / row index is out of range. A sequence's logits are bit-identical
+// whatever else is in the batch, its position in it, the batch size and the thread count
+// (short batches run padded GEMMs, see ops_gemm_min_rows; tested on every golden model).
+// Logits of sequences longer than a Phi3 longrope original_max use the long factors (HF).
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq,
                   const int *out_pos, int n_out, float *logits, struct err *e);
 
@@ -64,6 +69,9 @@ struct model_stats {
     double attn_s;    // inside attn_forward
     double convert_s; // bf16/f16 -> f32 weight conversion (stream mode)
     double gemm_flop; // 2*M*N*K summed
+    // process CPU seconds (all threads) of the whole forward and of the sgemm calls: robust
+    // against other processes on a shared machine, where wall time is not
+    double forward_cpu_s, gemm_cpu_s;
 };
 const struct model_stats *model_stats(const struct model *m);
 void model_reset_stats(struct model *m);

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 
 #include "common.h"
 #include "config.h"
@@ -48,12 +49,30 @@ double ops_gelu_tanh64(double x) {
 }
 double ops_gelu64(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
 
+// bf16 activations: PyTorch computes the activation of a bf16 tensor in binary32 and rounds
+// once (x / (1 + exp(-x)) for SiLU), so the bf16 path uses binary32 libm; the f32 path is the
+// binary64 reference rounded once.
+static inline float silu32(float x) { return x / (1.0f + expf(-x)); }
+static inline float gelu_tanh32(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+static inline float gelu32(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16) {
-    double (*f)(double) = act == ACT_SILU ? ops_silu64 : act == ACT_GELU_TANH ? ops_gelu_tanh64 : ops_gelu64;
     if (!bf16) {
-        for (size_t i = 0; i < n; i++) out[i] = (float)(f((double)gate[i]) * (double)up[i]);
+        if (act == ACT_SILU)
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_silu64((double)gate[i]) * (double)up[i]);
+        else if (act == ACT_GELU_TANH)
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu_tanh64((double)gate[i]) * (double)up[i]);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu64((double)gate[i]) * (double)up[i]);
     } else {
-        for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16((float)f((double)gate[i])) * up[i]);
+        if (act == ACT_SILU)
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(silu32(gate[i])) * up[i]);
+        else if (act == ACT_GELU_TANH)
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu_tanh32(gate[i])) * up[i]);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu32(gate[i])) * up[i]);
     }
 }
 
@@ -79,6 +98,49 @@ void ops_add(float *x, const float *y, size_t n, int bf16) {
 
 void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, ldy);
+}
+
+// Columns [n0, n1) of every row: y += bias, then round to bf16 (the GEMM epilogue).
+static void epilogue(float *y, const float *bias, int M, int n0, int n1, int ldy, int bf16) {
+    for (int m = 0; m < M; m++) {
+        float *ym = y + (size_t)m * ldy;
+        if (bias)
+            for (int n = n0; n < n1; n++) ym[n] += bias[n];
+        if (bf16)
+            for (int n = n0; n < n1; n++) ym[n] = round_bf16(ym[n]);
+    }
+}
+
+void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
+                      const float *bias, int bf16) {
+    int nt = n_threads;
+    // slices keep M*N_slice*K >= 2e6, so no slice falls into the small-matrix kernel either
+    while (nt > 1 && (double)M * N * K < 2e6 * nt) nt--;
+    if (N < 32 * nt) nt = 1;
+    if (nt <= 1) {
+        ops_matmul(y, x, w, M, N, K, ldy);
+        if (bias || bf16) epilogue(y, bias, M, 0, N, ldy, bf16);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        const int per = ((N + n - 1) / n + 15) / 16 * 16; // slices of multiples of 16 columns
+        const int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
+        if (n0 < n1) {
+            ops_matmul(y + n0, x, w + (size_t)n0 * K, M, n1 - n0, K, ldy);
+            if (bias || bf16) epilogue(y, bias, M, n0, n1, ldy, bf16);
+        }
+    }
+}
+
+void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads) {
+    ops_matmul_mt_ex(y, x, w, M, N, K, ldy, n_threads, NULL, 0);
+}
+
+int ops_gemm_min_rows(int N, int K) {
+    if ((double)N * K > 1e6 || K < 32 || N > 1200) return 1;
+    return 1200 / N + 1;
 }
 
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {

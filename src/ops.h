@@ -26,7 +26,8 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, double eps, 
 void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int rot_dim, int bf16);
 
 // ---- gated activations ----
-// out[i] = act(gate[i]) * up[i]; bf16: act rounded to bf16, then the product (HF order).
+// out[i] = act(gate[i]) * up[i]; bf16: act computed in binary32 (as PyTorch does for a bf16
+// tensor) and rounded to bf16, then the product rounded (HF order).
 // act is enum act_fn (config.h). out may alias gate or up. (n)
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16);
 double ops_silu64(double x);
@@ -44,6 +45,20 @@ void ops_add(float *x, const float *y, size_t n, int bf16);
 // One cblas_sgemm(RowMajor, NoTrans, Trans). Must not be called inside an OpenMP parallel
 // region unless OpenBLAS runs on one thread (STYLE.md section 5).
 void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
+// The same product split by output columns over n_threads OpenMP threads, each running a
+// single-threaded sgemm on its slice of W's rows (OpenBLAS must be at one thread). Small
+// products run on one thread. Per-element results do not depend on the split (same kernel
+// and K blocking), so the bits are those of ops_matmul for any n_threads.
+void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads);
+// ops_matmul_mt with an epilogue on each thread's columns: y += bias (N values, may be
+// NULL), then every output rounded to bf16 when bf16 = 1 (one parallel region in all).
+void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
+                      const float *bias, int bf16);
+// Rows a product with W(N,K) must have so that OpenBLAS takes its regular kernel: 0.3.x on
+// AVX-512 routes small products (M*N <= 1200 and M*N*K <= 1e6, K >= 32) to a "small matrix"
+// kernel whose bits differ, which would make a row's result depend on how many rows are in
+// the batch. Returns 1 when no padding is needed (always for N*K > 1e6: every real model).
+int ops_gemm_min_rows(int N, int K);
 // Naive reference with binary64 accumulation (tests only).
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
 

@@ -4,6 +4,7 @@
 // stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
 #include <stdio.h>
 #include <stdlib.h>
+#include <omp.h>
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
@@ -15,6 +16,7 @@
 #include "model.h"
 #include "safetensors.h"
 #include "test.h"
+#include "tokenizer.h"
 
 static const char *tmpdir(void) {
     const char *t = getenv("HIFA4_TMP");
@@ -126,9 +128,43 @@ static void test_stories(void) {
     snprintf(dir, sizeof dir, "%s/s260k", tmpdir());
     struct err e = {0};
     int tok_ok = 0;
-    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", NULL, dir, &tok_ok, &e);
+    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", "../shared/models/stories260K/tok512.bin",
+                            dir, &tok_ok, &e);
     CHECK(rc == 0, "import: %s", e.msg);
     if (rc) return;
+    // the converted tokenizer gives llama2.c's ids for the golden prompts (text -> ids -> logits
+    // all match llama2.c end to end)
+    CHECK(tok_ok, "import: tokenizer.json not written");
+    struct tokenizer *tk = NULL;
+    if (tok_ok && !tok_load(&tk, dir, &e)) {
+        int32_t *ids = NULL;
+        int n = 0;
+        rc = tok_encode(tk, "Zoo", 3, 1, &ids, &n, &e);
+        CHECK(rc == 0 && n == 4 && ids[0] == 1 && ids[1] == 410 && ids[2] == 469 && ids[3] == 347,
+              "\"Zoo\" -> %d ids (%d %d ...), want 1 410 469 347", n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1);
+        free(ids);
+        const char *gold[] = {"../shared/goldens/stories260K/stories260K-mmlu.safetensors",
+                              "../shared/goldens/stories260K/stories260K-story.safetensors"};
+        for (int g = 0; g < 2; g++) {
+            struct safetensors st;
+            if (st_open(&st, gold[g], &e)) continue;
+            const char *prompt = st_meta(&st, "prompt");
+            const struct st_tensor *t = st_find(&st, "input_ids");
+            int32_t want[1024];
+            if (prompt && t && t->numel <= 1024 && !st_to_i32(want, t, &e) &&
+                !tok_encode(tk, prompt, strlen(prompt), 1, &ids, &n, &e)) {
+                CHECK(n == t->numel && !memcmp(ids, want, sizeof(int32_t) * (size_t)n),
+                      "%s: prompt encodes to %d ids, golden has %lld (or they differ)", gold[g], n, (long long)t->numel);
+                free(ids);
+            } else {
+                CHECK(0, "%s: prompt metadata / encode: %s", gold[g], e.msg);
+            }
+            st_close(&st);
+        }
+        tok_free(tk);
+    } else if (tok_ok) {
+        CHECK(0, "tokenizer of the import does not load: %s", e.msg);
+    }
     const char *cases[] = {"stories260K-mmlu", "stories260K-story"};
     for (int c = 0; c < 2; c++) {
         char path[256];
@@ -150,6 +186,61 @@ static void test_stories(void) {
         free(ids);
         free(ref);
     }
+}
+
+// ---- import-llama2c: separate classifier and malformed checkpoints ----
+// Builds an unshared-classifier variant of stories260K (negative vocab_size in the header and
+// wcls appended = a copy of the embedding): its import must give the shared import's logits.
+static void test_llama2c_variants(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    struct err e = {0};
+    if (file_read_all("../shared/models/stories260K/stories260K.bin", &buf, &len, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    const size_t emb = 512 * 64 * sizeof(float);
+    char *u = malloc(len + emb);
+    memcpy(u, buf, len);
+    memcpy(u + len, buf + 28, emb); // wcls = token embedding
+    int32_t nv = -512;
+    memcpy(u + 20, &nv, 4);
+    char p_unshared[512], d_unshared[512], d_shared[512], p_bad[512];
+    snprintf(p_unshared, sizeof p_unshared, "%s/s260k-unshared.bin", tmpdir());
+    snprintf(d_unshared, sizeof d_unshared, "%s/s260k-unshared", tmpdir());
+    snprintf(d_shared, sizeof d_shared, "%s/s260k", tmpdir()); // written by test_stories
+    snprintf(p_bad, sizeof p_bad, "%s/s260k-bad.bin", tmpdir());
+    int tok_ok, rc = file_write_atomic(p_unshared, u, len + emb, &e) || llama2c_import(p_unshared, NULL, d_unshared, &tok_ok, &e);
+    CHECK(rc == 0, "unshared import: %s", e.msg);
+    if (!rc) {
+        struct model_config c;
+        CHECK(!cfg_load(&c, d_unshared, &e) && !c.tie_embeddings, "unshared import must not tie the embeddings");
+        int32_t ids[40];
+        for (int i = 0; i < 40; i++) ids[i] = (i * 13 + 1) % 512;
+        int V1, V2;
+        float *a = run_model(d_unshared, ids, 40, "exact", 0, MODEL_WEIGHTS_AUTO, &V1);
+        float *b = run_model(d_shared, ids, 40, "exact", 0, MODEL_WEIGHTS_AUTO, &V2);
+        CHECK(a && b && V1 == V2 && !memcmp(a, b, sizeof(float) * 40 * 512), "unshared classifier changes the logits");
+        free(a);
+        free(b);
+    }
+    // malformed: truncated, one float too many, zero heads, heads not dividing dim
+    struct { size_t len; int field; int32_t value; const char *needle; } bad[] = {
+        {len - 4, -1, 0, "implies"}, {len + 4, -1, 0, "implies"}, {len, 3, 0, "n_heads = 0"},
+        {len, 3, 7, "inconsistent header"}, {20, -1, 0, "too short"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memcpy(u, buf, len);
+        memset(u + len, 0, emb);
+        if (bad[i].field >= 0) memcpy(u + 4 * bad[i].field, &bad[i].value, 4);
+        memset(&e, 0, sizeof e);
+        rc = file_write_atomic(p_bad, u, bad[i].len, &e);
+        if (!rc) rc = llama2c_import(p_bad, NULL, d_unshared, &tok_ok, &e);
+        CHECK(rc == ERR_FORMAT && strstr(e.msg, bad[i].needle) && strstr(e.msg, "s260k-bad.bin"),
+              "bad llama2.c checkpoint %zu: rc %d, '%s'", i, rc, e.msg);
+    }
+    free(u);
+    free(buf);
 }
 
 // ---- packed batches: prefix consistency, batch independence, stream == f32 ----
@@ -211,6 +302,16 @@ static void test_packing(const char *name, int act_bf16) {
     } else {
         // Same per-row math; sgemm results per row do not depend on M in OpenBLAS (bitwise here).
         CHECK(d == 0, "%s act_bf16=%d: prefix logits differ from the full run by %.3g", name, act_bf16, d);
+    }
+    // prefixes of length 1 (T = 1), 2, 63, 64, 65: every row equals the full run's row
+    const int plens[] = {1, 2, 63, 64, 65};
+    for (int k = 0; k < 5; k++) {
+        if (plens[k] > T) continue;
+        if (c->rope_type == ROPE_LONGROPE && (plens[k] > c->rope_orig_max) != (T > c->rope_orig_max)) continue;
+        float *pk1 = run_packed(m, ids, &plens[k], 1);
+        double dk = max_abs_diff(pk1, full, (size_t)plens[k] * V);
+        CHECK(dk == 0, "%s act_bf16=%d: prefix of %d tokens differs by %.3g", name, act_bf16, plens[k], dk);
+        free(pk1);
     }
     // batch independence: [B, A] packed vs A alone and B alone (B = a later slice of ids)
     const int LA = T, LB = T / 2 - 3; // LB < 64 for phi3-tiny: short rope factors in B, long in A
@@ -336,6 +437,64 @@ static void test_bf16attn(void) {
     }
 }
 
+// ---- qwen3 logits_direct / logits_hifa4 (4-bit modes, tile 128, golden scales) ----
+static void test_quant_goldens(void) {
+    const char *modes[] = {"direct", "hifa4"}, *tensors[] = {"logits_direct", "logits_hifa4"};
+    const char *names[] = {"qwen3-tiny", "qwen3-outlier"};
+    for (int k = 0; k < 2; k++) {
+        if (!attn_mode_find(modes[k])) {
+            printf("skip %s: attention mode %s not in this build\n", tensors[k], modes[k]);
+            continue;
+        }
+        for (int g = 0; g < 2; g++) {
+            char dir[256], path[256];
+            snprintf(dir, sizeof dir, "../shared/goldens/models/%s", names[g]);
+            snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", names[g]);
+            int32_t *ids = NULL;
+            float *ref = NULL, *scales = NULL;
+            int T, V;
+            if (load_golden(path, tensors[k], &ids, &T, &ref, &V)) continue;
+            struct err e = {0};
+            struct safetensors st;
+            if (!st_open(&st, path, &e)) {
+                const struct st_tensor *t = st_find(&st, "smooth_qk.scales");
+                if (t && (scales = malloc(sizeof(float) * (size_t)t->numel))) st_to_f32(scales, t, &e);
+                st_close(&st);
+            }
+            struct model_opts o;
+            model_opts_default(&o);
+            o.act_bf16 = 0;
+            o.max_tokens = T;
+            o.n_threads = 1;
+            struct model *m = NULL;
+            struct attn_opts ao;
+            attn_opts_default(&ao);
+            ao.n_threads = 1;
+            int rc = model_open(&m, dir, &o, &e) || model_set_attn(m, modes[k], &ao, scales, &e);
+            CHECK(rc == 0, "%s %s: %s", names[g], modes[k], e.msg);
+            if (!rc) {
+                int *pos = malloc(sizeof(int) * (size_t)T);
+                float *lg = malloc(sizeof(float) * (size_t)T * V);
+                for (int i = 0; i < T; i++) pos[i] = i;
+                rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+                CHECK(rc == 0, "%s", e.msg);
+                double rel = test_rel_l2(lg, ref, (size_t)T * V);
+                int bad = argmax_mismatch(lg, ref, T, V);
+                printf("%-14s %-6s attn: rel-L2 %.3g, argmax mismatches %d/%d\n", names[g], modes[k], rel, bad, T);
+                // goldens README: measured 2.5e-7 .. 2.6e-3, tolerance 2e-2, top-1 >= 0.97
+                CHECK(rel <= 2e-2, "%s %s: rel-L2 %.3g > 2e-2", names[g], modes[k], rel);
+                CHECK(bad <= T * 3 / 100, "%s %s: %d/%d argmax mismatches", names[g], modes[k], bad, T);
+                free(pos);
+                free(lg);
+            }
+            model_free(m);
+            free(scales);
+            free(ids);
+            free(ref);
+        }
+    }
+}
+
 // ---- make-model: determinism, every architecture loads and runs, planted outlier ----
 static int files_equal(const char *a, const char *b) {
     char *x = NULL, *y = NULL;
@@ -395,7 +554,35 @@ static void test_make_model(void) {
             int finite = 1;
             for (size_t i = 0; lg && i < (size_t)70 * V; i++) finite &= isfinite(lg[i]);
             CHECK(lg && finite, "make-model %s: non-finite logits (act_bf16=%d)", cfg_arch_short(a), act);
+            // streamed bf16 weights (vocab projection in row chunks here: 300 x 64 exceeds
+            // every layer matrix) give the resident-f32 bits
+            int V2;
+            float *ls = run_model(d1, ids, 70, "f32", act, MODEL_WEIGHTS_STREAM, &V2);
+            CHECK(lg && ls && V2 == V && !memcmp(lg, ls, sizeof(float) * 70 * (size_t)V),
+                  "make-model %s: --weights stream differs from f32 (act_bf16=%d)", cfg_arch_short(a), act);
+            free(ls);
             free(lg);
+        }
+        if (a == ARCH_LLAMA) { // sharded output (HF index layout) holds the same tensors
+            char d4[512], idx[600];
+            snprintf(d4, sizeof d4, "%s/mm-llama-sharded", tmpdir());
+            snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", d4);
+            o.seed = 7;
+            o.shard_bytes = 40000;
+            rc = make_model(&o, d4, &e);
+            o.shard_bytes = 0;
+            CHECK(rc == 0 && file_exists(idx), "sharded make-model: %s", e.msg);
+            struct safetensors st;
+            if (!rc && !st_open(&st, d4, &e)) {
+                CHECK(st.n_files > 3, "expected several shards, got %d", st.n_files);
+                st_close(&st);
+            }
+            int V2;
+            float *x1 = run_model(d1, ids, 70, "f32", 0, MODEL_WEIGHTS_AUTO, &V);
+            float *x2 = run_model(d4, ids, 70, "f32", 0, MODEL_WEIGHTS_AUTO, &V2);
+            CHECK(x1 && x2 && V == V2 && !memcmp(x1, x2, sizeof(float) * 70 * (size_t)V), "sharded model gives other logits");
+            free(x1);
+            free(x2);
         }
         if (a == ARCH_QWEN3) {
             struct safetensors st;
@@ -404,9 +591,82 @@ static void test_make_model(void) {
             if (!st_open(&st, d1, &e)) {
                 t = st_find(&st, "model.layers.1.self_attn.k_norm.weight");
                 CHECK(t && !st_to_f32(w, t, &e) && w[5] == 34.0f && w[4] != 34.0f, "planted k_norm outlier missing");
+                t = st_find(&st, "model.layers.1.self_attn.q_norm.weight");
+                CHECK(t && !st_to_f32(w, t, &e) && w[5] == round_bf16(0.1f) && w[4] != w[5], "planted q_norm 0.1 missing");
+                t = st_find(&st, "model.layers.0.self_attn.k_norm.weight");
+                CHECK(t && !st_to_f32(w, t, &e) && w[5] != 34.0f, "outlier planted in the wrong layer");
                 st_close(&st);
             }
         }
+    }
+    // the tokenizer module loads make-model's tokenizer.json; text round-trips
+    {
+        char d[512];
+        snprintf(d, sizeof d, "%s/mm-qwen3-a", tmpdir());
+        struct tokenizer *tk = NULL;
+        struct err e = {0};
+        int rc = tok_load(&tk, d, &e);
+        CHECK(rc == 0, "make-model tokenizer.json: %s", e.msg);
+        if (!rc) {
+            const char *text = "The model reads the question, then it picks 4 answers: caf\xc3\xa9 \xe2\x82\xac!\n\tEnd";
+            int32_t *ids = NULL;
+            int n = 0;
+            char *back = NULL;
+            size_t blen = 0;
+            rc = tok_encode(tk, text, strlen(text), 0, &ids, &n, &e) || tok_decode(tk, ids, n, &back, &blen, &e);
+            CHECK(rc == 0 && blen == strlen(text) && !memcmp(back, text, blen), "round trip: %s", rc ? e.msg : back);
+            CHECK(n > 0 && n < (int)strlen(text), "merges unused: %d ids for %zu bytes", n, strlen(text));
+            int out_of_range = 0;
+            for (int i = 0; i < n; i++) out_of_range += ids[i] < 0 || ids[i] >= 300;
+            CHECK(out_of_range == 0 && tok_vocab_size(tk) == 300 && tok_eos_id(tk) == 299, "vocab %d, eos %d",
+                  tok_vocab_size(tk), tok_eos_id(tk));
+            free(ids);
+            free(back);
+            tok_free(tk);
+        }
+    }
+    // weights of tensors spanning several generation blocks: same bytes on 1 and 2 threads
+    {
+        struct make_model_opts o;
+        make_model_opts_default(&o);
+        o.n_layers = 1, o.dim = 64, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 32, o.hidden_dim = 64;
+        o.vocab_size = 3000; // embedding 192000 elements = 3 blocks of 65536
+        char d1[512], d2[512], p1[600], p2[600];
+        snprintf(d1, sizeof d1, "%s/mm-threads1", tmpdir());
+        snprintf(d2, sizeof d2, "%s/mm-threads2", tmpdir());
+        struct err e = {0};
+        omp_set_num_threads(1);
+        int rc = make_model(&o, d1, &e);
+        omp_set_num_threads(2);
+        rc = rc || make_model(&o, d2, &e);
+        CHECK(rc == 0, "%s", e.msg);
+        snprintf(p1, sizeof p1, "%s/model.safetensors", d1);
+        snprintf(p2, sizeof p2, "%s/model.safetensors", d2);
+        CHECK(files_equal(p1, p2), "make-model weights depend on the thread count");
+    }
+    // --tokenizer: a real tokenizer is copied, its vocabulary size and bos/eos ids taken
+    {
+        struct make_model_opts o;
+        make_model_opts_default(&o);
+        o.arch = ARCH_MISTRAL, o.n_layers = 1, o.dim = 32, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 16;
+        o.hidden_dim = 32, o.tokenizer_dir = "../shared/tokenizers/mistral";
+        char d[512];
+        snprintf(d, sizeof d, "%s/mm-mistral-tok", tmpdir());
+        struct err e = {0};
+        int rc = make_model(&o, d, &e);
+        CHECK(rc == 0, "make-model --tokenizer: %s", e.msg);
+        struct model_config c;
+        struct tokenizer *tk = NULL;
+        if (!rc && !cfg_load(&c, d, &e) && !tok_load(&tk, d, &e)) {
+            CHECK(c.vocab_size == 32000 && c.vocab_size == tok_vocab_size(tk) && c.bos_id == 1 && c.eos_id == 2,
+                  "copied tokenizer: vocab %d (tokenizer %d), bos %d, eos %d", c.vocab_size, tok_vocab_size(tk), c.bos_id,
+                  c.eos_id);
+            tok_free(tk);
+        } else {
+            CHECK(0, "make-model --tokenizer output: %s", e.msg);
+        }
+        o.vocab_size = 1000; // smaller than the tokenizer
+        CHECK(make_model(&o, d, &e) == ERR_USAGE && strstr(e.msg, "32000"), "--vocab below the tokenizer: %s", e.msg);
     }
     // own tokenizer: vocab size honoured, ids unique (parsed back)
     char *json = NULL;
@@ -483,6 +743,30 @@ static void test_cli(void) {
     }
     free(ids);
     free(ref);
+    // --scales: the 4-bit HiFA4 path of the CLI against the golden (same bound as test_quant_goldens)
+    if (attn_mode_find("hifa4")) {
+        const char *g = "../shared/goldens/logits/qwen3-outlier.safetensors";
+        snprintf(cmd, sizeof cmd, "%s --quiet logits --model ../shared/goldens/models/qwen3-outlier --ids-file %s "
+                 "--attn hifa4 --act f32 --scales %s --threads 1 --out %s", bin, g, g, out);
+        CHECK(system(cmd) == 0, "failed: %s", cmd);
+        if (!load_golden(g, "logits_hifa4", &ids, &T, &ref, &V)) {
+            struct safetensors st;
+            struct err e = {0};
+            if (!st_open(&st, out, &e)) {
+                const struct st_tensor *t = st_find(&st, "logits");
+                float *lg = malloc(sizeof(float) * (size_t)T * V);
+                CHECK(t && t->numel == (int64_t)T * V && !st_to_f32(lg, t, &e), "CLI hifa4 logits shape");
+                if (t && t->numel == (int64_t)T * V) {
+                    double rel = test_rel_l2(lg, ref, (size_t)T * V);
+                    CHECK(rel <= 2e-2 && argmax_mismatch(lg, ref, T, V) <= T * 3 / 100, "CLI hifa4 --scales: rel-L2 %.3g", rel);
+                }
+                free(lg);
+                st_close(&st);
+            }
+            free(ids);
+            free(ref);
+        }
+    }
     // make-model CLI: two runs, identical bytes
     char d1[256], d2[256];
     snprintf(d1, sizeof d1, "%s/cli-mm1", tmpdir());
@@ -523,12 +807,14 @@ int main(void) {
     log_set_level(LOG_WARN);
     RUN(test_goldens());
     RUN(test_stories());
+    RUN(test_llama2c_variants());
     RUN(test_packing("qwen3-tiny", 0));
     RUN(test_packing("qwen3-tiny", 1));
     RUN(test_packing("phi3-tiny", 0));
     RUN(test_packing("gemma2-tiny", 1));
     RUN(test_act_bf16());
     RUN(test_bf16attn());
+    RUN(test_quant_goldens());
     RUN(test_make_model());
     RUN(test_cli());
     return test_summary("test_model");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attention/scales.h"
 #include "cli.h"
 #include "model.h"
 #include "safetensors.h"
@@ -61,7 +62,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"attn", CLI_STR, &attn, "MODE: attention mode (default f32)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
         {"tile", CLI_INT, &tile, "N: attention tile Bc (default 128)"},
-        {"scales", CLI_STR, &scales, "F: Smooth-QK scales file"},
+        {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
         {"weights", CLI_STR, &weights, "auto|f32|stream: weight residency (default auto)"},
         {"threads", CLI_INT, &threads, "N: threads (default all cores)"},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
@@ -80,7 +81,6 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", act);
     if ((mo.weights = model_weights_parse(weights)) < 0)
         return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", weights);
-    if (scales) return err_set(e, ERR_UNSUPPORTED, "--scales: Smooth-QK scale files are not available in this build yet");
     mo.n_threads = threads;
 
     int32_t *ids = NULL;
@@ -89,15 +89,19 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     mo.max_tokens = T;
     mo.max_seq = T;
     struct model *m = NULL;
-    float *lg = NULL;
+    float *lg = NULL, *sc = NULL;
     int *pos = NULL;
     if ((rc = model_open(&m, model_dir, &mo, e))) goto done;
+    const struct model_config *c = model_cfg(m);
+    // scales file: checked against the model's shape and fingerprint (attn_scales_load)
+    if (scales && (rc = attn_scales_load(&sc, scales, c->n_layers, c->n_kv_heads, c->head_dim, model_hash(m), e)))
+        goto done;
     struct attn_opts ao;
     attn_opts_default(&ao);
     ao.tile = tile;
     ao.n_threads = model_get_opts(m)->n_threads;
-    if ((rc = model_set_attn(m, attn, &ao, NULL, e))) goto done;
-    const int V = model_cfg(m)->vocab_size;
+    if ((rc = model_set_attn(m, attn, &ao, sc, e))) goto done;
+    const int V = c->vocab_size;
     lg = malloc(sizeof(float) * (size_t)T * V);
     pos = malloc(sizeof(int) * (size_t)T);
     if (!lg || !pos) { rc = err_set(e, ERR_NOMEM, "logits: out of memory for %d x %d logits", T, V); goto done; }
@@ -113,6 +117,7 @@ done:
     free(pos);
     free(lg);
     free(ids);
-    model_free(m);
+    model_free(m); // frees the attention context before the scales it borrows
+    free(sc);
     return rc;
 }

@@ -1,0 +1,165 @@
+// bench_model.c (`make bench`): forward-pass throughput of a synthetic Qwen3-0.6B-shaped model
+// (28 layers, dim 1024, 16/8 heads of 128, FFN 3072, vocab 151936, tied; ~0.6B parameters,
+// bf16 on disk, made once in $HIFA4_TMP and reused) on one packed batch of 512 tokens
+// (4 sequences x 128, logits at 8 rows per sequence). Prints forward tokens/s and the
+// forward's total sgemm time as a ratio to the same GEMM shapes timed alone with
+// cblas_sgemm (the ceiling: 1.00 means the forward loses nothing around its GEMMs).
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "make_model.h"
+#include "model.h"
+#include "ops.h"
+
+static void fill(float *x, size_t n, uint64_t s) {
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5);
+    }
+}
+
+// Seconds for `count` GEMMs Y(M,N) = X(M,K) W(N,K)^T on fresh buffers (after one warm-up):
+// nt = 0 calls cblas_sgemm with OpenBLAS's own threads, nt > 0 the model's ops_matmul_mt.
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// *cpu receives the process CPU seconds of the same calls.
+static double time_gemm(int M, int N, int K, int count, int nt, double *cpu) {
+    float *x = malloc(sizeof(float) * (size_t)M * K), *w = malloc(sizeof(float) * (size_t)N * K);
+    float *y = malloc(sizeof(float) * (size_t)M * N);
+    if (!x || !w || !y) { free(x), free(w), free(y); return -1; }
+    fill(x, (size_t)M * K, 1);
+    fill(w, (size_t)N * K, 2);
+    double t0 = 0, c0 = 0;
+    for (int i = -1; i < count; i++) {
+        if (i == 0) t0 = time_now(), c0 = cpu_now();
+        if (nt) ops_matmul_mt(y, x, w, M, N, K, N, nt);
+        else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+    }
+    double t = time_now() - t0;
+    *cpu = cpu_now() - c0;
+    free(x), free(w), free(y);
+    return t;
+}
+
+static const char *load_avg(void) {
+    static char buf[128] = "?\n";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) snprintf(buf, sizeof buf, "?\n");
+        fclose(f);
+    }
+    return buf;
+}
+
+int main(void) {
+    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
+    char dir[512], cfgp[600], stp[600];
+    snprintf(dir, sizeof dir, "%s/bench-qwen3-0.6b", tmp);
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
+    snprintf(stp, sizeof stp, "%s/model.safetensors", dir);
+    struct err e = {0};
+    struct make_model_opts mo;
+    make_model_opts_default(&mo);
+    mo.arch = ARCH_QWEN3, mo.n_layers = 28, mo.dim = 1024, mo.n_heads = 16, mo.n_kv_heads = 8, mo.head_dim = 128;
+    mo.hidden_dim = 3072, mo.vocab_size = 151936, mo.max_seq = 40960, mo.tied = 1, mo.seed = 1;
+    if (!file_exists(cfgp) || !file_exists(stp)) {
+        fprintf(stderr, "bench_model: making %s (once, ~1.2 GB)\n", dir);
+        double t0 = time_now();
+        if (make_model(&mo, dir, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+        fprintf(stderr, "bench_model: made in %.1f s\n", time_now() - t0);
+    }
+    enum { N_SEQ = 4, SEQ = 128, OUT_PER_SEQ = 8, T = N_SEQ * SEQ };
+    struct model_opts o;
+    model_opts_default(&o);
+    o.max_tokens = T;
+    o.max_seq = SEQ;
+    struct model *m = NULL;
+    double t0 = time_now();
+    if (model_open(&m, dir, &o, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+    const double t_open = time_now() - t0;
+    const char *mode = attn_mode_find("bf16") ? "bf16" : "f32";
+    if (model_set_attn(m, mode, NULL, NULL, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); model_free(m); return 1; }
+    const struct model_config *c = model_cfg(m);
+    int32_t *tok = malloc(sizeof(int32_t) * T);
+    int lens[N_SEQ], pos[N_SEQ * OUT_PER_SEQ];
+    for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 7919u + 13u) % (unsigned)c->vocab_size);
+    for (int s = 0; s < N_SEQ; s++) {
+        lens[s] = SEQ;
+        for (int j = 0; j < OUT_PER_SEQ; j++) pos[s * OUT_PER_SEQ + j] = s * SEQ + SEQ - OUT_PER_SEQ + j;
+    }
+    const int n_out = N_SEQ * OUT_PER_SEQ;
+    float *lg = malloc(sizeof(float) * (size_t)n_out * c->vocab_size);
+    if (!tok || !lg) return 1;
+    // warm-up (first touch of the run state and weights), then timed runs
+    if (model_forward(m, tok, lens, N_SEQ, pos, n_out, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+    // the fastest of 3 runs (the machine is shared: the minimum is the least disturbed)
+    struct model_stats best = {0};
+    for (int r = 0; r < 3; r++) {
+        model_reset_stats(m);
+        if (model_forward(m, tok, lens, N_SEQ, pos, n_out, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+        if (r == 0 || model_stats(m)->forward_s < best.forward_s) best = *model_stats(m);
+    }
+    const struct model_stats *s = &best;
+    const int reps = 1;
+    const double fwd = s->forward_s, gemm = s->gemm_s, attn = s->attn_s;
+
+    // the same GEMM shapes alone (per forward: 7 per layer + the vocab projection)
+    const int D = c->dim, qd = c->n_heads * c->head_dim, kd = c->n_kv_heads * c->head_dim, F = c->hidden_dim, L = c->n_layers;
+    struct { int M, N, K, count; } shapes[] = {
+        {T, qd, D, L}, {T, kd, D, 2 * L}, {T, D, qd, L}, {T, F, D, 2 * L}, {T, D, F, L}, {n_out, c->vocab_size, D, 1},
+    };
+    // the ceiling: the same shapes alone with cblas_sgemm on OpenBLAS's own threads (same core
+    // count), and with the forward's own split (ops_matmul_mt, OpenBLAS at one thread)
+    const int nt = model_get_opts(m)->n_threads;
+    double ceiling = 0, ceiling_mt = 0, flop = 0, ceiling_cpu = 0, ceiling_mt_cpu = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        openblas_set_num_threads(pass == 0 ? nt : 1);
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            double t = 1e30, tc = 1e30;
+            for (int r = 0; r < 2; r++) { // fastest of 2
+                double c;
+                double tr = time_gemm(shapes[i].M, shapes[i].N, shapes[i].K, shapes[i].count, pass == 0 ? 0 : nt, &c);
+                if (tr < 0) { fprintf(stderr, "bench_model: out of memory\n"); return 1; }
+                if (tr < t) t = tr;
+                if (c < tc) tc = c;
+            }
+            if (pass == 0) {
+                ceiling += t;
+                ceiling_cpu += tc;
+                flop += 2.0 * shapes[i].M * shapes[i].N * (double)shapes[i].K * shapes[i].count;
+            } else {
+                ceiling_mt += t;
+                ceiling_mt_cpu += tc;
+            }
+        }
+    }
+    printf("bench_model: Qwen3-0.6B shape (%.2fB params, %s weights), %d threads, attention %s, act bf16\n",
+           cfg_n_params(c) * 1e-9, model_weights_mode(m) == MODEL_WEIGHTS_F32 ? "f32" : "stream",
+           model_get_opts(m)->n_threads, mode);
+    printf("  open (mmap + bf16->f32): %.2f s\n", t_open);
+    printf("  forward (fastest of 3), %d packed tokens (%d x %d), logits at %d rows: %.3f s = %.1f tokens/s\n", T, N_SEQ, SEQ, n_out, fwd,
+           T / fwd);
+    printf("  of which sgemm %.3f s (%.1f GFLOP/s), attention %.3f s, other %.3f s\n", gemm, s->gemm_flop / reps / gemm * 1e-9,
+           attn, fwd - gemm - attn);
+    printf("  same GEMM shapes alone, cblas_sgemm on %d OpenBLAS threads: %.3f s (%.1f GFLOP/s)\n", nt, ceiling,
+           flop / ceiling * 1e-9);
+    printf("  same GEMM shapes alone, split over %d OpenMP threads (as the forward): %.3f s (%.1f GFLOP/s)\n", nt,
+           ceiling_mt, flop / ceiling_mt * 1e-9);
+    printf("  forward GEMM time / ceiling: %.3f (vs OpenBLAS threads), %.3f (vs the same split alone)\n",
+           gemm / ceiling, gemm / ceiling_mt);
+    printf("  in process CPU seconds (robust to other load): forward %.3f (%.1f tokens per CPU-s), sgemm %.3f;\n"
+           "    GEMM CPU / ceiling CPU: %.3f (vs OpenBLAS threads, %.3f CPU-s), %.3f (vs the same split, %.3f CPU-s)\n",
+           s->forward_cpu_s, T / s->forward_cpu_s, s->gemm_cpu_s, s->gemm_cpu_s / ceiling_cpu, ceiling_cpu,
+           s->gemm_cpu_s / ceiling_mt_cpu, ceiling_mt_cpu);
+    printf("  load average while running: %s", load_avg());
+    free(tok);
+    free(lg);
+    model_free(m);
+    return 0;
+}
