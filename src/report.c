@@ -203,7 +203,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     }
     // across tasks (paper Table 5)
     struct grid *dw = &g[(*n_g)++];
-    snprintf(title, sizeof title, "Accuracy gap vs %s across tasks (percentage points; D_w weights tasks by items)", ref);
+    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
     grid_init(dw, "d_avg_w", title, 5);
     rc |= grid_row(dw);
     rc |= grid_set(dw, 0, "mode"); rc |= grid_set(dw, 1, "D_avg"); rc |= grid_set(dw, 2, "D_w");
@@ -359,7 +359,7 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
     }
     static const char *const names[4] = {"table3", "table5", "table6", "table7"};
     static const char *const titles[4] = {
-        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap vs the reference (pp): D_avg, D_w",
+        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
         "Table 6: Quant Hurts / Helps vs the reference", "Table 7: accuracy (%)"};
     for (int q = 0; q < 4; q++) {
         struct grid *G = &g[n_g++];
