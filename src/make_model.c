@@ -172,9 +172,16 @@ static int write_weights(const struct make_model_opts *o, const struct model_con
         if (c->qk_norm) {
             T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
             T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
-            uint16_t *kn = w.bufs[w.n - 1];
+            // A planted K outlier mirrors Qwen3-8B (paper Table 1/8: gamma_K,51 ~ 34 while the
+            // query channel stays small, T_KQ ~ 14) and the goldens' qwen3-outlier generator:
+            // k_norm[c] = gamma and q_norm[c] = 0.1. Without the small q_norm the outlier
+            // channel dominates every score and no 4-bit mode can be told apart.
+            uint16_t *qn = w.bufs[w.n - 2], *kn = w.bufs[w.n - 1];
             for (int i = 0; i < o->n_outliers; i++)
-                if (o->outliers[i].layer == l) kn[o->outliers[i].channel] = f32_to_bf16(o->outliers[i].gamma);
+                if (o->outliers[i].layer == l) {
+                    kn[o->outliers[i].channel] = f32_to_bf16(o->outliers[i].gamma);
+                    qn[o->outliers[i].channel] = f32_to_bf16(0.1f);
+                }
         }
         T2("model.layers.%d.post_attention_layernorm.weight", D, 0, nm, ns);
         if (c->sandwich_norm) {

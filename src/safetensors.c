@@ -43,6 +43,7 @@ void st_close(struct safetensors *st) {
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     free(st->tensors);
     free(st->metadata_json);
+    cJSON_Delete(st->metadata);
     memset(st, 0, sizeof *st);
 }
 
@@ -117,7 +118,8 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
             }
             if (fi == 0 && !st->metadata_json) {
                 st->metadata_json = cJSON_PrintUnformatted(it);
-                if (!st->metadata_json) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto fail; }
+                st->metadata = cJSON_Duplicate(it, 1);
+                if (!st->metadata_json || !st->metadata) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto fail; }
             }
             continue;
         }
@@ -283,20 +285,8 @@ const struct st_tensor *st_find(const struct safetensors *st, const char *name) 
 }
 
 const char *st_meta(const struct safetensors *st, const char *key) {
-    // metadata is small; parse on demand into a cache would need mutable state, so scan the
-    // JSON text once per call (callers ask for a handful of keys).
-    static _Thread_local char val[8192];
-    if (!st->metadata_json) return NULL;
-    cJSON *j = cJSON_Parse(st->metadata_json);
-    if (!j) return NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    const char *out = NULL;
-    if (cJSON_IsString(v) && strlen(v->valuestring) < sizeof val) {
-        memcpy(val, v->valuestring, strlen(v->valuestring) + 1);
-        out = val;
-    }
-    cJSON_Delete(j);
-    return out;
+    const cJSON *v = st->metadata ? cJSON_GetObjectItemCaseSensitive(st->metadata, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 int st_to_f32(float *dst, const struct st_tensor *t, struct err *e) {
@@ -371,6 +361,22 @@ int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e) {
         sha256_update(&s, m->base, 8 + (size_t)hlen);
         uint64_t sz = m->size;
         sha256_update(&s, &sz, sizeof sz);
+    }
+    // Headers alone cannot tell two checkpoints of one shape apart (a re-seeded synthetic
+    // model, a fine-tune): add up to three 4 KiB windows (start, middle, end) of every
+    // tensor's bytes, in name order. Reads at most 12 KiB per tensor.
+    for (int i = 0; i < st->n_tensors; i++) {
+        const struct st_tensor *t = &st->tensors[i];
+        const unsigned char *p = t->data;
+        size_t w = 4096, n = t->nbytes;
+        sha256_update(&s, t->name, strlen(t->name) + 1);
+        if (n <= 3 * w) {
+            sha256_update(&s, p, n);
+        } else {
+            sha256_update(&s, p, w);
+            sha256_update(&s, p + n / 2 - w / 2, w);
+            sha256_update(&s, p + n - w, w);
+        }
     }
     sha256_final(&s, d);
     sha256_to_hex(d, hex);

@@ -10,6 +10,8 @@
 
 #include "common.h"
 
+struct cJSON;
+
 #define ST_MAX_DIMS 8
 #define ST_MAX_FILES 256
 #define ST_MAX_HEADER (100u << 20) // 100 MB (issue: header length <= 100 MB)
@@ -39,6 +41,7 @@ struct safetensors {
     int n_tensors;
     struct st_tensor *tensors;   // sorted by name
     char *metadata_json;         // "__metadata__" of the first file as JSON text, or NULL
+    struct cJSON *metadata;      // the same, parsed (owned), or NULL
 };
 
 // Opens `path`: a .safetensors file, a *.index.json (shards resolved next to it), or a
@@ -51,7 +54,8 @@ int st_open(struct safetensors *st, const char *path, struct err *e);
 void st_close(struct safetensors *st);
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name);
-// String value of a __metadata__ key of the first file, or NULL. Valid until st_close.
+// String value of a __metadata__ key of the first file, or NULL. Points into st (valid until
+// st_close), so several values can be held at once.
 const char *st_meta(const struct safetensors *st, const char *key);
 
 size_t st_dtype_size(enum st_dtype t);
@@ -67,9 +71,9 @@ int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e);
 int st_check(const struct safetensors *st, const char *name, int floating, int ndim,
              const int64_t *shape, const struct st_tensor **out, struct err *e);
 
-// Fingerprint of the checkpoint: sha256 over every shard's header bytes and data size
-// (cheap for 16 GB models; changes when any tensor's name, shape, dtype or offset does).
-// Content hashing of data is st_hash_data (reads everything).
+// Fingerprint of the checkpoint: sha256 over every shard's header bytes and size plus three
+// 4 KiB windows (start, middle, end) of every tensor's data. Cheap for 16 GB models (reads
+// ~12 KiB per tensor) and changes when any name, shape, dtype, offset or sampled weight does.
 int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e);
 
 // ---- writer ----

@@ -288,7 +288,7 @@ int bpe_word(const struct tokenizer *t, const char *w, size_t len, struct bpe_sc
         uint32_t r;
         int32_t id;
         if (mergemap_get(&t->merges, sym[i].id, sym[i + 1].id, &r, &id))
-            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)i, id});
+            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)i, id, sym[i].id, sym[i + 1].id});
     }
     while (nh > 0) {
         struct bpe_merge top = heap_pop(heap, &nh);
@@ -297,8 +297,11 @@ int bpe_word(const struct tokenizer *t, const char *w, size_t len, struct bpe_sc
         struct bpe_sym *right = &sym[cur->next];
         uint32_t r;
         int32_t id;
-        // Stale entry: the pair at this position changed since it was queued.
-        if (!mergemap_get(&t->merges, cur->id, right->id, &r, &id) || id != top.id) continue;
+        // Stale entry: the pair at this position changed since it was queued. HF re-looks the
+        // pair up and accepts any pair merging to the same id; an unchanged pair needs no lookup.
+        if ((cur->id != top.left || right->id != top.right) &&
+            (!mergemap_get(&t->merges, cur->id, right->id, &r, &id) || id != top.id))
+            continue;
         cur->id = top.id;
         cur->len += right->len;
         right->len = 0;
@@ -312,9 +315,9 @@ int bpe_word(const struct tokenizer *t, const char *w, size_t len, struct bpe_sc
             s->cap_heap = nc;
         }
         if (cur->prev >= 0 && mergemap_get(&t->merges, sym[cur->prev].id, cur->id, &r, &id))
-            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)cur->prev, id});
+            heap_push(heap, &nh, (struct bpe_merge){r, (uint32_t)cur->prev, id, sym[cur->prev].id, cur->id});
         if (cur->next >= 0 && mergemap_get(&t->merges, cur->id, sym[cur->next].id, &r, &id))
-            heap_push(heap, &nh, (struct bpe_merge){r, top.pos, id});
+            heap_push(heap, &nh, (struct bpe_merge){r, top.pos, id, cur->id, sym[cur->next].id});
     }
     for (int i = 0; i >= 0 && i < ns; i = sym[i].next) {
         int rc = push_id(ids, n, cap, sym[i].id);

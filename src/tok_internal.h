@@ -1,7 +1,8 @@
 // tok_internal.h: data structures shared by the tokenizer's files (tokenizer.c: loading and the
 // encode/decode pipeline; tok_bpe.c: vocabulary/merge tables and the BPE merge loop;
-// tok_pretok.c: regexes, normalizers, pre-tokenizers, added-token matching, decoders).
-// Not a public API: only src/tok_*.c and src/tokenizer.c include it.
+// tok_pretok.c: regexes, normalizers, pre-tokenizers, added-token matching; tok_decoder.c:
+// decoders).
+// Not a public API: only src/tok_*.c, src/tokenizer.c and tests/test_tokenizer.c include it.
 #ifndef HIFA4_TOK_INTERNAL_H
 #define HIFA4_TOK_INTERNAL_H
 
@@ -67,6 +68,14 @@ void plist_free(struct plist *l);
 int plist_push(struct plist *l, const char *s, size_t len, int32_t tok, int first);
 // Appends bytes to the buffer only (building a piece in place); returns 0 or ERR_NOMEM.
 int plist_append(struct plist *l, const char *s, size_t len);
+// Registers buf[off, len) as a piece (after plist_append calls); 0 or ERR_NOMEM.
+int plist_piece(struct plist *l, size_t off, int32_t tok, int first);
+
+// ---- match lists (HF Pattern::find_matches: the matches and the gaps between them) ----
+struct mlist { struct mrange { size_t s, e; int m; } *r; int n, cap; };
+int mlist_add(struct mlist *ml, size_t s, size_t e, int m);
+// Non-overlapping occurrences of a literal pattern, left to right, with the gaps.
+int literal_matches(const char *pat, size_t plen, const char *s, size_t len, struct mlist *ml);
 
 // ---- normalizers ----
 enum norm_type { NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWERCASE, NORM_PREPEND, NORM_REPLACE,
@@ -143,9 +152,10 @@ struct tokenizer {
     int32_t *tpl_pre; int n_pre;     // ids before the sequence
     int32_t *tpl_post; int n_post;   // ids after the sequence
     int bos_id, eos_id;
+    int cache_min_pieces;            // encode builds its per-call word cache from this many pre-tokens
 };
 
-// ---- pipeline pieces (tok_pretok.c) ----
+// ---- pipeline pieces (tok_pretok.c, tok_decoder.c) ----
 int trie_add(struct trie *tr, const char *s, size_t len, int32_t tok);
 void trie_free(struct trie *tr);
 // Splits every text piece of in by the added tokens of tr into out (text pieces and resolved
@@ -172,7 +182,7 @@ int utf8_next(const char *s, size_t len, uint32_t *cp);
 struct bpe_scratch {
     struct bpe_sym { int32_t id; int32_t prev, next; uint32_t len; } *sym;
     int cap_sym;
-    struct bpe_merge { uint32_t rank; uint32_t pos; int32_t id; } *heap;
+    struct bpe_merge { uint32_t rank; uint32_t pos; int32_t id, left, right; } *heap; // left/right: pair when queued
     int cap_heap;
 };
 void bpe_scratch_free(struct bpe_scratch *s);

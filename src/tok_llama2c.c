@@ -53,8 +53,8 @@ static cJSON *string_pattern(const char *s) {
     return p;
 }
 
-static cJSON *build_json(char **piece, const size_t *plen, const float *score, int n, struct strmap *map, struct err *e,
-                         const char *path) {
+// Returns the document, or NULL when out of memory.
+static cJSON *build_json(char **piece, const size_t *plen, const float *score, int n, struct strmap *map) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
     cJSON_AddStringToObject(root, "version", "1.0");
@@ -142,7 +142,7 @@ static cJSON *build_json(char **piece, const size_t *plen, const float *score, i
             if (nm == capm) {
                 capm = capm ? 2 * capm : 1024;
                 struct l2c_merge *nmv = realloc(m, capm * sizeof *nmv);
-                if (!nmv) { free(m); cJSON_Delete(root); cJSON_Delete(model); err_set(e, ERR_NOMEM, "%s: out of memory", path); return NULL; }
+                if (!nmv) { free(m); cJSON_Delete(root); cJSON_Delete(model); return NULL; }
                 m = nmv;
             }
             m[nm++] = (struct l2c_merge){score[i], i, (int32_t)k};
@@ -154,7 +154,7 @@ static cJSON *build_json(char **piece, const size_t *plen, const float *score, i
         const char *s = piece[m[j].id];
         size_t k = (size_t)m[j].k;
         char *a = malloc(k + 1);
-        if (!a) break;
+        if (!a) { free(m); cJSON_Delete(merges); cJSON_Delete(model); cJSON_Delete(root); return NULL; }
         memcpy(a, s, k);
         a[k] = 0;
         const char *pairv[2] = {a, s + k};
@@ -235,8 +235,8 @@ int tok_llama2c_to_json(const char *path, int vocab_size, char **json, struct er
         snprintf(name, sizeof name, "<0x%02X>", b);
         if (strcmp(piece[3 + b], name)) { rc = err_set(e, ERR_FORMAT, "%s: record %d: expected byte piece %s, got '%s'", path, 3 + b, name, piece[3 + b]); goto done; }
     }
-    root = build_json(piece, plen, score, n, &map, e, path);
-    if (!root) { if (!e || !e->code) rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); else rc = e->code; goto done; }
+    root = build_json(piece, plen, score, n, &map);
+    if (!root) { rc = err_set(e, ERR_NOMEM, "%s: out of memory building tokenizer.json", path); goto done; }
     *json = cJSON_Print(root);
     if (!*json) rc = err_set(e, ERR_NOMEM, "%s: out of memory", path);
 done:

@@ -1,6 +1,6 @@
 // tok_pretok.c: the text-side stages of the tokenizer pipeline, each mirroring HF tokenizers:
 // added-token splitting (leftmost-longest over a byte trie), normalizers (utf8proc for the
-// Unicode forms), pre-tokenizers (Split with PCRE2, ByteLevel, Metaspace, Digits) and decoders.
+// Unicode forms) and pre-tokenizers (Split with PCRE2, ByteLevel, Metaspace, Digits).
 // Knows nothing about JSON (tokenizer.c fills the step structs) or about BPE (tok_bpe.c).
 #include <stdlib.h>
 #include <string.h>
@@ -66,35 +66,6 @@ static size_t utf8_prev_len(const char *s, size_t len) {
     return k;
 }
 
-int utf8_lossy_append(struct plist *out, const char *s, size_t len) {
-    static const char fffd[3] = {(char)0xef, (char)0xbf, (char)0xbd};
-    const uint8_t *u = (const uint8_t *)s;
-    size_t i = 0, run = 0; // run: start of the current valid stretch
-    while (i < len) {
-        uint8_t c = u[i];
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xbf;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xc2 && c <= 0xdf) need = 1;
-        else if (c >= 0xe0 && c <= 0xef) { need = 2; if (c == 0xe0) lo = 0xa0; if (c == 0xed) hi = 0x9f; }
-        else if (c >= 0xf0 && c <= 0xf4) { need = 3; if (c == 0xf0) lo = 0x90; if (c == 0xf4) hi = 0x8f; }
-        else need = 0;
-        size_t k = 0; // continuation bytes that fit (the maximal subpart)
-        if (need) {
-            if (i + 1 < len && u[i + 1] >= lo && u[i + 1] <= hi) {
-                k = 1;
-                while (k < need && i + 1 + k < len && (u[i + 1 + k] & 0xc0) == 0x80) k++;
-            }
-        }
-        if (need && k == need) { i += 1 + need; continue; }
-        if (plist_append(out, s + run, i - run)) return ERR_NOMEM;
-        if (plist_append(out, fffd, 3)) return ERR_NOMEM;
-        i += 1 + k;
-        run = i;
-    }
-    return plist_append(out, s + run, len - run);
-}
-
 // ---- piece lists ----
 void plist_reset(struct plist *l) { l->len = 0; l->n = 0; }
 
@@ -119,7 +90,7 @@ int plist_append(struct plist *l, const char *s, size_t len) {
     return 0;
 }
 
-static int plist_piece(struct plist *l, size_t off, int32_t tok, int first) {
+int plist_piece(struct plist *l, size_t off, int32_t tok, int first) {
     if (l->n == l->cap_p) {
         int nc = l->cap_p ? 2 * l->cap_p : 64;
         struct piece *np = realloc(l->p, (size_t)nc * sizeof *np);
@@ -208,9 +179,7 @@ void regex_free(struct tok_regex *r) {
 }
 
 // ---- match lists (HF Pattern::find_matches: matches and the gaps between them) ----
-struct mlist { struct mrange { size_t s, e; int m; } *r; int n, cap; };
-
-static int mlist_add(struct mlist *ml, size_t s, size_t e, int m) {
+int mlist_add(struct mlist *ml, size_t s, size_t e, int m) {
     if (ml->n == ml->cap) {
         int nc = ml->cap ? 2 * ml->cap : 64;
         struct mrange *nr = realloc(ml->r, (size_t)nc * sizeof *nr);
@@ -252,7 +221,7 @@ static int regex_matches(const struct tok_regex *re, const char *s, size_t len, 
     return 0;
 }
 
-static int literal_matches(const char *pat, size_t plen, const char *s, size_t len, struct mlist *ml) {
+int literal_matches(const char *pat, size_t plen, const char *s, size_t len, struct mlist *ml) {
     size_t prev = 0;
     ml->n = 0;
     if (plen > 0) {
@@ -670,139 +639,4 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
     free(tmp.s);
     if (rc == ERR_NOMEM) return err_set(e, rc, "tokenizer: out of memory pre-tokenizing");
     return rc;
-}
-
-// ---- decoders ----
-static int dec_one(const struct tokenizer *t, const struct dec_step *st, const struct plist *in, struct plist *out) {
-    switch (st->type) {
-    case DEC_BYTELEVEL: {
-        // Per token: every char mapped back to its byte, or the token's own bytes if some char
-        // is outside the alphabet; then one lossy UTF-8 conversion of the whole (HF ByteLevel).
-        struct plist raw = {0};
-        int rc = 0;
-        for (int k = 0; k < in->n && !rc; k++) {
-            const char *s = in->buf + in->p[k].off;
-            size_t len = in->p[k].len, i = 0;
-            size_t mark = raw.len;
-            while (i < len && !rc) {
-                uint32_t cp;
-                int cl = utf8_next(s + i, len - i, &cp);
-                int b = bytelevel_byte(cp);
-                if (b < 0) break;
-                char c = (char)b;
-                rc = plist_append(&raw, &c, 1);
-                i += (size_t)cl;
-            }
-            if (!rc && i < len) { raw.len = mark; rc = plist_append(&raw, s, len); }
-        }
-        size_t off = out->len;
-        if (!rc) rc = utf8_lossy_append(out, raw.buf ? raw.buf : "", raw.len);
-        if (!rc) rc = plist_piece(out, off, -1, 0);
-        plist_free(&raw);
-        return rc;
-    }
-    case DEC_FUSE: {
-        size_t off = out->len;
-        for (int k = 0; k < in->n; k++)
-            if (plist_append(out, in->buf + in->p[k].off, in->p[k].len)) return ERR_NOMEM;
-        return plist_piece(out, off, -1, 0);
-    }
-    case DEC_BYTEFALLBACK: {
-        // Runs of <0xXX> tokens become their bytes if valid UTF-8, else one U+FFFD per byte.
-        struct sbuf bytes = {0};
-        int rc = 0;
-        for (int k = 0; k <= in->n && !rc; k++) {
-            const char *s = k < in->n ? in->buf + in->p[k].off : NULL;
-            size_t len = k < in->n ? in->p[k].len : 0;
-            int isb = s && len == 6 && !memcmp(s, "<0x", 3) && s[5] == '>';
-            unsigned v = 0;
-            if (isb) {
-                for (int j = 3; j < 5 && isb; j++) {
-                    char c = s[j];
-                    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-                    if (d < 0) isb = 0;
-                    v = v * 16 + (unsigned)d;
-                }
-            }
-            if (isb) { char c = (char)v; rc = sbuf_put(&bytes, &c, 1); continue; }
-            if (bytes.len) {
-                if (utf8_valid(bytes.s, bytes.len)) rc = plist_push(out, bytes.s, bytes.len, -1, 0);
-                else
-                    for (size_t j = 0; j < bytes.len && !rc; j++) rc = plist_push(out, "\xef\xbf\xbd", 3, -1, 0);
-                bytes.len = 0;
-            }
-            if (s && !rc) rc = plist_push(out, s, len, -1, 0);
-        }
-        free(bytes.s);
-        return rc;
-    }
-    case DEC_REPLACE: {
-        struct mlist ml = {0};
-        int rc = 0;
-        for (int k = 0; k < in->n && !rc; k++) {
-            const char *s = in->buf + in->p[k].off;
-            size_t off = out->len;
-            rc = literal_matches(st->a, st->alen, s, in->p[k].len, &ml);
-            for (int i = 0; !rc && i < ml.n; i++)
-                rc = ml.r[i].m ? plist_append(out, st->b, st->blen) : plist_append(out, s + ml.r[i].s, ml.r[i].e - ml.r[i].s);
-            if (!rc) rc = plist_piece(out, off, -1, 0);
-        }
-        free(ml.r);
-        return rc;
-    }
-    case DEC_STRIP:
-        // Per token: drop up to `start` leading and `stop` trailing copies of the content char.
-        for (int k = 0; k < in->n; k++) {
-            const char *s = in->buf + in->p[k].off;
-            size_t a = 0, b = in->p[k].len;
-            for (int j = 0; j < st->start && b - a >= st->alen && !memcmp(s + a, st->a, st->alen); j++) a += st->alen;
-            for (int j = 0; j < st->stop && b - a >= st->alen && !memcmp(s + b - st->alen, st->a, st->alen); j++)
-                b -= st->alen;
-            if (plist_push(out, s + a, b - a, -1, 0)) return ERR_NOMEM;
-        }
-        return 0;
-    case DEC_METASPACE:
-        // Replacement char -> ' '; in the first token it is dropped when a prefix was prepended.
-        for (int k = 0; k < in->n; k++) {
-            const char *s = in->buf + in->p[k].off;
-            size_t len = in->p[k].len, off = out->len;
-            for (size_t i = 0; i < len;) {
-                if (len - i >= st->alen && !memcmp(s + i, st->a, st->alen)) {
-                    if (!(k == 0 && st->scheme != PREPEND_NEVER) && plist_append(out, " ", 1)) return ERR_NOMEM;
-                    i += st->alen;
-                } else {
-                    if (plist_append(out, s + i, 1)) return ERR_NOMEM;
-                    i++;
-                }
-            }
-            if (plist_piece(out, off, -1, 0)) return ERR_NOMEM;
-        }
-        return 0;
-    }
-    (void)t;
-    return ERR_INTERNAL;
-}
-
-int decode_chain(const struct tokenizer *t, struct plist *toks, struct plist *tmp, struct err *e) {
-    struct plist *a = toks, *b = tmp;
-    for (int i = 0; t->has_decoder && i < t->n_dec; i++) {
-        plist_reset(b);
-        int rc = dec_one(t, &t->dec[i], a, b);
-        if (rc) return err_set(e, rc, "tokenizer: decoding failed (%s)", err_code_name(rc));
-        struct plist *x = a;
-        a = b;
-        b = x;
-    }
-    // Concatenate what is left into one piece (HF joins with " " when there is no decoder).
-    plist_reset(b);
-    for (int k = 0; k < a->n; k++)
-        if ((!t->has_decoder && k && plist_append(b, " ", 1)) || plist_append(b, a->buf + a->p[k].off, a->p[k].len))
-            return err_set(e, ERR_NOMEM, "tokenizer: out of memory decoding");
-    if (plist_append(b, "", 0) || plist_piece(b, 0, -1, 0)) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
-    if (b != toks) {
-        struct plist x = *toks;
-        *toks = *tmp;
-        *tmp = x;
-    }
-    return 0;
 }

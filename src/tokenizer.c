@@ -513,12 +513,58 @@ static int config_token(const struct tokenizer *t, const cJSON *cfg, const char 
     return 0;
 }
 
+// transformers' LlamaTokenizerFast/GemmaTokenizerFast (and CodeLlama) rebuild the
+// post-processor from tokenizer_config.json at load: [bos if add_bos_token] $A [eos if
+// add_eos_token], defaults true/false (update_post_processor). lm-eval-harness tokenizes
+// through transformers, so we do the same for those classes; every other class keeps the
+// tokenizer.json post-processor. For the shipped mistral/gemma3 files the two agree.
+static int llama_class_template(struct tokenizer *t, const cJSON *cfg, const char *ctx, struct err *e) {
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class");
+    if (!cJSON_IsString(cls)) return 0;
+    static const char *classes[] = {"LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer", "CodeLlamaTokenizerFast",
+                                    "GemmaTokenizer", "GemmaTokenizerFast"};
+    int hit = 0;
+    for (int i = 0; i < 6; i++) hit |= !strcmp(cls->valuestring, classes[i]);
+    if (!hit) return 0;
+    int gemma = strstr(cls->valuestring, "Gemma") != NULL;
+    // The classes' default bos/eos strings when the config does not name them.
+    if (!cJSON_GetObjectItemCaseSensitive(cfg, "bos_token")) t->bos_id = lookup_token(t, gemma ? "<bos>" : "<s>");
+    if (!cJSON_GetObjectItemCaseSensitive(cfg, "eos_token")) t->eos_id = lookup_token(t, gemma ? "<eos>" : "</s>");
+    int add_bos = 1, add_eos = 0, rc;
+    if ((rc = json_get_bool(cfg, "add_bos_token", &add_bos, 0, "tokenizer_config.json", e))) return rc;
+    if ((rc = json_get_bool(cfg, "add_eos_token", &add_eos, 0, "tokenizer_config.json", e))) return rc;
+    if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0))
+        return err_set(e, ERR_FORMAT, "%s: tokenizer_config.json asks for add_%s_token but names no such token", ctx,
+                       add_bos && t->bos_id < 0 ? "bos" : "eos");
+    int32_t *pre = add_bos ? malloc(sizeof *pre) : NULL, *post = add_eos ? malloc(sizeof *post) : NULL;
+    if ((add_bos && !pre) || (add_eos && !post)) {
+        free(pre);
+        free(post);
+        return err_set(e, ERR_NOMEM, "%s: out of memory", ctx);
+    }
+    if (pre) pre[0] = t->bos_id;
+    if (post) post[0] = t->eos_id;
+    int same = t->n_pre == add_bos && t->n_post == add_eos && (!add_bos || t->tpl_pre[0] == t->bos_id) &&
+               (!add_eos || t->tpl_post[0] == t->eos_id);
+    if (!same)
+        log_info("%s: %s in tokenizer_config.json (add_bos_token=%d, add_eos_token=%d) replaces the tokenizer.json "
+                 "post-processor, as transformers does", ctx, cls->valuestring, add_bos, add_eos);
+    free(t->tpl_pre);
+    free(t->tpl_post);
+    t->tpl_pre = pre;
+    t->tpl_post = post;
+    t->n_pre = add_bos;
+    t->n_post = add_eos;
+    return 0;
+}
+
 int tok_load_json(struct tokenizer **out, const char *json, size_t len, const char *config_json, const char *ctx,
                   struct err *e) {
     *out = NULL;
     struct tokenizer *t = calloc(1, sizeof *t);
     if (!t) return err_set(e, ERR_NOMEM, "%s: out of memory", ctx);
     struct loadctx L = {t, ctx, e};
+    t->cache_min_pieces = 256;
     cJSON *root = NULL, *cfg = NULL;
     sha256_hex(json, len, t->sha);
     int rc = json_parse(&root, json, len, ctx, e);
@@ -526,6 +572,12 @@ int tok_load_json(struct tokenizer **out, const char *json, size_t len, const ch
     if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto fail; }
     const cJSON *model;
     if ((rc = json_get_obj(root, "model", &model, 1, ctx, e))) goto fail;
+    // HF would truncate/pad encodings; the harness manages lengths itself.
+    static const char *ignored[] = {"truncation", "padding"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, ignored[i]);
+        if (x && !cJSON_IsNull(x)) log_warn("%s: '%s' is set; ignored (encode never truncates or pads)", ctx, ignored[i]);
+    }
     int max_id = -1;
     if ((rc = parse_model(&L, model, &max_id))) goto fail;
     if ((rc = parse_added(&L, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), &max_id))) goto fail;
@@ -562,6 +614,9 @@ int tok_load_json(struct tokenizer **out, const char *json, size_t len, const ch
         config_token(t, cfg, "bos_token", &t->bos_id, &bos_set);
         config_token(t, cfg, "eos_token", &t->eos_id, &eos_set);
     }
+    if (cfg && (rc = llama_class_template(t, cfg, ctx, e))) goto fail;
+    if (t->bos_id >= 0) bos_set = 1;
+    if (t->eos_id >= 0) eos_set = 1;
     if (!bos_set && t->n_pre > 0) t->bos_id = t->tpl_pre[0];
     if (!eos_set) {
         if (t->n_post > 0) t->eos_id = t->tpl_post[t->n_post - 1];
@@ -683,10 +738,12 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
     // Per-call cache of pre-token -> ids (HF keeps a shared one; per call keeps encode
     // lock-free and thread-safe). Only worth building for long inputs.
     uint32_t wcap = 0;
-    if (a.n >= 256) {
+    uint32_t wused = 0;
+    if (a.n >= t->cache_min_pieces) {
+        // Distinct words grow far slower than pieces; 64K slots (2 MB) hold the first 32K.
         wcap = 1024;
-        while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 24)) wcap <<= 1;
-        wc = calloc(wcap, sizeof *wc);  // start == 0 && count == 0 marks an empty slot
+        while (wcap < (uint32_t)a.n * 2u && wcap < (1u << 16)) wcap <<= 1;
+        wc = calloc(wcap, sizeof *wc);  // count == 0 marks an empty slot
     }
     for (int k = 0; k < a.n && !rc; k++) {
         const struct piece *p = &a.p[k];
@@ -710,7 +767,10 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
             }
             int start = nout;
             rc = bpe_word(t, w, p->len, &bs, &out, &nout, &cap);
-            if (!rc && nout > start && wc) wc[j] = (struct wcache){h, p->off, (uint32_t)p->len, start, nout - start};
+            if (!rc && nout > start && wused < wcap / 2) {
+                wc[j] = (struct wcache){h, p->off, (uint32_t)p->len, start, nout - start};
+                wused++;
+            }
             continue;
         }
         if (p->tok >= 0) {

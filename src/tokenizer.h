@@ -25,6 +25,9 @@ void tok_free(struct tokenizer *t);
 // Encodes len bytes of UTF-8 text (invalid UTF-8 -> ERR_FORMAT naming the byte offset).
 // add_special=1 applies the post-processor (BOS/EOS) like HF add_special_tokens=True; added
 // tokens in the text are split out either way (HF's default split_special_tokens=False).
+// The post-processor is tokenizer.json's, except when tokenizer_config.json names a
+// Llama/CodeLlama/Gemma tokenizer_class: then, as transformers does for those classes, it is
+// [BOS if add_bos_token (default 1)] text [EOS if add_eos_token (default 0)].
 // *ids is malloc'd (caller frees; non-NULL even when *n == 0), *n its length.
 // Thread-safe: several threads may encode with one tokenizer at once (t is read-only).
 int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids,
@@ -37,8 +40,9 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, int n, char **text
 
 int tok_vocab_size(const struct tokenizer *t);      // including added tokens (max id + 1)
 // BOS/EOS: tokenizer_config.json's bos_token/eos_token when present (may be a token the
-// post-processor does not add, as for Llama 3); otherwise the first/last special token of the
-// TemplateProcessing template, or for EOS a vocabulary entry named </s>, <|endoftext|>, <eos>.
+// post-processor does not add, as for Llama 3; Llama/Gemma classes default to <s>/</s> and
+// <bos>/<eos>); otherwise the first/last special token of the post-processor template, or for
+// EOS a token named </s>, <|endoftext|>, <eos> or <|end_of_text|>.
 int tok_bos_id(const struct tokenizer *t);          // -1 if none
 int tok_eos_id(const struct tokenizer *t);          // -1 if none
 int tok_adds_bos(const struct tokenizer *t);        // 1 if add_special=1 prepends BOS

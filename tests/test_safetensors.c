@@ -74,6 +74,13 @@ static void test_roundtrip(void) {
     st_fingerprint(&st, f2, &e);
     st_close(&st);
     CHECK(!strcmp(f1, f2), "deterministic fingerprint");
+    // same shapes, one weight changed -> another fingerprint
+    a[5] = 2e-3f;
+    st_write(tpath("rt3.safetensors"), ts, 5, meta, 2, &e);
+    st_open(&st, tpath("rt3.safetensors"), &e);
+    st_fingerprint(&st, f2, &e);
+    st_close(&st);
+    CHECK(strcmp(f1, f2) != 0, "fingerprint sees weights, not only the header");
     st_close(&st); // safe twice
 }
 

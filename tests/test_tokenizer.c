@@ -12,6 +12,7 @@
 
 #include "json_util.h"
 #include "test.h"
+#include "tok_internal.h"
 #include "tok_llama2c.h"
 #include "tokenizer.h"
 
@@ -344,6 +345,36 @@ static void test_llama2c_reference(void) {
     tok_free(t);
 }
 
+// Broken llama2.c tokenizer files: errors naming the problem, never a crash or a partial file.
+static void test_llama2c_errors(void) {
+    struct err e = {0};
+    char *json = (char *)1;
+    const char *src = SHARED "models/stories260K/tok512.bin";
+    CHECK(tok_llama2c_to_json(src, 511, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "left"), "vocab 511: %s", e.msg);
+    CHECK(tok_llama2c_to_json(src, 513, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "record 512"), "vocab 513: %s", e.msg);
+    CHECK(tok_llama2c_to_json("/nonexistent/tok.bin", 512, &json, &e) != 0 && !json, "missing file");
+    char *buf = NULL;
+    size_t len = 0;
+    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
+    char path[512];
+    snprintf(path, sizeof path, "%s/tok_bad.bin", tmp);
+    mkdir_p(tmp, &e);
+    if (file_read_all(src, &buf, &len, &e) == 0) {
+        size_t cuts[] = {0, 3, 4, 10, 1000, len - 1};
+        for (int i = 0; i < 6; i++) {
+            file_write_atomic(path, buf, cuts[i], &e);
+            int rc = tok_llama2c_to_json(path, 512, &json, &e);
+            CHECK(rc == ERR_FORMAT && !json, "cut at %zu: %d (%s)", cuts[i], rc, e.msg);
+        }
+        int32_t neg = -5; // a negative piece length in record 0
+        memcpy(buf + 8, &neg, 4);
+        file_write_atomic(path, buf, len, &e);
+        CHECK(tok_llama2c_to_json(path, 512, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "record 0"), "negative length: %s", e.msg);
+        free(buf);
+        remove(path);
+    }
+}
+
 // ---- facts from the tokenizers' SOURCE.md files ----
 static void test_facts(void) {
     struct { const char *name, *sha; int vocab, bos, eos, adds_bos; } f[] = {
@@ -388,6 +419,41 @@ static void test_facts(void) {
         CHECK(tok_bos_id(t) == 1, "mistral bos via the file path + its config: %d", tok_bos_id(t));
         tok_free(t);
     } else CHECK(0, "mistral file path: %s", e.msg);
+}
+
+// tokenizer_config.json of a Llama/Gemma tokenizer class rebuilds BOS/EOS like transformers;
+// other classes keep tokenizer.json's post-processor. "Hello world" = [22557, 1526] (SOURCE.md).
+static void test_config_override(void) {
+    struct err e = {0};
+    char *json = NULL;
+    size_t len = 0;
+    if (file_read_all(SHARED "tokenizers/mistral/tokenizer.json", &json, &len, &e)) { CHECK(0, "%s", e.msg); return; }
+    struct { const char *cfg; int32_t want[4]; int n; int adds_bos, adds_eos; } c[] = {
+        {"{\"tokenizer_class\":\"LlamaTokenizer\",\"add_bos_token\":false,\"bos_token\":\"<s>\"}", {22557, 1526}, 2, 0, 0},
+        {"{\"tokenizer_class\":\"LlamaTokenizerFast\",\"add_eos_token\":true}", {1, 22557, 1526, 2}, 4, 1, 1},
+        {"{\"tokenizer_class\":\"LlamaTokenizerFast\",\"add_bos_token\":false,\"add_eos_token\":true,"
+         "\"eos_token\":{\"content\":\"</s>\",\"special\":true}}", {22557, 1526, 2}, 3, 0, 1},
+        {"{\"tokenizer_class\":\"Qwen2Tokenizer\",\"add_bos_token\":false}", {1, 22557, 1526}, 3, 1, 0},
+        {"{}", {1, 22557, 1526}, 3, 1, 0},
+    };
+    for (int i = 0; i < 5; i++) {
+        struct tokenizer *t = NULL;
+        if (tok_load_json(&t, json, len, c[i].cfg, "mistral", &e)) { CHECK(0, "config %d: %s", i, e.msg); continue; }
+        int32_t *ids = NULL;
+        int n = 0;
+        CHECK(tok_encode(t, "Hello world", 11, 1, &ids, &n, &e) == 0 && same_ids(ids, n, c[i].want, c[i].n, "config", c[i].cfg, strlen(c[i].cfg)),
+              "config %d", i);
+        CHECK(tok_adds_bos(t) == c[i].adds_bos && tok_adds_eos(t) == c[i].adds_eos, "config %d: adds bos %d eos %d", i,
+              tok_adds_bos(t), tok_adds_eos(t));
+        CHECK(tok_bos_id(t) == 1 && tok_eos_id(t) == 2, "config %d: bos %d eos %d", i, tok_bos_id(t), tok_eos_id(t));
+        free(ids);
+        tok_free(t);
+    }
+    struct tokenizer *t = NULL;
+    const char *bad = "{\"tokenizer_class\":\"LlamaTokenizer\",\"bos_token\":null}";
+    CHECK(tok_load_json(&t, json, len, bad, "mistral", &e) == ERR_FORMAT && !t, "add_bos_token without a bos_token: %s", e.msg);
+    CHECK(tok_load_json(&t, json, len, "{oops", "mistral", &e) == ERR_FORMAT && !t, "broken config: %s", e.msg);
+    free(json);
 }
 
 // ---- malformed tokenizer.json: an error naming the problem, never a crash ----
@@ -500,8 +566,16 @@ static void test_bytelevel_minimal(void) {
         "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
         "\"trim_offsets\":false,\"use_regex\":false}]}",
     };
-    for (int v = 0; v < 2; v++) {
-        char *json = make_bytelevel_json(variants[v]);
+    // Variant 2: the o200k-style pattern (Phi-4-mini / GPT-4o) with \\p{..} lists inside classes.
+    const char *o200k =
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+        "\"[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+"
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+"
+        "[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n/]*"
+        "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":false},"
+        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}]}";
+    for (int v = 0; v < 3; v++) {
+        char *json = make_bytelevel_json(v < 2 ? variants[v] : o200k);
         struct tokenizer *t = NULL;
         struct err e = {0};
         int rc = tok_load_json(&t, json, strlen(json), NULL, "minimal.json", &e);
@@ -728,6 +802,51 @@ static void test_nfc(void) {
     tok_free(t);
 }
 
+// Random byte mutations of a valid small tokenizer.json: each either loads (and then encodes
+// and decodes) or fails with an error; run under `make asan` this is the crash check.
+static void test_mutations(void) {
+    static const char *pretoks[] = {
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+(?!\\\\S)|[a-z]+\"},"
+        "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"use_regex\":false}]}",
+    };
+    char *base = make_bytelevel_json(pretoks[0]);
+    size_t len = strlen(base);
+    uint64_t rng = 7;
+    int loaded = 0, failed = 0, bad = 0;
+    for (int it = 0; it < 400; it++) {
+        char *j = strdup(base);
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        int flips = 1 + (int)((rng >> 40) % 3);
+        for (int f = 0; f < flips; f++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            size_t pos = (size_t)(rng >> 20) % len;
+            static const char pool[] = "\"{}[],:0123456789 abcdefgnrtul\\";
+            j[pos] = pool[(rng >> 8) % (sizeof pool - 1)];
+        }
+        struct tokenizer *t = NULL;
+        struct err e = {0};
+        int rc = tok_load_json(&t, j, len, NULL, "mutant.json", &e);
+        if (rc == 0) {
+            loaded++;
+            int32_t *ids = NULL;
+            int n = 0;
+            char *back = NULL;
+            size_t bl = 0;
+            if (tok_encode(t, "the cat  sat\n<|endoftext|>", 26, 1, &ids, &n, &e) == 0) tok_decode(t, ids, n, &back, &bl, &e);
+            free(ids);
+            free(back);
+            tok_free(t);
+        } else {
+            failed++;
+            if (t != NULL || e.msg[0] == 0) bad++;
+        }
+        free(j);
+    }
+    free(base);
+    printf("mutated tokenizer.json: %d loaded and ran, %d rejected with a message\n", loaded, failed);
+    CHECK(bad == 0 && loaded + failed == 400, "mutations: %d loaded, %d failed, %d without a message", loaded, failed, bad);
+}
+
 // ---- concurrency: two threads on one tokenizer give the single-threaded ids ----
 struct job { const struct tokenizer *t; const char *text; size_t len; int32_t *ids; int n; int rc; };
 
@@ -750,9 +869,15 @@ static void test_threads(void) {
     if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &text, &len, &e)) { CHECK(0, "%s", e.msg); tok_free(t); return; }
     if (len > 100000) len = 100000;
     while (len > 0 && ((uint8_t)text[len] & 0xc0) == 0x80) len--; // cut on a code point boundary
-    int32_t *ref = NULL;
-    int nref = 0;
+    int32_t *ref = NULL, *nocache = NULL;
+    int nref = 0, nnc = 0;
     CHECK(tok_encode(t, text, len, 1, &ref, &nref, &e) == 0, "%s", e.msg);
+    // The per-call word cache must not change a single id.
+    t->cache_min_pieces = 1 << 30;
+    CHECK(tok_encode(t, text, len, 1, &nocache, &nnc, &e) == 0 && same_ids(ref, nref, nocache, nnc, "cache", "wikitext", 8),
+          "encode with and without the word cache");
+    t->cache_min_pieces = 256;
+    free(nocache);
     struct job jobs[2] = {{t, text, len, NULL, 0, 0}, {t, text, len, NULL, 0, 0}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, run_job, &jobs[i]);
@@ -767,19 +892,23 @@ static void test_threads(void) {
 }
 
 int main(void) {
+    log_set_level(LOG_WARN);
     test_golden("qwen3", 0);
     test_golden("llama3", 0);
     test_golden("mistral", 1);
     test_golden("gemma3", 1);
     test_llama2c();
     test_llama2c_reference();
+    test_llama2c_errors();
     test_facts();
+    test_config_override();
     test_malformed();
     test_bytelevel_minimal();
     test_pretok_behaviors();
     test_added_options();
     test_cli();
     test_nfc();
+    test_mutations();
     test_threads();
     return test_summary("test_tokenizer");
 }

@@ -14,6 +14,12 @@
 static const struct attn_mode *const registry[] = {
     &attn_mode_exact,
     &attn_mode_f32,
+    &attn_mode_bf16,
+    &attn_mode_direct,
+    &attn_mode_hifa4,
+    &attn_mode_direct_qmean,
+    &attn_mode_direct_qmean_sqk,
+    &attn_mode_direct_qmean_preorder,
 };
 static const int n_registry = (int)(sizeof registry / sizeof registry[0]);
 
@@ -43,6 +49,21 @@ void attn_opts_default(struct attn_opts *o) {
     o->qformat = ATTN_QFORMAT_HIF4;
 }
 
+int attn_parse_vgroup(const char *s, int *out, struct err *e) {
+    if (!strcmp(s, "token")) *out = ATTN_VGROUP_TOKEN;
+    else if (!strcmp(s, "channel")) *out = ATTN_VGROUP_CHANNEL;
+    else return err_set(e, ERR_USAGE, "--v-group '%s': expected token or channel", s);
+    return 0;
+}
+int attn_parse_qformat(const char *s, int *out, struct err *e) {
+    if (!strcmp(s, "hif4")) *out = ATTN_QFORMAT_HIF4;
+    else if (!strcmp(s, "hif4-a6")) *out = ATTN_QFORMAT_HIF4_A6;
+    else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4 or hif4-a6", s);
+    return 0;
+}
+const char *attn_vgroup_name(int v) { return v == ATTN_VGROUP_CHANNEL ? "channel" : "token"; }
+const char *attn_qformat_name(int q) { return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : "hif4"; }
+
 // ---- context ----
 struct attn_ctx {
     const struct attn_mode *mode;
@@ -55,6 +76,12 @@ struct attn_ctx {
     attn_hook_fn hook;
     void *hook_user;
     struct attn_stats stats;
+    unsigned qdq_skip;             // test hook (attn_ctx_set_qdq_skip)
+    // diagnostics (opts.diag only)
+    struct attn_diag *diag;        // per-layer results
+    struct attn_diag_acc *dacc;    // (n_threads) per-thread accumulators of one call
+    float *dref;                   // (dref_cap) f32 reference output of one batch, grows
+    size_t dref_cap;
 };
 
 int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
@@ -83,16 +110,28 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
     c->n_threads = o->n_threads > 0 ? o->n_threads : omp_get_max_threads();
     struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile,
                              .v_group = o->v_group, .qformat = o->qformat};
-    c->scratch_per_thread = (m->scratch_bytes(&call) + 63) & ~(size_t)63;
+    size_t sb = m->scratch_bytes(&call);
+    if (o->diag) {
+        size_t rb = attn_mode_f32.scratch_bytes(&call); // the f32 comparison runs in the same scratch
+        sb = rb > sb ? rb : sb;
+        c->diag = calloc(1, sizeof *c->diag);
+        c->dacc = calloc((size_t)c->n_threads, sizeof *c->dacc);
+        if (!c->diag || !c->dacc) {
+            attn_ctx_free(c);
+            return err_set(e, ERR_NOMEM, "attention: out of memory for diagnostics");
+        }
+        c->diag->n_layers = n_layers;
+    }
+    c->scratch_per_thread = (sb + 63) & ~(size_t)63;
     size_t total;
     if (mul_size(c->scratch_per_thread, (size_t)c->n_threads, &total)) {
-        free(c);
+        attn_ctx_free(c);
         return err_set(e, ERR_RANGE, "attention: scratch size overflow (max_T=%d)", max_T);
     }
     if (total) {
         c->scratch = aligned_alloc(64, total);
         if (!c->scratch) {
-            free(c);
+            attn_ctx_free(c);
             return err_set(e, ERR_NOMEM, "attention: cannot allocate %zu bytes of scratch", total);
         }
     }
@@ -103,13 +142,98 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
 void attn_ctx_free(struct attn_ctx *ctx) {
     if (!ctx) return;
     free(ctx->scratch);
+    free(ctx->diag);
+    free(ctx->dacc);
+    free(ctx->dref);
     free(ctx);
 }
 
 const struct attn_mode *attn_ctx_mode(const struct attn_ctx *ctx) { return ctx->mode; }
 void attn_ctx_set_hook(struct attn_ctx *ctx, attn_hook_fn fn, void *user) { ctx->hook = fn; ctx->hook_user = user; }
 const struct attn_stats *attn_ctx_stats(const struct attn_ctx *ctx) { return &ctx->stats; }
-void attn_ctx_reset_stats(struct attn_ctx *ctx) { memset(&ctx->stats, 0, sizeof ctx->stats); }
+void attn_ctx_reset_stats(struct attn_ctx *ctx) {
+    memset(&ctx->stats, 0, sizeof ctx->stats);
+    if (ctx->diag) {
+        memset(ctx->diag, 0, sizeof *ctx->diag);
+        ctx->diag->n_layers = ctx->n_layers;
+    }
+}
+const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx) { return ctx->diag; }
+void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip = skip; }
+
+// ---- work split: tasks are (sequence, kv head, slice of its query heads) ----
+// The kv-head group's query heads are sliced only when there are too few (sequence, kv head)
+// pairs to keep every thread busy (e.g. one sequence of a model with one kv head). Each query
+// head is computed the same way whatever the split, so results never depend on it.
+static int head_split(int n_seq, int Hkv, int g, int n_threads) {
+    int pairs = n_seq * Hkv, split = 1;
+    if (pairs < 2 * n_threads) split = (2 * n_threads + pairs - 1) / pairs;
+    return split < g ? split : g;
+}
+static void task_of(int t, int Hkv, int g, int split, int *s, int *h0, int *h1) {
+    int per_seq = Hkv * split, rem = t % per_seq, kh = rem / split, part = rem % split;
+    *s = t / per_seq;
+    *h0 = kh * g + part * g / split;
+    *h1 = kh * g + (part + 1) * g / split;
+}
+
+// ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
+static void diag_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
+    for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
+    if (a->eps_tiles) {
+        if (!dst->eps_tiles || a->eps_min < dst->eps_min) dst->eps_min = a->eps_min;
+        if (!dst->eps_tiles || a->eps_max > dst->eps_max) dst->eps_max = a->eps_max;
+    }
+    dst->eps_tiles += a->eps_tiles;
+    dst->eps_below_zero += a->eps_below_zero;
+    if (a->k_maxabs > dst->k_maxabs) dst->k_maxabs = a->k_maxabs;
+}
+
+// Runs mode f32 on the same (already rounded) inputs into ctx->dref and adds the error sums
+// of this batch to the layer (sequence rows only, in batch order: deterministic).
+static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, const float *k,
+                        const float *v, const int *seq_off, const int *seq_len, int n_seq,
+                        const struct attn_layer *l, struct err *e) {
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
+    size_t rows = 0;
+    for (int s = 0; s < n_seq; s++)
+        if ((size_t)seq_off[s] + (size_t)seq_len[s] > rows) rows = (size_t)seq_off[s] + (size_t)seq_len[s];
+    size_t need = rows * H * d;
+    if (need > ctx->dref_cap) {
+        float *nb = realloc(ctx->dref, need * sizeof(float));
+        if (!nb) return err_set(e, ERR_NOMEM, "attention diagnostics: out of memory (%zu floats)", need);
+        ctx->dref = nb;
+        ctx->dref_cap = need;
+    }
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
+    for (int t = 0; t < n_tasks; t++) {
+        int s, h0, h1;
+        task_of(t, Hkv, g, split, &s, &h0, &h1);
+        size_t o = (size_t)seq_off[s];
+        struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
+                              .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
+                              .tile = ctx->opts.tile};
+        void *scratch = ctx->scratch + (size_t)omp_get_thread_num() * ctx->scratch_per_thread;
+        attn_mode_f32.forward(ctx->dref + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
+                              h0, h1, scratch);
+    }
+    struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
+    for (int s = 0; s < n_seq; s++) {
+        size_t a = (size_t)seq_off[s] * H * d, b = a + (size_t)seq_len[s] * H * d;
+        for (size_t i = a; i < b; i++) {
+            double x = out[i], r = ctx->dref[i];
+            L->err2 += (x - r) * (x - r);
+            L->ref2 += r * r;
+            L->out2 += x * x;
+            L->dot += x * r;
+        }
+        L->n += (int64_t)(b - a);
+    }
+    L->rel_l2 = L->ref2 > 0 ? sqrt(L->err2 / L->ref2) : sqrt(L->err2);
+    L->cosine = L->out2 > 0 && L->ref2 > 0 ? L->dot / sqrt(L->out2 * L->ref2) : 0;
+    return 0;
+}
 
 int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                  const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
@@ -117,10 +241,12 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
     const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
     if (l->layer < 0 || l->layer >= ctx->n_layers)
         return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
-    for (int s = 0; s < n_seq; s++)
+    for (int s = 0; s < n_seq; s++) {
         if (seq_len[s] <= 0 || seq_len[s] > ctx->max_T)
             return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens (context sized for %d)",
                            s, seq_len[s], ctx->max_T);
+        if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
+    }
     // Kernel inputs are 16-bit (attention.md 1): round in place, rows of sequences only.
     if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
@@ -137,19 +263,36 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
             ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
                       seq_len[s], H, Hkv, d);
         }
-    const int n_tasks = n_seq * Hkv;
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
     const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
+    if (ctx->dacc) memset(ctx->dacc, 0, (size_t)ctx->n_threads * sizeof *ctx->dacc);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
     for (int t = 0; t < n_tasks; t++) {
-        int s = t / Hkv, kh = t % Hkv;
+        int s, h0, h1;
+        task_of(t, Hkv, g, split, &s, &h0, &h1);
         size_t o = (size_t)seq_off[s];
+        int th = omp_get_thread_num();
         struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
                               .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
                               .tile = ctx->opts.tile, .v_group = ctx->opts.v_group,
-                              .qformat = ctx->opts.qformat, .scales = scales};
-        void *scratch = ctx->scratch + (size_t)omp_get_thread_num() * ctx->scratch_per_thread;
-        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
-                           kh * g, (kh + 1) * g, scratch);
+                              .qformat = ctx->opts.qformat, .scales = scales, .qdq_skip = ctx->qdq_skip,
+                              .diag = ctx->dacc ? &ctx->dacc[th] : NULL};
+        void *scratch = ctx->scratch + (size_t)th * ctx->scratch_per_thread;
+        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c, h0, h1,
+                           scratch);
+    }
+    // ---- COST COUNTER: per-call cost counting goes HERE (spec/cost.md, src/cost.h) ----
+    // For each sequence s: cost_count_call(&<ctx counts, per layer>, ctx->mode->flags,
+    // seq_len[s], H, Hkv, d, l->window, COST_BR_DEFAULT, COST_BC_DEFAULT). The counts are a
+    // function of the shape only, so this stays outside the parallel loop and can never change
+    // results. (Owned by the cost module's developer; intentionally not wired in this branch.)
+
+    if (ctx->diag) {
+        struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
+        for (int th = 0; th < ctx->n_threads; th++) diag_merge(&L->acc, &ctx->dacc[th]);
+        L->calls++;
+        int rc = diag_compare(ctx, out, q, k, v, seq_off, seq_len, n_seq, l, e);
+        if (rc) return rc;
     }
     ctx->stats.calls += (int64_t)n_seq * H;
     ctx->stats.calls_per_layer[l->layer] += (int64_t)n_seq * H;

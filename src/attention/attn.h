@@ -10,6 +10,8 @@
 
 #include "common.h"
 
+#define ATTN_MAX_LAYERS 256
+
 // ---- mode flags (spec/attention.md section 3-4) ----
 enum attn_flag {
     ATTN_F_ROUND_INPUT = 1u << 0, // Q, K, V rounded to bf16 before the kernel (all but `exact`)
@@ -24,6 +26,44 @@ enum attn_vgroup { ATTN_VGROUP_TOKEN = 0, ATTN_VGROUP_CHANNEL = 1 };
 enum attn_qformat { ATTN_QFORMAT_HIF4 = 0, ATTN_QFORMAT_HIF4_A6 = 1 };
 
 struct attn_ctx; // opaque: scratch, statistics, hooks (allocated once, see attn_ctx_init)
+
+// Test hook (spec/attention.md 8.1, 8.4): operands whose HiF4 qdq is replaced by the identity.
+// Always 0 in production; set only through attn_ctx_set_qdq_skip.
+enum attn_qdq_skip {
+    ATTN_QDQ_SKIP_Q = 1u << 0,
+    ATTN_QDQ_SKIP_K = 1u << 1,
+    ATTN_QDQ_SKIP_V = 1u << 2,
+    ATTN_QDQ_SKIP_P = 1u << 3,
+    ATTN_QDQ_SKIP_ALL = 0xfu,
+};
+
+// ---- diagnostics (spec/attention.md section 5; only with attn_opts.diag) ----
+// eps_bar = sum_j qdq(P)_j / sum_j P_j - 1 per (query row, tile), quantized modes only.
+// Histogram: ATTN_EPS_BINS equal bins over [ATTN_EPS_LO, ATTN_EPS_HI), plus bin 0 for values
+// below ATTN_EPS_LO and bin ATTN_EPS_BINS+1 for values >= ATTN_EPS_HI.
+#define ATTN_EPS_BINS 1000
+#define ATTN_EPS_LO (-0.5)
+#define ATTN_EPS_HI 0.5
+// What one kernel call adds (filled by the mode's forward when attn_call.diag != NULL;
+// integer counts and a max, so the merge order over threads does not matter).
+struct attn_diag_acc {
+    int64_t eps_hist[ATTN_EPS_BINS + 2];
+    int64_t eps_tiles;      // (row, tile) pairs with sum P > 0
+    int64_t eps_below_zero; // of those, eps_bar < 0
+    double eps_min, eps_max;
+    float k_maxabs;         // max |K| after smoothing (kernel input, bf16) of the call's kv heads
+};
+struct attn_diag_layer {
+    int64_t calls;              // attn_forward calls that fed this layer
+    int64_t n;                  // output elements compared against f32
+    double err2, ref2, out2, dot; // sums of (O-R)^2, R^2, O^2, O*R in binary64
+    double rel_l2, cosine;      // sqrt(err2/ref2), dot/sqrt(out2*ref2) (updated per call)
+    struct attn_diag_acc acc;
+};
+struct attn_diag {
+    int n_layers;
+    struct attn_diag_layer layer[ATTN_MAX_LAYERS];
+};
 
 // One sequence-layer call of a mode. q [T][H][d], k and v [T][Hkv][d], out [T][H][d], all
 // contiguous; the sequence starts at position 0. `scratch` is this thread's buffer of
@@ -40,6 +80,8 @@ struct attn_call {
     int v_group;       // enum attn_vgroup
     int qformat;       // enum attn_qformat
     const float *scales; // Smooth-QK scales of this layer [Hkv][d] (required with ATTN_F_SQK)
+    unsigned qdq_skip;   // enum attn_qdq_skip: test hook, 0 in production
+    struct attn_diag_acc *diag; // NULL unless diagnostics are on; this thread's accumulator
 };
 
 struct attn_mode {
@@ -69,6 +111,12 @@ struct attn_opts {
     int diag;        // 1: collect diagnostics of spec/attention.md section 5 (slower)
 };
 void attn_opts_default(struct attn_opts *o);
+// CLI spellings: "token" | "channel" (--v-group), "hif4" | "hif4-a6" (--qformat). 0 or
+// ERR_USAGE naming the option, the value and the accepted ones.
+int attn_parse_vgroup(const char *s, int *out, struct err *e);
+int attn_parse_qformat(const char *s, int *out, struct err *e);
+const char *attn_vgroup_name(int v);
+const char *attn_qformat_name(int q);
 
 // Per-layer constants supplied by the model for each attn_forward call.
 struct attn_layer {
@@ -86,7 +134,6 @@ typedef void (*attn_hook_fn)(void *user, int layer, int seq, const float *q, con
                              const float *v, int T, int H, int Hkv, int d);
 
 // ---- statistics kept by the context (always on unless noted) ----
-#define ATTN_MAX_LAYERS 256
 struct attn_stats {
     int64_t calls;                       // hook coverage: (layer, head, sequence) invocations
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
@@ -105,13 +152,21 @@ void attn_ctx_free(struct attn_ctx *ctx);
 const struct attn_mode *attn_ctx_mode(const struct attn_ctx *ctx);
 void attn_ctx_set_hook(struct attn_ctx *ctx, attn_hook_fn fn, void *user);
 const struct attn_stats *attn_ctx_stats(const struct attn_ctx *ctx);
-void attn_ctx_reset_stats(struct attn_ctx *ctx);
+void attn_ctx_reset_stats(struct attn_ctx *ctx); // also clears the diagnostics
+// Diagnostics collected so far (spec/attention.md section 5), or NULL unless the context was
+// made with attn_opts.diag. Owned by the context, valid until attn_ctx_free. The rel-L2 and
+// cosine compare against mode `f32` run inside the context on the same (bf16) inputs.
+const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx);
+// Test hook only (spec/attention.md 8.1, 8.4): replace the qdq of the given operands (enum
+// attn_qdq_skip) by the identity in every later attn_forward call.
+void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip);
 
 // One layer for a packed batch. q [Ttot][H][d], k, v [Ttot][Hkv][d], out [Ttot][H][d];
 // sequence s occupies rows [seq_off[s], seq_off[s] + seq_len[s]). Rows outside every sequence
 // (padding) are left untouched. Results are bit-identical for any thread count, batch
 // composition and order (spec/attention.md section 8.5). The model must not rely on q, k, v
-// being unmodified: modes that round their inputs round them in place.
+// being unmodified: modes that round their inputs round them in place. Never allocates,
+// except with attn_opts.diag, where the f32 comparison buffer grows to the largest batch.
 int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                  const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
                  struct err *e);

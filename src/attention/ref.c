@@ -2,17 +2,20 @@
 // 7.7): scores, soft-cap, softmax and PV in binary64 with a binary64 scale, rounded once to
 // binary32. `f32` sees bf16-rounded inputs (the dispatcher rounds them, ATTN_F_ROUND_INPUT);
 // `exact` sees the unrounded ones (for comparison with binary32 implementations).
+// Two implementations: the literal one (one row, one key at a time) and the blocked, SIMD one
+// the modes run (ref_fast.c), which differs only in binary64 summation order and its exp
+// (a few binary64 ulps); tests compare them at rel-L2 1e-12.
 #include <math.h>
 
 #include "attention/modes.h"
 
-static size_t ref_scratch(const struct attn_call *c) {
+size_t attn_ref_literal_scratch(const struct attn_call *c) {
     return (size_t)c->T * sizeof(double) + (size_t)c->d * sizeof(double);
 }
 
 // out [T][H][d], q [T][H][d], k/v [T][Hkv][d]; heads [h0, h1)
-static void ref_forward(float *out, const float *q, const float *k, const float *v,
-                        const struct attn_call *c, int h0, int h1, void *scratch) {
+void attn_ref_literal_forward(float *out, const float *q, const float *k, const float *v,
+                              const struct attn_call *c, int h0, int h1, void *scratch) {
     const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv;
     double *p = scratch;       // (T)
     double *acc = p + T;       // (d)
@@ -49,10 +52,10 @@ static void ref_forward(float *out, const float *q, const float *k, const float 
 
 const struct attn_mode attn_mode_exact = {
     .name = "exact", .label = "exact (binary64, unrounded inputs)", .flags = 0,
-    .scratch_bytes = ref_scratch, .forward = ref_forward,
+    .scratch_bytes = attn_ref_scratch, .forward = attn_ref_forward,
 };
 
 const struct attn_mode attn_mode_f32 = {
     .name = "f32", .label = "f32 reference (binary64 softmax, bf16 inputs)",
-    .flags = ATTN_F_ROUND_INPUT, .scratch_bytes = ref_scratch, .forward = ref_forward,
+    .flags = ATTN_F_ROUND_INPUT, .scratch_bytes = attn_ref_scratch, .forward = attn_ref_forward,
 };

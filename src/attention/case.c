@@ -1,0 +1,104 @@
+// case.c: attention case files (see case.h): load and validate, run one mode on them.
+#include "attention/case.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_util.h"
+#include "safetensors.h"
+
+void attn_case_free(struct attn_case *c) {
+    free(c->q);
+    free(c->k);
+    free(c->v);
+    free(c->scales);
+    memset(c, 0, sizeof *c);
+}
+
+static int load_tensor(float **out, const struct safetensors *st, const char *path, const char *name,
+                       int ndim, const int64_t *shape, int required, struct err *e) {
+    *out = NULL;
+    if (!required && !st_find(st, name)) return 0;
+    const struct st_tensor *t;
+    int rc = st_check(st, name, 1, ndim, shape, &t, e);
+    if (rc) return err_prefix(e, "%s", path);
+    *out = malloc((size_t)t->numel * sizeof(float) + 1);
+    if (!*out) return err_set(e, ERR_NOMEM, "%s: out of memory for tensor '%s'", path, name);
+    rc = st_to_f32(*out, t, e);
+    if (rc) return err_prefix(e, "%s", path);
+    return 0;
+}
+
+int attn_case_load(struct attn_case *c, const char *path, struct err *e) {
+    memset(c, 0, sizeof *c);
+    struct safetensors st;
+    cJSON *p = NULL;
+    int rc = st_open(&st, path, e);
+    if (rc) return rc;
+    const char *pj = st_meta(&st, "params");
+    if (!pj) { rc = err_set(e, ERR_FORMAT, "%s: metadata 'params' missing", path); goto fail; }
+    char ctx[1100];
+    snprintf(ctx, sizeof ctx, "%s: metadata 'params'", path);
+    if ((rc = json_parse(&p, pj, strlen(pj), ctx, e))) goto fail;
+    double sm64 = 0, cap = 0;
+    const char *hex = NULL;
+    if ((rc = json_get_int(p, "T", &c->T, 1, ctx, e)) || (rc = json_get_int(p, "H", &c->H, 1, ctx, e)) ||
+        (rc = json_get_int(p, "Hkv", &c->Hkv, 1, ctx, e)) || (rc = json_get_int(p, "d", &c->d, 1, ctx, e)) ||
+        (rc = json_get_int(p, "window", &c->window, 0, ctx, e)) ||
+        (rc = json_get_num(p, "softcap", &cap, 0, ctx, e)) || (rc = json_get_num(p, "sm", &sm64, 1, ctx, e)) ||
+        (rc = json_get_str(p, "sm_binary32_hex", &hex, 1, ctx, e)))
+        goto fail;
+    if (c->T <= 0 || c->H <= 0 || c->Hkv <= 0 || c->H % c->Hkv || c->d <= 0 || c->window < 0 ||
+        !(cap >= 0) || !isfinite(cap) || !(sm64 > 0) || !isfinite(sm64)) {
+        rc = err_set(e, ERR_FORMAT, "%s: bad shape or value (T=%d H=%d Hkv=%d d=%d window=%d softcap=%g sm=%g)",
+                     ctx, c->T, c->H, c->Hkv, c->d, c->window, cap, sm64);
+        goto fail;
+    }
+    char *end;
+    unsigned long bits = strtoul(hex, &end, 16);
+    if (*end || end == hex || bits > 0xffffffffUL || bits_f32((uint32_t)bits) != (float)sm64) {
+        rc = err_set(e, ERR_FORMAT, "%s: field 'sm_binary32_hex': '%s' is not the binary32 rounding of sm=%.17g",
+                     ctx, hex, sm64);
+        goto fail;
+    }
+    c->sm = bits_f32((uint32_t)bits);
+    c->sm64 = sm64;
+    c->softcap = (float)cap;
+    int64_t sq[3] = {c->T, c->H, c->d}, skv[3] = {c->T, c->Hkv, c->d}, ss[2] = {c->Hkv, c->d};
+    if ((rc = load_tensor(&c->q, &st, path, "q", 3, sq, 1, e)) ||
+        (rc = load_tensor(&c->k, &st, path, "k", 3, skv, 1, e)) ||
+        (rc = load_tensor(&c->v, &st, path, "v", 3, skv, 1, e)) ||
+        (rc = load_tensor(&c->scales, &st, path, "scales", 2, ss, 0, e)))
+        goto fail;
+    cJSON_Delete(p);
+    st_close(&st);
+    return 0;
+fail:
+    cJSON_Delete(p);
+    st_close(&st);
+    attn_case_free(c);
+    return rc;
+}
+
+int attn_case_run(float *out, const struct attn_case *c, const char *mode, const struct attn_opts *o,
+                  struct err *e) {
+    size_t nq = (size_t)c->T * c->H * c->d, nkv = (size_t)c->T * c->Hkv * c->d;
+    float *buf = malloc((nq + 2 * nkv) * sizeof(float));
+    if (!buf) return err_set(e, ERR_NOMEM, "attention case: out of memory");
+    float *q = buf, *k = q + nq, *v = k + nkv;
+    memcpy(q, c->q, nq * sizeof(float));
+    memcpy(k, c->k, nkv * sizeof(float));
+    memcpy(v, c->v, nkv * sizeof(float));
+    struct attn_ctx *ctx = NULL;
+    int rc = attn_ctx_init(&ctx, mode, o, 1, c->H, c->Hkv, c->d, c->T, c->scales, e);
+    if (!rc) {
+        int off = 0, len = c->T;
+        struct attn_layer l = {.layer = 0, .sm = c->sm, .sm64 = c->sm64, .softcap = c->softcap,
+                               .window = c->window};
+        rc = attn_forward(ctx, out, q, k, v, &off, &len, 1, &l, e);
+    }
+    attn_ctx_free(ctx);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,17 @@
+// scales.h: loading Smooth-QK scales files (spec/calibration.md section 7) for the attention
+// modes with ATTN_F_SQK. Knows nothing about how scales are computed (calib.c does that).
+#ifndef HIFA4_ATTN_SCALES_H
+#define HIFA4_ATTN_SCALES_H
+
+#include "common.h"
+
+// Loads tensor `smooth_qk.scales` (F32 [n_layers][Hkv][d]) from the safetensors file `path`
+// into *out (malloc'd, n_layers*Hkv*d floats, caller frees). Errors (each naming the file):
+// missing tensor, dtype other than F32, a shape other than [n_layers][Hkv][d] (message gives
+// both shapes), a non-finite or non-positive scale (naming its index), and a metadata
+// `model_hash` that is non-empty and differs from model_hash (ERR_MISMATCH naming both). A file
+// without a hash (like the goldens) is accepted; model_hash NULL skips the check.
+int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
+                     struct err *e);
+
+#endif

@@ -1,0 +1,26 @@
+// tiled.c: the descriptors of the FlashAttention-tiled modes (spec/attention.md section 3-4,
+// paper Table 7 rows A-E). Each mode is its flag set over the shared kernel in flash.c; a new
+// tiled mode is one TILED_MODE line here plus one registry line in attn.c.
+#include "attention/modes.h"
+
+#define TILED_MODE(ident, mname, mlabel, mflags)                                                   \
+    static void fwd_##ident(float *out, const float *q, const float *k, const float *v,            \
+                            const struct attn_call *c, int h0, int h1, void *scratch) {            \
+        attn_flash_forward(out, q, k, v, c, h0, h1, scratch, (mflags));                            \
+    }                                                                                              \
+    const struct attn_mode attn_mode_##ident = {                                                   \
+        .name = mname, .label = mlabel, .flags = (mflags),                                         \
+        .scratch_bytes = attn_flash_scratch, .forward = fwd_##ident,                               \
+    };
+
+#define BASE (ATTN_F_ROUND_INPUT | ATTN_F_TILED)
+#define Q4 (BASE | ATTN_F_QUANT)
+
+TILED_MODE(bf16, "bf16", "BF16 (C16V16)", BASE)
+TILED_MODE(direct, "direct", "Direct HIF4 (C4V16, A)", Q4)
+TILED_MODE(direct_qmean, "direct+qmean", "Direct + Q-Mean (B)", Q4 | ATTN_F_QMEAN)
+TILED_MODE(direct_qmean_sqk, "direct+qmean+sqk", "Direct + Q-Mean + Smooth-QK (C)",
+           Q4 | ATTN_F_QMEAN | ATTN_F_SQK)
+TILED_MODE(direct_qmean_preorder, "direct+qmean+preorder", "Direct + Q-Mean + P-Reordering (D)",
+           Q4 | ATTN_F_QMEAN | ATTN_F_PREORDER)
+TILED_MODE(hifa4, "hifa4", "HiFA4 (C4V16-Aux, E)", Q4 | ATTN_F_QMEAN | ATTN_F_SQK | ATTN_F_PREORDER)

@@ -1,0 +1,94 @@
+// calibrate.c: `hifa4-eval calibrate` - Smooth-QK calibration (spec/calibration.md): runs the
+// unquantized model (bf16 attention, f32 activations) over calibration samples, collecting
+// Q/K statistics through the attention hook, then prints the gate table and writes the
+// scales file.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "attention/attn.h"
+#include "calib.h"
+#include "calib_run.h"
+#include "calib_source.h"
+#include "cli.h"
+#include "config.h"
+#include "model.h"
+
+static void print_gate(const struct calib_result *r) {
+    printf("layer  MaxAbs_K   MaxAbs_Q   K_p99     rho_K    T_KQ    branch  alpha  max s (h,c)\n");
+    for (int l = 0; l < r->n_layers; l++) {
+        const struct calib_layer_stats *ls = &r->layer[l];
+        float smax = 0;
+        int at = 0;
+        for (int i = 0; i < r->Hkv * r->d; i++)
+            if (r->scales[(size_t)l * r->Hkv * r->d + i] > smax) { smax = r->scales[(size_t)l * r->Hkv * r->d + i]; at = i; }
+        printf("%5d  %9.4g  %9.4g  %8.4g  %7.3f  %6.3f  %-6s  %.2f   %.4g (%d,%d)\n", l, ls->maxabs_k, ls->maxabs_q,
+               ls->kp99, ls->rho_k, ls->t_kq, calib_branch_name(ls->branch), ls->alpha, smax, at / r->d, at % r->d);
+    }
+    printf("model: rho_K %.3f (layer %d), T_KQ %.3f (layer %d) -> %s, alpha %.2f\n", r->rho_k, r->rho_layer, r->t_kq,
+           r->t_layer, calib_branch_name(r->branch), r->alpha);
+}
+
+int cmd_calibrate(int argc, char **argv, struct err *e) {
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
+    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192;
+    double alpha = -1, rho_min = 6, t_strong = 3, t_mild = 2;
+    int64_t seed = 0;
+    struct cli_opt opts[] = {
+        {"model", CLI_STR, &model_arg, "DIR: model checkpoint directory (or a name from configs/models)"},
+        {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory; never an evaluation split"},
+        {"calib-samples", CLI_INT, &samples, "N: number of samples (default 1024)"},
+        {"calib-len", CLI_INT, &len, "N: tokens per sample (default 512)"},
+        {"agg", CLI_STR, &agg_s, "rms|mean|p99|max: aggregation over samples (default rms)"},
+        {"gate", CLI_STR, &gate_s, "model|layer: one decision for the model or per layer (default model)"},
+        {"alpha", CLI_DBL, &alpha, "A: force this alpha (sweeps); default: the gate decides"},
+        {"rho-min", CLI_DBL, &rho_min, "X: gate threshold on rho_K (default 6)"},
+        {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
+        {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
+        {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
+        {"out", CLI_STR, &out, "FILE: scales file (default configs/scales/<model>.safetensors)"},
+        {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
+        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    if (rc) return rc;
+    if (help) { cli_usage("calibrate", "--model M --calib SOURCE [options]", opts, n_opts); return 0; }
+    if (!model_arg || !calib) return err_set(e, ERR_USAGE, "calibrate needs --model and --calib");
+    struct calib_run_opts co;
+    calib_run_opts_default(&co);
+    if (calib_agg_parse(agg_s, &co.agg)) return err_set(e, ERR_USAGE, "--agg '%s': expected rms, mean, p99 or max", agg_s);
+    if (!strcmp(gate_s, "model")) co.gate.mode = CALIB_GATE_MODEL;
+    else if (!strcmp(gate_s, "layer")) co.gate.mode = CALIB_GATE_LAYER;
+    else return err_set(e, ERR_USAGE, "--gate '%s': expected model or layer", gate_s);
+    if (alpha >= 0 && alpha > 1) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
+    if (samples < 1 || len < 2 || batch_tokens < len)
+        return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= --calib-len");
+    co.gate.alpha_forced = alpha;
+    co.gate.rho_min = rho_min;
+    co.gate.t_strong = t_strong;
+    co.gate.t_mild = t_mild;
+    co.samples = samples;
+    co.len = len;
+    co.seed = (uint64_t)seed;
+    co.force = force;
+    co.threads = threads;
+    co.batch_tokens = batch_tokens;
+    struct calib_run run;
+    if ((rc = calib_run_source(&run, model_arg, calib, &co, e))) return rc;
+    print_gate(&run.result);
+    char def[4096];
+    if (!out) {
+        if ((rc = mkdir_p("configs/scales", e))) goto done;
+        snprintf(def, sizeof def, "configs/scales/%s.safetensors", run.model_id);
+        out = def;
+    }
+    struct calib_meta m = {run.model_id, run.model_hash, run.source_desc, run.result.n_samples, len, (uint64_t)seed};
+    if ((rc = calib_write(out, &run.result, &m, e))) goto done;
+    printf("scales: %s\n", out);
+done:
+    calib_run_free(&run);
+    return rc;
+}
