@@ -135,11 +135,13 @@ static int stop_after(void) {
 }
 
 // ---- progress ----
-struct progress { double t0, last; int64_t done, total; int tty; };
+struct progress { double t0, last; int64_t done, total, shown; int tty; };
 static void progress_show(struct progress *p, const char *task, int force) {
     double now = time_now();
     if (!force && now - p->last < (p->tty ? 0.5 : 10.0)) return;
+    if (force && p->shown == p->done) return;
     p->last = now;
+    p->shown = p->done;
     double el = now - p->t0, rate = el > 0 ? p->done / el : 0;
     double eta = rate > 0 ? (p->total - p->done) / rate : 0;
     if (log_get_level() < LOG_INFO) return;
@@ -523,7 +525,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     logits_q = n_modes > 1 ? malloc(sizeof(float) * (size_t)max_out * (size_t)vocab) : NULL;
     if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", max_out, vocab); goto done; }
     n_scores = max_items;
-    struct progress pr = {.t0 = time_now(), .tty = isatty(2)};
+    struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
     for (int t = 0; t < n_tasks; t++) pr.total += sets[t].n_items;
     int stop = stop_after(), processed = 0;
     for (int t = 0; t < n_tasks && !rc; t++) {
