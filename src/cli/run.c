@@ -112,7 +112,7 @@ static void git_revision(char *rev, size_t n) {
 // ---- options ----
 struct run_opts {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights;
+    const char *task_file, *subject, *weights, *v_group, *qformat;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help;
     int64_t seed;
 };
@@ -211,6 +211,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
         {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (modes with sqk)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
+        {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
+        {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
@@ -240,6 +242,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!strcmp(o.act, "bf16")) act_bf16 = 1;
     else if (!strcmp(o.act, "f32")) act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", o.act);
+    int v_group = 0, qformat = 0;
+    if (o.v_group && (rc = attn_parse_vgroup(o.v_group, &v_group, e))) return rc;
+    if (o.qformat && (rc = attn_parse_qformat(o.qformat, &qformat, e))) return rc;
     if (o.threads > 0) omp_set_num_threads(o.threads);
     int n_threads = o.threads > 0 ? o.threads : omp_get_max_threads();
 
@@ -347,6 +352,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     struct attn_opts ao;
     attn_opts_default(&ao);
     ao.tile = o.tile;
+    if (o.v_group) ao.v_group = v_group;
+    if (o.qformat) ao.qformat = qformat;
     ao.n_threads = o.threads;
     // validate every mode before any work (unknown mode, missing scales, bad tile)
     for (int m = n_modes - 1; m >= 0; m--)
@@ -468,8 +475,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON_AddStringToObject(run, "reference", modes[0]);
     cJSON *aj = cJSON_AddObjectToObject(run, "attention");
     cJSON_AddNumberToObject(aj, "tile", ao.tile);
-    cJSON_AddNumberToObject(aj, "v_group", ao.v_group);
-    cJSON_AddNumberToObject(aj, "qformat", ao.qformat);
+    cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(ao.v_group));
+    cJSON_AddStringToObject(aj, "qformat", attn_qformat_name(ao.qformat));
     cJSON *lj = cJSON_AddObjectToObject(aj, "labels");
     for (int m = 0; m < n_modes; m++) cJSON_AddStringToObject(lj, modes[m], attn_mode_find(modes[m])->label);
     if (o.scales) {
