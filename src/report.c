@@ -305,6 +305,14 @@ int report_render(const char *dir, char **headline, struct err *e) {
     }
     rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
                              jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
+    // data provenance per task (run.json): source, template, rows skipped, truncation
+    rc |= results_buf_printf(&o, "### Tasks\n\n| task | items | template | rows skipped | truncated requests | source |\n|---|---:|---|---:|---:|---|\n");
+    cJSON_ArrayForEach(t, jget(run, "tasks")) {
+        rc |= results_buf_printf(&o, "| %s | %d | %s | %d | %d | %s |\n", jstr(t, "name", "?"), (int)jnum(t, "n_items"),
+                                 jstr(t, "template_version", "?"), (int)jnum(t, "n_bad_rows"), (int)jnum(t, "n_truncated"),
+                                 jstr(t, "source", "?"));
+    }
+    rc |= results_buf_put(&o, "\n", 1);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);
         if (i == 0 && headline) {
