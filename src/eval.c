@@ -245,6 +245,8 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
             p->n_rows += (int)u;
         }
         if (rc) break;
+        int it_rows = p->n_rows - p->seq[s_first].row0;
+        if (it_rows > p->max_item_rows) p->max_item_rows = it_rows;
         for (int r = p->item_req[i]; r < p->n_req; r++) {
             struct eval_seq *sq = &p->seq[p->req[r].seq];
             for (int k = 0; k < p->req[r].n_cont; k++) {

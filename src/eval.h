@@ -64,6 +64,7 @@ struct eval_plan {
     int n_truncated;     // requests whose input was left-truncated to the window
     int max_seq_len;     // longest sequence
     int max_item_tokens; // most tokens of one item (a batch holds at least one item)
+    int max_item_rows;   // most logits rows of one item
 };
 
 // Builds the requests of items [0, n_items). Errors name the item id and choice (a
@@ -93,7 +94,7 @@ struct eval_batch {
     int cap_tok, cap_seq, cap_out;
 };
 // Takes items from item0 on while the batch stays within max_tokens tokens and max_out
-// logits rows (always at least one item). Returns 0; b->item1 == item0 only at the end.
+// logits rows (always at least one item, so size buffers for max(max_out, max_item_rows)). Returns 0; b->item1 == item0 only at the end.
 int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int max_tokens,
                     int max_out, struct err *e);
 void eval_batch_free(struct eval_batch *b);

@@ -196,6 +196,14 @@ static void test_scoring(void) {
     CHECK(p.item_seq[1] - p.item_seq[0] == 1, "item 0: %d sequences", p.item_seq[1] - p.item_seq[0]);
     CHECK(p.seq[p.item_seq[0]].n_rows == 1, "item 0: %d rows", p.seq[p.item_seq[0]].n_rows);
 
+    int mr = 0, mt = 0;
+    for (int i = 0; i < N_ITEMS; i++) {
+        int r = 0, tk = 0;
+        for (int s = p.item_seq[i]; s < p.item_seq[i + 1]; s++) { r += p.seq[s].n_rows; tk += p.seq[s].n; }
+        if (r > mr) mr = r;
+        if (tk > mt) mt = tk;
+    }
+    CHECK(p.max_item_rows == mr && p.max_item_tokens == mt, "max item rows %d/%d tokens %d/%d", p.max_item_rows, mr, p.max_item_tokens, mt);
     struct eval_score *a = calloc(N_ITEMS, sizeof *a), *b = calloc(N_ITEMS, sizeof *b), *c = calloc(N_ITEMS, sizeof *c);
     int nb1, nb2, nb3;
     CHECK(run_all(a, &p, 1, 1, 1, &nb1) == 0, "run 1");

@@ -404,6 +404,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
     int max_tokens = model_get_opts(model)->max_tokens;
     int max_out = (int)(LOGITS_BYTES / ((size_t)vocab * sizeof(float)));
     if (max_out < 1) max_out = 1;
+    int out_cap = max_out; // a batch always holds one whole item
+    for (int t = 0; t < n_tasks; t++)
+        if (plans[t].max_item_rows > out_cap) out_cap = plans[t].max_item_rows;
 
     // ---- run directory and run.json ----
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
@@ -528,9 +531,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- scoring ----
     scores = calloc((size_t)(max_items ? max_items : 1), sizeof *scores);
-    logits_ref = malloc(sizeof(float) * (size_t)max_out * (size_t)vocab);
-    logits_q = n_modes > 1 ? malloc(sizeof(float) * (size_t)max_out * (size_t)vocab) : NULL;
-    if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", max_out, vocab); goto done; }
+    logits_ref = malloc(sizeof(float) * (size_t)out_cap * (size_t)vocab);
+    logits_q = n_modes > 1 ? malloc(sizeof(float) * (size_t)out_cap * (size_t)vocab) : NULL;
+    if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", out_cap, vocab); goto done; }
     n_scores = max_items;
     struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
     for (int t = 0; t < n_tasks; t++) pr.total += sets[t].n_items;
