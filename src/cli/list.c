@@ -1,7 +1,47 @@
-// list.c: `hifa4-eval list` - what this build knows: attention modes, tasks, named models.
+// list.c: `hifa4-eval list` - what this build knows: attention modes (registry), tasks
+// (registry) and named models (configs/models/*.json).
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "attention/attn.h"
 #include "cli.h"
+#include "json_util.h"
+#include "paths.h"
+#include "tasks/task.h"
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void list_models(void) {
+    char home[4096], dir[4200];
+    struct err e = {0};
+    if (paths_home(home, sizeof home, &e) || path_join(dir, sizeof dir, home, "configs/models", &e)) {
+        printf("  (configs/models not found: %s)\n", e.msg);
+        return;
+    }
+    DIR *d = opendir(dir);
+    if (!d) { printf("  (no %s)\n", dir); return; }
+    char *names[256];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 256)
+        if (str_ends_with(de->d_name, ".json")) names[n++] = str_dup(de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 0; i < n; i++) {
+        char p[4400];
+        cJSON *j = NULL;
+        const char *repo = "?", *arch = "";
+        if (!path_join(p, sizeof p, dir, names[i], &e) && !json_parse_file(&j, p, &e)) {
+            json_get_str(j, "repo", &repo, 0, p, &e);
+            json_get_str(j, "architecture", &arch, 0, p, &e);
+        }
+        names[i][strlen(names[i]) - 5] = 0;
+        printf("  %-14s %-34s %s\n", names[i], repo, arch);
+        cJSON_Delete(j);
+        free(names[i]);
+    }
+}
 
 int cmd_list(int argc, char **argv, struct err *e) {
     int help = 0;
@@ -9,6 +49,14 @@ int cmd_list(int argc, char **argv, struct err *e) {
     int rc = cli_parse(argc, argv, 1, opts, 1, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) { cli_usage("list", "", opts, 1); return 0; }
-    printf("(registries are filled in as modules land)\n");
+    printf("attention modes (--attn):\n");
+    for (int i = 0; i < attn_mode_count(); i++) {
+        const struct attn_mode *m = attn_mode_at(i);
+        printf("  %-24s %s%s\n", m->name, m->label, (m->flags & ATTN_F_SQK) ? "  [needs --scales]" : "");
+    }
+    printf("\ntasks (--task):\n");
+    for (int i = 0; i < task_count(); i++) printf("  %-16s %s\n", task_at(i)->name, task_at(i)->desc);
+    printf("\nnamed models (--model NAME; any checkpoint directory works too):\n");
+    list_models();
     return 0;
 }
