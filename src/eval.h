@@ -75,6 +75,15 @@ int eval_plan_build(struct eval_plan *out, const struct eval_item *items, int n_
                     struct err *e);
 void eval_plan_free(struct eval_plan *p);
 
+// Perplexity windows (spec/tasks.md section 2 `ppl`; lm-eval's rolling log-likelihood with
+// non-overlapping windows): tok[0..n) is cut into windows of `ctx` predicted tokens; window k
+// predicts tok[k*ctx, min((k+1)*ctx, n)) from the input [prefix_id] + tok[0, ctx-1) (k = 0) or
+// tok[k*ctx-1, end-1) (k > 0), i.e. each window sees only its own tokens plus one. Every input
+// position is scored. Each window is one item with one "choice" (gold 0); max_windows > 0 keeps
+// the first max_windows windows. Errors: ctx < 1, n < 1, prefix_id < 0.
+int eval_plan_build_ppl(struct eval_plan *out, const int32_t *tok, int n, int ctx, int prefix_id,
+                        int max_windows, struct err *e);
+
 // Splits one request exactly as spec/tasks.md section 1 (exposed for tests): context and
 // choice -> model input tokens and continuation tokens, both malloc'd (caller frees).
 int eval_request_tokens(const char *context, const char *choice, const struct eval_plan_opts *o,

@@ -140,7 +140,9 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
     for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    int n_ppl = 0;
     cJSON_ArrayForEach(t, tasks) {
+        if (has_metric(t, "ppl")) { n_ppl++; continue; }
         rc |= grid_row(acc);
         rc |= grid_set(acc, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
         int k = 0;
@@ -155,6 +157,23 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
                 rc |= grid_set(acc, 1 + k, "%s +- %s", a, b);
             }
             k++;
+        }
+    }
+    if (n_ppl) {
+        struct grid *pp = &g[(*n_g)++];
+        grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+        rc |= grid_row(pp);
+        rc |= grid_set(pp, 0, "task (windows)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            if (!has_metric(t, "ppl")) continue;
+            rc |= grid_row(pp);
+            rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+            int k = 0;
+            cJSON_ArrayForEach(m, modes) {
+                const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+                rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
+            }
         }
     }
     if (nm < 2) goto done;
@@ -179,10 +198,20 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     rc |= grid_set(mg, 1, "n");
     for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
     cJSON_ArrayForEach(t, tasks) {
-        for (int q = 0; q < 3; q++) { rc |= grid_row(gs[q]); rc |= grid_set(gs[q], 0, "%s", t->string); }
+        int ppl = has_metric(t, "ppl");
+        for (int q = 0; q < 3; q++) {
+            if (ppl && q < 2) continue;
+            rc |= grid_row(gs[q]);
+            rc |= grid_set(gs[q], 0, "%s", t->string);
+        }
         for (int k = 1; k < nm; k++) {
             const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
             const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
+            if (ppl) {
+                fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+                rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+                continue;
+            }
             fmt_pct(a, sizeof a, jnum(v, "pfr"));
             fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
             fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
@@ -192,6 +221,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
             rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
         }
+        if (ppl) continue;
         const cJSON *mj = jget(t, "margins_all_correct");
         rc |= grid_row(mg);
         rc |= grid_set(mg, 0, "%s", t->string);
@@ -289,6 +319,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (!rc) rc = mkdir_p(sub, e);
     const cJSON *t;
     if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (has_metric(t, "ppl")) continue;
         if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
@@ -323,7 +354,9 @@ int report_render(const char *dir, char **headline, struct err *e) {
         }
     }
     rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
-    cJSON_ArrayForEach(t, jget(sum, "tasks")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
+    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
+    }
     rc |= results_buf_printf(&o, "\nEvery table is also in `tables/*.csv`. Per-item data: `samples-<task>-<mode>.jsonl.zst`; "
                                  "provenance: `run.json`; statistics: `summary.json`.\n");
     if (rc) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
@@ -360,6 +393,7 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
     for (int r = 0; r < n_runs; r++) {
         const cJSON *t;
         cJSON_ArrayForEach(t, jget(sums[r], "tasks")) {
+            if (has_metric(t, "ppl")) continue;
             int seen = 0;
             for (int k = 0; k < nt; k++) seen |= !strcmp(tasks[k], t->string);
             if (!seen && nt < 256) tasks[nt++] = t->string;

@@ -146,6 +146,44 @@ static void test_four_tasks(void) {
              bin, model, out) == 2, "existing run dir without --resume refused");
 }
 
+// Perplexity: summary's ppl and bits per byte recomputed from the window samples.
+static void test_ppl(void) {
+    char out[1024], p[2048];
+    snprintf(out, sizeof out, "%s/run_ppl", tmp);
+    sh("rm -rf %s", out);
+    CHECK(sh("%s --quiet run --model %s --task ppl --data-dir ../shared/datasets --limit 3 --ppl-ctx 64 --attn f32,%s "
+             "--out %s > /dev/null", bin, model, qm, out) == 0, "ppl run");
+    size_t n;
+    snprintf(p, sizeof p, "%s/samples-ppl-%s.jsonl.zst", out, qm);
+    char *txt = slurp(p, &n);
+    double ll = 0;
+    long tokens = 0, bytes = 0;
+    int lines = 0;
+    for (char *line = txt ? strtok(txt, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) break;
+        ll += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "logliks"), 0)->valuedouble;
+        tokens += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tok_lens"), 0)->valueint;
+        bytes += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "char_lens"), 0)->valueint;
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "kl")) == 64, "a KL value per scored position");
+        lines++;
+        cJSON_Delete(j);
+    }
+    free(txt);
+    CHECK(lines == 3 && tokens == 3 * 64, "3 windows of 64 tokens (%d, %ld)", lines, tokens);
+    snprintf(p, sizeof p, "%s/summary.json", out);
+    txt = slurp(p, &n);
+    cJSON *sum = txt ? cJSON_Parse(txt) : NULL;
+    free(txt);
+    const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), "ppl"), "modes"), qm);
+    CHECK(m != NULL, "summary has ppl for %s", qm);
+    if (m) {
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "ppl")->valuedouble, exp(-ll / tokens), 0, 1e-12);
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "bits_per_byte")->valuedouble, -ll / (log(2.0) * bytes), 0, 1e-12);
+    }
+    cJSON_Delete(sum);
+}
+
 static void samples_path(char *p, size_t n, const char *dir, const char *task, const char *mode) {
     snprintf(p, n, "%s/samples-%s-%s.jsonl.zst", dir, task, mode);
 }
@@ -242,6 +280,7 @@ int main(void) {
         CHECK(sh("%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
                  "--out %s > /dev/null", bin, model) == 0, "import-llama2c");
     test_four_tasks();
+    test_ppl();
     test_resume();
     test_batch_threads();
     return test_summary("test_run");

@@ -112,8 +112,8 @@ static void git_revision(char *rev, size_t n) {
 // ---- options ----
 struct run_opts {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat;
-    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *niah_lengths;
+    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
     int64_t seed;
 };
 
@@ -127,6 +127,16 @@ struct mode_acc {                  // per mode, over the whole run
 struct tok_user { const struct tokenizer *t; };
 static int encode_cb(void *user, const char *text, size_t len, int32_t **ids, int *n, struct err *e) {
     return tok_encode(((struct tok_user *)user)->t, text, len, 0, ids, n, e);
+}
+
+// task_count_tokens_fn for niah: tokens of s without BOS
+static int count_cb(void *user, const char *s, size_t n) {
+    int32_t *ids = NULL;
+    int k = 0;
+    struct err e = {0};
+    int rc = tok_encode(((struct tok_user *)user)->t, s, n, 0, &ids, &k, &e);
+    free(ids);
+    return rc ? rc : k;
 }
 
 static int stop_after(void) {
@@ -195,7 +205,7 @@ static void resume_key(char hex[65], const cJSON *run) {
 }
 
 int cmd_run(int argc, char **argv, struct err *e) {
-    struct run_opts o = {.limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
+    struct run_opts o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
     struct cli_opt opts[] = {
         {"model", CLI_STR, &o.model, "M: model directory or name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
@@ -209,6 +219,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &o.task_file, "F: data file/dir for mc_jsonl, ppl, exam"},
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
+        {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
+        {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
+        {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
         {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (modes with sqk)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
@@ -232,6 +245,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!o.task) o.task = o.tasks;
     if (!o.task) return err_set(e, ERR_USAGE, "--task is required (e.g. --task mmlu,hellaswag)");
     if (o.limit < 0) return err_set(e, ERR_USAGE, "--limit %d: must be >= 0", o.limit);
+    if (o.ppl_ctx < 2) return err_set(e, ERR_USAGE, "--ppl-ctx %d: must be >= 2", o.ppl_ctx);
+    if (o.niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell %d: must be >= 0", o.niah_per_cell);
     if (o.batch_tokens < 16) return err_set(e, ERR_USAGE, "--batch-tokens %d: must be >= 16", o.batch_tokens);
     int bos_policy;
     if (!strcmp(o.bos, "auto")) bos_policy = EVAL_BOS_AUTO;
@@ -361,8 +376,12 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- tasks and requests ----
     struct task_opts to = {.data_dir = o.data_dir, .file = o.task_file, .subject = o.subject,
-                           .skip_bad_rows = o.skip_bad_rows, .seed = (uint64_t)o.seed, .limit = o.limit};
+                           .skip_bad_rows = o.skip_bad_rows, .seed = (uint64_t)o.seed, .limit = o.limit,
+                           .niah_lengths = o.niah_lengths, .niah_per_cell = o.niah_per_cell};
     struct tok_user tu = {tok};
+    to.count_tokens = count_cb;
+    to.count_ctx = &tu;
+    int ppl_ctx = o.ppl_ctx < cfg->max_seq ? o.ppl_ctx : cfg->max_seq;
     int window = model_get_opts(model)->max_seq;
     struct eval_plan_opts po = {.add_bos = add_bos, .bos_id = tok_bos_id(tok), .eos_id = tok_eos_id(tok),
                                 .window = cfg->max_seq, .n_threads = n_threads};
@@ -371,7 +390,31 @@ int cmd_run(int argc, char **argv, struct err *e) {
     int longest = 0, max_items = 0, max_item = 0;
     for (int t = 0; t < n_tasks; t++) {
         if ((rc = task_load(task_names[t], &sets[t], &to, e))) { free(tok_s); goto done; }
-        if (sets[t].is_ppl) { rc = err_set(e, ERR_UNSUPPORTED, "task '%s' is a perplexity task; `run` scores multiple-choice tasks", task_names[t]); free(tok_s); goto done; }
+        if (sets[t].is_ppl) {
+            // perplexity: the whole text as one token list, cut into windows (eval.h)
+            double ts = time_now();
+            int32_t *ids = NULL;
+            int nid = 0;
+            int prefix = tok_bos_id(tok) >= 0 ? tok_bos_id(tok) : tok_eos_id(tok);
+            rc = tok_encode(tok, sets[t].text, sets[t].text_len, 0, &ids, &nid, e);
+            if (!rc) rc = eval_plan_build_ppl(&plans[t], ids, nid, ppl_ctx, prefix, o.limit, e);
+            // bytes per window (bits per byte): the decoded predicted tokens
+            for (int k = 0; !rc && k < plans[t].n_items; k++) {
+                char *txt = NULL;
+                size_t tl = 0;
+                rc = tok_decode(tok, plans[t].req[k].cont, plans[t].req[k].n_cont, &txt, &tl, e);
+                plans[t].req[k].n_chars = (int)tl;
+                free(txt);
+            }
+            free(ids);
+            if (rc) { err_prefix(e, "task %s", task_names[t]); free(tok_s); goto done; }
+            tok_s[t] = time_now() - ts;
+            if (plans[t].max_item_tokens > max_item) max_item = plans[t].max_item_tokens;
+            if (plans[t].max_seq_len > longest) longest = plans[t].max_seq_len;
+            if (plans[t].n_items > max_items) max_items = plans[t].n_items;
+            log_info("run: %s: %d tokens, %d windows of %d (%.2fs)", task_names[t], nid, plans[t].n_items, ppl_ctx, tok_s[t]);
+            continue;
+        }
         int n = sets[t].n_items;
         free(items);
         items = calloc((size_t)(n ? n : 1), sizeof *items);
@@ -497,8 +540,14 @@ int cmd_run(int argc, char **argv, struct err *e) {
     for (int t = 0; t < n_tasks; t++) {
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", sets[t].name);
-        cJSON_AddNumberToObject(x, "n_items", sets[t].n_items);
+        cJSON_AddNumberToObject(x, "n_items", plans[t].n_items);
         cJSON *ml = cJSON_AddArrayToObject(x, "metrics");
+        if (sets[t].is_ppl) {
+            cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
+            cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
+            cJSON_AddNumberToObject(x, "ppl_ctx", ppl_ctx);
+            cJSON_AddNumberToObject(x, "text_bytes", (double)sets[t].text_len);
+        }
         if (sets[t].metrics & TASK_METRIC_ACC) cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
         if (sets[t].metrics & TASK_METRIC_ACC_NORM) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
         cJSON_AddStringToObject(x, "template_version", sets[t].template_version);
@@ -536,7 +585,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", out_cap, vocab); goto done; }
     n_scores = max_items;
     struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
-    for (int t = 0; t < n_tasks; t++) pr.total += sets[t].n_items;
+    for (int t = 0; t < n_tasks; t++) pr.total += plans[t].n_items;
     int stop = stop_after(), processed = 0;
     for (int t = 0; t < n_tasks && !rc; t++) {
         const struct eval_plan *p = &plans[t];
@@ -588,9 +637,11 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 if ((rc = eval_batch_score(sc, p, &batch, lg, vocab, n_threads, e))) break;
                 if (m > 0 && (rc = eval_batch_compare(sc, p, &batch, logits_ref, logits_q, vocab, n_threads, e))) break;
                 for (int i = batch.item0; i < batch.item1 && !rc; i++) {
-                    const struct task_item *it = &sets[t].items[i];
+                    char wid[32];
+                    snprintf(wid, sizeof wid, "window/%d", i);
+                    const struct task_item *it = sets[t].is_ppl ? NULL : &sets[t].items[i];
                     struct eval_score *s = &scores[i];
-                    struct results_sample rs = {.idx = i, .id = it->id, .subject = it->subject, .gold = s->gold,
+                    struct results_sample rs = {.idx = i, .id = it ? it->id : wid, .subject = it ? it->subject : NULL, .gold = s->gold,
                                                 .n_choices = s->n_choices, .ll = s->ll, .n_chars = s->n_chars,
                                                 .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                                 .pred_norm = s->pred_norm, .margin = s->margin,
