@@ -231,6 +231,28 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
         }
     }
+    // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval)
+    {
+        struct grid *sb = &g[(*n_g)++];
+        grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
+        rc |= grid_row(sb);
+        rc |= grid_set(sb, 0, "task/subject (n)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
+            if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
+            cJSON_ArrayForEach(s, subj) {
+                rc |= grid_row(sb);
+                rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
+                for (int k = 0; k < nm; k++) {
+                    const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
+                    fmt_pct(a, sizeof a, jnum(x, "acc"));
+                    rc |= grid_set(sb, 1 + k, "%s", a);
+                }
+            }
+        }
+        if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
+    }
     // across tasks (paper Table 5)
     struct grid *dw = &g[(*n_g)++];
     snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
@@ -302,7 +324,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
     cJSON *run = NULL, *sum = NULL;
-    struct grid g[8];
+    struct grid g[10];
     int n_g = 0;
     struct results_buf o = {0};
     int rc = path_join(path, sizeof path, dir, "run.json", e);
