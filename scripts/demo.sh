@@ -54,7 +54,7 @@ if $BIN calibrate --help >/dev/null 2>&1; then
             --threads "$THREADS" --out "$DEMO/scales.safetensors" >&2 ||
             say "calibration failed: modes that need Smooth-QK scales are skipped"
     fi
-    [ -f "$DEMO/scales.safetensors" ] && scales=(--scales "$DEMO/scales.safetensors")
+    if [ -f "$DEMO/scales.safetensors" ]; then scales=(--scales "$DEMO/scales.safetensors"); fi
 else
     say "no 'calibrate' command in this build: modes that need Smooth-QK scales are skipped"
 fi
