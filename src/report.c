@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "json_util.h"
+#include "metrics.h"
 #include "plot.h"
 #include "results.h"
 
@@ -302,9 +303,24 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         }
         ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
     }
+    // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
+    // the histogram (larger ones land in the last bin)
+    double hi = 0;
+    {
+        int tot = 0;
+        for (int m = 0; m < nm; m++) tot += ps[m].n;
+        double *pool = malloc(sizeof *pool * (size_t)(tot ? tot : 1));
+        if (!pool) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+        int q = 0;
+        for (int m = 0; m < nm; m++)
+            for (int i = 0; i < ps[m].n; i++) if (isfinite(ps[m].v[i])) pool[q++] = ps[m].v[i];
+        hi = q ? metrics_percentile(pool, q, 0.99) : 0;
+        free(pool);
+    }
     char *svg, title[256], path[4096], file[300];
     snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats)", ps, nm, 30, 0, 0, e);
+    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, 30, 0,
+                       hi > 0 ? hi : 0, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);
