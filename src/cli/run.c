@@ -188,6 +188,8 @@ static void resume_key(char hex[65], const cJSON *run) {
     static const char *const keys[] = {"model_hash", "tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit"};
     cJSON *k = cJSON_CreateObject();
     cJSON_AddItemToObject(k, "model_hash", cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "hash"), 1));
+    cJSON_AddItemToObject(k, "act", cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "act"), 1));
+    cJSON_AddItemToObject(k, "window", cJSON_Duplicate(cJSON_GetObjectItem(run, "window"), 1));
     for (size_t i = 1; i < sizeof keys / sizeof keys[0]; i++) {
         const cJSON *x = cJSON_GetObjectItem(run, keys[i]);
         if (!x) continue;
