@@ -150,7 +150,7 @@ static int run_mode(float *out, const struct synth *s, const char *mode, int til
     return rc;
 }
 
-// ---- kern_exp_n == (float)exp((double)x), kern_bf16 == round_bf16 ----
+// ---- kern_exp_n, kern_tanh_n == (float)exp/tanh((double)x), kern_bf16 == round_bf16 ----
 // A dense sample (every 509th binary32, all exponents) plus specials; with HIFA4_EXHAUSTIVE=1
 // every binary32 input (about 4.3e9, minutes) - the proof by exhaustion kern.h refers to.
 static void test_exp_bf16(void) {
@@ -185,6 +185,28 @@ static void test_exp_bf16(void) {
         if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) bad++;
     }
     CHECK(bad == 0, "kern_exp_n differs from (float)exp((double)x) on %zu of %zu inputs (first 0x%08x)", bad, n, first);
+    // tanh the same way
+    bad = 0, m = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += step) {
+        x[m++] = bits_f32((uint32_t)u);
+        if (m == 1024 || u + step >= (1ull << 32)) {
+            kern_tanh_n(y, x, m);
+            for (int i = 0; i < m; i++) {
+                float r = (float)tanh((double)x[i]);
+                if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) {
+                    if (!bad) first = f32_bits(x[i]);
+                    bad++;
+                }
+            }
+            m = 0;
+        }
+    }
+    kern_tanh_n(y, sp, 14);
+    for (int i = 0; i < 14; i++) {
+        float r = (float)tanh((double)sp[i]);
+        if (f32_bits(r) != f32_bits(y[i]) && !(isnan(r) && isnan(y[i]))) bad++;
+    }
+    CHECK(bad == 0, "kern_tanh_n differs from (float)tanh((double)x) on %zu inputs (first 0x%08x)", bad, first);
     CHECK(badb == 0, "kern_bf16 differs from round_bf16 on %zu inputs", badb);
 }
 
@@ -676,6 +698,29 @@ static void test_scales_and_errors(void) {
             st_close(&b);
         }
         st_close(&a);
+    } else CHECK(0, "%s", e.msg);
+    // the format options reach the kernel: output equals the library run with the same options
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn hifa4 --tile 128 --v-group channel --qformat hif4-a6 --out %s",
+             bin, golden_cases[0], out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    struct attn_case gc;
+    if (!attn_case_load(&gc, golden_cases[0], &e) && !st_open(&a, out, &e)) {
+        size_t n = (size_t)gc.T * gc.H * gc.d;
+        float *lib = malloc(n * 4), *cli = malloc(n * 4);
+        struct attn_opts ao;
+        attn_opts_default(&ao);
+        ao.v_group = ATTN_VGROUP_CHANNEL, ao.qformat = ATTN_QFORMAT_HIF4_A6;
+        const struct st_tensor *x = st_find(&a, "out");
+        CHECK(x && (size_t)x->numel == n && !st_to_f32(cli, x, &e) && !attn_case_run(lib, &gc, "hifa4", &ao, &e) &&
+                  n_diff(cli, lib, n, NULL) == 0,
+              "attn --v-group channel --qformat hif4-a6: output differs from the library run");
+        float *def = malloc(n * 4);
+        attn_opts_default(&ao);
+        attn_case_run(def, &gc, "hifa4", &ao, &e);
+        CHECK(n_diff(def, lib, n, NULL) > 0, "--v-group channel / --qformat hif4-a6 changed nothing");
+        free(lib), free(cli), free(def);
+        st_close(&a);
+        attn_case_free(&gc);
     } else CHECK(0, "%s", e.msg);
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn nope --out %s 2>/dev/null", bin, golden_cases[1], out);
     int st = system(cmd);

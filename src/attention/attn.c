@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attention/kern.h"
 #include "attention/modes.h"
 
 // ---- registry: one line per mode ----
@@ -161,6 +162,11 @@ void attn_ctx_reset_stats(struct attn_ctx *ctx) {
 const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx) { return ctx->diag; }
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip = skip; }
 
+// bf16 rounding in place; kern_bf16 is branch-free (vectorizes) and equals round_bf16
+static void round_bf16_rows(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = kern_bf16(x[i]);
+}
+
 // ---- work split: tasks are (sequence, kv head, slice of its query heads) ----
 // The kv-head group's query heads are sliced only when there are too few (sequence, kv head)
 // pairs to keep every thread busy (e.g. one sequence of a model with one kv head). Each query
@@ -252,9 +258,9 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
         for (int s = 0; s < n_seq; s++) {
             size_t o = (size_t)seq_off[s], T = (size_t)seq_len[s];
-            round_bf16_n(q + o * H * d, T * H * d);
-            round_bf16_n(k + o * Hkv * d, T * Hkv * d);
-            round_bf16_n(v + o * Hkv * d, T * Hkv * d);
+            round_bf16_rows(q + o * H * d, T * H * d);
+            round_bf16_rows(k + o * Hkv * d, T * Hkv * d);
+            round_bf16_rows(v + o * Hkv * d, T * Hkv * d);
         }
     }
     if (ctx->hook)

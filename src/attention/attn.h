@@ -38,7 +38,8 @@ enum attn_qdq_skip {
 };
 
 // ---- diagnostics (spec/attention.md section 5; only with attn_opts.diag) ----
-// eps_bar = sum_j qdq(P)_j / sum_j P_j - 1 per (query row, tile), quantized modes only.
+// eps_bar = sum_j qdq(P)_j / sum_j P_j - 1 per (query row, head, tile), quantized modes only
+// (sums in binary32 as the kernel forms them, ratio in binary64).
 // Histogram: ATTN_EPS_BINS equal bins over [ATTN_EPS_LO, ATTN_EPS_HI), plus bin 0 for values
 // below ATTN_EPS_LO and bin ATTN_EPS_BINS+1 for values >= ATTN_EPS_HI.
 #define ATTN_EPS_BINS 1000
@@ -48,7 +49,7 @@ enum attn_qdq_skip {
 // integer counts and a max, so the merge order over threads does not matter).
 struct attn_diag_acc {
     int64_t eps_hist[ATTN_EPS_BINS + 2];
-    int64_t eps_tiles;      // (row, tile) pairs with sum P > 0
+    int64_t eps_tiles;      // (query row, head, tile) triples with sum P > 0
     int64_t eps_below_zero; // of those, eps_bar < 0
     double eps_min, eps_max;
     float k_maxabs;         // max |K| after smoothing (kernel input, bf16) of the call's kv heads
@@ -67,7 +68,7 @@ struct attn_diag {
 
 // One sequence-layer call of a mode. q [T][H][d], k and v [T][Hkv][d], out [T][H][d], all
 // contiguous; the sequence starts at position 0. `scratch` is this thread's buffer of
-// scratch_bytes(); `stats` (may be NULL) receives diagnostics. forward processes query heads
+// scratch_bytes(); `diag` (may be NULL) receives diagnostics. forward processes query heads
 // [h0, h1) so the dispatcher can split work over (sequence, head) deterministically.
 struct attn_call {
     int T, H, Hkv, d;

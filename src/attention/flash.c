@@ -293,8 +293,12 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
                         } else {
                             for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j];
                         }
-                        if (cap > 0)
-                            for (int j = 0; j < nv; j++) Sv[j] = cap * kern_tanh(Sv[j] / cap);
+                        if (cap > 0) { // cap * tanh(S / cap), true division (7.4)
+                            float *u = Pv; // P of this row is written only below: free as staging
+                            for (int j = 0; j < nv; j++) u[j] = Sv[j] / cap;
+                            kern_tanh_n(Sv, u, nv);
+                            for (int j = 0; j < nv; j++) Sv[j] = cap * Sv[j];
+                        }
                         const float mt = vmax(Sv, nv);
                         const float mtile = st32 ? mt : kern_fp16(mt);
                         const float mnew = m[rr] > mtile ? m[rr] : mtile;

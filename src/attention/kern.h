@@ -45,6 +45,11 @@ static inline float kern_tanh(float x) { return (float)tanh((double)x); }
 // recomputed with libm. tests/test_attention.c checks equality on a dense sample of all
 // binary32 inputs in the range (and on all of them with HIFA4_EXHAUSTIVE=1).
 void kern_exp_n(float *y, const float *x, int n);
+// y[i] = (float)tanh((double)x[i]), bit for bit, vectorizable (y must not alias x). Same
+// construction (kern.c tanh_fast): a binary64 approximation within ~64 ulps, libm for every
+// element within 1024 ulps of a binary32 midpoint, for tiny |x| and for NaN; checked like
+// kern_exp_n.
+void kern_tanh_n(float *y, const float *x, int n);
 
 static inline void kern_eps_add(struct attn_diag_acc *a, double eps) {
     int b;
