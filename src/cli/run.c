@@ -664,10 +664,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 goto done;
             }
         }
-        for (int m = 0; m < n_modes; m++) {
-            int r2 = results_writer_close(&writers[m], e);
-            if (!rc) rc = r2;
-        }
+        if (rc) break; // writers are aborted at `done`: only complete frames stay on disk
+        for (int m = 0; m < n_modes && !rc; m++) rc = results_writer_close(&writers[m], e);
         progress_show(&pr, sets[t].name, 1);
         if (pr.tty && log_get_level() >= LOG_INFO) fputc('\n', stderr);
     }
