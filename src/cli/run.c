@@ -224,7 +224,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
         {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
-        {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (modes with sqk)"},
+        {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
@@ -264,6 +264,21 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (o.qformat && (rc = attn_parse_qformat(o.qformat, &qformat, e))) return rc;
     if (o.threads > 0) omp_set_num_threads(o.threads);
     int n_threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+
+    // Smooth-QK scales: --scales, else the file `calibrate` writes by default for this model
+    // (configs/scales/<model directory name>.safetensors), when present
+    char auto_scales[4096];
+    if (!o.scales) {
+        size_t l = strlen(o.model);
+        while (l > 1 && o.model[l - 1] == '/') l--;
+        size_t s = l;
+        while (s > 0 && o.model[s - 1] != '/') s--;
+        if (snprintf(auto_scales, sizeof auto_scales, "configs/scales/%.*s.safetensors", (int)(l - s), o.model + s) <
+                (int)sizeof auto_scales && file_exists(auto_scales)) {
+            o.scales = auto_scales;
+            log_info("run: using Smooth-QK scales %s (calibrate's default output for this model; --scales overrides)", auto_scales);
+        }
+    }
 
     // ---- modes ----
     char modes_buf[1024], tasks_buf[2048];
