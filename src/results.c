@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "json_util.h"
+#include "sha256.h"
 
 // ---- buffer ----
 int results_buf_put(struct results_buf *b, const char *s, size_t n) {
@@ -346,8 +347,8 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
         }
         snprintf(ctx, sizeof ctx, "%s:%d", path, line);
         rc = results_sample_parse(&v[cnt], buf + off, ll, ctx, e);
-        if (!rc && v[cnt].idx != cnt) {
-            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, cnt);
+        if (!rc && v[cnt].idx != (cnt ? v[0].idx + cnt : v[cnt].idx)) {
+            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, v[0].idx + cnt);
             results_sample_free(&v[cnt]);
         }
         if (!rc) cnt++;
@@ -387,6 +388,30 @@ int results_write_json(const char *path, const cJSON *j, struct err *e) {
     int rc = file_write_atomic(path, t, n + 1, e);
     free(t);
     return rc;
+}
+
+void results_config_key(char hex[65], const cJSON *run, int with_shard) {
+    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "window", "shard"};
+    static const char *const task_stats[] = {"tokenize_s", "n_requests", "n_sequences", "n_tokens", "n_truncated", "item_range"};
+    cJSON *k = cJSON_CreateObject();
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(run, "model");
+    cJSON_AddItemToObject(k, "model_hash", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(model, "hash"), 1));
+    cJSON_AddItemToObject(k, "act", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(model, "act"), 1));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(run, keys[i]);
+        if (!x || (!with_shard && !strcmp(keys[i], "shard"))) continue;
+        cJSON *d = cJSON_Duplicate(x, 1);
+        if (!strcmp(keys[i], "tasks")) {
+            cJSON *t;
+            cJSON_ArrayForEach(t, d) for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
+                cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
+        }
+        cJSON_AddItemToObject(k, keys[i], d);
+    }
+    char *s = cJSON_PrintUnformatted(k);
+    sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
+    free(s);
+    cJSON_Delete(k);
 }
 
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {

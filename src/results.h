@@ -43,7 +43,8 @@ int results_sample_line(struct results_buf *b, const struct results_sample *s);
 // Parses one line; ctx names file:line in errors. *s owned by the caller (results_sample_free).
 int results_sample_parse(struct results_sample *s, const char *line, size_t len, const char *ctx, struct err *e);
 
-// Reads a whole samples file (any number of complete frames). *out is an array of *n samples
+// Reads a whole samples file (any number of complete frames); item indices must be consecutive
+// (a shard starts at its first item). *out is an array of *n samples
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
@@ -77,6 +78,11 @@ void results_writer_abort(struct results_writer *w);
 int results_samples_path(char *out, size_t n, const char *dir, const char *task, const char *mode, struct err *e);
 // Pretty-prints j to path atomically (trailing newline).
 int results_write_json(const char *path, const cJSON *j, struct err *e);
+// sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
+// window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
+// request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
+// Equal keys: a run may be resumed over another, or shards merged.
+void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 

@@ -266,6 +266,33 @@ static void test_batch_threads(void) {
         }
 }
 
+// --shard K/N + merge: the merged samples files and summary.json equal an unsharded run's.
+static void test_shard_merge(void) {
+    char full[1024], s0[1024], s1[1024], mg[1024], pa[2048], pb[2048];
+    snprintf(full, sizeof full, "%s/run_sh_full", tmp);
+    snprintf(s0, sizeof s0, "%s/run_sh_0", tmp);
+    snprintf(s1, sizeof s1, "%s/run_sh_1", tmp);
+    snprintf(mg, sizeof mg, "%s/run_sh_merged", tmp);
+    sh("rm -rf %s %s %s %s", full, s0, s1, mg);
+    char args[2048];
+    snprintf(args, sizeof args, "--model %s --task arc_challenge,mmlu --data-dir ../shared/datasets --limit 11 --attn f32,%s", model, qm);
+    CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
+    CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
+    CHECK(sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");
+    CHECK(sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
+    CHECK(sh("%s --quiet run %s --shard 2/2 2>/dev/null", bin, args) == 2, "--shard 2/2 is a usage error");
+    CHECK(sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s1, s0, mg) == 0, "merge");
+    const char *files[] = {"samples-arc_challenge-f32.jsonl.zst", "samples-mmlu-f32.jsonl.zst", "summary.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(pa, sizeof pa, "%s/%s", full, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", mg, files[i]);
+        CHECK(same_file(pa, pb), "merged %s identical to the unsharded run's", files[i]);
+    }
+    snprintf(pa, sizeof pa, "%s/samples-mmlu-%s.jsonl.zst", full, qm);
+    snprintf(pb, sizeof pb, "%s/samples-mmlu-%s.jsonl.zst", mg, qm);
+    CHECK(same_file(pa, pb), "merged %s samples identical", qm);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     tmp = getenv("HIFA4_TMP");
@@ -283,5 +310,6 @@ int main(void) {
     test_ppl();
     test_resume();
     test_batch_threads();
+    test_shard_merge();
     return test_summary("test_run");
 }

@@ -112,7 +112,7 @@ static void git_revision(char *rev, size_t n) {
 // ---- options ----
 struct run_opts {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat, *niah_lengths;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *niah_lengths, *shard;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
     int64_t seed;
 };
@@ -183,29 +183,6 @@ static int file_sha256(const char *path, char hex[65], struct err *e) {
     return 0;
 }
 
-// The fields a resumed run must share with the run it continues.
-static void resume_key(char hex[65], const cJSON *run) {
-    static const char *const keys[] = {"model_hash", "tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit"};
-    cJSON *k = cJSON_CreateObject();
-    cJSON_AddItemToObject(k, "model_hash", cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "hash"), 1));
-    cJSON_AddItemToObject(k, "act", cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "act"), 1));
-    cJSON_AddItemToObject(k, "window", cJSON_Duplicate(cJSON_GetObjectItem(run, "window"), 1));
-    for (size_t i = 1; i < sizeof keys / sizeof keys[0]; i++) {
-        const cJSON *x = cJSON_GetObjectItem(run, keys[i]);
-        if (!x) continue;
-        cJSON *d = cJSON_Duplicate(x, 1);
-        if (!strcmp(keys[i], "tasks")) { // drop per-run measurements
-            cJSON *t;
-            cJSON_ArrayForEach(t, d) cJSON_DeleteItemFromObject(t, "tokenize_s");
-        }
-        cJSON_AddItemToObject(k, keys[i], d);
-    }
-    char *s = cJSON_PrintUnformatted(k);
-    sha256_hex(s, strlen(s), hex);
-    free(s);
-    cJSON_Delete(k);
-}
-
 int cmd_run(int argc, char **argv, struct err *e) {
     struct run_opts o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
     struct cli_opt opts[] = {
@@ -218,6 +195,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
         {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},
         {"resume", CLI_FLAG, &o.resume, "continue an interrupted run in --out"},
+        {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`"},
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &o.task_file, "F: data file/dir for mc_jsonl, ppl, exam"},
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
@@ -259,6 +237,12 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!strcmp(o.act, "bf16")) act_bf16 = 1;
     else if (!strcmp(o.act, "f32")) act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", o.act);
+    int shard_k = 0, shard_n = 1;
+    if (o.shard) {
+        char extra;
+        if (sscanf(o.shard, "%d/%d%c", &shard_k, &shard_n, &extra) != 2 || shard_n < 1 || shard_k < 0 || shard_k >= shard_n)
+            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N", o.shard);
+    }
     int v_group = 0, qformat = 0;
     if (o.v_group && (rc = attn_parse_vgroup(o.v_group, &v_group, e))) return rc;
     if (o.qformat && (rc = attn_parse_qformat(o.qformat, &qformat, e))) return rc;
@@ -344,6 +328,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON *run = NULL, *summary = NULL;
     char *headline = NULL;
     int n_scores = 0;
+    int *item_lo = NULL; // first item of each task in this shard
     if (!sets || !plans || !writers || !acc) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
 
     char model_dir[4096], out_dir[4096], path[4096];
@@ -405,8 +390,14 @@ int cmd_run(int argc, char **argv, struct err *e) {
     double *tok_s = calloc((size_t)n_tasks, sizeof *tok_s);
     if (!tok_s) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
     int longest = 0, max_items = 0, max_item = 0;
+    item_lo = calloc((size_t)n_tasks, sizeof *item_lo);
+    if (!item_lo) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); free(tok_s); goto done; }
     for (int t = 0; t < n_tasks; t++) {
         if ((rc = task_load(task_names[t], &sets[t], &to, e))) { free(tok_s); goto done; }
+        if (sets[t].is_ppl && shard_n > 1) {
+            rc = err_set(e, ERR_UNSUPPORTED, "--shard: not supported for the perplexity task '%s'", task_names[t]);
+            free(tok_s); goto done;
+        }
         if (sets[t].is_ppl) {
             // perplexity: the whole text as one token list, cut into windows (eval.h)
             double ts = time_now();
@@ -432,12 +423,15 @@ int cmd_run(int argc, char **argv, struct err *e) {
             log_info("run: %s: %d tokens, %d windows of %d (%.2fs)", task_names[t], nid, plans[t].n_items, ppl_ctx, tok_s[t]);
             continue;
         }
-        int n = sets[t].n_items;
+        // shard K of N: items [K*n/N, (K+1)*n/N) (contiguous, so `merge` restores the order)
+        int n_all = sets[t].n_items;
+        item_lo[t] = (int)((int64_t)shard_k * n_all / shard_n);
+        int n = (int)((int64_t)(shard_k + 1) * n_all / shard_n) - item_lo[t];
         free(items);
         items = calloc((size_t)(n ? n : 1), sizeof *items);
         if (!items) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); free(tok_s); goto done; }
         for (int i = 0; i < n; i++) {
-            const struct task_item *it = &sets[t].items[i];
+            const struct task_item *it = &sets[t].items[item_lo[t] + i];
             items[i] = (struct eval_item){it->id, it->context, it->n_choices, it->choices, it->gold};
         }
         po.delim = sets[t].delim;
@@ -549,6 +543,11 @@ int cmd_run(int argc, char **argv, struct err *e) {
     } else {
         cJSON_AddNullToObject(run, "scales");
     }
+    if (shard_n > 1) {
+        cJSON *sh = cJSON_AddObjectToObject(run, "shard");
+        cJSON_AddNumberToObject(sh, "k", shard_k);
+        cJSON_AddNumberToObject(sh, "n", shard_n);
+    }
     cJSON_AddNumberToObject(run, "seed", (double)o.seed);
     cJSON_AddNumberToObject(run, "limit", o.limit);
     cJSON_AddNumberToObject(run, "batch_tokens", max_tokens);
@@ -557,7 +556,12 @@ int cmd_run(int argc, char **argv, struct err *e) {
     for (int t = 0; t < n_tasks; t++) {
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", sets[t].name);
-        cJSON_AddNumberToObject(x, "n_items", plans[t].n_items);
+        cJSON_AddNumberToObject(x, "n_items", sets[t].is_ppl ? plans[t].n_items : sets[t].n_items);
+        if (shard_n > 1) {
+            cJSON *ir = cJSON_AddArrayToObject(x, "item_range");
+            cJSON_AddItemToArray(ir, cJSON_CreateNumber(item_lo[t]));
+            cJSON_AddItemToArray(ir, cJSON_CreateNumber(item_lo[t] + plans[t].n_items));
+        }
         cJSON *ml = cJSON_AddArrayToObject(x, "metrics");
         if (sets[t].is_ppl) {
             cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
@@ -580,7 +584,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     }
     free(tok_s);
     char key[65];
-    resume_key(key, run);
+    results_config_key(key, run, 1);
     cJSON_AddStringToObject(run, "resume_key", key);
     if (old) {
         const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
@@ -656,9 +660,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 for (int i = batch.item0; i < batch.item1 && !rc; i++) {
                     char wid[32];
                     snprintf(wid, sizeof wid, "window/%d", i);
-                    const struct task_item *it = sets[t].is_ppl ? NULL : &sets[t].items[i];
+                    const struct task_item *it = sets[t].is_ppl ? NULL : &sets[t].items[item_lo[t] + i];
                     struct eval_score *s = &scores[i];
-                    struct results_sample rs = {.idx = i, .id = it ? it->id : wid, .subject = it ? it->subject : NULL, .gold = s->gold,
+                    struct results_sample rs = {.idx = item_lo[t] + i, .id = it ? it->id : wid, .subject = it ? it->subject : NULL, .gold = s->gold,
                                                 .n_choices = s->n_choices, .ll = s->ll, .n_chars = s->n_chars,
                                                 .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                                 .pred_norm = s->pred_norm, .margin = s->margin,
@@ -719,6 +723,7 @@ done:
         if (sets) task_set_free(&sets[t]);
     }
     eval_batch_free(&batch);
+    free(item_lo);
     free(headline); free(scores); free(writers); free(acc); free(items); free(plans); free(sets);
     free(scales); free(logits_ref); free(logits_q);
     cJSON_Delete(run); cJSON_Delete(summary);
