@@ -170,6 +170,7 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     if ((rc = read_dbls(ll, s->ll, "logliks", ctx, e)) || (rc = read_ints(ch, s->n_chars, "char_lens", ctx, e)) ||
         (rc = read_ints(nt, s->n_tok, "tok_lens", ctx, e)) || (rc = read_ints(gr, s->greedy, "is_greedy", ctx, e)))
         goto fail;
+    if (s->idx < 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d is negative", ctx, s->idx); goto fail; }
     if (s->gold < 0 || s->gold >= s->n_choices || s->pred < 0 || s->pred >= s->n_choices || s->pred_norm < 0 || s->pred_norm >= s->n_choices) {
         rc = err_set(e, ERR_FORMAT, "%s: gold/pred/pred_norm (%d/%d/%d) outside 0..%d", ctx, s->gold, s->pred, s->pred_norm, s->n_choices - 1);
         goto fail;

@@ -3,7 +3,8 @@
 // items the model runs once per mode, so token-level KL against the reference (first mode)
 // needs no stored logits. Writes run.json, samples-<task>-<mode>.jsonl.zst, summary.json,
 // report.md, tables/*.csv and plots/*.svg. --resume continues a killed run; the samples
-// files then end byte-identical to an uninterrupted run (results.h frame rule).
+// files then end byte-identical to an uninterrupted run (results.h frame rule). --shard K/N
+// scores a contiguous slice of every task's items; `merge` (merge.c) joins the shards.
 // The git revision is read at run time from the .git next to the executable (or the current
 // directory): HEAD, following a symbolic ref through the worktree's common dir/packed-refs.
 #include <errno.h>
