@@ -93,7 +93,10 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // the reference: flips, PFR + Wilson 95%, hurts, helps, dAcc, McNemar exact p (on acc and
 // acc_norm), margins of the reference and the mode on items every mode answers correctly,
 // token KL (mean, p50, p90, p99, max) and same-top-1 rate; across tasks D_avg and D_w per
-// mode (acc, and acc_norm over tasks that report it). *out owned by the caller.
+// mode (acc, and acc_norm over tasks that report it). Tasks whose metrics include "ppl" (one
+// sample per window) get per mode tokens, bytes, loglik, ppl and bits_per_byte, and vs the
+// reference d_ppl and the token statistics; they are left out of D_avg / D_w. *out owned by
+// the caller.
 int results_summarize(const char *run_dir, cJSON **out, struct err *e);
 
 #endif
