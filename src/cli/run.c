@@ -330,6 +330,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     char *headline = NULL;
     int n_scores = 0;
     int *item_lo = NULL; // first item of each task in this shard
+    double *tok_s = NULL; // tokenization seconds per task
     if (!sets || !plans || !writers || !acc) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
 
     char model_dir[4096], out_dir[4096], path[4096];
@@ -388,16 +389,16 @@ int cmd_run(int argc, char **argv, struct err *e) {
     int window = model_get_opts(model)->max_seq;
     struct eval_plan_opts po = {.add_bos = add_bos, .bos_id = tok_bos_id(tok), .eos_id = tok_eos_id(tok),
                                 .window = cfg->max_seq, .n_threads = n_threads};
-    double *tok_s = calloc((size_t)n_tasks, sizeof *tok_s);
+    tok_s = calloc((size_t)n_tasks, sizeof *tok_s);
     if (!tok_s) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
     int longest = 0, max_items = 0, max_item = 0;
     item_lo = calloc((size_t)n_tasks, sizeof *item_lo);
-    if (!item_lo) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); free(tok_s); goto done; }
+    if (!item_lo) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
     for (int t = 0; t < n_tasks; t++) {
-        if ((rc = task_load(task_names[t], &sets[t], &to, e))) { free(tok_s); goto done; }
+        if ((rc = task_load(task_names[t], &sets[t], &to, e))) { goto done; }
         if (sets[t].is_ppl && shard_n > 1) {
             rc = err_set(e, ERR_UNSUPPORTED, "--shard: not supported for the perplexity task '%s'", task_names[t]);
-            free(tok_s); goto done;
+            goto done;
         }
         if (sets[t].is_ppl) {
             // perplexity: the whole text as one token list, cut into windows (eval.h)
@@ -416,7 +417,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 free(txt);
             }
             free(ids);
-            if (rc) { err_prefix(e, "task %s", task_names[t]); free(tok_s); goto done; }
+            if (rc) { err_prefix(e, "task %s", task_names[t]); goto done; }
             tok_s[t] = time_now() - ts;
             if (plans[t].max_item_tokens > max_item) max_item = plans[t].max_item_tokens;
             if (plans[t].max_seq_len > longest) longest = plans[t].max_seq_len;
@@ -430,14 +431,14 @@ int cmd_run(int argc, char **argv, struct err *e) {
         int n = (int)((int64_t)(shard_k + 1) * n_all / shard_n) - item_lo[t];
         free(items);
         items = calloc((size_t)(n ? n : 1), sizeof *items);
-        if (!items) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); free(tok_s); goto done; }
+        if (!items) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
         for (int i = 0; i < n; i++) {
             const struct task_item *it = &sets[t].items[item_lo[t] + i];
             items[i] = (struct eval_item){it->id, it->context, it->n_choices, it->choices, it->gold};
         }
         po.delim = sets[t].delim;
         double ts = time_now();
-        if ((rc = eval_plan_build(&plans[t], items, n, &po, encode_cb, &tu, e))) { err_prefix(e, "task %s", task_names[t]); free(tok_s); goto done; }
+        if ((rc = eval_plan_build(&plans[t], items, n, &po, encode_cb, &tu, e))) { err_prefix(e, "task %s", task_names[t]); goto done; }
         tok_s[t] = time_now() - ts;
         if (plans[t].max_seq_len > longest) longest = plans[t].max_seq_len;
         if (plans[t].max_item_tokens > max_item) max_item = plans[t].max_item_tokens;
@@ -453,7 +454,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         model_free(model);
         model = NULL;
         mo.max_tokens = need;
-        if ((rc = model_open(&model, model_dir, &mo, e))) { free(tok_s); goto done; }
+        if ((rc = model_open(&model, model_dir, &mo, e))) { goto done; }
         cfg = model_cfg(model);
     }
     int max_tokens = model_get_opts(model)->max_tokens;
@@ -465,13 +466,13 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- run directory and run.json ----
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { free(tok_s); goto done; }
-    if ((rc = mkdir_p(out_dir, e))) { free(tok_s); goto done; }
-    if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { free(tok_s); goto done; }
+    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { goto done; }
+    if ((rc = mkdir_p(out_dir, e))) { goto done; }
+    if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { goto done; }
     cJSON *old = NULL;
     if (file_exists(path)) {
-        if (!o.resume) { rc = err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", path); free(tok_s); goto done; }
-        if ((rc = json_parse_file(&old, path, e))) { free(tok_s); goto done; }
+        if (!o.resume) { rc = err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", path); goto done; }
+        if ((rc = json_parse_file(&old, path, e))) { goto done; }
     } else if (o.resume) {
         log_warn("run: --resume: no run.json in %s, starting a new run", out_dir);
     }
@@ -583,7 +584,6 @@ int cmd_run(int argc, char **argv, struct err *e) {
         cJSON_AddNumberToObject(x, "tokenize_s", tok_s[t]);
         cJSON_AddItemToArray(tasks_j, x);
     }
-    free(tok_s);
     char key[65];
     results_config_key(key, run, 1);
     cJSON_AddStringToObject(run, "resume_key", key);
@@ -724,7 +724,7 @@ done:
         if (sets) task_set_free(&sets[t]);
     }
     eval_batch_free(&batch);
-    free(item_lo);
+    free(item_lo); free(tok_s);
     free(headline); free(scores); free(writers); free(acc); free(items); free(plans); free(sets);
     free(scales); free(logits_ref); free(logits_q);
     cJSON_Delete(run); cJSON_Delete(summary);
