@@ -51,15 +51,38 @@ static void model_id_of(char *out, size_t n, const char *dir) {
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
                   const struct calib_run_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
+    if (n_samples <= 0 || len <= 0)
+        return err_set(e, ERR_RANGE, "calibration: %d samples of %d tokens", n_samples, len);
+    int *lens = malloc((size_t)n_samples * sizeof *lens);
+    if (!lens) return err_set(e, ERR_NOMEM, "calibration: out of memory");
+    for (int i = 0; i < n_samples; i++) lens[i] = len;
+    int rc = calib_run_seqs(r, model_dir, ids, lens, n_samples, o, e);
+    free(lens);
+    return rc;
+}
+
+int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
+                   const struct calib_run_opts *o, struct err *e) {
+    memset(r, 0, sizeof *r);
     model_id_of(r->model_id, sizeof r->model_id, model_dir);
+    if (n_samples <= 0) return err_set(e, ERR_RANGE, "calibration: no samples");
+    // Greedy packing in sample order: a batch takes samples while it stays within
+    // batch_tokens (always at least one). For equal lengths this is batch_tokens/len samples.
+    int max_len = 0, max_batch = 0, max_nb = 0;
+    for (int i = 0, cur = 0, nb = 0; i < n_samples; i++) {
+        if (lens[i] <= 0) return err_set(e, ERR_RANGE, "calibration: sample %d has %d tokens", i, lens[i]);
+        if (lens[i] > max_len) max_len = lens[i];
+        if (nb > 0 && (int64_t)cur + lens[i] > o->batch_tokens) { cur = 0; nb = 0; }
+        cur += lens[i];
+        nb++;
+        if (cur > max_batch) max_batch = cur;
+        if (nb > max_nb) max_nb = nb;
+    }
     struct model_opts mo;
     model_opts_default(&mo);
     mo.act_bf16 = 0; // spec section 1: f32 activations
-    int per_batch = o->batch_tokens / len;
-    if (per_batch < 1) per_batch = 1;
-    if (per_batch > n_samples) per_batch = n_samples;
-    mo.max_tokens = per_batch * len;
-    mo.max_seq = len;
+    mo.max_tokens = max_batch;
+    mo.max_seq = max_len;
     mo.n_threads = o->threads;
     struct model *m = NULL;
     int rc = model_open(&m, model_dir, &mo, e);
@@ -70,32 +93,40 @@ int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids
     ao.n_threads = o->threads;
     const struct model_config *c = model_cfg(m);
     float *logits = NULL;
-    int *seq_len = NULL, *out_pos = NULL;
+    int *out_pos = NULL;
     if ((rc = model_set_attn(m, "bf16", &ao, NULL, e))) goto done;
-    if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, len, e)))
+    if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
+                               e)))
         goto done;
     struct hook_state hs = {&r->stats, 0, 0, {0}};
     attn_ctx_set_hook(model_attn(m), hook, &hs);
-    logits = malloc((size_t)per_batch * (size_t)c->vocab_size * sizeof *logits);
-    seq_len = malloc((size_t)per_batch * sizeof *seq_len);
-    out_pos = malloc((size_t)per_batch * sizeof *out_pos);
-    if (!logits || !seq_len || !out_pos) { rc = err_set(e, ERR_NOMEM, "calibration: out of memory"); goto done; }
+    logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
+    out_pos = malloc((size_t)max_nb * sizeof *out_pos);
+    if (!logits || !out_pos) { rc = err_set(e, ERR_NOMEM, "calibration: out of memory"); goto done; }
     double t0 = time_now();
-    for (int s0 = 0; s0 < n_samples; s0 += per_batch) {
-        int nb = n_samples - s0 < per_batch ? n_samples - s0 : per_batch;
-        for (int i = 0; i < nb; i++) { seq_len[i] = len; out_pos[i] = i * len + len - 1; }
+    int64_t done_tok = 0;
+    size_t off = 0; // token offset of sample s0
+    for (int s0 = 0; s0 < n_samples;) {
+        int nb = 0, cur = 0;
+        while (s0 + nb < n_samples && (nb == 0 || (int64_t)cur + lens[s0 + nb] <= o->batch_tokens)) {
+            cur += lens[s0 + nb];
+            out_pos[nb] = cur - 1;
+            nb++;
+        }
         hs.base = s0;
-        rc = model_forward(m, ids + (size_t)s0 * len, seq_len, nb, out_pos, nb, logits, e);
+        rc = model_forward(m, ids + off, lens + s0, nb, out_pos, nb, logits, e);
         if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
         if (rc) goto done;
+        s0 += nb;
+        off += (size_t)cur;
+        done_tok += cur;
         double el = time_now() - t0;
-        log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0 + nb, n_samples, (double)(s0 + nb) * len / (el > 0 ? el : 1));
+        log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
     }
-    log_info("\ncalibrate: %d samples x %d tokens in %.1f s", n_samples, len, time_now() - t0);
+    log_info("\ncalibrate: %d samples, %lld tokens in %.1f s", n_samples, (long long)done_tok, time_now() - t0);
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
 done:
     free(logits);
-    free(seq_len);
     free(out_pos);
     model_free(m);
     if (rc) calib_run_free(r);

@@ -30,6 +30,12 @@ struct calib_run {
 // Uses attention mode `bf16` with f32 activations (spec section 1).
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
                   const struct calib_run_opts *o, struct err *e);
+// Same for samples of different lengths: ids holds the samples back to back (sum of lens[]
+// tokens), sample i has lens[i] > 0 tokens. Samples are packed in order into forward batches of
+// at most o->batch_tokens tokens (a longer sample runs alone). r->stats keeps every per-sample
+// statistic (e.g. kmax of sample i, layer 0 for the Jaccard of spec section 6).
+int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
+                   const struct calib_run_opts *o, struct err *e);
 // Reads and tokenizes SOURCE with the model's tokenizer, cuts samples, then calib_run_ids.
 int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
                      const struct calib_run_opts *o, struct err *e);

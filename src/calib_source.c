@@ -17,8 +17,11 @@ static const struct {
 };
 
 int calib_source_is_eval(const char *path, const char **task) {
-    char real[PATH_MAX];
-    const char *p = realpath(path, real) ? real : path;
+    // match on the resolved path with a trailing '/', so a directory such as datasets/mmlu
+    // is caught by the same "/mmlu/" mark as the files below it
+    char real[PATH_MAX], buf[PATH_MAX + 2];
+    snprintf(buf, sizeof buf, "%s/", realpath(path, real) ? real : path);
+    const char *p = buf;
     for (size_t i = 0; i < sizeof eval_marks / sizeof eval_marks[0]; i++)
         if (strstr(p, eval_marks[i].needle)) {
             if (task) *task = eval_marks[i].task;

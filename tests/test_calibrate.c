@@ -206,6 +206,8 @@ static void test_refusal(void) {
     CHECK(calib_source_is_eval("../shared/datasets/mmlu/data/test/anatomy_test.csv", &task) && !strcmp(task, "mmlu"),
           "mmlu test split recognised");
     CHECK(!calib_source_is_eval("../shared/datasets/brown/brown.txt.zst", &task), "brown is calibration text");
+    CHECK(calib_source_is_eval("../shared/datasets/mmlu", &task) && !strcmp(task, "mmlu"),
+          "a task's data directory is refused like its files");
     char *t = NULL, d[256];
     size_t l = 0;
     struct err e = {0};

@@ -1,0 +1,69 @@
+// diagnose.c: `hifa4-eval diagnose` - outlier diagnostics of a model (spec/calibration.md
+// sections 2-6): Table 1 row, Table 8 per layer, Jaccard stability over the built-in prompts,
+// diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/diagnose.c.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "diagnose.h"
+#include "fetch.h"
+
+int cmd_diagnose(int argc, char **argv, struct err *e) {
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;
+    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
+    double rho_min = 6, t_strong = 3, t_mild = 2;
+    int64_t seed = 0;
+    struct cli_opt opts[] = {
+        {"model", CLI_STR, &model_arg, "M: model directory or name from configs/models (required)"},
+        {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory (default: the 8 built-in prompts)"},
+        {"calib-samples", CLI_INT, &samples, "N: samples from --calib (default 1024)"},
+        {"calib-len", CLI_INT, &len, "N: tokens per --calib sample (default 512)"},
+        {"seed", CLI_I64, &seed, "S: --calib sample selection seed (default 0)"},
+        {"agg", CLI_STR, &agg_s, "rms|mean|p99|max: aggregation over samples (default rms)"},
+        {"rho-min", CLI_DBL, &rho_min, "X: gate threshold on rho_K (default 6)"},
+        {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
+        {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
+        {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
+        {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
+        {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
+        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"offline", CLI_FLAG, &offline, "never download a named model"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    if (rc) return rc;
+    if (help) { cli_usage("diagnose", "--model M [--calib SOURCE] [--out DIR]", opts, n_opts); return 0; }
+    if (!model_arg) return err_set(e, ERR_USAGE, "diagnose needs --model");
+    struct diag_opts o;
+    diag_opts_default(&o);
+    if (calib_agg_parse(agg_s, &o.run.agg)) return err_set(e, ERR_USAGE, "--agg '%s': expected rms, mean, p99 or max", agg_s);
+    if (samples < 1 || len < 2 || batch_tokens < 16)
+        return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= 16");
+    if (calib && tokenizer) return err_set(e, ERR_USAGE, "--tokenizer applies to the built-in prompts only, not --calib");
+    if (calib && batch_tokens < len) return err_set(e, ERR_USAGE, "--batch-tokens %d < --calib-len %d", batch_tokens, len);
+    o.calib = calib;
+    o.run.samples = samples;
+    o.run.len = len;
+    o.run.seed = (uint64_t)seed;
+    o.run.force = force;
+    o.run.threads = threads;
+    o.run.batch_tokens = batch_tokens;
+    o.run.gate.rho_min = rho_min;
+    o.run.gate.t_strong = t_strong;
+    o.run.gate.t_mild = t_mild;
+    char model_dir[4096], def[4400];
+    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
+    struct diagnose d;
+    if ((rc = diag_run(&d, model_dir, tokenizer, &o, e))) return rc;
+    if (!out) {
+        snprintf(def, sizeof def, "results/diagnose-%s", d.model_id);
+        out = def;
+    }
+    diag_print(stdout, &d);
+    if (!(rc = diag_write(&d, out, e)))
+        printf("wrote %s/{diagnose.json, fig3_layer0_heatmap.svg, fig4_layer_k_stats.svg, fig6_gate_plane.svg}\n", out);
+    diag_free(&d);
+    return rc;
+}
