@@ -18,6 +18,7 @@ struct grid {
     char name[64];      // CSV file stem
     char title[256];
     int n_cols, n_rows, cap_rows;
+    int n_left;         // leading text columns (left-aligned); the rest are numbers
     char **cell;        // [n_rows][n_cols], row 0 = header
 };
 
@@ -26,6 +27,7 @@ static int grid_init(struct grid *g, const char *name, const char *title, int n_
     snprintf(g->name, sizeof g->name, "%s", name);
     snprintf(g->title, sizeof g->title, "%s", title);
     g->n_cols = n_cols;
+    g->n_left = 1;
     return 0;
 }
 
@@ -72,7 +74,7 @@ static int grid_md(struct results_buf *o, const struct grid *g) {
         rc |= results_buf_put(o, "\n", 1);
         if (r == 0) {
             rc |= results_buf_put(o, "|", 1);
-            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c ? "---:|" : "---|", c ? 5 : 4);
+            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c >= g->n_left ? "---:|" : "---|", c >= g->n_left ? 5 : 4);
             rc |= results_buf_put(o, "\n", 1);
         }
     }
@@ -445,6 +447,7 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
         struct grid *G = &g[n_g++];
         int cols = q == 1 ? 4 : 2 + nt;
         grid_init(G, names[q], titles[q], cols);
+        G->n_left = 2;
         rc |= grid_row(G);
         rc |= grid_set(G, 0, "model");
         rc |= grid_set(G, 1, "mode");
@@ -459,7 +462,9 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 if (is_ref && q != 3) continue;
                 rc |= grid_row(G);
                 rc |= grid_set(G, 0, "%s", model);
-                rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
+                const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
+                if (label) rc |= grid_set(G, 1, "%s: %s%s", m->valuestring, label, is_ref ? " (ref)" : "");
+                else rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);
