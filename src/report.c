@@ -393,6 +393,18 @@ int report_render(const char *dir, char **headline, struct err *e) {
             *headline = h.p;
         }
     }
+    // speed per mode (run.json timings; the forward passes of this invocation)
+    const cJSON *fw = jget(jget(run, "timings"), "forward_s");
+    if (cJSON_IsObject(fw)) {
+        double tokens = 0;
+        cJSON_ArrayForEach(t, jget(run, "tasks")) if (cJSON_IsNumber(jget(t, "n_tokens"))) tokens += jnum(t, "n_tokens");
+        rc |= results_buf_printf(&o, "### Forward time per mode\n\n| mode | seconds | tokens/s |\n|---|---:|---:|\n");
+        const cJSON *x;
+        cJSON_ArrayForEach(x, fw) rc |= results_buf_printf(&o, "| %s | %.2f | %.0f |\n", x->string, x->valuedouble,
+                                                          x->valuedouble > 0 ? tokens / x->valuedouble : 0.0);
+        const char *note = jstr(run, "note", NULL);
+        rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
+    }
     rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
     cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
