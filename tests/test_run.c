@@ -253,13 +253,16 @@ static void test_batch_threads(void) {
     snprintf(a, sizeof a, "%s/run_bt_a", tmp);
     snprintf(b, sizeof b, "%s/run_bt_b", tmp);
     sh("rm -rf %s %s", a, b);
+    // with a quantized mode too when the registry has it (the product's modes must be batch-invariant)
+    int has_direct = attn_mode_find("direct") != NULL;
     char args[256];
-    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s", qm);
+    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s%s", qm,
+             has_direct ? ",direct" : "");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, model, args, a) == 0, "run a");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, model, args, b) == 0, "run b");
-    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm};
+    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm, "direct"};
     for (int t = 0; t < 2; t++)
-        for (int m = 0; m < 2; m++) {
+        for (int m = 0; m < 2 + has_direct; m++) {
             samples_path(pa, sizeof pa, a, tasks[t], modes[m]);
             samples_path(pb, sizeof pb, b, tasks[t], modes[m]);
             CHECK(same_file(pa, pb), "%s/%s: batch 256 x 1 thread == batch 20000 x 2 threads", tasks[t], modes[m]);
