@@ -321,7 +321,10 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
     }
     char *svg, title[256], path[4096], file[300];
     snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, 30, 0,
+    // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
+    int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
+    bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
+    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, bins, 0,
                        hi > 0 ? hi : 0, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
