@@ -245,6 +245,8 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
             p->n_rows += (int)u;
         }
         if (rc) break;
+        int it_rows = p->n_rows - p->seq[s_first].row0;
+        if (it_rows > p->max_item_rows) p->max_item_rows = it_rows;
         for (int r = p->item_req[i]; r < p->n_req; r++) {
             struct eval_seq *sq = &p->seq[p->req[r].seq];
             for (int k = 0; k < p->req[r].n_cont; k++) {
@@ -261,6 +263,48 @@ done:
     free(ib);
     if (rc) eval_plan_free(p);
     return rc;
+}
+
+int eval_plan_build_ppl(struct eval_plan *p, const int32_t *tok, int n, int ctx, int prefix_id, int max_windows,
+                        struct err *e) {
+    memset(p, 0, sizeof *p);
+    if (ctx < 1 || n < 1 || prefix_id < 0)
+        return err_set(e, ERR_RANGE, "eval: perplexity windows: ctx %d, %d tokens, prefix token %d", ctx, n, prefix_id);
+    int nw = (int)(((int64_t)n + ctx - 1) / ctx);
+    if (max_windows > 0 && nw > max_windows) nw = max_windows;
+    p->n_items = p->n_req = p->n_seq = nw;
+    p->item_req = calloc((size_t)nw + 1, sizeof(int));
+    p->item_seq = calloc((size_t)nw + 1, sizeof(int));
+    p->gold = calloc((size_t)nw + 1, sizeof(int));
+    p->req = calloc((size_t)nw, sizeof *p->req);
+    p->seq = calloc((size_t)nw, sizeof *p->seq);
+    if (!p->item_req || !p->item_seq || !p->gold || !p->req || !p->seq) goto oom;
+    for (int k = 0; k < nw; k++) {
+        int start = k * ctx, end = start + ctx < n ? start + ctx : n, m = end - start;
+        struct eval_seq *s = &p->seq[k];
+        struct eval_req *r = &p->req[k];
+        p->item_req[k] = p->item_seq[k] = k;
+        s->tok = malloc(sizeof(int32_t) * (size_t)m);
+        s->pos = malloc(sizeof(int) * (size_t)m);
+        r->cont = malloc(sizeof(int32_t) * (size_t)m);
+        r->row = malloc(sizeof(int) * (size_t)m);
+        if (!s->tok || !s->pos || !r->cont || !r->row) goto oom;
+        s->tok[0] = k == 0 ? prefix_id : tok[start - 1];
+        if (m > 1) memcpy(s->tok + 1, tok + start, sizeof(int32_t) * (size_t)(m - 1));
+        memcpy(r->cont, tok + start, sizeof(int32_t) * (size_t)m);
+        s->n = s->n_rows = r->n_cont = m;
+        s->row0 = p->n_rows;
+        for (int j = 0; j < m; j++) { s->pos[j] = j; r->row[j] = p->n_rows + j; }
+        p->n_rows += m;
+        r->seq = k;
+        p->n_tokens += m;
+        if (m > p->max_seq_len) p->max_seq_len = p->max_item_tokens = p->max_item_rows = m;
+    }
+    p->item_req[nw] = p->item_seq[nw] = nw;
+    return 0;
+oom:
+    eval_plan_free(p);
+    return err_set(e, ERR_NOMEM, "eval: out of memory for %d perplexity windows", nw);
 }
 
 // ---- batches ----

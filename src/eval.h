@@ -64,6 +64,7 @@ struct eval_plan {
     int n_truncated;     // requests whose input was left-truncated to the window
     int max_seq_len;     // longest sequence
     int max_item_tokens; // most tokens of one item (a batch holds at least one item)
+    int max_item_rows;   // most logits rows of one item
 };
 
 // Builds the requests of items [0, n_items). Errors name the item id and choice (a
@@ -73,6 +74,15 @@ int eval_plan_build(struct eval_plan *out, const struct eval_item *items, int n_
                     const struct eval_plan_opts *o, eval_encode_fn enc, void *enc_user,
                     struct err *e);
 void eval_plan_free(struct eval_plan *p);
+
+// Perplexity windows (spec/tasks.md section 2 `ppl`; lm-eval's rolling log-likelihood with
+// non-overlapping windows): tok[0..n) is cut into windows of `ctx` predicted tokens; window k
+// predicts tok[k*ctx, min((k+1)*ctx, n)) from the input [prefix_id] + tok[0, ctx-1) (k = 0) or
+// tok[k*ctx-1, end-1) (k > 0), i.e. each window sees only its own tokens plus one. Every input
+// position is scored. Each window is one item with one "choice" (gold 0); max_windows > 0 keeps
+// the first max_windows windows. Errors: ctx < 1, n < 1, prefix_id < 0.
+int eval_plan_build_ppl(struct eval_plan *out, const int32_t *tok, int n, int ctx, int prefix_id,
+                        int max_windows, struct err *e);
 
 // Splits one request exactly as spec/tasks.md section 1 (exposed for tests): context and
 // choice -> model input tokens and continuation tokens, both malloc'd (caller frees).
@@ -93,7 +103,7 @@ struct eval_batch {
     int cap_tok, cap_seq, cap_out;
 };
 // Takes items from item0 on while the batch stays within max_tokens tokens and max_out
-// logits rows (always at least one item). Returns 0; b->item1 == item0 only at the end.
+// logits rows (always at least one item, so size buffers for max(max_out, max_item_rows)). Returns 0; b->item1 == item0 only at the end.
 int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int max_tokens,
                     int max_out, struct err *e);
 void eval_batch_free(struct eval_batch *b);

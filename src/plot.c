@@ -49,8 +49,9 @@ int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struc
         int cnt = 0;
         for (int i = 0; i < s[k].n; i++) {
             double v = s[k].v[i];
-            if (!isfinite(v) || v < lo || v > hi) continue;
-            int b = (int)floor((v - lo) / (hi - lo) * n_bins);
+            if (!isfinite(v)) continue;
+            // values outside [lo, hi] are counted in the first / last bin (overflow)
+            int b = v <= lo ? 0 : v >= hi ? n_bins - 1 : (int)floor((v - lo) / (hi - lo) * n_bins);
             if (b >= n_bins) b = n_bins - 1;
             frac[(size_t)k * n_bins + b] += 1;
             cnt++;

@@ -13,8 +13,8 @@ struct plot_series {
 };
 
 // Renders a histogram SVG into a malloc'd NUL-terminated string *svg (caller frees). Bins are
-// n_bins equal-width bins over [lo, hi] (lo >= hi: the range of all finite values); each curve
-// shows the fraction of its series per bin. Errors: n_bins < 1 or > 1000 (ERR_RANGE), OOM.
+// n_bins equal-width bins over [lo, hi] (lo >= hi: the range of all finite values; values
+// outside are counted in the first/last bin); each curve shows the fraction of its series per bin. Errors: n_bins < 1 or > 1000 (ERR_RANGE), OOM.
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
                   int n_series, int n_bins, double lo, double hi, struct err *e);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "json_util.h"
+#include "metrics.h"
 #include "plot.h"
 #include "results.h"
 
@@ -17,6 +18,7 @@ struct grid {
     char name[64];      // CSV file stem
     char title[256];
     int n_cols, n_rows, cap_rows;
+    int n_left;         // leading text columns (left-aligned); the rest are numbers
     char **cell;        // [n_rows][n_cols], row 0 = header
 };
 
@@ -25,6 +27,7 @@ static int grid_init(struct grid *g, const char *name, const char *title, int n_
     snprintf(g->name, sizeof g->name, "%s", name);
     snprintf(g->title, sizeof g->title, "%s", title);
     g->n_cols = n_cols;
+    g->n_left = 1;
     return 0;
 }
 
@@ -71,7 +74,7 @@ static int grid_md(struct results_buf *o, const struct grid *g) {
         rc |= results_buf_put(o, "\n", 1);
         if (r == 0) {
             rc |= results_buf_put(o, "|", 1);
-            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c ? "---:|" : "---|", c ? 5 : 4);
+            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c >= g->n_left ? "---:|" : "---|", c >= g->n_left ? 5 : 4);
             rc |= results_buf_put(o, "\n", 1);
         }
     }
@@ -140,7 +143,9 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
     for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    int n_ppl = 0;
     cJSON_ArrayForEach(t, tasks) {
+        if (has_metric(t, "ppl")) { n_ppl++; continue; }
         rc |= grid_row(acc);
         rc |= grid_set(acc, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
         int k = 0;
@@ -155,6 +160,23 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
                 rc |= grid_set(acc, 1 + k, "%s +- %s", a, b);
             }
             k++;
+        }
+    }
+    if (n_ppl) {
+        struct grid *pp = &g[(*n_g)++];
+        grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+        rc |= grid_row(pp);
+        rc |= grid_set(pp, 0, "task (windows)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            if (!has_metric(t, "ppl")) continue;
+            rc |= grid_row(pp);
+            rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+            int k = 0;
+            cJSON_ArrayForEach(m, modes) {
+                const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+                rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
+            }
         }
     }
     if (nm < 2) goto done;
@@ -179,10 +201,20 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     rc |= grid_set(mg, 1, "n");
     for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
     cJSON_ArrayForEach(t, tasks) {
-        for (int q = 0; q < 3; q++) { rc |= grid_row(gs[q]); rc |= grid_set(gs[q], 0, "%s", t->string); }
+        int ppl = has_metric(t, "ppl");
+        for (int q = 0; q < 3; q++) {
+            if (ppl && q < 2) continue;
+            rc |= grid_row(gs[q]);
+            rc |= grid_set(gs[q], 0, "%s", t->string);
+        }
         for (int k = 1; k < nm; k++) {
             const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
             const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
+            if (ppl) {
+                fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+                rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+                continue;
+            }
             fmt_pct(a, sizeof a, jnum(v, "pfr"));
             fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
             fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
@@ -192,6 +224,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
             rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
         }
+        if (ppl) continue;
         const cJSON *mj = jget(t, "margins_all_correct");
         rc |= grid_row(mg);
         rc |= grid_set(mg, 0, "%s", t->string);
@@ -201,9 +234,31 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
         }
     }
+    // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval)
+    {
+        struct grid *sb = &g[(*n_g)++];
+        grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
+        rc |= grid_row(sb);
+        rc |= grid_set(sb, 0, "task/subject (n)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
+            if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
+            cJSON_ArrayForEach(s, subj) {
+                rc |= grid_row(sb);
+                rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
+                for (int k = 0; k < nm; k++) {
+                    const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
+                    fmt_pct(a, sizeof a, jnum(x, "acc"));
+                    rc |= grid_set(sb, 1 + k, "%s", a);
+                }
+            }
+        }
+        if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
+    }
     // across tasks (paper Table 5)
     struct grid *dw = &g[(*n_g)++];
-    snprintf(title, sizeof title, "Accuracy gap vs %s across tasks (percentage points; D_w weights tasks by items)", ref);
+    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
     grid_init(dw, "d_avg_w", title, 5);
     rc |= grid_row(dw);
     rc |= grid_set(dw, 0, "mode"); rc |= grid_set(dw, 1, "D_avg"); rc |= grid_set(dw, 2, "D_w");
@@ -250,9 +305,27 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         }
         ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
     }
+    // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
+    // the histogram (larger ones land in the last bin)
+    double hi = 0;
+    {
+        int tot = 0;
+        for (int m = 0; m < nm; m++) tot += ps[m].n;
+        double *pool = malloc(sizeof *pool * (size_t)(tot ? tot : 1));
+        if (!pool) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+        int q = 0;
+        for (int m = 0; m < nm; m++)
+            for (int i = 0; i < ps[m].n; i++) if (isfinite(ps[m].v[i])) pool[q++] = ps[m].v[i];
+        hi = q ? metrics_percentile(pool, q, 0.99) : 0;
+        free(pool);
+    }
     char *svg, title[256], path[4096], file[300];
     snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats)", ps, nm, 30, 0, 0, e);
+    // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
+    int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
+    bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
+    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, bins, 0,
+                       hi > 0 ? hi : 0, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);
@@ -272,7 +345,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
     cJSON *run = NULL, *sum = NULL;
-    struct grid g[8];
+    struct grid g[10];
     int n_g = 0;
     struct results_buf o = {0};
     int rc = path_join(path, sizeof path, dir, "run.json", e);
@@ -289,6 +362,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (!rc) rc = mkdir_p(sub, e);
     const cJSON *t;
     if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (has_metric(t, "ppl")) continue;
         if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
@@ -305,6 +379,14 @@ int report_render(const char *dir, char **headline, struct err *e) {
     }
     rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
                              jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
+    // data provenance per task (run.json): source, template, rows skipped, truncation
+    rc |= results_buf_printf(&o, "### Tasks\n\n| task | items | template | rows skipped | truncated requests | source |\n|---|---:|---|---:|---:|---|\n");
+    cJSON_ArrayForEach(t, jget(run, "tasks")) {
+        rc |= results_buf_printf(&o, "| %s | %d | %s | %d | %d | %s |\n", jstr(t, "name", "?"), (int)jnum(t, "n_items"),
+                                 jstr(t, "template_version", "?"), (int)jnum(t, "n_bad_rows"), (int)jnum(t, "n_truncated"),
+                                 jstr(t, "source", "?"));
+    }
+    rc |= results_buf_put(&o, "\n", 1);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);
         if (i == 0 && headline) {
@@ -314,8 +396,22 @@ int report_render(const char *dir, char **headline, struct err *e) {
             *headline = h.p;
         }
     }
+    // speed per mode (run.json timings; the forward passes of this invocation)
+    const cJSON *fw = jget(jget(run, "timings"), "forward_s");
+    if (cJSON_IsObject(fw)) {
+        double tokens = 0;
+        cJSON_ArrayForEach(t, jget(run, "tasks")) if (cJSON_IsNumber(jget(t, "n_tokens"))) tokens += jnum(t, "n_tokens");
+        rc |= results_buf_printf(&o, "### Forward time per mode\n\n| mode | seconds | tokens/s |\n|---|---:|---:|\n");
+        const cJSON *x;
+        cJSON_ArrayForEach(x, fw) rc |= results_buf_printf(&o, "| %s | %.2f | %.0f |\n", x->string, x->valuedouble,
+                                                          x->valuedouble > 0 ? tokens / x->valuedouble : 0.0);
+        const char *note = jstr(run, "note", NULL);
+        rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
+    }
     rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
-    cJSON_ArrayForEach(t, jget(sum, "tasks")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
+    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
+    }
     rc |= results_buf_printf(&o, "\nEvery table is also in `tables/*.csv`. Per-item data: `samples-<task>-<mode>.jsonl.zst`; "
                                  "provenance: `run.json`; statistics: `summary.json`.\n");
     if (rc) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
@@ -352,6 +448,7 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
     for (int r = 0; r < n_runs; r++) {
         const cJSON *t;
         cJSON_ArrayForEach(t, jget(sums[r], "tasks")) {
+            if (has_metric(t, "ppl")) continue;
             int seen = 0;
             for (int k = 0; k < nt; k++) seen |= !strcmp(tasks[k], t->string);
             if (!seen && nt < 256) tasks[nt++] = t->string;
@@ -359,12 +456,13 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
     }
     static const char *const names[4] = {"table3", "table5", "table6", "table7"};
     static const char *const titles[4] = {
-        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap vs the reference (pp): D_avg, D_w",
+        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
         "Table 6: Quant Hurts / Helps vs the reference", "Table 7: accuracy (%)"};
     for (int q = 0; q < 4; q++) {
         struct grid *G = &g[n_g++];
         int cols = q == 1 ? 4 : 2 + nt;
         grid_init(G, names[q], titles[q], cols);
+        G->n_left = 2;
         rc |= grid_row(G);
         rc |= grid_set(G, 0, "model");
         rc |= grid_set(G, 1, "mode");
@@ -379,7 +477,9 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 if (is_ref && q != 3) continue;
                 rc |= grid_row(G);
                 rc |= grid_set(G, 0, "%s", model);
-                rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
+                const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
+                if (label) rc |= grid_set(G, 1, "%s: %s%s", m->valuestring, label, is_ref ? " (ref)" : "");
+                else rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);

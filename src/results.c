@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "json_util.h"
+#include "sha256.h"
 
 // ---- buffer ----
 int results_buf_put(struct results_buf *b, const char *s, size_t n) {
@@ -169,6 +170,7 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     if ((rc = read_dbls(ll, s->ll, "logliks", ctx, e)) || (rc = read_ints(ch, s->n_chars, "char_lens", ctx, e)) ||
         (rc = read_ints(nt, s->n_tok, "tok_lens", ctx, e)) || (rc = read_ints(gr, s->greedy, "is_greedy", ctx, e)))
         goto fail;
+    if (s->idx < 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d is negative", ctx, s->idx); goto fail; }
     if (s->gold < 0 || s->gold >= s->n_choices || s->pred < 0 || s->pred >= s->n_choices || s->pred_norm < 0 || s->pred_norm >= s->n_choices) {
         rc = err_set(e, ERR_FORMAT, "%s: gold/pred/pred_norm (%d/%d/%d) outside 0..%d", ctx, s->gold, s->pred, s->pred_norm, s->n_choices - 1);
         goto fail;
@@ -346,8 +348,8 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
         }
         snprintf(ctx, sizeof ctx, "%s:%d", path, line);
         rc = results_sample_parse(&v[cnt], buf + off, ll, ctx, e);
-        if (!rc && v[cnt].idx != cnt) {
-            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, cnt);
+        if (!rc && v[cnt].idx != (cnt ? v[0].idx + cnt : v[cnt].idx)) {
+            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, v[0].idx + cnt);
             results_sample_free(&v[cnt]);
         }
         if (!rc) cnt++;
@@ -387,6 +389,30 @@ int results_write_json(const char *path, const cJSON *j, struct err *e) {
     int rc = file_write_atomic(path, t, n + 1, e);
     free(t);
     return rc;
+}
+
+void results_config_key(char hex[65], const cJSON *run, int with_shard) {
+    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "window", "shard"};
+    static const char *const task_stats[] = {"tokenize_s", "n_requests", "n_sequences", "n_tokens", "n_truncated", "item_range"};
+    cJSON *k = cJSON_CreateObject();
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(run, "model");
+    cJSON_AddItemToObject(k, "model_hash", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(model, "hash"), 1));
+    cJSON_AddItemToObject(k, "act", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(model, "act"), 1));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(run, keys[i]);
+        if (!x || (!with_shard && !strcmp(keys[i], "shard"))) continue;
+        cJSON *d = cJSON_Duplicate(x, 1);
+        if (!strcmp(keys[i], "tasks")) {
+            cJSON *t;
+            cJSON_ArrayForEach(t, d) for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
+                cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
+        }
+        cJSON_AddItemToObject(k, keys[i], d);
+    }
+    char *s = cJSON_PrintUnformatted(k);
+    sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
+    free(s);
+    cJSON_Delete(k);
 }
 
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
@@ -469,6 +495,60 @@ static void add_num(cJSON *o, const char *k, double v) {
     else cJSON_AddNullToObject(o, k);
 }
 
+// Token level vs the reference: KL(ref || mode) over every scored position (mean and
+// percentiles) and the same-top-1 rate, into o["token"].
+static int token_json(cJSON *o, const struct task_samples *t, int m, struct err *e) {
+    int n = t->n, nk = 0, same = 0;
+    for (int i = 0; i < n; i++) { nk += t->s[m][i].n_kl; same += t->s[m][i].top1_same; }
+    double *kl = malloc(sizeof *kl * (size_t)(nk ? nk : 1));
+    if (!kl) return err_set(e, ERR_NOMEM, "summary: out of memory");
+    int q = 0;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < t->s[m][i].n_kl; j++) { kl[q++] = t->s[m][i].kl[j]; sum += t->s[m][i].kl[j]; }
+    cJSON *tk = cJSON_AddObjectToObject(o, "token");
+    cJSON_AddNumberToObject(tk, "n_pos", nk);
+    add_num(tk, "kl_mean", nk ? sum / nk : NAN);
+    add_num(tk, "kl_p50", nk ? pctl(kl, nk, 50) : NAN);
+    add_num(tk, "kl_p90", nk ? pctl(kl, nk, 90) : NAN);
+    add_num(tk, "kl_p99", nk ? pctl(kl, nk, 99) : NAN);
+    add_num(tk, "kl_max", nk ? pctl(kl, nk, 100) : NAN);
+    add_num(tk, "same_top1", nk ? (double)same / nk : NAN);
+    free(kl);
+    return 0;
+}
+
+// Perplexity task (one sample per window): token perplexity exp(-sum ll / tokens) and bits
+// per byte -sum ll / (ln 2 * bytes) per mode; vs the reference the perplexity change and the
+// token-level statistics.
+static int summarize_ppl(cJSON *tj, const struct task_samples *t, char *const *modes, int n_modes, struct err *e) {
+    cJSON_AddNumberToObject(tj, "n", t->n);
+    cJSON *mj = cJSON_AddObjectToObject(tj, "modes");
+    double ppl_ref = NAN;
+    for (int m = 0; m < n_modes; m++) {
+        double ll = 0;
+        int64_t tokens = 0, bytes = 0;
+        for (int i = 0; i < t->n; i++) { ll += t->s[m][i].ll[0]; tokens += t->s[m][i].n_tok[0]; bytes += t->s[m][i].n_chars[0]; }
+        double ppl = tokens ? exp(-ll / (double)tokens) : NAN;
+        if (m == 0) ppl_ref = ppl;
+        cJSON *o = cJSON_AddObjectToObject(mj, modes[m]);
+        cJSON_AddNumberToObject(o, "tokens", (double)tokens);
+        cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+        add_num(o, "loglik", ll);
+        add_num(o, "ppl", ppl);
+        add_num(o, "bits_per_byte", bytes ? -ll / (log(2.0) * (double)bytes) : NAN);
+    }
+    cJSON *vj = cJSON_AddObjectToObject(tj, "vs_reference");
+    for (int m = 1; m < n_modes; m++) {
+        cJSON *o = cJSON_AddObjectToObject(vj, modes[m]);
+        const cJSON *x = cJSON_GetObjectItem(cJSON_GetObjectItem(mj, modes[m]), "ppl");
+        add_num(o, "d_ppl", cJSON_IsNumber(x) ? x->valuedouble - ppl_ref : NAN);
+        int rc = token_json(o, t, m, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 // Per-task statistics; acc_out/accn_out [n_modes] receive the accuracies for D_avg/D_w.
 static int summarize_task(cJSON *tj, const struct task_samples *t, char *const *modes, int n_modes, int has_norm,
                           double *acc_out, double *accn_out, struct err *e) {
@@ -522,24 +602,7 @@ static int summarize_task(cJSON *tj, const struct task_samples *t, char *const *
             metrics_compare(&c, pr, pq, gold, n);
             cJSON_AddItemToObject(o, "acc_norm", compare_json(&c));
         }
-        // token level: KL(ref || mode) over every scored position, same-top-1 rate
-        int nk = 0, same = 0;
-        for (int i = 0; i < n; i++) { nk += t->s[m][i].n_kl; same += t->s[m][i].top1_same; }
-        double *kl = malloc(sizeof *kl * (size_t)(nk ? nk : 1));
-        if (!kl) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
-        int q = 0;
-        double sum = 0;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < t->s[m][i].n_kl; j++) { kl[q++] = t->s[m][i].kl[j]; sum += t->s[m][i].kl[j]; }
-        cJSON *tk = cJSON_AddObjectToObject(o, "token");
-        cJSON_AddNumberToObject(tk, "n_pos", nk);
-        add_num(tk, "kl_mean", nk ? sum / nk : NAN);
-        add_num(tk, "kl_p50", nk ? pctl(kl, nk, 50) : NAN);
-        add_num(tk, "kl_p90", nk ? pctl(kl, nk, 90) : NAN);
-        add_num(tk, "kl_p99", nk ? pctl(kl, nk, 99) : NAN);
-        add_num(tk, "kl_max", nk ? pctl(kl, nk, 100) : NAN);
-        add_num(tk, "same_top1", nk ? (double)same / nk : NAN);
-        free(kl);
+        if ((rc = token_json(o, t, m, e))) goto done;
     }
     // margins on items every mode answers correctly (paper Fig. 9)
     cJSON *mg = cJSON_AddObjectToObject(tj, "margins_all_correct");
@@ -603,10 +666,21 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         const char *name;
         if ((rc = json_get_str(t, "name", &name, 1, path, e)) || (rc = json_get_arr(t, "metrics", &mets, 0, path, e))) goto done;
         const cJSON *x;
-        if (mets) cJSON_ArrayForEach(x, mets) if (cJSON_IsString(x) && !strcmp(x->valuestring, "acc_norm")) norm[k] = 1;
+        int is_ppl = 0;
+        if (mets) cJSON_ArrayForEach(x, mets) {
+            if (cJSON_IsString(x) && !strcmp(x->valuestring, "acc_norm")) norm[k] = 1;
+            if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) is_ppl = 1;
+        }
         struct task_samples ts;
         rc = load_task(&ts, dir, name, modes, n_modes, e);
-        if (!rc) {
+        if (!rc && is_ppl) {
+            cJSON *o = cJSON_AddObjectToObject(tj, name);
+            cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
+            cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
+            cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
+            ns[k] = -1; // not an accuracy task: left out of D_avg / D_w
+            rc = summarize_ppl(o, &ts, modes, n_modes, e);
+        } else if (!rc) {
             cJSON *o = cJSON_AddObjectToObject(tj, name);
             cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
             cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
@@ -624,13 +698,15 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
     if (!gap || !w) { free(gap); free(w); rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
     for (int m = 1; m < n_modes; m++) {
         cJSON *o = cJSON_AddObjectToObject(aj, modes[m]);
-        for (int k = 0; k < n_tasks; k++) { gap[k] = acc[(size_t)k * n_modes + m] - acc[(size_t)k * n_modes]; w[k] = ns[k]; }
-        cJSON_AddNumberToObject(o, "n_tasks", n_tasks);
-        add_num(o, "D_avg", n_tasks ? metrics_d_avg(gap, n_tasks) : NAN);
-        add_num(o, "D_w", n_tasks ? metrics_d_w(gap, w, n_tasks) : NAN);
+        int na = 0;
+        for (int k = 0; k < n_tasks; k++)
+            if (ns[k] >= 0) { gap[na] = acc[(size_t)k * n_modes + m] - acc[(size_t)k * n_modes]; w[na] = ns[k]; na++; }
+        cJSON_AddNumberToObject(o, "n_tasks", na);
+        add_num(o, "D_avg", na ? metrics_d_avg(gap, na) : NAN);
+        add_num(o, "D_w", na ? metrics_d_w(gap, w, na) : NAN);
         int q = 0;
         for (int k = 0; k < n_tasks; k++)
-            if (norm[k]) { gap[q] = accn[(size_t)k * n_modes + m] - accn[(size_t)k * n_modes]; w[q] = ns[k]; q++; }
+            if (norm[k] && ns[k] >= 0) { gap[q] = accn[(size_t)k * n_modes + m] - accn[(size_t)k * n_modes]; w[q] = ns[k]; q++; }
         cJSON_AddNumberToObject(o, "n_tasks_norm", q);
         if (q) {
             add_num(o, "D_avg_norm", metrics_d_avg(gap, q));

@@ -43,7 +43,8 @@ int results_sample_line(struct results_buf *b, const struct results_sample *s);
 // Parses one line; ctx names file:line in errors. *s owned by the caller (results_sample_free).
 int results_sample_parse(struct results_sample *s, const char *line, size_t len, const char *ctx, struct err *e);
 
-// Reads a whole samples file (any number of complete frames). *out is an array of *n samples
+// Reads a whole samples file (any number of complete frames); item indices must be consecutive
+// (a shard starts at its first item). *out is an array of *n samples
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
@@ -77,6 +78,11 @@ void results_writer_abort(struct results_writer *w);
 int results_samples_path(char *out, size_t n, const char *dir, const char *task, const char *mode, struct err *e);
 // Pretty-prints j to path atomically (trailing newline).
 int results_write_json(const char *path, const cJSON *j, struct err *e);
+// sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
+// window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
+// request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
+// Equal keys: a run may be resumed over another, or shards merged.
+void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
@@ -87,7 +93,10 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // the reference: flips, PFR + Wilson 95%, hurts, helps, dAcc, McNemar exact p (on acc and
 // acc_norm), margins of the reference and the mode on items every mode answers correctly,
 // token KL (mean, p50, p90, p99, max) and same-top-1 rate; across tasks D_avg and D_w per
-// mode (acc, and acc_norm over tasks that report it). *out owned by the caller.
+// mode (acc, and acc_norm over tasks that report it). Tasks whose metrics include "ppl" (one
+// sample per window) get per mode tokens, bytes, loglik, ppl and bits_per_byte, and vs the
+// reference d_ppl and the token statistics; they are left out of D_avg / D_w. *out owned by
+// the caller.
 int results_summarize(const char *run_dir, cJSON **out, struct err *e);
 
 #endif

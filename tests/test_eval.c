@@ -196,6 +196,14 @@ static void test_scoring(void) {
     CHECK(p.item_seq[1] - p.item_seq[0] == 1, "item 0: %d sequences", p.item_seq[1] - p.item_seq[0]);
     CHECK(p.seq[p.item_seq[0]].n_rows == 1, "item 0: %d rows", p.seq[p.item_seq[0]].n_rows);
 
+    int mr = 0, mt = 0;
+    for (int i = 0; i < N_ITEMS; i++) {
+        int r = 0, tk = 0;
+        for (int s = p.item_seq[i]; s < p.item_seq[i + 1]; s++) { r += p.seq[s].n_rows; tk += p.seq[s].n; }
+        if (r > mr) mr = r;
+        if (tk > mt) mt = tk;
+    }
+    CHECK(p.max_item_rows == mr && p.max_item_tokens == mt, "max item rows %d/%d tokens %d/%d", p.max_item_rows, mr, p.max_item_tokens, mt);
     struct eval_score *a = calloc(N_ITEMS, sizeof *a), *b = calloc(N_ITEMS, sizeof *b), *c = calloc(N_ITEMS, sizeof *c);
     int nb1, nb2, nb3;
     CHECK(run_all(a, &p, 1, 1, 1, &nb1) == 0, "run 1");
@@ -241,7 +249,53 @@ static void test_decisions(void) {
     CHECK(mx == 1, "token 1 is the argmax");
 }
 
+// Perplexity windows: 10 tokens, ctx 4 -> [P t0 t1 t2] predicts t0..t3, [t3 t4 t5 t6] predicts
+// t4..t7, [t7 t8] predicts t8 t9; every token predicted once; logliks equal a naive sum.
+static void test_ppl(void) {
+    int32_t tok[10];
+    for (int i = 0; i < 10; i++) tok[i] = 100 + 7 * i;
+    struct eval_plan p;
+    struct err e = {0};
+    int rc = eval_plan_build_ppl(&p, tok, 10, 4, BOS, 0, &e);
+    CHECK(rc == 0 && p.n_items == 3, "ppl plan: %d windows (%s)", p.n_items, e.msg);
+    if (rc) return;
+    int32_t want_in[3][4] = {{BOS, 100, 107, 114}, {121, 128, 135, 142}, {149, 156}};
+    int want_n[3] = {4, 4, 2};
+    for (int k = 0; k < 3; k++) {
+        CHECK(eq_ids(p.seq[k].tok, p.seq[k].n, want_in[k], want_n[k]), "window %d input", k);
+        CHECK(eq_ids(p.req[k].cont, p.req[k].n_cont, tok + 4 * k, want_n[k]), "window %d targets", k);
+        CHECK(p.seq[k].n_rows == want_n[k], "window %d scores every position", k);
+    }
+    struct eval_batch b = {0};
+    struct eval_score sc[3] = {{0}};
+    float *lg = malloc(sizeof(float) * VOCAB * 10);
+    double naive = 0, got = 0;
+    for (int item = 0; item < 3;) {
+        eval_batch_next(&b, &p, item, 6, 100, &e);
+        toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, lg, &e);
+        eval_batch_score(sc + item, &p, &b, lg, VOCAB, 1, &e);
+        item = b.item1;
+    }
+    float row[VOCAB];
+    for (int k = 0; k < 3; k++) {
+        got += sc[k].ll[0];
+        for (int j = 0; j < want_n[k]; j++) {
+            toy_row(row, want_in[k], j);
+            naive += eval_logprob(row, VOCAB, tok[4 * k + j], NULL);
+        }
+        eval_score_free(&sc[k]);
+    }
+    CHECK_CLOSE(got, naive, 1e-12, 1e-13);
+    eval_plan_free(&p);
+    CHECK(eval_plan_build_ppl(&p, tok, 10, 4, BOS, 2, &e) == 0 && p.n_items == 2, "max_windows keeps 2");
+    eval_plan_free(&p);
+    CHECK(eval_plan_build_ppl(&p, tok, 10, 0, BOS, 0, &e) == ERR_RANGE, "ctx 0 refused");
+    free(lg);
+    eval_batch_free(&b);
+}
+
 int main(void) {
+    test_ppl();
     test_split();
     test_decisions();
     test_scoring();

@@ -197,6 +197,8 @@ static void write_run_task(const char *dir, const char *task, const char *mode, 
     results_writer_close(&w, &e);
 }
 
+static int hh_t1[2]; // hurts, helps of task t1 (set by test_summary_report)
+
 static void test_summary_report(void) {
     char dir[512], path[1024];
     snprintf(dir, sizeof dir, "%s/res_run", tmpdir());
@@ -228,6 +230,7 @@ static void test_summary_report(void) {
             flips += rr != qq; hurts += rr && !qq; helps += !rr && qq; cref += rr; cq += qq;
         }
         gap[t] = (double)cq / ns[t] - (double)cref / ns[t];
+        if (t == 0) { hh_t1[0] = hurts; hh_t1[1] = helps; }
         const cJSON *tj = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), t ? "t2" : "t1");
         const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "vs_reference"), "q");
         CHECK(cJSON_GetObjectItem(v, "flips")->valueint == flips, "t%d flips %d want %d", t + 1, cJSON_GetObjectItem(v, "flips")->valueint, flips);
@@ -269,6 +272,18 @@ static void test_summary_report(void) {
     snprintf(path, sizeof path, "%s/tables", tmpdir());
     CHECK(report_tables(runs, 2, path, &md, &e) == 0 && md && strstr(md, "Table 6"), "tables: %s", e.msg);
     free(md);
+    // Table 6 (hurts / helps) has one row per run and non-reference mode, values from the summary
+    size_t tn;
+    snprintf(path, sizeof path, "%s/tables/table6.csv", tmpdir());
+    char *csv = slurp(path, &tn);
+    CHECK(csv && !strncmp(csv, "model,mode,t1,t2\n", 17), "table6 header: %.40s", csv ? csv : "");
+    int rows = 0;
+    for (char *q = csv; q && *q; q++) rows += *q == '\n';
+    CHECK(rows == 3, "table6: header + 2 rows, got %d lines", rows);
+    char want[64];
+    snprintf(want, sizeof want, "toy,q,%d / %d,", hh_t1[0], hh_t1[1]);
+    CHECK(csv && strstr(csv, want), "table6 row '%s' in:\n%s", want, csv ? csv : "");
+    free(csv);
 }
 
 static void test_plot(void) {

@@ -146,6 +146,44 @@ static void test_four_tasks(void) {
              bin, model, out) == 2, "existing run dir without --resume refused");
 }
 
+// Perplexity: summary's ppl and bits per byte recomputed from the window samples.
+static void test_ppl(void) {
+    char out[1024], p[2048];
+    snprintf(out, sizeof out, "%s/run_ppl", tmp);
+    sh("rm -rf %s", out);
+    CHECK(sh("%s --quiet run --model %s --task ppl --data-dir ../shared/datasets --limit 3 --ppl-ctx 64 --attn f32,%s "
+             "--out %s > /dev/null", bin, model, qm, out) == 0, "ppl run");
+    size_t n;
+    snprintf(p, sizeof p, "%s/samples-ppl-%s.jsonl.zst", out, qm);
+    char *txt = slurp(p, &n);
+    double ll = 0;
+    long tokens = 0, bytes = 0;
+    int lines = 0;
+    for (char *line = txt ? strtok(txt, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) break;
+        ll += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "logliks"), 0)->valuedouble;
+        tokens += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tok_lens"), 0)->valueint;
+        bytes += cJSON_GetArrayItem(cJSON_GetObjectItem(j, "char_lens"), 0)->valueint;
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "kl")) == 64, "a KL value per scored position");
+        lines++;
+        cJSON_Delete(j);
+    }
+    free(txt);
+    CHECK(lines == 3 && tokens == 3 * 64, "3 windows of 64 tokens (%d, %ld)", lines, tokens);
+    snprintf(p, sizeof p, "%s/summary.json", out);
+    txt = slurp(p, &n);
+    cJSON *sum = txt ? cJSON_Parse(txt) : NULL;
+    free(txt);
+    const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), "ppl"), "modes"), qm);
+    CHECK(m != NULL, "summary has ppl for %s", qm);
+    if (m) {
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "ppl")->valuedouble, exp(-ll / tokens), 0, 1e-12);
+        CHECK_CLOSE(cJSON_GetObjectItem(m, "bits_per_byte")->valuedouble, -ll / (log(2.0) * bytes), 0, 1e-12);
+    }
+    cJSON_Delete(sum);
+}
+
 static void samples_path(char *p, size_t n, const char *dir, const char *task, const char *mode) {
     snprintf(p, n, "%s/samples-%s-%s.jsonl.zst", dir, task, mode);
 }
@@ -215,17 +253,47 @@ static void test_batch_threads(void) {
     snprintf(a, sizeof a, "%s/run_bt_a", tmp);
     snprintf(b, sizeof b, "%s/run_bt_b", tmp);
     sh("rm -rf %s %s", a, b);
+    // with a quantized mode too when the registry has it (the product's modes must be batch-invariant)
+    int has_direct = attn_mode_find("direct") != NULL;
     char args[256];
-    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s", qm);
+    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s%s", qm,
+             has_direct ? ",direct" : "");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, model, args, a) == 0, "run a");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, model, args, b) == 0, "run b");
-    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm};
+    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm, "direct"};
     for (int t = 0; t < 2; t++)
-        for (int m = 0; m < 2; m++) {
+        for (int m = 0; m < 2 + has_direct; m++) {
             samples_path(pa, sizeof pa, a, tasks[t], modes[m]);
             samples_path(pb, sizeof pb, b, tasks[t], modes[m]);
             CHECK(same_file(pa, pb), "%s/%s: batch 256 x 1 thread == batch 20000 x 2 threads", tasks[t], modes[m]);
         }
+}
+
+// --shard K/N + merge: the merged samples files and summary.json equal an unsharded run's.
+static void test_shard_merge(void) {
+    char full[1024], s0[1024], s1[1024], mg[1024], pa[2048], pb[2048];
+    snprintf(full, sizeof full, "%s/run_sh_full", tmp);
+    snprintf(s0, sizeof s0, "%s/run_sh_0", tmp);
+    snprintf(s1, sizeof s1, "%s/run_sh_1", tmp);
+    snprintf(mg, sizeof mg, "%s/run_sh_merged", tmp);
+    sh("rm -rf %s %s %s %s", full, s0, s1, mg);
+    char args[2048];
+    snprintf(args, sizeof args, "--model %s --task arc_challenge,mmlu --data-dir ../shared/datasets --limit 11 --attn f32,%s", model, qm);
+    CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
+    CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
+    CHECK(sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");
+    CHECK(sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
+    CHECK(sh("%s --quiet run %s --shard 2/2 2>/dev/null", bin, args) == 2, "--shard 2/2 is a usage error");
+    CHECK(sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s1, s0, mg) == 0, "merge");
+    const char *files[] = {"samples-arc_challenge-f32.jsonl.zst", "samples-mmlu-f32.jsonl.zst", "summary.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(pa, sizeof pa, "%s/%s", full, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", mg, files[i]);
+        CHECK(same_file(pa, pb), "merged %s identical to the unsharded run's", files[i]);
+    }
+    snprintf(pa, sizeof pa, "%s/samples-mmlu-%s.jsonl.zst", full, qm);
+    snprintf(pb, sizeof pb, "%s/samples-mmlu-%s.jsonl.zst", mg, qm);
+    CHECK(same_file(pa, pb), "merged %s samples identical", qm);
 }
 
 int main(void) {
@@ -242,7 +310,9 @@ int main(void) {
         CHECK(sh("%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
                  "--out %s > /dev/null", bin, model) == 0, "import-llama2c");
     test_four_tasks();
+    test_ppl();
     test_resume();
     test_batch_threads();
+    test_shard_merge();
     return test_summary("test_run");
 }

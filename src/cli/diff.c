@@ -72,6 +72,10 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a.run, "tasks")) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(ta, "name"));
         if (!name || (only && strcmp(only, name))) continue;
+        int is_ppl = 0;
+        const cJSON *mt;
+        cJSON_ArrayForEach(mt, cJSON_GetObjectItem(ta, "metrics")) is_ppl |= cJSON_IsString(mt) && !strcmp(mt->valuestring, "ppl");
+        if (is_ppl) continue; // no decisions to compare (see summary.json for perplexity)
         int inb = 0;
         cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
             if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) inb = 1;

@@ -3,7 +3,8 @@
 // items the model runs once per mode, so token-level KL against the reference (first mode)
 // needs no stored logits. Writes run.json, samples-<task>-<mode>.jsonl.zst, summary.json,
 // report.md, tables/*.csv and plots/*.svg. --resume continues a killed run; the samples
-// files then end byte-identical to an uninterrupted run (results.h frame rule).
+// files then end byte-identical to an uninterrupted run (results.h frame rule). --shard K/N
+// scores a contiguous slice of every task's items; `merge` (merge.c) joins the shards.
 // The git revision is read at run time from the .git next to the executable (or the current
 // directory): HEAD, following a symbolic ref through the worktree's common dir/packed-refs.
 #include <errno.h>
@@ -112,8 +113,8 @@ static void git_revision(char *rev, size_t n) {
 // ---- options ----
 struct run_opts {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights;
-    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *niah_lengths, *shard;
+    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
     int64_t seed;
 };
 
@@ -129,17 +130,29 @@ static int encode_cb(void *user, const char *text, size_t len, int32_t **ids, in
     return tok_encode(((struct tok_user *)user)->t, text, len, 0, ids, n, e);
 }
 
+// task_count_tokens_fn for niah: tokens of s without BOS
+static int count_cb(void *user, const char *s, size_t n) {
+    int32_t *ids = NULL;
+    int k = 0;
+    struct err e = {0};
+    int rc = tok_encode(((struct tok_user *)user)->t, s, n, 0, &ids, &k, &e);
+    free(ids);
+    return rc ? rc : k;
+}
+
 static int stop_after(void) {
     const char *s = getenv("HIFA4_STOP_AFTER_ITEMS"); // test hook: simulate a kill after N items
     return s ? atoi(s) : 0;
 }
 
 // ---- progress ----
-struct progress { double t0, last; int64_t done, total; int tty; };
+struct progress { double t0, last; int64_t done, total, shown; int tty; };
 static void progress_show(struct progress *p, const char *task, int force) {
     double now = time_now();
     if (!force && now - p->last < (p->tty ? 0.5 : 10.0)) return;
+    if (force && p->shown == p->done) return;
     p->last = now;
+    p->shown = p->done;
     double el = now - p->t0, rate = el > 0 ? p->done / el : 0;
     double eta = rate > 0 ? (p->total - p->done) / rate : 0;
     if (log_get_level() < LOG_INFO) return;
@@ -171,29 +184,8 @@ static int file_sha256(const char *path, char hex[65], struct err *e) {
     return 0;
 }
 
-// The fields a resumed run must share with the run it continues.
-static void resume_key(char hex[65], const cJSON *run) {
-    static const char *const keys[] = {"model_hash", "tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit"};
-    cJSON *k = cJSON_CreateObject();
-    cJSON_AddItemToObject(k, "model_hash", cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "hash"), 1));
-    for (size_t i = 1; i < sizeof keys / sizeof keys[0]; i++) {
-        const cJSON *x = cJSON_GetObjectItem(run, keys[i]);
-        if (!x) continue;
-        cJSON *d = cJSON_Duplicate(x, 1);
-        if (!strcmp(keys[i], "tasks")) { // drop per-run measurements
-            cJSON *t;
-            cJSON_ArrayForEach(t, d) cJSON_DeleteItemFromObject(t, "tokenize_s");
-        }
-        cJSON_AddItemToObject(k, keys[i], d);
-    }
-    char *s = cJSON_PrintUnformatted(k);
-    sha256_hex(s, strlen(s), hex);
-    free(s);
-    cJSON_Delete(k);
-}
-
 int cmd_run(int argc, char **argv, struct err *e) {
-    struct run_opts o = {.limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
+    struct run_opts o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
     struct cli_opt opts[] = {
         {"model", CLI_STR, &o.model, "M: model directory or name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
@@ -204,11 +196,17 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
         {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},
         {"resume", CLI_FLAG, &o.resume, "continue an interrupted run in --out"},
+        {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`"},
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &o.task_file, "F: data file/dir for mc_jsonl, ppl, exam"},
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
-        {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (modes with sqk)"},
+        {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
+        {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
+        {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
+        {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
+        {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
+        {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
@@ -228,6 +226,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!o.task) o.task = o.tasks;
     if (!o.task) return err_set(e, ERR_USAGE, "--task is required (e.g. --task mmlu,hellaswag)");
     if (o.limit < 0) return err_set(e, ERR_USAGE, "--limit %d: must be >= 0", o.limit);
+    if (o.ppl_ctx < 2) return err_set(e, ERR_USAGE, "--ppl-ctx %d: must be >= 2", o.ppl_ctx);
+    if (o.niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell %d: must be >= 0", o.niah_per_cell);
     if (o.batch_tokens < 16) return err_set(e, ERR_USAGE, "--batch-tokens %d: must be >= 16", o.batch_tokens);
     int bos_policy;
     if (!strcmp(o.bos, "auto")) bos_policy = EVAL_BOS_AUTO;
@@ -238,8 +238,32 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (!strcmp(o.act, "bf16")) act_bf16 = 1;
     else if (!strcmp(o.act, "f32")) act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", o.act);
+    int shard_k = 0, shard_n = 1;
+    if (o.shard) {
+        char extra;
+        if (sscanf(o.shard, "%d/%d%c", &shard_k, &shard_n, &extra) != 2 || shard_n < 1 || shard_k < 0 || shard_k >= shard_n)
+            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N", o.shard);
+    }
+    int v_group = 0, qformat = 0;
+    if (o.v_group && (rc = attn_parse_vgroup(o.v_group, &v_group, e))) return rc;
+    if (o.qformat && (rc = attn_parse_qformat(o.qformat, &qformat, e))) return rc;
     if (o.threads > 0) omp_set_num_threads(o.threads);
     int n_threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+
+    // Smooth-QK scales: --scales, else the file `calibrate` writes by default for this model
+    // (configs/scales/<model directory name>.safetensors), when present
+    char auto_scales[4096];
+    if (!o.scales) {
+        size_t l = strlen(o.model);
+        while (l > 1 && o.model[l - 1] == '/') l--;
+        size_t s = l;
+        while (s > 0 && o.model[s - 1] != '/') s--;
+        if (snprintf(auto_scales, sizeof auto_scales, "configs/scales/%.*s.safetensors", (int)(l - s), o.model + s) <
+                (int)sizeof auto_scales && file_exists(auto_scales)) {
+            o.scales = auto_scales;
+            log_info("run: using Smooth-QK scales %s (calibrate's default output for this model; --scales overrides)", auto_scales);
+        }
+    }
 
     // ---- modes ----
     char modes_buf[1024], tasks_buf[2048];
@@ -305,6 +329,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON *run = NULL, *summary = NULL;
     char *headline = NULL;
     int n_scores = 0;
+    int *item_lo = NULL; // first item of each task in this shard
+    double *tok_s = NULL; // tokenization seconds per task
     if (!sets || !plans || !writers || !acc) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
 
     char model_dir[4096], out_dir[4096], path[4096];
@@ -345,6 +371,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     struct attn_opts ao;
     attn_opts_default(&ao);
     ao.tile = o.tile;
+    if (o.v_group) ao.v_group = v_group;
+    if (o.qformat) ao.qformat = qformat;
     ao.n_threads = o.threads;
     // validate every mode before any work (unknown mode, missing scales, bad tile)
     for (int m = n_modes - 1; m >= 0; m--)
@@ -352,28 +380,65 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- tasks and requests ----
     struct task_opts to = {.data_dir = o.data_dir, .file = o.task_file, .subject = o.subject,
-                           .skip_bad_rows = o.skip_bad_rows, .seed = (uint64_t)o.seed, .limit = o.limit};
+                           .skip_bad_rows = o.skip_bad_rows, .seed = (uint64_t)o.seed, .limit = o.limit,
+                           .niah_lengths = o.niah_lengths, .niah_per_cell = o.niah_per_cell};
     struct tok_user tu = {tok};
+    to.count_tokens = count_cb;
+    to.count_ctx = &tu;
+    int ppl_ctx = o.ppl_ctx < cfg->max_seq ? o.ppl_ctx : cfg->max_seq;
     int window = model_get_opts(model)->max_seq;
     struct eval_plan_opts po = {.add_bos = add_bos, .bos_id = tok_bos_id(tok), .eos_id = tok_eos_id(tok),
                                 .window = cfg->max_seq, .n_threads = n_threads};
-    double *tok_s = calloc((size_t)n_tasks, sizeof *tok_s);
+    tok_s = calloc((size_t)n_tasks, sizeof *tok_s);
     if (!tok_s) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
     int longest = 0, max_items = 0, max_item = 0;
+    item_lo = calloc((size_t)n_tasks, sizeof *item_lo);
+    if (!item_lo) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
     for (int t = 0; t < n_tasks; t++) {
-        if ((rc = task_load(task_names[t], &sets[t], &to, e))) { free(tok_s); goto done; }
-        if (sets[t].is_ppl) { rc = err_set(e, ERR_UNSUPPORTED, "task '%s' is a perplexity task; `run` scores multiple-choice tasks", task_names[t]); free(tok_s); goto done; }
-        int n = sets[t].n_items;
+        if ((rc = task_load(task_names[t], &sets[t], &to, e))) { goto done; }
+        if (sets[t].is_ppl && shard_n > 1) {
+            rc = err_set(e, ERR_UNSUPPORTED, "--shard: not supported for the perplexity task '%s'", task_names[t]);
+            goto done;
+        }
+        if (sets[t].is_ppl) {
+            // perplexity: the whole text as one token list, cut into windows (eval.h)
+            double ts = time_now();
+            int32_t *ids = NULL;
+            int nid = 0;
+            int prefix = tok_bos_id(tok) >= 0 ? tok_bos_id(tok) : tok_eos_id(tok);
+            rc = tok_encode(tok, sets[t].text, sets[t].text_len, 0, &ids, &nid, e);
+            if (!rc) rc = eval_plan_build_ppl(&plans[t], ids, nid, ppl_ctx, prefix, o.limit, e);
+            // bytes per window (bits per byte): the decoded predicted tokens
+            for (int k = 0; !rc && k < plans[t].n_items; k++) {
+                char *txt = NULL;
+                size_t tl = 0;
+                rc = tok_decode(tok, plans[t].req[k].cont, plans[t].req[k].n_cont, &txt, &tl, e);
+                plans[t].req[k].n_chars = (int)tl;
+                free(txt);
+            }
+            free(ids);
+            if (rc) { err_prefix(e, "task %s", task_names[t]); goto done; }
+            tok_s[t] = time_now() - ts;
+            if (plans[t].max_item_tokens > max_item) max_item = plans[t].max_item_tokens;
+            if (plans[t].max_seq_len > longest) longest = plans[t].max_seq_len;
+            if (plans[t].n_items > max_items) max_items = plans[t].n_items;
+            log_info("run: %s: %d tokens, %d windows of %d (%.2fs)", task_names[t], nid, plans[t].n_items, ppl_ctx, tok_s[t]);
+            continue;
+        }
+        // shard K of N: items [K*n/N, (K+1)*n/N) (contiguous, so `merge` restores the order)
+        int n_all = sets[t].n_items;
+        item_lo[t] = (int)((int64_t)shard_k * n_all / shard_n);
+        int n = (int)((int64_t)(shard_k + 1) * n_all / shard_n) - item_lo[t];
         free(items);
         items = calloc((size_t)(n ? n : 1), sizeof *items);
-        if (!items) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); free(tok_s); goto done; }
+        if (!items) { rc = err_set(e, ERR_NOMEM, "run: out of memory"); goto done; }
         for (int i = 0; i < n; i++) {
-            const struct task_item *it = &sets[t].items[i];
+            const struct task_item *it = &sets[t].items[item_lo[t] + i];
             items[i] = (struct eval_item){it->id, it->context, it->n_choices, it->choices, it->gold};
         }
         po.delim = sets[t].delim;
         double ts = time_now();
-        if ((rc = eval_plan_build(&plans[t], items, n, &po, encode_cb, &tu, e))) { err_prefix(e, "task %s", task_names[t]); free(tok_s); goto done; }
+        if ((rc = eval_plan_build(&plans[t], items, n, &po, encode_cb, &tu, e))) { err_prefix(e, "task %s", task_names[t]); goto done; }
         tok_s[t] = time_now() - ts;
         if (plans[t].max_seq_len > longest) longest = plans[t].max_seq_len;
         if (plans[t].max_item_tokens > max_item) max_item = plans[t].max_item_tokens;
@@ -389,22 +454,25 @@ int cmd_run(int argc, char **argv, struct err *e) {
         model_free(model);
         model = NULL;
         mo.max_tokens = need;
-        if ((rc = model_open(&model, model_dir, &mo, e))) { free(tok_s); goto done; }
+        if ((rc = model_open(&model, model_dir, &mo, e))) { goto done; }
         cfg = model_cfg(model);
     }
     int max_tokens = model_get_opts(model)->max_tokens;
     int max_out = (int)(LOGITS_BYTES / ((size_t)vocab * sizeof(float)));
     if (max_out < 1) max_out = 1;
+    int out_cap = max_out; // a batch always holds one whole item
+    for (int t = 0; t < n_tasks; t++)
+        if (plans[t].max_item_rows > out_cap) out_cap = plans[t].max_item_rows;
 
     // ---- run directory and run.json ----
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { free(tok_s); goto done; }
-    if ((rc = mkdir_p(out_dir, e))) { free(tok_s); goto done; }
-    if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { free(tok_s); goto done; }
+    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { goto done; }
+    if ((rc = mkdir_p(out_dir, e))) { goto done; }
+    if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { goto done; }
     cJSON *old = NULL;
     if (file_exists(path)) {
-        if (!o.resume) { rc = err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", path); free(tok_s); goto done; }
-        if ((rc = json_parse_file(&old, path, e))) { free(tok_s); goto done; }
+        if (!o.resume) { rc = err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", path); goto done; }
+        if ((rc = json_parse_file(&old, path, e))) { goto done; }
     } else if (o.resume) {
         log_warn("run: --resume: no run.json in %s, starting a new run", out_dir);
     }
@@ -466,8 +534,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON_AddStringToObject(run, "reference", modes[0]);
     cJSON *aj = cJSON_AddObjectToObject(run, "attention");
     cJSON_AddNumberToObject(aj, "tile", ao.tile);
-    cJSON_AddNumberToObject(aj, "v_group", ao.v_group);
-    cJSON_AddNumberToObject(aj, "qformat", ao.qformat);
+    cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(ao.v_group));
+    cJSON_AddStringToObject(aj, "qformat", attn_qformat_name(ao.qformat));
     cJSON *lj = cJSON_AddObjectToObject(aj, "labels");
     for (int m = 0; m < n_modes; m++) cJSON_AddStringToObject(lj, modes[m], attn_mode_find(modes[m])->label);
     if (o.scales) {
@@ -477,6 +545,11 @@ int cmd_run(int argc, char **argv, struct err *e) {
     } else {
         cJSON_AddNullToObject(run, "scales");
     }
+    if (shard_n > 1) {
+        cJSON *sh = cJSON_AddObjectToObject(run, "shard");
+        cJSON_AddNumberToObject(sh, "k", shard_k);
+        cJSON_AddNumberToObject(sh, "n", shard_n);
+    }
     cJSON_AddNumberToObject(run, "seed", (double)o.seed);
     cJSON_AddNumberToObject(run, "limit", o.limit);
     cJSON_AddNumberToObject(run, "batch_tokens", max_tokens);
@@ -485,8 +558,19 @@ int cmd_run(int argc, char **argv, struct err *e) {
     for (int t = 0; t < n_tasks; t++) {
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", sets[t].name);
-        cJSON_AddNumberToObject(x, "n_items", sets[t].n_items);
+        cJSON_AddNumberToObject(x, "n_items", sets[t].is_ppl ? plans[t].n_items : sets[t].n_items);
+        if (shard_n > 1) {
+            cJSON *ir = cJSON_AddArrayToObject(x, "item_range");
+            cJSON_AddItemToArray(ir, cJSON_CreateNumber(item_lo[t]));
+            cJSON_AddItemToArray(ir, cJSON_CreateNumber(item_lo[t] + plans[t].n_items));
+        }
         cJSON *ml = cJSON_AddArrayToObject(x, "metrics");
+        if (sets[t].is_ppl) {
+            cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
+            cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
+            cJSON_AddNumberToObject(x, "ppl_ctx", ppl_ctx);
+            cJSON_AddNumberToObject(x, "text_bytes", (double)sets[t].text_len);
+        }
         if (sets[t].metrics & TASK_METRIC_ACC) cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
         if (sets[t].metrics & TASK_METRIC_ACC_NORM) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
         cJSON_AddStringToObject(x, "template_version", sets[t].template_version);
@@ -500,9 +584,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         cJSON_AddNumberToObject(x, "tokenize_s", tok_s[t]);
         cJSON_AddItemToArray(tasks_j, x);
     }
-    free(tok_s);
     char key[65];
-    resume_key(key, run);
+    results_config_key(key, run, 1);
     cJSON_AddStringToObject(run, "resume_key", key);
     if (old) {
         const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
@@ -519,12 +602,12 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- scoring ----
     scores = calloc((size_t)(max_items ? max_items : 1), sizeof *scores);
-    logits_ref = malloc(sizeof(float) * (size_t)max_out * (size_t)vocab);
-    logits_q = n_modes > 1 ? malloc(sizeof(float) * (size_t)max_out * (size_t)vocab) : NULL;
-    if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", max_out, vocab); goto done; }
+    logits_ref = malloc(sizeof(float) * (size_t)out_cap * (size_t)vocab);
+    logits_q = n_modes > 1 ? malloc(sizeof(float) * (size_t)out_cap * (size_t)vocab) : NULL;
+    if (!scores || !logits_ref || (n_modes > 1 && !logits_q)) { rc = err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", out_cap, vocab); goto done; }
     n_scores = max_items;
-    struct progress pr = {.t0 = time_now(), .tty = isatty(2)};
-    for (int t = 0; t < n_tasks; t++) pr.total += sets[t].n_items;
+    struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
+    for (int t = 0; t < n_tasks; t++) pr.total += plans[t].n_items;
     int stop = stop_after(), processed = 0;
     for (int t = 0; t < n_tasks && !rc; t++) {
         const struct eval_plan *p = &plans[t];
@@ -576,9 +659,11 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 if ((rc = eval_batch_score(sc, p, &batch, lg, vocab, n_threads, e))) break;
                 if (m > 0 && (rc = eval_batch_compare(sc, p, &batch, logits_ref, logits_q, vocab, n_threads, e))) break;
                 for (int i = batch.item0; i < batch.item1 && !rc; i++) {
-                    const struct task_item *it = &sets[t].items[i];
+                    char wid[32];
+                    snprintf(wid, sizeof wid, "window/%d", i);
+                    const struct task_item *it = sets[t].is_ppl ? NULL : &sets[t].items[item_lo[t] + i];
                     struct eval_score *s = &scores[i];
-                    struct results_sample rs = {.idx = i, .id = it->id, .subject = it->subject, .gold = s->gold,
+                    struct results_sample rs = {.idx = item_lo[t] + i, .id = it ? it->id : wid, .subject = it ? it->subject : NULL, .gold = s->gold,
                                                 .n_choices = s->n_choices, .ll = s->ll, .n_chars = s->n_chars,
                                                 .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                                 .pred_norm = s->pred_norm, .margin = s->margin,
@@ -599,10 +684,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 goto done;
             }
         }
-        for (int m = 0; m < n_modes; m++) {
-            int r2 = results_writer_close(&writers[m], e);
-            if (!rc) rc = r2;
-        }
+        if (rc) break; // writers are aborted at `done`: only complete frames stay on disk
+        for (int m = 0; m < n_modes && !rc; m++) rc = results_writer_close(&writers[m], e);
         progress_show(&pr, sets[t].name, 1);
         if (pr.tty && log_get_level() >= LOG_INFO) fputc('\n', stderr);
     }
@@ -641,6 +724,7 @@ done:
         if (sets) task_set_free(&sets[t]);
     }
     eval_batch_free(&batch);
+    free(item_lo); free(tok_s);
     free(headline); free(scores); free(writers); free(acc); free(items); free(plans); free(sets);
     free(scales); free(logits_ref); free(logits_q);
     cJSON_Delete(run); cJSON_Delete(summary);
