@@ -97,19 +97,14 @@ static int read_arc(struct arc_file *f, struct task_set *s, const char *path, co
     size_t len = 0;
     int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
-    const char *p = buf, *end = buf + len;
-    int line = 0, cap = 0;
-    while (p < end && !rc) {
-        size_t ll = task_line_len(p, end);
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *lp = p;
-        line++;
-        p = nl ? nl + 1 : end;
-        size_t k = 0;
-        while (k < ll && (lp[k] == ' ' || lp[k] == '\t')) k++;
-        if (k == ll) continue;
+    struct task_lines it;
+    task_lines_init(&it, buf, len);
+    const char *lp;
+    size_t ll;
+    int cap = 0;
+    while (!rc && task_lines_next(&it, &lp, &ll)) {
         char ctx[600];
-        snprintf(ctx, sizeof ctx, "%.500s:%d", path, line);
+        snprintf(ctx, sizeof ctx, "%.500s:%d", path, it.lineno);
         struct arc_row r;
         struct err le = {0};
         int r1 = parse_row(&r, lp, ll, ctx, &le);

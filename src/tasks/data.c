@@ -261,3 +261,24 @@ size_t task_line_len(const char *p, const char *end) {
     if (n && p[n - 1] == '\r') n--;
     return n;
 }
+
+void task_lines_init(struct task_lines *it, const char *buf, size_t len) {
+    it->p = buf;
+    it->end = buf + len;
+    it->lineno = 0;
+}
+
+int task_lines_next(struct task_lines *it, const char **line, size_t *len) {
+    while (it->p < it->end) {
+        const char *lp = it->p, *nl = memchr(lp, '\n', (size_t)(it->end - lp));
+        size_t ll = task_line_len(lp, it->end), k = 0;
+        it->p = nl ? nl + 1 : it->end;
+        it->lineno++;
+        while (k < ll && (lp[k] == ' ' || lp[k] == '\t')) k++;
+        if (k == ll) continue;
+        *line = lp;
+        *len = ll;
+        return 1;
+    }
+    return 0;
+}

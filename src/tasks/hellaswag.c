@@ -126,19 +126,14 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
     size_t len = 0;
     int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
-    const char *p = buf, *end = buf + len;
-    int line = 0, idx = 0;
-    while (p < end && !rc) {
-        size_t ll = task_line_len(p, end);
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *lp = p;
-        line++;
-        p = nl ? nl + 1 : end;
-        size_t k = 0;
-        while (k < ll && (lp[k] == ' ' || lp[k] == '\t')) k++;
-        if (k == ll) continue;
+    struct task_lines it;
+    task_lines_init(&it, buf, len);
+    const char *lp;
+    size_t ll;
+    int idx = 0;
+    while (!rc && task_lines_next(&it, &lp, &ll)) {
         char ctx[600];
-        snprintf(ctx, sizeof ctx, "%.500s:%d", path, line);
+        snprintf(ctx, sizeof ctx, "%.500s:%d", path, it.lineno);
         struct err le = {0};
         cJSON *obj = NULL;
         const char *act = NULL, *ca = NULL, *cb = NULL;

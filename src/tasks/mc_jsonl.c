@@ -53,19 +53,14 @@ int task_load_mc_jsonl(struct task_set *s, const struct task_opts *o, struct err
     size_t len = 0;
     int rc = task_read_text(o->file, &buf, &len, e);
     if (rc) return rc;
-    const char *p = buf, *end = buf + len;
-    int line = 0, row = 0;
-    while (p < end && !rc) {
-        size_t ll = task_line_len(p, end);
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *lp = p;
-        line++;
-        p = nl ? nl + 1 : end;
-        size_t k = 0;
-        while (k < ll && (lp[k] == ' ' || lp[k] == '\t')) k++;
-        if (k == ll) continue;
+    struct task_lines it;
+    task_lines_init(&it, buf, len);
+    const char *lp;
+    size_t ll;
+    int row = 0;
+    while (!rc && task_lines_next(&it, &lp, &ll)) {
         char ctx[600];
-        snprintf(ctx, sizeof ctx, "%.500s:%d", o->file, line);
+        snprintf(ctx, sizeof ctx, "%.500s:%d", o->file, it.lineno);
         struct err le = {0};
         cJSON *obj = NULL;
         int r1 = json_parse(&obj, lp, ll, ctx, &le);

@@ -92,19 +92,14 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
     int rc = task_read_text(path, &buf, &len, e);
     if (rc) return rc;
     struct jrow *rows = NULL;
-    int n = 0, cap = 0, line = 0;
-    const char *p = buf, *end = buf + len;
-    while (p < end && !rc) {
-        size_t ll = task_line_len(p, end);
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        line++;
-        const char *lp = p;
-        p = nl ? nl + 1 : end;
-        size_t k = 0;
-        while (k < ll && (lp[k] == ' ' || lp[k] == '\t')) k++;
-        if (k == ll) continue;
+    int n = 0, cap = 0;
+    struct task_lines it;
+    task_lines_init(&it, buf, len);
+    const char *lp;
+    size_t ll;
+    while (!rc && task_lines_next(&it, &lp, &ll)) {
         char ctx[600];
-        snprintf(ctx, sizeof ctx, "%.500s:%d", path, line);
+        snprintf(ctx, sizeof ctx, "%.500s:%d", path, it.lineno);
         cJSON *obj = NULL;
         struct err le = {0};
         const char *subj = NULL, *q = NULL;
@@ -136,7 +131,7 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
             if (!nr) { cJSON_Delete(obj); rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); break; }
             rows = nr;
         }
-        rows[n++] = (struct jrow){subj, line, 0, obj};
+        rows[n++] = (struct jrow){subj, it.lineno, 0, obj};
     }
     if (!rc) {
         qsort(rows, (size_t)n, sizeof *rows, cmp_jrow);

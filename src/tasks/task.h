@@ -134,6 +134,16 @@ int task_read_text(const char *path, char **buf, size_t *len, struct err *e);
 char *task_strip(const char *s, size_t n);
 // Length of the line starting at p (up to '\n' or end), without a trailing '\r'.
 size_t task_line_len(const char *p, const char *end);
+// Iterator over the non-blank lines of a text buffer (JSONL rows): blank lines (only spaces
+// and tabs) are skipped, a trailing '\r' is dropped. lineno is the 1-based number of the
+// line just returned, counting blank lines, for "file:line" errors.
+struct task_lines {
+    const char *p, *end;
+    int lineno;
+};
+void task_lines_init(struct task_lines *it, const char *buf, size_t len);
+// 1 with *line (not NUL-terminated) and *len set, 0 at the end of the buffer.
+int task_lines_next(struct task_lines *it, const char **line, size_t *len);
 
 // The MMLU template of spec/tasks.md section 2 (also used by exam and mc_jsonl):
 // "The following are multiple choice questions (with answers) about " + subject + ".\n\n" +

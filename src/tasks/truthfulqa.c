@@ -105,19 +105,14 @@ int task_load_truthfulqa_mc1(struct task_set *s, const struct task_opts *o, stru
         }
         cJSON_Delete(arr);
     } else {
-        const char *p = buf, *end = buf + len;
-        int line = 0, idx = 0;
-        while (p < end && !rc) {
-            size_t ll = task_line_len(p, end);
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *lp = p;
-            line++;
-            p = nl ? nl + 1 : end;
-            size_t j = 0;
-            while (j < ll && (lp[j] == ' ' || lp[j] == '\t')) j++;
-            if (j == ll) continue;
+        struct task_lines it;
+        task_lines_init(&it, buf, len);
+        const char *lp;
+        size_t ll;
+        int idx = 0;
+        while (!rc && task_lines_next(&it, &lp, &ll)) {
             char ctx[600];
-            snprintf(ctx, sizeof ctx, "%.500s:%d", path, line);
+            snprintf(ctx, sizeof ctx, "%.500s:%d", path, it.lineno);
             struct err le = {0};
             cJSON *row = NULL;
             int r1 = json_parse(&row, lp, ll, ctx, &le);
