@@ -40,14 +40,6 @@ static void hook(void *user, int layer, int seq, const float *q, const float *k,
     h->rc = calib_observe(h->stats, h->base + seq, layer, q, k, T, &h->err);
 }
 
-static void model_id_of(char *out, size_t n, const char *dir) {
-    size_t l = strlen(dir);
-    while (l > 1 && dir[l - 1] == '/') l--;
-    size_t s = l;
-    while (s > 0 && dir[s - 1] != '/') s--;
-    snprintf(out, n, "%.*s", (int)(l - s), dir + s);
-}
-
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
                   const struct calib_run_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -64,7 +56,7 @@ int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids
 int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
                    const struct calib_run_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
-    model_id_of(r->model_id, sizeof r->model_id, model_dir);
+    path_basename(r->model_id, sizeof r->model_id, model_dir);
     if (n_samples <= 0) return err_set(e, ERR_RANGE, "calibration: no samples");
     // Greedy packing in sample order: a batch takes samples while it stays within
     // batch_tokens (always at least one). For equal lengths this is batch_tokens/len samples.

@@ -240,6 +240,14 @@ int path_join(char *out, size_t n, const char *a, const char *b, struct err *e) 
     return 0;
 }
 
+void path_basename(char *out, size_t n, const char *path) {
+    size_t l = strlen(path);
+    while (l > 1 && path[l - 1] == '/') l--;
+    size_t s = l;
+    while (s > 0 && path[s - 1] != '/') s--;
+    snprintf(out, n, "%.*s", (int)(l - s), path + s);
+}
+
 // ---- strings ----
 char *str_dup(const char *s) {
     if (!s) return NULL;

@@ -89,6 +89,8 @@ int file_exists(const char *path);
 int dir_exists(const char *path);
 // mkdir -p; 0 or error.
 int mkdir_p(const char *path, struct err *e);
+// Last component of a path, trailing '/' ignored ("a/b/" -> "b"), truncated to n bytes.
+void path_basename(char *out, size_t n, const char *path);
 // snprintf that reports truncation as ERR_RANGE.
 int path_join(char *out, size_t n, const char *a, const char *b, struct err *e);
 

@@ -6,23 +6,6 @@
 
 #include "tok_internal.h"
 
-struct sbuf { char *s; size_t len, cap; };
-
-static int sbuf_put(struct sbuf *b, const char *s, size_t len) {
-    if (b->len + len + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->len + len + 1) nc *= 2;
-        char *ns = realloc(b->s, nc);
-        if (!ns) return ERR_NOMEM;
-        b->s = ns;
-        b->cap = nc;
-    }
-    if (len) memcpy(b->s + b->len, s, len);
-    b->len += len;
-    b->s[b->len] = 0;
-    return 0;
-}
-
 int utf8_lossy_append(struct plist *out, const char *s, size_t len) {
     static const char fffd[3] = {(char)0xef, (char)0xbf, (char)0xbd};
     const uint8_t *u = (const uint8_t *)s;
@@ -89,7 +72,7 @@ static int dec_one(const struct tokenizer *t, const struct dec_step *st, const s
     }
     case DEC_BYTEFALLBACK: {
         // Runs of <0xXX> tokens become their bytes if valid UTF-8, else one U+FFFD per byte.
-        struct sbuf bytes = {0};
+        struct tok_sbuf bytes = {0};
         int rc = 0;
         for (int k = 0; k <= in->n && !rc; k++) {
             const char *s = k < in->n ? in->buf + in->p[k].off : NULL;
@@ -104,7 +87,7 @@ static int dec_one(const struct tokenizer *t, const struct dec_step *st, const s
                     v = v * 16 + (unsigned)d;
                 }
             }
-            if (isb) { char c = (char)v; rc = sbuf_put(&bytes, &c, 1); continue; }
+            if (isb) { char c = (char)v; rc = tok_sbuf_put(&bytes, &c, 1); continue; }
             if (bytes.len) {
                 if (utf8_valid(bytes.s, bytes.len)) rc = plist_push(out, bytes.s, bytes.len, -1, 0);
                 else

@@ -190,4 +190,12 @@ void bpe_scratch_free(struct bpe_scratch *s);
 int bpe_word(const struct tokenizer *t, const char *w, size_t len, struct bpe_scratch *s, int32_t **ids, int *n,
              int *cap);
 
+// Growable NUL-terminated byte buffer shared by the normalizers and decoders (tokenizer.c).
+struct tok_sbuf {
+    char *s;
+    size_t len, cap;
+};
+// Appends len bytes; 0 or ERR_NOMEM (the buffer is unchanged then).
+int tok_sbuf_put(struct tok_sbuf *b, const char *s, size_t len);
+
 #endif

@@ -391,34 +391,17 @@ oom:
 }
 
 // ---- normalizers ----
-struct sbuf { char *s; size_t len, cap; };
-
-static int sbuf_put(struct sbuf *b, const char *s, size_t len) {
-    if (b->len + len + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->len + len + 1) nc *= 2;
-        char *ns = realloc(b->s, nc);
-        if (!ns) return ERR_NOMEM;
-        b->s = ns;
-        b->cap = nc;
-    }
-    if (len) memcpy(b->s + b->len, s, len);
-    b->len += len;
-    b->s[b->len] = 0;
-    return 0;
-}
-
 static int is_ascii(const char *s, size_t len) {
     for (size_t i = 0; i < len; i++)
         if ((uint8_t)s[i] >= 0x80) return 0;
     return 1;
 }
 
-static int map_utf8proc(const char *s, size_t len, int opt, struct sbuf *o, struct err *e) {
+static int map_utf8proc(const char *s, size_t len, int opt, struct tok_sbuf *o, struct err *e) {
     utf8proc_uint8_t *dst = NULL;
     utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, opt);
     if (n < 0) return err_set(e, ERR_FORMAT, "tokenizer: normalization failed: %s", utf8proc_errmsg(n));
-    int rc = sbuf_put(o, (const char *)dst, (size_t)n);
+    int rc = tok_sbuf_put(o, (const char *)dst, (size_t)n);
     free(dst);
     return rc;
 }
@@ -427,7 +410,7 @@ static int map_utf8proc(const char *s, size_t len, int opt, struct sbuf *o, stru
 // starter with NFC_Quick_Check=Yes that is never the second element of a canonical
 // composition, so text splits into independent NFC segments before each such code point;
 // only runs holding a code point >= U+0300 (plus the starter just before them) go to utf8proc.
-static int nfc_runs(const char *s, size_t len, struct sbuf *o, struct err *e) {
+static int nfc_runs(const char *s, size_t len, struct tok_sbuf *o, struct err *e) {
     size_t i = 0, copied = 0, last_low = 0; // last_low: start of the last code point < U+0300
     while (i < len) {
         uint32_t cp;
@@ -439,21 +422,21 @@ static int nfc_runs(const char *s, size_t len, struct sbuf *o, struct err *e) {
             if (cp < 0x300) break;
             b += (size_t)bl;
         }
-        if (sbuf_put(o, s + copied, a - copied)) return ERR_NOMEM;
+        if (tok_sbuf_put(o, s + copied, a - copied)) return ERR_NOMEM;
         int rc = map_utf8proc(s + a, b - a, UTF8PROC_STABLE | UTF8PROC_COMPOSE, o, e);
         if (rc) return rc;
         copied = i = b;
         last_low = b;
     }
-    return sbuf_put(o, s + copied, len - copied);
+    return tok_sbuf_put(o, s + copied, len - copied);
 }
 
-static int norm_step(const struct norm_step *st, const char *s, size_t len, struct sbuf *o, pcre2_match_data *md,
+static int norm_step(const struct norm_step *st, const char *s, size_t len, struct tok_sbuf *o, pcre2_match_data *md,
                      struct err *e) {
     o->len = 0;
     switch (st->type) {
     case NORM_NFC: case NORM_NFD: case NORM_NFKC: case NORM_NFKD: {
-        if (is_ascii(s, len)) return sbuf_put(o, s, len); // every form leaves ASCII unchanged
+        if (is_ascii(s, len)) return tok_sbuf_put(o, s, len); // every form leaves ASCII unchanged
         if (st->type == NORM_NFC) return nfc_runs(s, len, o, e);
         int opt = UTF8PROC_STABLE;
         if (st->type == NORM_NFC || st->type == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
@@ -467,21 +450,21 @@ static int norm_step(const struct norm_step *st, const char *s, size_t len, stru
             int cl = utf8_next(s + i, len - i, &cp);
             char tmp[4];
             int tl = utf8_put(tmp, (uint32_t)utf8proc_tolower((utf8proc_int32_t)cp));
-            if (sbuf_put(o, tmp, (size_t)tl)) return ERR_NOMEM;
+            if (tok_sbuf_put(o, tmp, (size_t)tl)) return ERR_NOMEM;
             i += (size_t)cl;
         }
         return 0;
     case NORM_PREPEND:
         if (len == 0) return 0; // HF prepends only to non-empty text
-        if (sbuf_put(o, st->a, st->alen)) return ERR_NOMEM;
-        return sbuf_put(o, s, len);
+        if (tok_sbuf_put(o, st->a, st->alen)) return ERR_NOMEM;
+        return tok_sbuf_put(o, s, len);
     case NORM_REPLACE: {
         struct mlist ml = {0};
         int rc = st->re.code ? regex_matches(&st->re, s, len, md, &ml, e) : literal_matches(st->a, st->alen, s, len, &ml);
         for (int i = 0; !rc && i < ml.n; i++)
-            rc = ml.r[i].m ? sbuf_put(o, st->b, st->blen) : sbuf_put(o, s + ml.r[i].s, ml.r[i].e - ml.r[i].s);
+            rc = ml.r[i].m ? tok_sbuf_put(o, st->b, st->blen) : tok_sbuf_put(o, s + ml.r[i].s, ml.r[i].e - ml.r[i].s);
         free(ml.r);
-        if (rc == 0 && o->len == 0) rc = sbuf_put(o, "", 0);
+        if (rc == 0 && o->len == 0) rc = tok_sbuf_put(o, "", 0);
         return rc;
     }
     case NORM_STRIP: {
@@ -498,7 +481,7 @@ static int norm_step(const struct norm_step *st, const char *s, size_t len, stru
             if (!is_white_space(cp)) break;
             b -= pl;
         }
-        return sbuf_put(o, s + a, b - a);
+        return tok_sbuf_put(o, s + a, b - a);
     }
     }
     return err_set(e, ERR_INTERNAL, "tokenizer: unknown normalizer step %d", (int)st->type);
@@ -510,15 +493,15 @@ int normalize_piece(const struct tokenizer *t, const char *s, size_t len, int fi
         if (plist_push(out, s, len, -1, first)) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
         return 0;
     }
-    struct sbuf b[2] = {{0}, {0}};
+    struct tok_sbuf b[2] = {{0}, {0}};
     const char *cur = s;
     size_t cur_len = len;
     int rc = 0;
     for (int i = 0; i < t->n_norm && !rc; i++) {
-        struct sbuf *o = &b[i & 1];
+        struct tok_sbuf *o = &b[i & 1];
         rc = norm_step(&t->norm[i], cur, cur_len, o, md, e);
         if (rc == ERR_NOMEM) err_set(e, rc, "tokenizer: out of memory normalizing");
-        if (!rc && !o->s && sbuf_put(o, "", 0)) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+        if (!rc && !o->s && tok_sbuf_put(o, "", 0)) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
         cur = o->s;
         cur_len = o->len;
     }
@@ -570,7 +553,7 @@ static int push_bytelevel(struct plist *out, const char *s, size_t len, int firs
 int pretok_apply(const struct pretok_step *st, const struct plist *in, struct plist *out, pcre2_match_data *md,
                  struct err *e) {
     struct mlist ml = {0};
-    struct sbuf tmp = {0};
+    struct tok_sbuf tmp = {0};
     int rc = 0;
     for (int k = 0; k < in->n && !rc; k++) {
         const struct piece *p = &in->p[k];
@@ -585,8 +568,8 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
         case PT_BYTELEVEL: {
             tmp.len = 0;
             if (st->add_prefix_space && len > 0 && s[0] != ' ') { // HF prepend is a no-op on empty text
-                rc = sbuf_put(&tmp, " ", 1);
-                if (!rc) rc = sbuf_put(&tmp, s, len);
+                rc = tok_sbuf_put(&tmp, " ", 1);
+                if (!rc) rc = tok_sbuf_put(&tmp, s, len);
                 s = tmp.s;
                 len = tmp.len;
             }
@@ -606,10 +589,10 @@ int pretok_apply(const struct pretok_step *st, const struct plist *in, struct pl
             // a leading space becomes the replacement too, so test the replaced text
             if (len > 0 && s[0] == ' ') starts = 1;
             int prepend = len > 0 && (st->scheme == PREPEND_ALWAYS || (st->scheme == PREPEND_FIRST && p->first)) && !starts;
-            if (prepend) rc = sbuf_put(&tmp, st->repl, st->repllen);
+            if (prepend) rc = tok_sbuf_put(&tmp, st->repl, st->repllen);
             for (size_t i = 0; i < len && !rc; i++)
-                rc = s[i] == ' ' ? sbuf_put(&tmp, st->repl, st->repllen) : sbuf_put(&tmp, s + i, 1);
-            if (!rc && !tmp.s) rc = sbuf_put(&tmp, "", 0);
+                rc = s[i] == ' ' ? tok_sbuf_put(&tmp, st->repl, st->repllen) : tok_sbuf_put(&tmp, s + i, 1);
+            if (!rc && !tmp.s) rc = tok_sbuf_put(&tmp, "", 0);
             if (rc) break;
             if (!st->split) {
                 if (tmp.len) rc = plist_push(out, tmp.s, tmp.len, -1, p->first);

@@ -857,3 +857,19 @@ int tok_hash(const struct tokenizer *t, char hex[65]) {
     memcpy(hex, t->sha, 65);
     return 0;
 }
+
+// ---- shared byte buffer (tok_internal.h) ----
+int tok_sbuf_put(struct tok_sbuf *b, const char *s, size_t len) {
+    if (b->len + len + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->len + len + 1) nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) return ERR_NOMEM;
+        b->s = ns;
+        b->cap = nc;
+    }
+    if (len) memcpy(b->s + b->len, s, len);
+    b->len += len;
+    b->s[b->len] = 0;
+    return 0;
+}

@@ -35,14 +35,6 @@ void trace_sets_free(struct trace_set *sets, int n) {
     free(sets);
 }
 
-static void model_id_of(char *out, size_t n, const char *dir) {
-    size_t l = strlen(dir);
-    while (l > 1 && dir[l - 1] == '/') l--;
-    size_t s = l;
-    while (s > 0 && dir[s - 1] != '/') s--;
-    snprintf(out, n, "%.*s", (int)(l - s), dir + s);
-}
-
 // ---- input sets ----
 // The tokenizer of tok_dir (NULL: the model's), refused when it has ids the model lacks.
 static int load_tok(struct tokenizer **tok, const char *model_dir, const char *tok_dir, const struct model_config *cfg,
@@ -226,17 +218,6 @@ static int find_default_scales(char *out, size_t n, const char *model_id) {
     return 0;
 }
 
-static void merge_acc(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
-    for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
-    if (a->eps_tiles) {
-        if (!dst->eps_tiles || a->eps_min < dst->eps_min) dst->eps_min = a->eps_min;
-        if (!dst->eps_tiles || a->eps_max > dst->eps_max) dst->eps_max = a->eps_max;
-    }
-    dst->eps_tiles += a->eps_tiles;
-    dst->eps_below_zero += a->eps_below_zero;
-    if (a->k_maxabs > dst->k_maxabs) dst->k_maxabs = a->k_maxabs;
-}
-
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
               const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -261,7 +242,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
         }
     }
     if (max_batch > INT32_MAX / 2) return err_set(e, ERR_RANGE, "trace: a batch of %lld tokens", (long long)max_batch);
-    model_id_of(r->model_id, sizeof r->model_id, model_dir);
+    path_basename(r->model_id, sizeof r->model_id, model_dir);
     r->sets = sets;
     r->n_sets = n_sets;
     r->tile = o->tile;
@@ -336,7 +317,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
             const struct attn_diag *dg = attn_ctx_diag(model_attn(m));
             if (!dg) { rc = err_set(e, ERR_INTERNAL, "trace: attention context without diagnostics"); goto fail; }
             memcpy(cell->layer, dg->layer, (size_t)c->n_layers * sizeof *cell->layer);
-            for (int l = 0; l < c->n_layers; l++) merge_acc(&cell->total, &cell->layer[l].acc);
+            for (int l = 0; l < c->n_layers; l++) attn_diag_acc_merge(&cell->total, &cell->layer[l].acc);
             log_info("trace: %-24s %-10s layer-0 rel-L2 %.4g (%.1f s)", r->modes[mi], s->name, cell->layer[0].rel_l2,
                      cell->forward_s);
         }

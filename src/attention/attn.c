@@ -184,7 +184,7 @@ static void task_of(int t, int Hkv, int g, int split, int *s, int *h0, int *h1) 
 }
 
 // ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
-static void diag_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
+void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
     for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
     if (a->eps_tiles) {
         if (!dst->eps_tiles || a->eps_min < dst->eps_min) dst->eps_min = a->eps_min;
@@ -295,7 +295,7 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
 
     if (ctx->diag) {
         struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
-        for (int th = 0; th < ctx->n_threads; th++) diag_merge(&L->acc, &ctx->dacc[th]);
+        for (int th = 0; th < ctx->n_threads; th++) attn_diag_acc_merge(&L->acc, &ctx->dacc[th]);
         L->calls++;
         int rc = diag_compare(ctx, out, q, k, v, seq_off, seq_len, n_seq, l, e);
         if (rc) return rc;

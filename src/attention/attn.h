@@ -54,6 +54,8 @@ struct attn_diag_acc {
     double eps_min, eps_max;
     float k_maxabs;         // max |K| after smoothing (kernel input, bf16) of the call's kv heads
 };
+// Adds a's counts into dst (histogram, tile counts, min/max, K max-abs): order-independent.
+void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a);
 struct attn_diag_layer {
     int64_t calls;              // attn_forward calls that fed this layer
     int64_t n;                  // output elements compared against f32

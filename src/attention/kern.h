@@ -5,6 +5,7 @@
 #define HIFA4_ATTN_KERN_H
 
 #include <math.h>
+#include <string.h>
 
 #include "attention/attn.h"
 #include "common.h"
@@ -29,6 +30,35 @@ static inline float kern_bf16(float x) {
     uint32_t u = f32_bits(x);
     uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
     return bits_f32((u & 0x7fffffffu) > 0x7f800000u ? u : r);
+}
+
+// binary64 exp(x) within a few binary64 ulps for |x| < 700, branch-free (vectorizes):
+// k = round(x / ln2), r = x - k ln2 with fdlibm's split ln2 (|r| <= 0.35, k * LN2_HI exact),
+// a degree-13 Taylor polynomial (Horner; truncation < 2^-57) and 2^k built in the bits.
+static inline double kern_exp64(double x) {
+    const double shift = 0x1.8p52; // adding it rounds to an integer, kept in the low bits
+    double t = x * 0x1.71547652b82fep0 + shift, kd = t - shift;
+    double r = (x - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;
+    double p = 1.0 / 6227020800.0;
+    p = 1.0 / 479001600.0 + r * p;
+    p = 1.0 / 39916800.0 + r * p;
+    p = 1.0 / 3628800.0 + r * p;
+    p = 1.0 / 362880.0 + r * p;
+    p = 1.0 / 40320.0 + r * p;
+    p = 1.0 / 5040.0 + r * p;
+    p = 1.0 / 720.0 + r * p;
+    p = 1.0 / 120.0 + r * p;
+    p = 1.0 / 24.0 + r * p;
+    p = 1.0 / 6.0 + r * p;
+    p = 0.5 + r * p;
+    p = 1.0 + r * p;
+    p = 1.0 + r * p;
+    uint64_t tb, sb;
+    memcpy(&tb, &t, 8);
+    sb = (tb + 1023u) << 52; // 2^k: k sits in the low bits of t's significand
+    double sc;
+    memcpy(&sc, &sb, 8);
+    return p * sc;
 }
 
 // Correctly rounded binary32 exp / tanh (spec 7.3): binary64 libm, rounded once.

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attention/kern.h"
 #include "attention/modes.h"
 
 typedef double v8d __attribute__((vector_size(64)));
@@ -49,31 +50,7 @@ size_t attn_ref_scratch(const struct attn_call *c) { return rlayout_doubles(c, N
 // exp(x) for x <= 0 in binary64 within a few ulps (argument reduction by ln2 in two parts, a
 // degree-13 Taylor polynomial on |r| <= 0.35); x < -700 gives exp(-700) ~ 1e-304, which next to
 // the row maximum's weight 1 changes nothing. Branch-free, so the row loop vectorizes.
-static inline double exp_neg(double x) {
-    x = x < -700.0 ? -700.0 : x;
-    double t = x * 0x1.71547652b82fep0 + 0x1.8p52, kd = t - 0x1.8p52;
-    double r = (x - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;
-    double p = 1.0 / 6227020800.0;
-    p = 1.0 / 479001600.0 + r * p;
-    p = 1.0 / 39916800.0 + r * p;
-    p = 1.0 / 3628800.0 + r * p;
-    p = 1.0 / 362880.0 + r * p;
-    p = 1.0 / 40320.0 + r * p;
-    p = 1.0 / 5040.0 + r * p;
-    p = 1.0 / 720.0 + r * p;
-    p = 1.0 / 120.0 + r * p;
-    p = 1.0 / 24.0 + r * p;
-    p = 1.0 / 6.0 + r * p;
-    p = 0.5 + r * p;
-    p = 1.0 + r * p;
-    p = 1.0 + r * p;
-    uint64_t tb;
-    memcpy(&tb, &t, 8);
-    uint64_t sb = (tb + 1023u) << 52;
-    double sc;
-    memcpy(&sc, &sb, 8);
-    return p * sc;
-}
+static inline double exp_neg(double x) { return kern_exp64(x < -700.0 ? -700.0 : x); }
 
 // S[r][j] = dot(q_r, k_j) for keys [ja, jb), ja a multiple of KW
 static void scores(double *S, size_t Tp, const double *qx, size_t dp, const double *kP, int d, int ja, int jb) {
