@@ -335,6 +335,18 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     char model_dir[4096], out_dir[4096], path[4096];
     if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e))) goto done;
+    // The run's model name (report title, `tables` rows, default run directory): the registry
+    // name for a model from configs/models (its cache directory ends in the revision, e.g.
+    // .../Qwen3-8B/main, which would name every downloaded model "main"), else the directory name.
+    char model_name[256];
+    if (strcmp(model_dir, o.model)) snprintf(model_name, sizeof model_name, "%s", o.model);
+    else {
+        const char *b = model_dir + strlen(model_dir);
+        while (b > model_dir && b[-1] == '/') b--;
+        const char *end = b;
+        while (b > model_dir && b[-1] != '/') b--;
+        snprintf(model_name, sizeof model_name, "%.*s", (int)(end - b), b);
+    }
     struct model_opts mo;
     model_opts_default(&mo);
     mo.act_bf16 = act_bf16;
@@ -466,7 +478,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- run directory and run.json ----
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { goto done; }
+    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_name, e))) { goto done; }
     if ((rc = mkdir_p(out_dir, e))) { goto done; }
     if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { goto done; }
     cJSON *old = NULL;
@@ -502,15 +514,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON_AddNumberToObject(hj, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
     cJSON_AddNumberToObject(hj, "threads", n_threads);
     cJSON *mj = cJSON_AddObjectToObject(run, "model");
-    {
-        const char *b = model_dir + strlen(model_dir);
-        while (b > model_dir && b[-1] == '/') b--;
-        const char *end = b;
-        while (b > model_dir && b[-1] != '/') b--;
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(end - b), b);
-        cJSON_AddStringToObject(mj, "name", name);
-    }
+    cJSON_AddStringToObject(mj, "name", model_name);
     cJSON_AddStringToObject(mj, "arg", o.model);
     cJSON_AddStringToObject(mj, "path", model_dir);
     cJSON_AddStringToObject(mj, "hash", model_hash(model));
