@@ -12,6 +12,7 @@
 #include "calib_source.h"
 #include "cli.h"
 #include "config.h"
+#include "fetch.h"
 #include "model.h"
 
 static void print_gate(const struct calib_result *r) {
@@ -31,7 +32,7 @@ static void print_gate(const struct calib_result *r) {
 
 int cmd_calibrate(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
-    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192;
+    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double alpha = -1, rho_min = 6, t_strong = 3, t_mild = 2;
     int64_t seed = 0;
     struct cli_opt opts[] = {
@@ -50,6 +51,7 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -76,8 +78,14 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     co.force = force;
     co.threads = threads;
     co.batch_tokens = batch_tokens;
+    // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
+    // cache directory like `run` does; the scales are then named after the registry name, which
+    // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
+    char model_dir[4096];
+    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
     struct calib_run run;
-    if ((rc = calib_run_source(&run, model_arg, calib, &co, e))) return rc;
+    if ((rc = calib_run_source(&run, model_dir, calib, &co, e))) return rc;
+    if (strcmp(model_dir, model_arg)) snprintf(run.model_id, sizeof run.model_id, "%s", model_arg);
     print_gate(&run.result);
     char def[4096];
     if (!out) {
