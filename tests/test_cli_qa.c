@@ -127,6 +127,23 @@ static void test_named_model(void) {
     cJSON_Delete(run);
 }
 
+// unknown names given to run are usage errors: exit 2 with one line naming the value
+static void test_run_usage_errors(void) {
+    char cmd[4096], errf[1200];
+    snprintf(errf, sizeof errf, "%s/usage.err", tmp);
+    snprintf(cmd, sizeof cmd, "%s run --model ../shared/goldens/models/qwen3-tiny --task mmlu,nosuchtask --attn f32 --out %s/u 2>%s",
+             bin, tmp, errf);
+    int rc = sh(cmd);
+    CHECK(rc == 2, "run --task nosuchtask: exit %d, expected 2", rc);
+    char *s = slurp(errf);
+    CHECK(s && strstr(s, "'nosuchtask'") && strstr(s, "mmlu") && strchr(s, '\n') == s + strlen(s) - 1,
+          "one line naming the task and the known ones: %s", s ? s : "");
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s --model ../shared/goldens/models/qwen3-tiny --task nosuchtask --out %s/u 2>/dev/null", bin, tmp);
+    rc = sh(cmd);
+    CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -137,5 +154,6 @@ int main(void) {
     if (sh(cmd)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_cli_qa"); }
     test_help_on_stdout();
     test_named_model();
+    test_run_usage_errors();
     return test_summary("test_cli_qa");
 }

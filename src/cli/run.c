@@ -310,9 +310,18 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (strlen(o.task) >= sizeof tasks_buf) return err_set(e, ERR_USAGE, "--task: list too long");
     strcpy(tasks_buf, o.task);
     if ((rc = parse_list(tasks_buf, task_names, MAX_TASKS, "--task", &n_tasks, e))) return rc;
-    for (int i = 0; i < n_tasks; i++)
+    for (int i = 0; i < n_tasks; i++) {
+        // an unknown name is a usage error (exit 2, like an unknown --attn mode), found before the model loads
+        if (!task_find(task_names[i])) {
+            char list[512] = "";
+            size_t k = 0;
+            for (int j = 0; j < task_count() && k < sizeof list; j++)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", task_at(j)->name);
+            return err_set(e, ERR_USAGE, "--task: unknown task '%s' (known: %s)", task_names[i], list);
+        }
         for (int j = 0; j < i; j++)
             if (!strcmp(task_names[i], task_names[j])) return err_set(e, ERR_USAGE, "--task: '%s' given twice", task_names[i]);
+    }
 
     // ---- everything below is released at `done` ----
     double t_start = time_now();
