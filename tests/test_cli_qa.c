@@ -125,6 +125,20 @@ static void test_named_model(void) {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "name"));
     CHECK(name && !strcmp(name, "qwen3-8b"), "run.json model.name '%s', expected qwen3-8b", name ? name : "(none)");
     cJSON_Delete(run);
+    // cost takes the shape of a named model from its cached config.json (no weights needed)
+    char outf[1200];
+    snprintf(outf, sizeof outf, "%s/cost.out", tmp);
+    snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s %s cost --model qwen3-8b --seq 4096 >%s 2>/dev/null", cache, bin, outf);
+    rc = sh(cmd);
+    char *co = slurp(outf);
+    CHECK(rc == 0 && co && strstr(co, "2 layers, 2 query heads, 1 kv heads, head_dim 64"), "cost --model qwen3-8b (cached): exit %d\n%s",
+          rc, co ? co : "");
+    free(co);
+    snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s/nothing %s cost --model qwen3-8b --seq 4096 >/dev/null 2>%s", tmp, bin, outf);
+    rc = sh(cmd);
+    co = slurp(outf);
+    CHECK(rc == 1 && co && strstr(co, "download --model qwen3-8b") && strstr(co, "--shape"), "cost, not cached: exit %d: %s", rc, co ? co : "");
+    free(co);
 }
 
 // unknown names given to run are usage errors: exit 2 with one line naming the value
