@@ -454,6 +454,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
             if (!seen && nt < 256) tasks[nt++] = t->string;
         }
     }
+    // runs compared against different references (e.g. f32 in one, bf16 in another): every
+    // comparison row then names its reference, or the table would mix baselines silently
+    int mixed_ref = 0;
+    for (int r = 1; r < n_runs; r++) mixed_ref |= strcmp(jstr(sums[r], "reference", "?"), jstr(sums[0], "reference", "?")) != 0;
     static const char *const names[4] = {"table3", "table5", "table6", "table7"};
     static const char *const titles[4] = {
         "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
@@ -478,8 +482,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 rc |= grid_row(G);
                 rc |= grid_set(G, 0, "%s", model);
                 const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
-                if (label) rc |= grid_set(G, 1, "%s: %s%s", m->valuestring, label, is_ref ? " (ref)" : "");
-                else rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
+                char vs[160] = "";
+                if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
+                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", m->valuestring, label, is_ref ? " (ref)" : "", vs);
+                else rc |= grid_set(G, 1, "%s%s%s", m->valuestring, is_ref ? " (ref)" : "", vs);
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);

@@ -158,6 +158,31 @@ static void test_run_usage_errors(void) {
     CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
 }
 
+// `tables` over runs whose references differ names the reference in every comparison row
+static void test_tables_mixed_reference(void) {
+    char cmd[4096], outf[1200];
+    const char *refs[2] = {"f32,bf16", "bf16,f32"};
+    snprintf(cmd, sizeof cmd, "rm -rf %s/tabmodel && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 --heads 2 --kv-heads 1 "
+             "--ffn 128 --out %s/tabmodel >/dev/null", tmp, bin, tmp);
+    CHECK(sh(cmd) == 0, "make-model for tables");
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/tab%d && %s --quiet run --model %s/tabmodel --task mmlu "
+                 "--data-dir ../shared/datasets --limit 2 --attn %s --threads 1 --out %s/tab%d >/dev/null 2>&1", tmp, r, bin, tmp, refs[r], tmp, r);
+        CHECK(sh(cmd) == 0, "run --attn %s", refs[r]);
+    }
+    snprintf(outf, sizeof outf, "%s/tables.out", tmp);
+    snprintf(cmd, sizeof cmd, "%s tables %s/tab0 %s/tab1 >%s 2>/dev/null", bin, tmp, tmp, outf);
+    CHECK(sh(cmd) == 0, "tables over two runs");
+    char *s = slurp(outf);
+    CHECK(s && strstr(s, "bf16: BF16 (C16V16) vs f32") && strstr(s, "vs bf16 |"), "comparison rows name their reference:\n%s", s ? s : "");
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s tables %s/tab0 %s/tab0 >%s 2>/dev/null", bin, tmp, tmp, outf);
+    CHECK(sh(cmd) == 0, "tables over one reference");
+    s = slurp(outf);
+    CHECK(s && !strstr(s, " vs f32"), "one reference: rows unchanged:\n%s", s ? s : "");
+    free(s);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -169,5 +194,6 @@ int main(void) {
     test_help_on_stdout();
     test_named_model();
     test_run_usage_errors();
+    test_tables_mixed_reference();
     return test_summary("test_cli_qa");
 }
