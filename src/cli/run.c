@@ -146,14 +146,17 @@ static int stop_after(void) {
 }
 
 // ---- progress ----
-struct progress { double t0, last; int64_t done, total, shown; int tty; };
+// done counts items finished in earlier invocations too (resumed); skipped is that part, which
+// took no time here and is left out of the rate (else a resumed run shows 100+ items/s and a
+// far too short ETA)
+struct progress { double t0, last; int64_t done, total, shown, skipped; int tty; };
 static void progress_show(struct progress *p, const char *task, int force) {
     double now = time_now();
     if (!force && now - p->last < (p->tty ? 0.5 : 10.0)) return;
     if (force && p->shown == p->done) return;
     p->last = now;
     p->shown = p->done;
-    double el = now - p->t0, rate = el > 0 ? p->done / el : 0;
+    double el = now - p->t0, rate = el > 0 ? (double)(p->done - p->skipped) / el : 0;
     double eta = rate > 0 ? (p->total - p->done) / rate : 0;
     if (log_get_level() < LOG_INFO) return;
     fprintf(stderr, "%s[%s] %lld/%lld items  %.1f items/s  ETA %d:%02d%s", p->tty ? "\r" : "", task,
@@ -637,7 +640,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 if (cnt < n) cnt -= cnt % RESULTS_FRAME_ITEMS;
                 if (cnt < keep) keep = cnt;
             }
-            if (keep == n && n > 0) { log_info("run: %s: complete, skipped", sets[t].name); pr.done += n; continue; }
+            if (keep == n && n > 0) { log_info("run: %s: complete, skipped", sets[t].name); pr.done += n; pr.skipped += n; continue; }
             if (keep > 0) log_info("run: %s: resuming at item %d", sets[t].name, keep);
         }
         for (int m = 0; m < n_modes; m++) {
@@ -647,6 +650,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 goto done;
         }
         pr.done += keep;
+        pr.skipped += keep;
         int item = keep;
         while (item < n && !rc) {
             if ((rc = eval_batch_next(&batch, p, item, max_tokens, max_out, e))) break;
