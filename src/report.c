@@ -64,6 +64,7 @@ static int grid_set(struct grid *g, int col, const char *fmt, ...) {
 }
 
 static int grid_md(struct results_buf *o, const struct grid *g) {
+    if (g->n_rows <= 1) return 0; // header only (e.g. accuracy in a perplexity-only run): no empty table
     int rc = results_buf_printf(o, "### %s\n\n", g->title);
     for (int r = 0; r < g->n_rows && !rc; r++) {
         rc |= results_buf_put(o, "|", 1);

@@ -183,6 +183,24 @@ static void test_tables_mixed_reference(void) {
     free(s);
 }
 
+// a perplexity-only run has no multiple-choice table: the report shows no empty accuracy table
+static void test_ppl_report(void) {
+    char cmd[8192], path[1200];
+    snprintf(path, sizeof path, "%s/ppl.txt", tmp);
+    struct err e = {0};
+    const char *text = "Once upon a time there was a little dog. It liked to run in the park with its friends.\n";
+    CHECK(file_write_atomic(path, text, strlen(text), &e) == 0, "%s", e.msg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s/pplmodel %s/pplrun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
+             "--kv-heads 1 --ffn 128 --out %s/pplmodel >/dev/null && %s --quiet run --model %s/pplmodel --task ppl --task-file %s "
+             "--attn f32,bf16 --threads 1 --out %s/pplrun >/dev/null 2>&1", tmp, tmp, bin, tmp, bin, tmp, path, tmp);
+    CHECK(sh(cmd) == 0, "ppl run");
+    snprintf(path, sizeof path, "%s/pplrun/report.md", tmp);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "Perplexity") && !strstr(md, "### Accuracy (%"), "ppl-only report without an empty accuracy table:\n%s",
+          md ? md : "");
+    free(md);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -195,5 +213,6 @@ int main(void) {
     test_named_model();
     test_run_usage_errors();
     test_tables_mixed_reference();
+    test_ppl_report();
     return test_summary("test_cli_qa");
 }
