@@ -153,6 +153,10 @@ static void test_run_usage_errors(void) {
     CHECK(s && strstr(s, "'nosuchtask'") && strstr(s, "mmlu") && strchr(s, '\n') == s + strlen(s) - 1,
           "one line naming the task and the known ones: %s", s ? s : "");
     free(s);
+    snprintf(cmd, sizeof cmd, "%s calibrate --model ../shared/goldens/models/qwen3-tiny --calib ../shared/datasets/brown --alpha -0.5 "
+             "--out %s/neg.safetensors 2>/dev/null", bin, tmp);
+    rc = sh(cmd);
+    CHECK(rc == 2, "calibrate --alpha -0.5: exit %d, expected 2 (it used to mean 'the gate decides')", rc);
     snprintf(cmd, sizeof cmd, "%s --model ../shared/goldens/models/qwen3-tiny --task nosuchtask --out %s/u 2>/dev/null", bin, tmp);
     rc = sh(cmd);
     CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);

@@ -33,7 +33,7 @@ static void print_gate(const struct calib_result *r) {
 int cmd_calibrate(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
-    double alpha = -1, rho_min = 6, t_strong = 3, t_mild = 2;
+    double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "DIR: model checkpoint directory (or a name from configs/models)"},
@@ -65,10 +65,11 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     if (!strcmp(gate_s, "model")) co.gate.mode = CALIB_GATE_MODEL;
     else if (!strcmp(gate_s, "layer")) co.gate.mode = CALIB_GATE_LAYER;
     else return err_set(e, ERR_USAGE, "--gate '%s': expected model or layer", gate_s);
-    if (alpha >= 0 && alpha > 1) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
+    // a given --alpha outside 0..1 is an error (a negative one used to mean "the gate decides" silently)
+    if (!isnan(alpha) && !(alpha >= 0 && alpha <= 1)) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
     if (samples < 1 || len < 2 || batch_tokens < len)
         return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= --calib-len");
-    co.gate.alpha_forced = alpha;
+    co.gate.alpha_forced = isnan(alpha) ? -1 : alpha; // < 0: not forced (calib.h)
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
