@@ -205,6 +205,41 @@ static void test_ppl_report(void) {
     free(md);
 }
 
+// `--resume` on a run that is already complete scores nothing and keeps the finished run's
+// created time, timings, hook coverage and cost counts (they were replaced by zeros)
+static void test_resume_complete(void) {
+    char cmd[8192], path[1200];
+    const char *fields[] = {"created", "timings", "hook_coverage", "cost_counts"};
+    cJSON *before = NULL, *after = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        if (!pass) {
+            char pre[2400];
+            snprintf(pre, sizeof pre, "rm -rf %s/rmodel %s/rrun && %s", tmp, tmp, bin);
+            snprintf(cmd, sizeof cmd, "%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 "
+                     "--out %s/rmodel >/dev/null 2>&1 && %s --quiet run --model %s/rmodel --task mmlu --data-dir ../shared/datasets "
+                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun >/dev/null 2>&1", pre, tmp, bin, tmp, tmp);
+        } else {
+            snprintf(cmd, sizeof cmd, "sleep 1 && %s --quiet run --model %s/rmodel --task mmlu --data-dir ../shared/datasets "
+                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun --resume >/dev/null 2>&1", bin, tmp, tmp);
+        }
+        CHECK(sh(cmd) == 0, "run (pass %d)", pass);
+        snprintf(path, sizeof path, "%s/rrun/run.json", tmp);
+        char *js = slurp(path);
+        cJSON *j = js ? cJSON_Parse(js) : NULL;
+        if (pass) after = j;
+        else before = j;
+        free(js);
+    }
+    CHECK(before && after, "run.json readable");
+    for (size_t k = 0; before && after && k < sizeof fields / sizeof fields[0]; k++)
+        CHECK(cJSON_Compare(cJSON_GetObjectItem(before, fields[k]), cJSON_GetObjectItem(after, fields[k]), 1),
+              "'%s' kept by --resume of a complete run", fields[k]);
+    const cJSON *hc = cJSON_GetObjectItem(cJSON_GetObjectItem(after, "hook_coverage"), "bf16");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(hc, "calls")) > 0, "hook coverage not zero after the resume");
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -218,5 +253,6 @@ int main(void) {
     test_run_usage_errors();
     test_tables_mixed_reference();
     test_ppl_report();
+    test_resume_complete();
     return test_summary("test_cli_qa");
 }

@@ -339,6 +339,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     struct mode_acc *acc = calloc(MAX_MODES, sizeof *acc);
     struct eval_batch batch = {0};
     cJSON *run = NULL, *summary = NULL;
+    cJSON *carry = NULL; // --resume of a complete run: its created/timings/coverage/cost, kept
     char *headline = NULL;
     int n_scores = 0;
     int *item_lo = NULL; // first item of each task in this shard
@@ -606,6 +607,15 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (old) {
         const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
         int same = cJSON_IsString(ok) && !strcmp(ok->valuestring, key);
+        if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
+            // if nothing is left to score, the measurements of the run that did the work stay
+            static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "note"};
+            carry = cJSON_CreateObject();
+            for (size_t k = 0; carry && k < sizeof keep_fields / sizeof keep_fields[0]; k++) {
+                const cJSON *x = cJSON_GetObjectItem(old, keep_fields[k]);
+                if (x) cJSON_AddItemToObject(carry, keep_fields[k], cJSON_Duplicate(x, 1));
+            }
+        }
         cJSON_Delete(old);
         if (!same) {
             rc = err_set(e, ERR_MISMATCH, "--resume: %s was made with a different model, tokenizer, modes, options or task data; "
@@ -725,7 +735,17 @@ int cmd_run(int argc, char **argv, struct err *e) {
     }
     cJSON *cc = cJSON_AddObjectToObject(run, "cost_counts");
     for (int m = 0; m < n_modes; m++) cJSON_AddItemToObject(cc, modes[m], cost_counts_json(&acc[m].cost));
-    if (o.resume) cJSON_AddStringToObject(run, "note", "resumed: timings, hook coverage and cost counts cover the last invocation only");
+    if (carry && processed == 0) {
+        // re-running --resume on a finished run scored nothing: keep what the finished run measured
+        // (before, its timings, hook coverage and cost counts were replaced by zeros)
+        const cJSON *x;
+        cJSON_ArrayForEach(x, carry) {
+            if (cJSON_GetObjectItem(run, x->string)) cJSON_ReplaceItemInObject(run, x->string, cJSON_Duplicate(x, 1));
+            else cJSON_AddItemToObject(run, x->string, cJSON_Duplicate(x, 1));
+        }
+    } else if (o.resume) {
+        cJSON_AddStringToObject(run, "note", "resumed: timings, hook coverage and cost counts cover the last invocation only");
+    }
     cJSON_ReplaceItemInObject(run, "complete", cJSON_CreateBool(1));
     if ((rc = results_write_json(path, run, e))) goto done;
     if ((rc = results_summarize(out_dir, &summary, e))) goto done;
@@ -744,7 +764,7 @@ done:
     free(item_lo); free(tok_s);
     free(headline); free(scores); free(writers); free(acc); free(items); free(plans); free(sets);
     free(scales); free(logits_ref); free(logits_q);
-    cJSON_Delete(run); cJSON_Delete(summary);
+    cJSON_Delete(run); cJSON_Delete(summary); cJSON_Delete(carry);
     tok_free(tok);
     model_free(model);
     return rc;
