@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "attention/attn.h"
 #include "calib_source.h"
@@ -96,6 +97,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     out_pos = malloc((size_t)max_nb * sizeof *out_pos);
     if (!logits || !out_pos) { rc = err_set(e, ERR_NOMEM, "calibration: out of memory"); goto done; }
     double t0 = time_now();
+    int tty = isatty(2);
     int64_t done_tok = 0;
     size_t off = 0; // token offset of sample s0
     for (int s0 = 0; s0 < n_samples;) {
@@ -113,9 +115,12 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         off += (size_t)cur;
         done_tok += cur;
         double el = time_now() - t0;
-        log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
+        // one line rewritten in place on a terminal; one line each in a log file
+        if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
+        else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
     }
-    log_info("\ncalibrate: %d samples, %lld tokens in %.1f s", n_samples, (long long)done_tok, time_now() - t0);
+    if (tty) log_info("%s", "");
+    log_info("calibrate: %d samples, %lld tokens in %.1f s", n_samples, (long long)done_tok, time_now() - t0);
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
 done:
     free(logits);

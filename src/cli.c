@@ -74,14 +74,14 @@ int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int 
 }
 
 void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts, int n) {
-    fprintf(stderr, "usage: hifa4-eval %s %s\n", cmd, synopsis ? synopsis : "");
+    fprintf(stdout, "usage: hifa4-eval %s %s\n", cmd, synopsis ? synopsis : "");
     for (int k = 0; k < n; k++) {
         const char *h = opts[k].help ? opts[k].help : "";
         const char *colon = strstr(h, ": ");
         if (colon)
-            fprintf(stderr, "  --%s %.*s\n      %s\n", opts[k].name, (int)(colon - h), h, colon + 2);
+            fprintf(stdout, "  --%s %.*s\n      %s\n", opts[k].name, (int)(colon - h), h, colon + 2);
         else
-            fprintf(stderr, "  --%s\n      %s\n", opts[k].name, h);
+            fprintf(stdout, "  --%s\n      %s\n", opts[k].name, h);
     }
 }
 

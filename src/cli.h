@@ -26,7 +26,8 @@ struct cli_opt {
 // bad number or too many positionals: ERR_USAGE with a message naming the option and value.
 int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int n,
               const char **pos, int max_pos, int *n_pos, struct err *e);
-// Prints "usage: hifa4-eval <cmd> <synopsis>" and the option table to stderr (CLI layer only).
+// Prints "usage: hifa4-eval <cmd> <synopsis>" and the option table to stdout (CLI layer only;
+// called for --help, whose output is the result, like the top-level `hifa4-eval --help`).
 void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts, int n);
 
 // Splits a comma list into at most max items (pointers into buf, which is modified).

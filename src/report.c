@@ -64,6 +64,7 @@ static int grid_set(struct grid *g, int col, const char *fmt, ...) {
 }
 
 static int grid_md(struct results_buf *o, const struct grid *g) {
+    if (g->n_rows <= 1) return 0; // header only (e.g. accuracy in a perplexity-only run): no empty table
     int rc = results_buf_printf(o, "### %s\n\n", g->title);
     for (int r = 0; r < g->n_rows && !rc; r++) {
         rc |= results_buf_put(o, "|", 1);
@@ -454,6 +455,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
             if (!seen && nt < 256) tasks[nt++] = t->string;
         }
     }
+    // runs compared against different references (e.g. f32 in one, bf16 in another): every
+    // comparison row then names its reference, or the table would mix baselines silently
+    int mixed_ref = 0;
+    for (int r = 1; r < n_runs; r++) mixed_ref |= strcmp(jstr(sums[r], "reference", "?"), jstr(sums[0], "reference", "?")) != 0;
     static const char *const names[4] = {"table3", "table5", "table6", "table7"};
     static const char *const titles[4] = {
         "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
@@ -478,8 +483,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 rc |= grid_row(G);
                 rc |= grid_set(G, 0, "%s", model);
                 const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
-                if (label) rc |= grid_set(G, 1, "%s: %s%s", m->valuestring, label, is_ref ? " (ref)" : "");
-                else rc |= grid_set(G, 1, "%s%s", m->valuestring, is_ref ? " (ref)" : "");
+                char vs[160] = "";
+                if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
+                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", m->valuestring, label, is_ref ? " (ref)" : "", vs);
+                else rc |= grid_set(G, 1, "%s%s%s", m->valuestring, is_ref ? " (ref)" : "", vs);
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);

@@ -12,6 +12,7 @@
 #include "calib_source.h"
 #include "cli.h"
 #include "config.h"
+#include "fetch.h"
 #include "model.h"
 
 static void print_gate(const struct calib_result *r) {
@@ -31,8 +32,8 @@ static void print_gate(const struct calib_result *r) {
 
 int cmd_calibrate(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
-    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192;
-    double alpha = -1, rho_min = 6, t_strong = 3, t_mild = 2;
+    int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
+    double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "DIR: model checkpoint directory (or a name from configs/models)"},
@@ -50,6 +51,7 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -63,10 +65,11 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     if (!strcmp(gate_s, "model")) co.gate.mode = CALIB_GATE_MODEL;
     else if (!strcmp(gate_s, "layer")) co.gate.mode = CALIB_GATE_LAYER;
     else return err_set(e, ERR_USAGE, "--gate '%s': expected model or layer", gate_s);
-    if (alpha >= 0 && alpha > 1) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
+    // a given --alpha outside 0..1 is an error (a negative one used to mean "the gate decides" silently)
+    if (!isnan(alpha) && !(alpha >= 0 && alpha <= 1)) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
     if (samples < 1 || len < 2 || batch_tokens < len)
         return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= --calib-len");
-    co.gate.alpha_forced = alpha;
+    co.gate.alpha_forced = isnan(alpha) ? -1 : alpha; // < 0: not forced (calib.h)
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
@@ -76,8 +79,14 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     co.force = force;
     co.threads = threads;
     co.batch_tokens = batch_tokens;
+    // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
+    // cache directory like `run` does; the scales are then named after the registry name, which
+    // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
+    char model_dir[4096];
+    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
     struct calib_run run;
-    if ((rc = calib_run_source(&run, model_arg, calib, &co, e))) return rc;
+    if ((rc = calib_run_source(&run, model_dir, calib, &co, e))) return rc;
+    if (strcmp(model_dir, model_arg)) snprintf(run.model_id, sizeof run.model_id, "%s", model_arg);
     print_gate(&run.result);
     char def[4096];
     if (!out) {

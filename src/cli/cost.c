@@ -12,6 +12,7 @@
 #include "attention/attn.h"
 #include "cli.h"
 #include "cost.h"
+#include "fetch.h"
 #include "json_util.h"
 
 #define DEFAULT_PARAMS "configs/ascend/paper-fit.json" // relative to cwd or to the binary
@@ -51,6 +52,23 @@ static int layer_types_windows(struct mshape *s, const cJSON *types, int sw, con
 static int read_shape(struct mshape *s, const char *model, struct err *e) {
     char path[4096];
     struct stat st;
+    char named[4096];
+    if (stat(model, &st) != 0 && !strchr(model, '/') && model[0] != '.') {
+        // a name from configs/models (README: `cost --model qwen3-8b`): the shape is read from
+        // the cached config.json; nothing is downloaded (the cost needs no weights)
+        struct fetch_opts fo;
+        fetch_opts_init(&fo, 1);
+        struct fetch_plan p;
+        int rc = fetch_plan_model(&p, model, &fo, e);
+        if (rc) return rc;
+        rc = path_join(named, sizeof named, p.root, "config.json", e);
+        fetch_plan_free(&p);
+        if (rc) return rc;
+        if (stat(named, &st) != 0)
+            return err_set(e, ERR_NOTFOUND, "--model %s: its config.json is not in the cache (%s): run `hifa4-eval download "
+                           "--model %s`, or give the shape with --shape LAYERS:HEADS:KV_HEADS:HEAD_DIM", model, named, model);
+        model = named;
+    }
     if (stat(model, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
     int rc = S_ISDIR(st.st_mode) ? path_join(path, sizeof path, model, "config.json", e)
                                  : (snprintf(path, sizeof path, "%s", model) >= (int)sizeof path

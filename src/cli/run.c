@@ -146,14 +146,17 @@ static int stop_after(void) {
 }
 
 // ---- progress ----
-struct progress { double t0, last; int64_t done, total, shown; int tty; };
+// done counts items finished in earlier invocations too (resumed); skipped is that part, which
+// took no time here and is left out of the rate (else a resumed run shows 100+ items/s and a
+// far too short ETA)
+struct progress { double t0, last; int64_t done, total, shown, skipped; int tty; };
 static void progress_show(struct progress *p, const char *task, int force) {
     double now = time_now();
     if (!force && now - p->last < (p->tty ? 0.5 : 10.0)) return;
     if (force && p->shown == p->done) return;
     p->last = now;
     p->shown = p->done;
-    double el = now - p->t0, rate = el > 0 ? p->done / el : 0;
+    double el = now - p->t0, rate = el > 0 ? (double)(p->done - p->skipped) / el : 0;
     double eta = rate > 0 ? (p->total - p->done) / rate : 0;
     if (log_get_level() < LOG_INFO) return;
     fprintf(stderr, "%s[%s] %lld/%lld items  %.1f items/s  ETA %d:%02d%s", p->tty ? "\r" : "", task,
@@ -310,9 +313,18 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if (strlen(o.task) >= sizeof tasks_buf) return err_set(e, ERR_USAGE, "--task: list too long");
     strcpy(tasks_buf, o.task);
     if ((rc = parse_list(tasks_buf, task_names, MAX_TASKS, "--task", &n_tasks, e))) return rc;
-    for (int i = 0; i < n_tasks; i++)
+    for (int i = 0; i < n_tasks; i++) {
+        // an unknown name is a usage error (exit 2, like an unknown --attn mode), found before the model loads
+        if (!task_find(task_names[i])) {
+            char list[512] = "";
+            size_t k = 0;
+            for (int j = 0; j < task_count() && k < sizeof list; j++)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", task_at(j)->name);
+            return err_set(e, ERR_USAGE, "--task: unknown task '%s' (known: %s)", task_names[i], list);
+        }
         for (int j = 0; j < i; j++)
             if (!strcmp(task_names[i], task_names[j])) return err_set(e, ERR_USAGE, "--task: '%s' given twice", task_names[i]);
+    }
 
     // ---- everything below is released at `done` ----
     double t_start = time_now();
@@ -335,6 +347,18 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     char model_dir[4096], out_dir[4096], path[4096];
     if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e))) goto done;
+    // The run's model name (report title, `tables` rows, default run directory): the registry
+    // name for a model from configs/models (its cache directory ends in the revision, e.g.
+    // .../Qwen3-8B/main, which would name every downloaded model "main"), else the directory name.
+    char model_name[256];
+    if (strcmp(model_dir, o.model)) snprintf(model_name, sizeof model_name, "%s", o.model);
+    else {
+        const char *b = model_dir + strlen(model_dir);
+        while (b > model_dir && b[-1] == '/') b--;
+        const char *end = b;
+        while (b > model_dir && b[-1] != '/') b--;
+        snprintf(model_name, sizeof model_name, "%.*s", (int)(end - b), b);
+    }
     struct model_opts mo;
     model_opts_default(&mo);
     mo.act_bf16 = act_bf16;
@@ -466,7 +490,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
 
     // ---- run directory and run.json ----
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_dir, e))) { goto done; }
+    else if ((rc = results_default_dir(out_dir, sizeof out_dir, model_name, e))) { goto done; }
     if ((rc = mkdir_p(out_dir, e))) { goto done; }
     if ((rc = path_join(path, sizeof path, out_dir, "run.json", e))) { goto done; }
     cJSON *old = NULL;
@@ -502,15 +526,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     cJSON_AddNumberToObject(hj, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
     cJSON_AddNumberToObject(hj, "threads", n_threads);
     cJSON *mj = cJSON_AddObjectToObject(run, "model");
-    {
-        const char *b = model_dir + strlen(model_dir);
-        while (b > model_dir && b[-1] == '/') b--;
-        const char *end = b;
-        while (b > model_dir && b[-1] != '/') b--;
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(end - b), b);
-        cJSON_AddStringToObject(mj, "name", name);
-    }
+    cJSON_AddStringToObject(mj, "name", model_name);
     cJSON_AddStringToObject(mj, "arg", o.model);
     cJSON_AddStringToObject(mj, "path", model_dir);
     cJSON_AddStringToObject(mj, "hash", model_hash(model));
@@ -624,7 +640,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 if (cnt < n) cnt -= cnt % RESULTS_FRAME_ITEMS;
                 if (cnt < keep) keep = cnt;
             }
-            if (keep == n && n > 0) { log_info("run: %s: complete, skipped", sets[t].name); pr.done += n; continue; }
+            if (keep == n && n > 0) { log_info("run: %s: complete, skipped", sets[t].name); pr.done += n; pr.skipped += n; continue; }
             if (keep > 0) log_info("run: %s: resuming at item %d", sets[t].name, keep);
         }
         for (int m = 0; m < n_modes; m++) {
@@ -634,6 +650,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
                 goto done;
         }
         pr.done += keep;
+        pr.skipped += keep;
         int item = keep;
         while (item < n && !rc) {
             if ((rc = eval_batch_next(&batch, p, item, max_tokens, max_out, e))) break;

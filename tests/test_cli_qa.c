@@ -1,0 +1,222 @@
+// test_cli_qa.c: acceptance checks of the command line found while testing it as a user would
+// (the qa branch): `<command> --help` prints its usage on stdout (so `| less` works) and exits
+// 0; calibrate's progress lines end with a newline when stderr is not a terminal; a model
+// named from configs/models (resolved from the cache, offline) is recorded under its registry
+// name, not the cache's revision directory, and calibrate accepts such a name too.
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+#include "safetensors.h"
+#include "test.h"
+
+static char tmp[1024];
+static const char *bin;
+
+static int sh(const char *cmd) {
+    int s = system(cmd);
+    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+static size_t file_size_of(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n > 0 ? (size_t)n : 0;
+}
+
+static char *slurp(const char *path) {
+    char *buf = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    if (file_read_all(path, &buf, &n, &e)) return NULL;
+    return buf;
+}
+
+static void test_help_on_stdout(void) {
+    static const char *const cmds[] = {"list", "tokenize", "download", "cost", "inspect", "calibrate", "attn",
+                                       "run", "diff", "report", "tables", "prompts", "logits", "import-llama2c",
+                                       "make-model", "diagnose", "trace", "merge"};
+    char cmd[4096], out[1200], errf[1200];
+    snprintf(out, sizeof out, "%s/help.out", tmp);
+    snprintf(errf, sizeof errf, "%s/help.err", tmp);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s --help >%s 2>%s", bin, cmds[i], out, errf);
+        int rc = sh(cmd);
+        CHECK(rc == 0, "%s --help: exit %d", cmds[i], rc);
+        char *s = slurp(out);
+        CHECK(s && !strncmp(s, "usage: hifa4-eval ", 18), "%s --help: stdout does not start with the usage line", cmds[i]);
+        free(s);
+        CHECK(file_size_of(errf) == 0, "%s --help: %zu bytes on stderr", cmds[i], file_size_of(errf));
+    }
+}
+
+// make-model checkpoint laid out as the download cache holds qwen3-8b, with an index that maps
+// every tensor to the single model.safetensors (the index decides the shard list).
+static int make_cached_model(char *root, size_t n) {
+    char dir[2048], cmd[4096], path[2200];
+    snprintf(root, n, "%s/cache", tmp);
+    snprintf(dir, sizeof dir, "%s/models/Qwen/Qwen3-8B/main", root);
+    snprintf(cmd, sizeof cmd,
+             "rm -rf %s && %s --quiet make-model --arch qwen3 --layers 2 --dim 64 --heads 2 --kv-heads 1 --head-dim 64 "
+             "--ffn 128 --seed 3 --plant-outlier 0:51:34 --out %s >/dev/null",
+             root, bin, dir);
+    if (sh(cmd)) return -1;
+    struct safetensors st;
+    struct err e = {0};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (st_open(&st, path, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
+    cJSON *idx = cJSON_CreateObject(), *wm = cJSON_CreateObject();
+    cJSON_AddItemToObject(idx, "metadata", cJSON_CreateObject());
+    for (int i = 0; i < st.n_tensors; i++) cJSON_AddStringToObject(wm, st.tensors[i].name, "model.safetensors");
+    cJSON_AddItemToObject(idx, "weight_map", wm);
+    st_close(&st);
+    char *s = cJSON_PrintUnformatted(idx);
+    cJSON_Delete(idx);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    int rc = file_write_atomic(path, s, strlen(s), &e);
+    free(s);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    if (!rc) rc = file_write_atomic(path, "{}\n", 3, &e);
+    return rc;
+}
+
+static void test_named_model(void) {
+    char cache[1200], cmd[8192], path[1400], errf[1200];
+    if (make_cached_model(cache, sizeof cache)) { CHECK(0, "could not lay out the cached model"); return; }
+    snprintf(errf, sizeof errf, "%s/named.err", tmp);
+    // calibrate accepts the registry name (offline from the cache)
+    snprintf(cmd, sizeof cmd,
+             "HIFA4_CACHE=%s HIFA4_OFFLINE=1 %s calibrate --model qwen3-8b --calib ../shared/datasets/brown/brown.txt.zst "
+             "--calib-samples 4 --calib-len 64 --threads 1 --out %s/named-scales.safetensors >/dev/null 2>%s",
+             cache, bin, tmp, errf);
+    int rc = sh(cmd);
+    CHECK(rc == 0, "calibrate --model qwen3-8b (cached, offline): exit %d", rc);
+    // progress lines end with a newline when stderr is a file: no "tok/scalibrate" run-on
+    char *err = slurp(errf);
+    CHECK(err && !strstr(err, "tok/scalibrate") && !strchr(err, '\r'), "calibrate progress on a non-terminal:\n%s", err ? err : "");
+    free(err);
+    snprintf(path, sizeof path, "%s/named-scales.safetensors", tmp);
+    struct safetensors st;
+    struct err e = {0};
+    if (!st_open(&st, path, &e)) {
+        const char *id = st_meta(&st, "model_id");
+        CHECK(id && !strcmp(id, "qwen3-8b"), "scales model_id '%s', expected the registry name qwen3-8b", id ? id : "(none)");
+        st_close(&st);
+    } else {
+        CHECK(0, "%s", e.msg);
+    }
+    // run records the registry name (report title, tables rows), not the revision directory
+    snprintf(cmd, sizeof cmd,
+             "rm -rf %s/named-run && HIFA4_CACHE=%s %s --quiet run --model qwen3-8b --offline --task mmlu --data-dir ../shared/datasets --limit 2 "
+             "--attn f32 --threads 1 --out %s/named-run >/dev/null 2>%s",
+             tmp, cache, bin, tmp, errf);
+    rc = sh(cmd);
+    CHECK(rc == 0, "run --model qwen3-8b (cached, offline): exit %d", rc);
+    snprintf(path, sizeof path, "%s/named-run/run.json", tmp);
+    char *js = slurp(path);
+    cJSON *run = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "name"));
+    CHECK(name && !strcmp(name, "qwen3-8b"), "run.json model.name '%s', expected qwen3-8b", name ? name : "(none)");
+    cJSON_Delete(run);
+    // cost takes the shape of a named model from its cached config.json (no weights needed)
+    char outf[1200];
+    snprintf(outf, sizeof outf, "%s/cost.out", tmp);
+    snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s %s cost --model qwen3-8b --seq 4096 >%s 2>/dev/null", cache, bin, outf);
+    rc = sh(cmd);
+    char *co = slurp(outf);
+    CHECK(rc == 0 && co && strstr(co, "2 layers, 2 query heads, 1 kv heads, head_dim 64"), "cost --model qwen3-8b (cached): exit %d\n%s",
+          rc, co ? co : "");
+    free(co);
+    snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s/nothing %s cost --model qwen3-8b --seq 4096 >/dev/null 2>%s", tmp, bin, outf);
+    rc = sh(cmd);
+    co = slurp(outf);
+    CHECK(rc == 1 && co && strstr(co, "download --model qwen3-8b") && strstr(co, "--shape"), "cost, not cached: exit %d: %s", rc, co ? co : "");
+    free(co);
+}
+
+// unknown names given to run are usage errors: exit 2 with one line naming the value
+static void test_run_usage_errors(void) {
+    char cmd[4096], errf[1200];
+    snprintf(errf, sizeof errf, "%s/usage.err", tmp);
+    snprintf(cmd, sizeof cmd, "%s run --model ../shared/goldens/models/qwen3-tiny --task mmlu,nosuchtask --attn f32 --out %s/u 2>%s",
+             bin, tmp, errf);
+    int rc = sh(cmd);
+    CHECK(rc == 2, "run --task nosuchtask: exit %d, expected 2", rc);
+    char *s = slurp(errf);
+    CHECK(s && strstr(s, "'nosuchtask'") && strstr(s, "mmlu") && strchr(s, '\n') == s + strlen(s) - 1,
+          "one line naming the task and the known ones: %s", s ? s : "");
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s calibrate --model ../shared/goldens/models/qwen3-tiny --calib ../shared/datasets/brown --alpha -0.5 "
+             "--out %s/neg.safetensors 2>/dev/null", bin, tmp);
+    rc = sh(cmd);
+    CHECK(rc == 2, "calibrate --alpha -0.5: exit %d, expected 2 (it used to mean 'the gate decides')", rc);
+    snprintf(cmd, sizeof cmd, "%s --model ../shared/goldens/models/qwen3-tiny --task nosuchtask --out %s/u 2>/dev/null", bin, tmp);
+    rc = sh(cmd);
+    CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
+}
+
+// `tables` over runs whose references differ names the reference in every comparison row
+static void test_tables_mixed_reference(void) {
+    char cmd[4096], outf[1200];
+    const char *refs[2] = {"f32,bf16", "bf16,f32"};
+    snprintf(cmd, sizeof cmd, "rm -rf %s/tabmodel && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 --heads 2 --kv-heads 1 "
+             "--ffn 128 --out %s/tabmodel >/dev/null", tmp, bin, tmp);
+    CHECK(sh(cmd) == 0, "make-model for tables");
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/tab%d && %s --quiet run --model %s/tabmodel --task mmlu "
+                 "--data-dir ../shared/datasets --limit 2 --attn %s --threads 1 --out %s/tab%d >/dev/null 2>&1", tmp, r, bin, tmp, refs[r], tmp, r);
+        CHECK(sh(cmd) == 0, "run --attn %s", refs[r]);
+    }
+    snprintf(outf, sizeof outf, "%s/tables.out", tmp);
+    snprintf(cmd, sizeof cmd, "%s tables %s/tab0 %s/tab1 >%s 2>/dev/null", bin, tmp, tmp, outf);
+    CHECK(sh(cmd) == 0, "tables over two runs");
+    char *s = slurp(outf);
+    CHECK(s && strstr(s, "bf16: BF16 (C16V16) vs f32") && strstr(s, "vs bf16 |"), "comparison rows name their reference:\n%s", s ? s : "");
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s tables %s/tab0 %s/tab0 >%s 2>/dev/null", bin, tmp, tmp, outf);
+    CHECK(sh(cmd) == 0, "tables over one reference");
+    s = slurp(outf);
+    CHECK(s && !strstr(s, " vs f32"), "one reference: rows unchanged:\n%s", s ? s : "");
+    free(s);
+}
+
+// a perplexity-only run has no multiple-choice table: the report shows no empty accuracy table
+static void test_ppl_report(void) {
+    char cmd[8192], path[1200];
+    snprintf(path, sizeof path, "%s/ppl.txt", tmp);
+    struct err e = {0};
+    const char *text = "Once upon a time there was a little dog. It liked to run in the park with its friends.\n";
+    CHECK(file_write_atomic(path, text, strlen(text), &e) == 0, "%s", e.msg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s/pplmodel %s/pplrun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
+             "--kv-heads 1 --ffn 128 --out %s/pplmodel >/dev/null && %s --quiet run --model %s/pplmodel --task ppl --task-file %s "
+             "--attn f32,bf16 --threads 1 --out %s/pplrun >/dev/null 2>&1", tmp, tmp, bin, tmp, bin, tmp, path, tmp);
+    CHECK(sh(cmd) == 0, "ppl run");
+    snprintf(path, sizeof path, "%s/pplrun/report.md", tmp);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "Perplexity") && !strstr(md, "### Accuracy (%"), "ppl-only report without an empty accuracy table:\n%s",
+          md ? md : "");
+    free(md);
+}
+
+int main(void) {
+    bin = getenv("HIFA4_BIN");
+    if (!bin) bin = "./hifa4-eval";
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/cli_qa", t ? t : "build/tmp");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp);
+    if (sh(cmd)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_cli_qa"); }
+    test_help_on_stdout();
+    test_named_model();
+    test_run_usage_errors();
+    test_tables_mixed_reference();
+    test_ppl_report();
+    return test_summary("test_cli_qa");
+}
