@@ -3,6 +3,7 @@
 // 0; calibrate's progress lines end with a newline when stderr is not a terminal; a model
 // named from configs/models (resolved from the cache, offline) is recorded under its registry
 // name, not the cache's revision directory, and calibrate accepts such a name too.
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -87,7 +88,7 @@ static int make_cached_model(char *root, size_t n) {
 }
 
 static void test_named_model(void) {
-    char cache[1200], cmd[8192], path[1400], errf[1200];
+    char cache[1200], cmd[32768], path[1400], errf[1200];
     if (make_cached_model(cache, sizeof cache)) { CHECK(0, "could not lay out the cached model"); return; }
     snprintf(errf, sizeof errf, "%s/named.err", tmp);
     // calibrate accepts the registry name (offline from the cache)
@@ -125,6 +126,29 @@ static void test_named_model(void) {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "name"));
     CHECK(name && !strcmp(name, "qwen3-8b"), "run.json model.name '%s', expected qwen3-8b", name ? name : "(none)");
     cJSON_Delete(run);
+    // calibrate's default scales for the name are picked up by trace (and run), from any cwd
+    char acache[4096], abin[4096], abrown[4096], cwd[1200];
+    snprintf(cwd, sizeof cwd, "%s/cwd", tmp);
+    if (realpath(cache, acache) && realpath(bin, abin) && realpath("../shared/datasets/brown/brown.txt.zst", abrown)) {
+        snprintf(cmd, sizeof cmd,
+                 "rm -rf %s && mkdir -p %s && cd %s && export HIFA4_CACHE=%s && %s --quiet calibrate --model qwen3-8b --offline "
+                 "--calib %s --calib-samples 4 --calib-len 64 --threads 1 >/dev/null 2>&1 && %s --quiet trace --model qwen3-8b "
+                 "--offline --text %s --ctx 128 --limit 1 --attn hifa4 --threads 1 --out trace >/dev/null 2>&1",
+                 cwd, cwd, cwd, acache, abin, abrown, abin, abrown);
+        rc = sh(cmd);
+        CHECK(rc == 0, "calibrate + trace of qwen3-8b from a fresh cwd: exit %d", rc);
+        snprintf(path, sizeof path, "%s/trace/trace.json", cwd);
+        js = slurp(path);
+        cJSON *tj = js ? cJSON_Parse(js) : NULL;
+        free(js);
+        const char *tid = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "model"), "id"));
+        const char *tsc = cJSON_GetStringValue(cJSON_GetObjectItem(tj, "scales"));
+        CHECK(tid && !strcmp(tid, "qwen3-8b"), "trace model id '%s'", tid ? tid : "(none)");
+        CHECK(tsc && strstr(tsc, "configs/scales/qwen3-8b.safetensors"), "trace used calibrate's default scales: '%s'", tsc ? tsc : "(none)");
+        cJSON_Delete(tj);
+    } else {
+        CHECK(0, "realpath of the cache, binary or brown corpus");
+    }
     // cost takes the shape of a named model from its cached config.json (no weights needed)
     char outf[1200];
     snprintf(outf, sizeof outf, "%s/cost.out", tmp);

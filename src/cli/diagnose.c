@@ -57,6 +57,8 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
     struct diagnose d;
     if ((rc = diag_run(&d, model_dir, tokenizer, &o, e))) return rc;
+    // a configs/models name is the model's name (its cache dir ends in the revision, e.g. "main")
+    if (strcmp(model_dir, model_arg)) snprintf(d.model_id, sizeof d.model_id, "%s", model_arg);
     if (!out) {
         snprintf(def, sizeof def, "results/diagnose-%s", d.model_id);
         out = def;

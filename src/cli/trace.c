@@ -61,6 +61,15 @@ int cmd_trace(int argc, char **argv, struct err *e) {
 
     char model_dir[4096], def[4400];
     if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
+    // a configs/models name: its cache dir ends in the revision ("main"), so the default scales
+    // are the ones calibrate writes for the name (configs/scales/<name>.safetensors), and the
+    // trace is named after it
+    int named = strcmp(model_dir, model_arg) != 0;
+    char named_scales[4400];
+    if (named && !o.scales) {
+        snprintf(named_scales, sizeof named_scales, "configs/scales/%s.safetensors", model_arg);
+        if (file_exists(named_scales)) o.scales = named_scales;
+    }
     struct trace_set *sets = NULL;
     int n_sets = 0;
     if (task) {
@@ -93,6 +102,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     }
     struct trace_result r;
     if ((rc = trace_run(&r, model_dir, sets, n_sets, modes, n_modes, &o, e))) goto done;
+    if (named) snprintf(r.model_id, sizeof r.model_id, "%s", model_arg);
     if (!out) {
         snprintf(def, sizeof def, "results/trace-%s", r.model_id);
         out = def;
