@@ -101,13 +101,15 @@ static void test_four_tasks(void) {
     CHECK(sum != NULL, "summary.json parses");
     if (!sum) return;
     for (int t = 0; t < 4; t++) {
-        int pr[64], pq[64], g[64], g2[64];
+        // --limit 8 keeps 8 items of each of MMLU's 57 subjects (lm-eval's per-subtask limit)
+        const int want = strcmp(tasks[t], "mmlu") ? 8 : 57 * 8;
+        int pr[512], pq[512], g[512], g2[512];
         snprintf(p, sizeof p, "%s/samples-%s-f32.jsonl.zst", out, tasks[t]);
-        int na = read_preds(p, pr, g, 64);
+        int na = read_preds(p, pr, g, 512);
         snprintf(p, sizeof p, "%s/samples-%s-%s.jsonl.zst", out, tasks[t], qm);
-        int nb = read_preds(p, pq, g2, 64);
-        CHECK(na == 8 && nb == 8, "%s: %d and %d samples", tasks[t], na, nb);
-        if (na != 8 || nb != 8) continue;
+        int nb = read_preds(p, pq, g2, 512);
+        CHECK(na == want && nb == want, "%s: %d and %d samples (want %d)", tasks[t], na, nb, want);
+        if (na != want || nb != want) continue;
         int flips = 0, hurts = 0, helps = 0, cr = 0;
         for (int i = 0; i < na; i++) {
             flips += pr[i] != pq[i];
@@ -137,7 +139,7 @@ static void test_four_tasks(void) {
     CHECK(sh("%s diff %s %s:%s > %s/diff.txt", bin, out, out, qm, tmp) == 0, "diff");
     snprintf(p, sizeof p, "%s/diff.txt", tmp);
     txt = slurp(p, &n);
-    CHECK(txt && strstr(txt, "| mmlu | 8 |"), "diff lists mmlu: %s", txt ? txt : "");
+    CHECK(txt && strstr(txt, "| mmlu | 456 |"), "diff lists mmlu: %s", txt ? txt : "");
     free(txt);
     CHECK(sh("%s tables %s %s --csv %s/tables > /dev/null", bin, out, out, tmp) == 0, "tables");
     CHECK(sh("%s --quiet run --model %s --task mmlu --bos maybe 2>/dev/null", bin, model) == 2, "bad --bos exits 2");
@@ -256,7 +258,7 @@ static void test_batch_threads(void) {
     // with a quantized mode too when the registry has it (the product's modes must be batch-invariant)
     int has_direct = attn_mode_find("direct") != NULL;
     char args[256];
-    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 16 --attn f32,%s%s", qm,
+    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 6 --attn f32,%s%s", qm,
              has_direct ? ",direct" : "");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, model, args, a) == 0, "run a");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, model, args, b) == 0, "run b");
@@ -278,7 +280,7 @@ static void test_shard_merge(void) {
     snprintf(mg, sizeof mg, "%s/run_sh_merged", tmp);
     sh("rm -rf %s %s %s %s", full, s0, s1, mg);
     char args[2048];
-    snprintf(args, sizeof args, "--model %s --task arc_challenge,mmlu --data-dir ../shared/datasets --limit 11 --attn f32,%s", model, qm);
+    snprintf(args, sizeof args, "--model %s --task arc_challenge,mmlu --data-dir ../shared/datasets --limit 3 --attn f32,%s", model, qm);
     CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
     CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
     CHECK(sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");

@@ -250,9 +250,10 @@ static void test_mmlu(void) {
     task_set_free(&s);
     CHECK(s.items == NULL && s.n_items == 0, "freed set zeroed");
 
-    // --limit: the first N in canonical order
+    // --limit: the first N of every subject, in canonical order (test_limit_per_subject)
     rc = load("mmlu", &s, SHARED, NULL, 0, 5, &e);
-    CHECK(rc == 0 && s.n_items == 5 && !strcmp(s.items[4].id, "abstract_algebra/4"), "mmlu --limit 5");
+    CHECK(rc == 0 && s.n_items == 57 * 5 && !strcmp(s.items[4].id, "abstract_algebra/4") &&
+              !strcmp(s.items[5].id, "anatomy/0"), "mmlu --limit 5");
     task_set_free(&s);
 
     // JSONL form: grouped by subject (sorted, stable); a bad answer is an error naming the line
@@ -791,8 +792,48 @@ static void test_cli(void) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "missing data exits 1: %d", st);
 }
 
+// --limit on grouped tasks keeps the first N items of every subject / subtask (lm-eval applies
+// --limit to each subtask of a group), not the first N of the concatenation.
+static void test_limit_per_subject(void) {
+    struct task_opts o = {.data_dir = "../shared/datasets", .limit = 2};
+    struct task_set s = {0};
+    struct err e = {0};
+    int rc = task_find("mmlu")->load(&s, &o, &e);
+    CHECK(rc == 0 && s.n_items == 57 * 2, "mmlu --limit 2: %d items (%s)", s.n_items, e.msg);
+    int ok = rc == 0;
+    for (int i = 0; ok && i < s.n_items; i++) {
+        const char *id = s.items[i].id, *slash = strrchr(id, '/');
+        ok = slash && atoi(slash + 1) == i % 2 && !strcmp(s.items[i].subject, s.items[i - i % 2].subject);
+    }
+    CHECK(ok, "mmlu --limit 2 keeps rows 0 and 1 of every subject");
+    CHECK(rc || !strcmp(s.items[2].id, "anatomy/0"), "third item is anatomy/0, got %s", rc ? "-" : s.items[2].id);
+    task_set_free(&s);
+    o.limit = 3;
+    rc = task_find("bbh")->load(&s, &o, &e);
+    CHECK(rc == 0 && s.n_items == 24 * 3, "bbh --limit 3: %d items (%s)", s.n_items, e.msg);
+    task_set_free(&s);
+    // hand case: subjects A A A B NULL NULL C with limit 2 -> A A B NULL NULL C
+    struct task_set h = {0};
+    const char *subj[7] = {"A", "A", "A", "B", NULL, NULL, "C"};
+    h.items = calloc(7, sizeof *h.items);
+    h.n_items = 7;
+    for (int i = 0; i < 7; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", i);
+        h.items[i].id = str_dup(id);
+        h.items[i].subject = subj[i] ? str_dup(subj[i]) : NULL;
+        h.items[i].context = str_dup("");
+    }
+    struct task_opts l2 = {.limit = 2};
+    task_apply_limit_per_subject(&h, &l2);
+    CHECK(h.n_items == 6 && !strcmp(h.items[2].id, "3") && !strcmp(h.items[3].id, "4") && !strcmp(h.items[5].id, "6"),
+          "per-subject limit on a hand list: %d items", h.n_items);
+    task_set_free(&h);
+}
+
 int main(void) {
     test_registry();
+    test_limit_per_subject();
     test_preprocess();
     test_csv();
     test_csv_random();

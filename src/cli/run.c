@@ -194,7 +194,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
         {"tasks", CLI_STR, &o.tasks, "a,b: same as --task"},
         {"attn", CLI_STR, &o.attn, "m1,m2|all: attention modes, first = reference (default: bf16,direct,hifa4 as available)"},
-        {"limit", CLI_INT, &o.limit, "N: first N items of each task (0 = all)"},
+        {"limit", CLI_INT, &o.limit, "N: first N items of each task - of each subject/subtask for mmlu and bbh, like lm-eval (0 = all)"},
         {"out", CLI_STR, &o.out, "DIR: run directory (default results/<model>-<utc time>)"},
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
         {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},

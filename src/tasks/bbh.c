@@ -178,7 +178,6 @@ int task_load_bbh(struct task_set *s, const struct task_opts *o, struct err *e) 
     }
     int n_defects = 0;
     for (int i = 0; i < N_SUBS; i++) {
-        if (o->limit > 0 && s->n_items >= o->limit) break;
         char name[128], path[4400];
         snprintf(name, sizeof name, "%s.json", k_subs[i].name);
         if ((rc = path_join(path, sizeof path, dir, name, e))) return rc;
@@ -189,6 +188,6 @@ int task_load_bbh(struct task_set *s, const struct task_opts *o, struct err *e) 
     task_source_add(s, "%s/<subtask>.json x%d (3-shot from each file's first 3 examples; %d upstream "
                     "defect items dropped: movie_recommendation/163, ruin_names/99, ruin_names/144, snarks/88)",
                     dir, N_SUBS, n_defects);
-    task_apply_limit(s, o);
+    task_apply_limit_per_subject(s, o);
     return 0;
 }

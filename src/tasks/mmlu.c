@@ -163,7 +163,7 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
         rc = load_jsonl(s, o->file, o, e);
         if (rc) return rc;
         task_source_add(s, "%s (JSONL)", o->file);
-        task_apply_limit(s, o);
+        task_apply_limit_per_subject(s, o);
         return 0;
     }
     if (o->file) {
@@ -174,7 +174,6 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
         return rc;
     }
     for (int i = 0; i < 57; i++) {
-        if (o->limit > 0 && s->n_items >= o->limit) break;  // canonical order: no need to read further
         char name[256], path[4400];
         snprintf(name, sizeof name, "%s_test.csv", k_subjects[i]);
         if ((rc = path_join(path, sizeof path, dir, name, e))) return rc;
@@ -184,6 +183,6 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
         if ((rc = load_csv(s, path, k_subjects[i], o, e))) return rc;
     }
     task_source_add(s, "%s/<subject>_test.csv x57 (CSV)", dir);
-    task_apply_limit(s, o);
+    task_apply_limit_per_subject(s, o);
     return 0;
 }

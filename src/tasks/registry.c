@@ -194,6 +194,24 @@ void task_apply_limit(struct task_set *s, const struct task_opts *o) {
     s->n_items = o->limit;
 }
 
+void task_apply_limit_per_subject(struct task_set *s, const struct task_opts *o) {
+    if (!o || o->limit <= 0) return;
+    int kept = 0, run = 0; // run: items kept of the current subject
+    for (int i = 0; i < s->n_items; i++) {
+        // compare with the last kept item: earlier ones of this subject may already be freed
+        const char *a = s->items[i].subject, *b = kept ? s->items[kept - 1].subject : NULL;
+        int same = kept && ((a && b && !strcmp(a, b)) || (!a && !b));
+        if (!same) run = 0;
+        if (run < o->limit) {
+            s->items[kept++] = s->items[i];
+            run++;
+        } else {
+            item_free(&s->items[i]);
+        }
+    }
+    s->n_items = kept;
+}
+
 char *task_mmlu_prompt(const char *subject, const char *question, const char *const *choices, int n) {
     if (n < 1 || n > 26) return NULL;
     struct sbuf b = {0};

@@ -49,7 +49,9 @@ struct task_opts {
     const char *subject;   // mc_jsonl --subject
     int skip_bad_rows;
     uint64_t seed;
-    int limit;             // 0 = all; otherwise the first `limit` items in the task's canonical order
+    int limit;             // 0 = all; otherwise the first `limit` items in the task's canonical
+                           // order - of EACH subject for mmlu and of each subtask for bbh, as
+                           // lm-eval's --limit applies to every subtask of a group
     // niah only (others ignore these):
     task_count_tokens_fn count_tokens;  // required by niah
     void *count_ctx;
@@ -168,6 +170,9 @@ int task_bad_row(struct task_set *s, const struct task_opts *o, struct err *e, c
 void task_source_add(struct task_set *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // Keeps the first o->limit items (no-op for limit <= 0), freeing the rest.
 void task_apply_limit(struct task_set *s, const struct task_opts *o);
+// Keeps the first o->limit items of every run of consecutive items with the same subject
+// (grouped tasks: mmlu subjects, bbh subtasks), freeing the rest.
+void task_apply_limit_per_subject(struct task_set *s, const struct task_opts *o);
 // Common start of every loader: zero *s, set name, delim " ", metrics, template version, seed.
 void task_set_begin(struct task_set *s, const char *name, unsigned metrics, const char *tmpl_version,
                     const struct task_opts *o);
