@@ -205,19 +205,6 @@ static int next_batch(const struct trace_set *s, int s0, int batch_tokens, int64
     return nb;
 }
 
-static int find_default_scales(char *out, size_t n, const char *model_id) {
-    snprintf(out, n, "configs/scales/%s.safetensors", model_id);
-    if (file_exists(out)) return 1;
-    char home[3072];
-    struct err e = {0};
-    if (!paths_home(home, sizeof home, &e)) {
-        snprintf(out, n, "%s/configs/scales/%s.safetensors", home, model_id);
-        if (file_exists(out)) return 1;
-    }
-    out[0] = 0;
-    return 0;
-}
-
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
               const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -262,7 +249,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     r->n_layers = c->n_layers; r->H = c->n_heads; r->Hkv = c->n_kv_heads; r->d = c->head_dim;
     // ---- scales ----
     if (o->scales) snprintf(r->scales, sizeof r->scales, "%s", o->scales);
-    else find_default_scales(r->scales, sizeof r->scales, r->model_id);
+    else attn_scales_default(r->scales, sizeof r->scales, r->model_id);
     if (r->scales[0]) {
         if ((rc = attn_scales_load(&scales, r->scales, c->n_layers, c->n_kv_heads, c->head_dim, model_hash(m), e)))
             goto fail;

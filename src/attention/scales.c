@@ -1,6 +1,8 @@
 // scales.c: Smooth-QK scales file loader (see scales.h; spec/calibration.md section 7).
 #include "attention/scales.h"
 
+#include "paths.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,4 +58,17 @@ done:
     free(s);
     st_close(&st);
     return rc;
+}
+
+int attn_scales_default(char *out, size_t n, const char *model_id) {
+    snprintf(out, n, "configs/scales/%s.safetensors", model_id);
+    if (file_exists(out)) return 1;
+    char home[3072];
+    struct err e = {0};
+    if (!paths_home(home, sizeof home, &e)) {
+        snprintf(out, n, "%s/configs/scales/%s.safetensors", home, model_id);
+        if (file_exists(out)) return 1;
+    }
+    if (n) out[0] = 0;
+    return 0;
 }

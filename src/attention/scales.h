@@ -14,4 +14,9 @@
 int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
                      struct err *e);
 
+// The scales file `calibrate` writes by default for a model: configs/scales/<model_id>.safetensors
+// in the current directory, else under the installation's home (paths_home). Returns 1 with
+// the path in out when one exists, else 0 (out empty).
+int attn_scales_default(char *out, size_t n, const char *model_id);
+
 #endif

@@ -257,12 +257,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
     // (configs/scales/<model directory name>.safetensors), when present
     char auto_scales[4096];
     if (!o.scales) {
-        size_t l = strlen(o.model);
-        while (l > 1 && o.model[l - 1] == '/') l--;
-        size_t s = l;
-        while (s > 0 && o.model[s - 1] != '/') s--;
-        if (snprintf(auto_scales, sizeof auto_scales, "configs/scales/%.*s.safetensors", (int)(l - s), o.model + s) <
-                (int)sizeof auto_scales && file_exists(auto_scales)) {
+        char model_id[1024];
+        path_basename(model_id, sizeof model_id, o.model);
+        if (attn_scales_default(auto_scales, sizeof auto_scales, model_id)) {
             o.scales = auto_scales;
             log_info("run: using Smooth-QK scales %s (calibrate's default output for this model; --scales overrides)", auto_scales);
         }
