@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "json_util.h"
+#include "paths.h"
+#include "sha256.h"
+
 // Path components / file names that hold evaluation splits of our tasks (spec/tasks.md).
 static const struct {
     const char *needle, *task;
@@ -28,6 +32,56 @@ int calib_source_is_eval(const char *path, const char **task) {
             return 1;
         }
     return 0;
+}
+
+// Content check: the sha256 of a source's (decompressed) text against every file of the task
+// manifests in <home>/datasets (and datasets/ppl), so a copy of evaluation data under another
+// name is refused too. brown.json is the calibration corpus and is skipped. Returns 1 and the
+// task name (static storage) on a match.
+static int manifest_match(const char *dir, const char *hex, char *task, size_t n) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *de;
+    int hit = 0;
+    while (!hit && (de = readdir(d))) {
+        if (!str_ends_with(de->d_name, ".json") || !strcmp(de->d_name, "brown.json")) continue;
+        char p[4400];
+        struct err e = {0};
+        cJSON *j = NULL;
+        if (path_join(p, sizeof p, dir, de->d_name, &e) || json_parse_file(&j, p, &e)) continue;
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files"), *f;
+        const cJSON *tk = cJSON_GetObjectItemCaseSensitive(j, "task");
+        cJSON_ArrayForEach(f, files) {
+            const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, "sha256");
+            if (cJSON_IsString(h) && !strcmp(h->valuestring, hex)) {
+                snprintf(task, n, "%.200s", cJSON_IsString(tk) ? tk->valuestring : de->d_name);
+                hit = 1;
+                break;
+            }
+        }
+        cJSON_Delete(j);
+    }
+    closedir(d);
+    return hit;
+}
+
+static int content_is_eval(const char *text, size_t len, char *task, size_t n) {
+    char home[3072], dir[3300], hex[65];
+    struct err e = {0};
+    if (paths_home(home, sizeof home, &e)) return 0;
+    sha256_hex(text, len, hex);
+    snprintf(dir, sizeof dir, "%s/datasets", home);
+    if (manifest_match(dir, hex, task, n)) return 1;
+    snprintf(dir, sizeof dir, "%s/datasets/ppl", home);
+    return manifest_match(dir, hex, task, n);
+}
+
+static int refuse_content(const char *path, const char *text, size_t len, int force, struct err *e) {
+    char task[256];
+    if (force || !content_is_eval(text, len, task, sizeof task)) return 0;
+    return err_set(e, ERR_USAGE,
+                   "--calib %s: its content is evaluation data of task '%s' (sha256 listed in datasets/); "
+                   "calibrating on it leaks the test set (use --force to do it anyway)", path, task);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -58,6 +112,11 @@ int calib_source_read(const char *path, int force, char **text, size_t *len, cha
     if (!dir_exists(path)) {
         int rc = file_read_all(path, text, len, e);
         if (rc) return err_prefix(e, "--calib");
+        if ((rc = refuse_content(path, *text, *len, force, e))) {
+            free(*text);
+            *text = NULL;
+            return rc;
+        }
         snprintf(desc, n_desc, "%s (%zu bytes)", path, *len);
         return 0;
     }
@@ -91,6 +150,7 @@ int calib_source_read(const char *path, int force, char **text, size_t *len, cha
         char *t;
         size_t tl;
         if ((rc = file_read_all(p, &t, &tl, e))) break;
+        if ((rc = refuse_content(p, t, tl, force, e))) { free(t); break; }
         if (used) rc = append(&buf, &blen, &bcap, "\n", 1, e);
         if (!rc) rc = append(&buf, &blen, &bcap, t, tl, e);
         free(t);

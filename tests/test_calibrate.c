@@ -214,6 +214,22 @@ static void test_refusal(void) {
     int rc = calib_source_read("../shared/datasets/wikitext2/raw/wiki.test.raw", 0, &t, &l, d, sizeof d, &e);
     CHECK(rc == ERR_USAGE && strstr(e.msg, "--force"), "wikitext test refused: %s", e.msg);
     free(t);
+    // a copy of evaluation data under another name is refused by content (manifest sha256)
+    char copy[1200];
+    snprintf(copy, sizeof copy, "%s/notes-anatomy.csv", tmp);
+    char *csv = NULL;
+    size_t cl = 0;
+    file_read_all("../shared/datasets/mmlu/data/test/anatomy_test.csv", &csv, &cl, &e);
+    file_write_atomic(copy, csv, cl, &e);
+    t = NULL;
+    rc = calib_source_read(copy, 0, &t, &l, d, sizeof d, &e);
+    CHECK(rc == ERR_USAGE && strstr(e.msg, "mmlu") && strstr(e.msg, "--force"), "renamed MMLU copy refused: %s", e.msg);
+    free(t);
+    t = NULL;
+    rc = calib_source_read(copy, 1, &t, &l, d, sizeof d, &e);
+    CHECK(rc == 0 && l == cl, "--force accepts it: %s", e.msg);
+    free(t);
+    free(csv);
     // sample cutting: BOS first, consecutive chunks, seeded choice in stream order
     int32_t ids[100];
     for (int i = 0; i < 100; i++) ids[i] = i;
