@@ -117,7 +117,7 @@ void round_bf16_n(float *x, size_t n) {
 }
 
 // ---- files ----
-static int read_plain(const char *path, char **buf, size_t *len, struct err *e) {
+int file_read_raw(const char *path, char **buf, size_t *len, struct err *e) {
     FILE *f = fopen(path, "rb");
     if (!f) return err_set(e, errno == ENOENT ? ERR_NOTFOUND : ERR_IO, "%s: %s", path, strerror(errno));
     char *b = NULL;
@@ -179,7 +179,7 @@ static int decompress_zst(const char *path, const char *src, size_t n, char **bu
 int file_read_all(const char *path, char **buf, size_t *len, struct err *e) {
     char *raw = NULL;
     size_t n = 0;
-    int rc = read_plain(path, &raw, &n, e);
+    int rc = file_read_raw(path, &raw, &n, e);
     if (rc) return rc;
     if (!str_ends_with(path, ".zst")) { *buf = raw; *len = n; return 0; }
     rc = decompress_zst(path, raw, n, buf, len, e);

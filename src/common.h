@@ -83,6 +83,8 @@ static inline int mul_size(size_t a, size_t b, size_t *out) {
 // Reads a whole file into a NUL-terminated malloc'd buffer (*len excludes the NUL). A path
 // ending in ".zst" is decompressed with zstd. Errors name the path.
 int file_read_all(const char *path, char **buf, size_t *len, struct err *e);
+// The same without decompression: the file's bytes as stored (NUL-terminated).
+int file_read_raw(const char *path, char **buf, size_t *len, struct err *e);
 // Writes len bytes to path atomically (path.tmp + fsync + rename).
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e);
 int file_exists(const char *path);

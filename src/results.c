@@ -232,18 +232,12 @@ static int walk_frames(const char *path, const char *buf, size_t len, int *n_ite
 int results_samples_count(const char *path, int *n_items, struct err *e) {
     *n_items = 0;
     if (!file_exists(path)) return 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-    struct results_buf b = {0};
-    char tmp[65536];
-    size_t k;
-    int rc = 0;
-    while (!rc && (k = fread(tmp, 1, sizeof tmp, f)) > 0) rc = results_buf_put(&b, tmp, k);
-    fclose(f);
-    if (rc) { free(b.p); return err_set(e, ERR_NOMEM, "%s: out of memory", path); }
-    size_t good;
-    rc = walk_frames(path, b.p ? b.p : "", b.n, n_items, &good, 0, e);
-    free(b.p);
+    char *raw = NULL;
+    size_t n = 0, good;
+    int rc = file_read_raw(path, &raw, &n, e);
+    if (rc) return rc;
+    rc = walk_frames(path, raw, n, n_items, &good, 0, e);
+    free(raw);
     return rc;
 }
 
@@ -253,18 +247,13 @@ int results_writer_open(struct results_writer *w, const char *path, int keep_ite
     strcpy(w->path, path);
     size_t cut = 0;
     if (keep_items > 0) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return err_set(e, ERR_IO, "%s: cannot resume: %s", path, strerror(errno));
-        struct results_buf b = {0};
-        char tmp[65536];
-        size_t k;
-        int rc = 0;
-        while (!rc && (k = fread(tmp, 1, sizeof tmp, f)) > 0) rc = results_buf_put(&b, tmp, k);
-        fclose(f);
-        if (rc) { free(b.p); return err_set(e, ERR_NOMEM, "%s: out of memory", path); }
+        char *raw = NULL;
+        size_t n = 0;
+        int rc = file_read_raw(path, &raw, &n, e);
+        if (rc) return err_prefix(e, "cannot resume");
         int have;
-        rc = walk_frames(path, b.p ? b.p : "", b.n, &have, &cut, (size_t)keep_items, e);
-        free(b.p);
+        rc = walk_frames(path, raw, n, &have, &cut, (size_t)keep_items, e);
+        free(raw);
         if (rc) return rc;
         if (have != keep_items)
             return err_set(e, ERR_MISMATCH, "%s: cannot resume at item %d: the file's frames end at item %d", path, keep_items, have);
