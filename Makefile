@@ -11,11 +11,12 @@ LDLIBS = -lopenblas -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
 BUILD ?= build
 BIN ?= hifa4-eval
 
-SRCS := $(sort $(wildcard src/*.c src/*/*.c))
+SRCS := $(sort $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 LIB_SRCS := $(filter-out src/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_SCRIPTS := $(sort $(wildcard tests/test_*.sh))
 BENCH_SRCS := $(sort $(wildcard tests/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:tests/%.c=$(BUILD)/tests/%)
 
@@ -41,7 +42,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
 test: $(BIN) $(TEST_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
-	  ./tests/run_tests.sh $(TEST_BINS)
+	  ./tests/run_tests.sh $(TEST_BINS) $(TEST_SCRIPTS)
 
 bench: $(BIN) $(BENCH_BINS)
 	@mkdir -p $(BUILD)/tmp
@@ -60,7 +61,7 @@ demo:
 	./scripts/demo.sh
 
 format:
-	clang-format -i $(SRCS) $(wildcard src/*.h src/*/*.h tests/*.c tests/*.h)
+	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h tests/*.c tests/*.h)
 
 clean:
 	rm -rf build build-asan build-debug hifa4-eval

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "common.h"
+#include "cli/cli.h"
+#include "base/common.h"
 
 struct command {
     const char *name;

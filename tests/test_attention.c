@@ -12,8 +12,8 @@
 #include "attention/kern.h"
 #include "attention/modes.h"
 #include "attention/scales.h"
-#include "hif4.h"
-#include "safetensors.h"
+#include "attention/hif4.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static const char *const golden_cases[] = {

@@ -3,8 +3,8 @@
 // the scales file round trip (same inputs -> same bytes).
 #include <stdlib.h>
 
-#include "calib.h"
-#include "safetensors.h"
+#include "calib/calib.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static int cmpf(const void *a, const void *b) {

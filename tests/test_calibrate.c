@@ -10,12 +10,12 @@
 
 #include "attention/attn.h"
 #include "attention/scales.h"
-#include "calib.h"
-#include "calib_run.h"
-#include "calib_source.h"
-#include "config.h"
-#include "model.h"
-#include "safetensors.h"
+#include "calib/calib.h"
+#include "calib/calib_run.h"
+#include "calib/calib_source.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static char tmp[1024];

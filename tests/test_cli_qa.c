@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "common.h"
-#include "safetensors.h"
+#include "base/common.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static char tmp[1024];

@@ -2,9 +2,9 @@
 // against FIPS 180-4 examples, UTF-8 validation, and the CLI parser.
 #include <stdlib.h>
 
-#include "cli.h"
-#include "common.h"
-#include "sha256.h"
+#include "cli/cli.h"
+#include "base/common.h"
+#include "base/sha256.h"
 #include "test.h"
 
 static void test_fp16(void) {

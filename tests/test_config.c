@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "safetensors.h"
+#include "model/config.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static int load(struct model_config *c, const char *name) {

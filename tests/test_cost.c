@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 
 #include "attention/attn.h"
-#include "cost.h"
-#include "json_util.h"
+#include "attention/cost.h"
+#include "base/json_util.h"
 #include "test.h"
 
 #define DEFAULT_PARAMS "configs/ascend/paper-fit.json"

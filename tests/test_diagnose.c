@@ -1,4 +1,4 @@
-// test_diagnose.c: outlier diagnostics (src/diagnose.c, src/plot_xy.c): Jaccard, top-N and CV
+// test_diagnose.c: outlier diagnostics (src/calib/diagnose.c, src/results/plot_xy.c): Jaccard, top-N and CV
 // on hand-worked statistics; plot_xy output well-formed and deterministic; diagnose's Table 8
 // numbers equal calib_compute's on the same samples and the golden gate statistics of
 // qwen3-outlier; the CLI on a planted-outlier make-model checkpoint (Strong, layer 0, channel
@@ -8,11 +8,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "calib.h"
-#include "calib_run.h"
-#include "diagnose.h"
-#include "plot_xy.h"
-#include "safetensors.h"
+#include "calib/calib.h"
+#include "calib/calib_run.h"
+#include "calib/diagnose.h"
+#include "results/plot_xy.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static char tmp[1024];

@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "fetch.h"
-#include "paths.h"
-#include "sha256.h"
+#include "base/common.h"
+#include "net/fetch.h"
+#include "base/paths.h"
+#include "base/sha256.h"
 #include "test.h"
 
 static pid_t g_srv = -1;

@@ -8,9 +8,9 @@
 #include <xmmintrin.h>
 #endif
 
-#include "common.h"
-#include "hif4.h"
-#include "json_util.h"
+#include "base/common.h"
+#include "attention/hif4.h"
+#include "base/json_util.h"
 #include "test.h"
 
 #define VEC_PATH "../shared/spec/hif4_vectors.jsonl"

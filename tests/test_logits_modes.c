@@ -8,9 +8,9 @@
 
 #include "attention/attn.h"
 #include "attention/scales.h"
-#include "config.h"
-#include "model.h"
-#include "safetensors.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 struct mode_case {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "metrics.h"
+#include "results/metrics.h"
 #include "test.h"
 
 static void test_stderr(void) {

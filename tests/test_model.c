@@ -11,12 +11,12 @@
 
 
 
-#include "llama2c.h"
-#include "make_model.h"
-#include "model.h"
-#include "safetensors.h"
+#include "import/llama2c.h"
+#include "import/make_model.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 #include "test.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *tmpdir(void) {
     const char *t = getenv("HIFA4_TMP");

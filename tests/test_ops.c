@@ -5,9 +5,9 @@
 #include <cblas.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "config.h"
-#include "ops.h"
+#include "base/common.h"
+#include "model/config.h"
+#include "model/ops.h"
 #include "test.h"
 
 static uint64_t rng = 88172645463325252ull;

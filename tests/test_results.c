@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plot.h"
-#include "report.h"
-#include "results.h"
+#include "results/plot.h"
+#include "results/report.h"
+#include "results/results.h"
 #include "test.h"
 
 static const char *tmpdir(void) {

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "attention/attn.h"
-#include "common.h"
+#include "base/common.h"
 #include "test.h"
 
 static const char *bin, *tmp;

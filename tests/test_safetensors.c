@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "common.h"
-#include "safetensors.h"
+#include "base/common.h"
+#include "io/safetensors.h"
 #include "test.h"
 
 static char tmp[1024];

@@ -11,8 +11,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "json_util.h"
-#include "tasks/task.h"
+#include "base/json_util.h"
+#include "eval/tasks/task.h"
 #include "test.h"
 
 #define SHARED "../shared/datasets"

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "json_util.h"
+#include "base/json_util.h"
 #include "test.h"
-#include "tok_internal.h"
-#include "tok_llama2c.h"
-#include "tokenizer.h"
+#include "tokenizer/internal.h"
+#include "tokenizer/llama2c_vocab.h"
+#include "tokenizer/tokenizer.h"
 
 #define SHARED "../shared/"
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "base/common.h"
 
 #define ATTN_MAX_LAYERS 256
 

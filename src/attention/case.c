@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "json_util.h"
-#include "safetensors.h"
+#include "base/json_util.h"
+#include "io/safetensors.h"
 
 void attn_case_free(struct attn_case *c) {
     free(c->q);

@@ -9,7 +9,7 @@
 
 #include "attention/kern.h"
 #include "attention/modes.h"
-#include "hif4.h"
+#include "attention/hif4.h"
 
 // 16 binary32 lanes (one AVX-512 register, two AVX2 registers). -ffp-contract=off keeps
 // every `a += x * y` as a separate multiply and add (spec 7.1).

@@ -6,7 +6,7 @@
 
 #include "attention/kern.h"
 #include "attention/modes.h"
-#include "hif4.h"
+#include "attention/hif4.h"
 
 // scratch: K/V of one kv head after smoothing/quantization plus one row's buffers
 size_t attn_flash_ref_scratch(const struct attn_call *c) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "attention/attn.h"
-#include "common.h"
+#include "base/common.h"
 
 // fp16(x) of spec 7.5 as a float: RNE to 11 significant bits, subnormals kept (grid 2^-24),
 // |x| >= 65520 -> +-inf, NaN stays NaN. Equal to round_fp16() for every binary32 input

@@ -1,13 +1,13 @@
 // scales.c: Smooth-QK scales file loader (see scales.h; spec/calibration.md section 7).
 #include "attention/scales.h"
 
-#include "paths.h"
+#include "base/paths.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
                      struct err *e) {

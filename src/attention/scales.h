@@ -3,7 +3,7 @@
 #ifndef HIFA4_ATTN_SCALES_H
 #define HIFA4_ATTN_SCALES_H
 
-#include "common.h"
+#include "base/common.h"
 
 // Loads tensor `smooth_qk.scales` (F32 [n_layers][Hkv][d]) from the safetensors file `path`
 // into *out (malloc'd, n_layers*Hkv*d floats, caller frees). Errors (each naming the file):

@@ -6,8 +6,8 @@
 
 #include "attention/attn.h"
 #include "attention/case.h"
-#include "cli.h"
-#include "safetensors.h"
+#include "cli/cli.h"
+#include "io/safetensors.h"
 
 int cmd_attn(int argc, char **argv, struct err *e) {
     const char *case_path = NULL, *mode = "bf16", *out_path = NULL, *vgroup = "token", *qformat = "hif4";

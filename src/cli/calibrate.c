@@ -7,13 +7,13 @@
 #include <stdlib.h>
 
 #include "attention/attn.h"
-#include "calib.h"
-#include "calib_run.h"
-#include "calib_source.h"
-#include "cli.h"
-#include "config.h"
-#include "fetch.h"
-#include "model.h"
+#include "calib/calib.h"
+#include "calib/calib_run.h"
+#include "calib/calib_source.h"
+#include "cli/cli.h"
+#include "model/config.h"
+#include "net/fetch.h"
+#include "model/model.h"
 
 static void print_gate(const struct calib_result *r) {
     printf("layer  MaxAbs_K   MaxAbs_Q   K_p99     rho_K    T_KQ    branch  alpha  max s (h,c)\n");

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "attention/attn.h"
-#include "cli.h"
-#include "cost.h"
-#include "fetch.h"
-#include "json_util.h"
+#include "cli/cli.h"
+#include "attention/cost.h"
+#include "net/fetch.h"
+#include "base/json_util.h"
 
 #define DEFAULT_PARAMS "configs/ascend/paper-fit.json" // relative to cwd or to the binary
 #define DEFAULT_MODES "bf16,direct,hifa4"

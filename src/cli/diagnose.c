@@ -1,12 +1,12 @@
 // diagnose.c: `hifa4-eval diagnose` - outlier diagnostics of a model (spec/calibration.md
 // sections 2-6): Table 1 row, Table 8 per layer, Jaccard stability over the built-in prompts,
-// diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/diagnose.c.
+// diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/calib/diagnose.c.
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "diagnose.h"
-#include "fetch.h"
+#include "cli/cli.h"
+#include "calib/diagnose.h"
+#include "net/fetch.h"
 
 int cmd_diagnose(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;

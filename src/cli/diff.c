@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "json_util.h"
-#include "metrics.h"
-#include "results.h"
+#include "cli/cli.h"
+#include "base/json_util.h"
+#include "results/metrics.h"
+#include "results/results.h"
 
 struct side { char dir[4096]; char mode[128]; cJSON *run; };
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "fetch.h"
-#include "paths.h"
+#include "cli/cli.h"
+#include "net/fetch.h"
+#include "base/paths.h"
 
 static void print_plan(const struct fetch_plan *p, int dry) {
     int have = 0;

@@ -3,8 +3,8 @@
 // converted is a warning (weights and config are still written; see llama2c.h).
 #include <stdio.h>
 
-#include "cli.h"
-#include "llama2c.h"
+#include "cli/cli.h"
+#include "import/llama2c.h"
 
 int cmd_import_llama2c(int argc, char **argv, struct err *e) {
     int help = 0;

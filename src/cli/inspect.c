@@ -2,8 +2,8 @@
 // dtype, shape, shard), its metadata and fingerprint, after full header validation.
 #include <stdio.h>
 
-#include "cli.h"
-#include "safetensors.h"
+#include "cli/cli.h"
+#include "io/safetensors.h"
 
 int cmd_inspect(int argc, char **argv, struct err *e) {
     int help = 0, quiet = 0;

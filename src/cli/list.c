@@ -5,10 +5,10 @@
 #include <stdlib.h>
 
 #include "attention/attn.h"
-#include "cli.h"
-#include "json_util.h"
-#include "paths.h"
-#include "tasks/task.h"
+#include "cli/cli.h"
+#include "base/json_util.h"
+#include "base/paths.h"
+#include "eval/tasks/task.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

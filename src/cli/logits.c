@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 #include "attention/scales.h"
-#include "cli.h"
-#include "model.h"
-#include "safetensors.h"
+#include "cli/cli.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 
 #define LOGITS_MAX_IDS 1000000
 

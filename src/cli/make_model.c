@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "make_model.h"
+#include "cli/cli.h"
+#include "import/make_model.h"
 
 static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) {
     if (o->n_outliers >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-outlier: at most %d", MAKE_MAX_OUTLIERS);

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "cost.h"
-#include "json_util.h"
-#include "report.h"
-#include "results.h"
+#include "cli/cli.h"
+#include "attention/cost.h"
+#include "base/json_util.h"
+#include "results/report.h"
+#include "results/results.h"
 
 #define MAX_SHARDS 1024
 

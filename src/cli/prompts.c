@@ -7,8 +7,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli.h"
-#include "tasks/task.h"
+#include "cli/cli.h"
+#include "eval/tasks/task.h"
 
 int cmd_prompts(int argc, char **argv, struct err *e) {
     int help = 0, skip = 0, summary = 0, limit = 0;

@@ -1,11 +1,11 @@
 // report.c (CLI): `hifa4-eval report RUN` - recomputes summary.json from the samples files and
-// re-renders report.md, tables/*.csv and plots/*.svg (src/report.c).
+// re-renders report.md, tables/*.csv and plots/*.svg (src/results/report.c).
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "report.h"
-#include "results.h"
+#include "cli/cli.h"
+#include "results/report.h"
+#include "results/results.h"
 
 int cmd_report(int argc, char **argv, struct err *e) {
     int help = 0, keep = 0;

@@ -23,17 +23,17 @@
 #define HAVE_SCALES 1
 #endif
 #endif
-#include "cli.h"
-#include "cost.h"
-#include "eval.h"
-#include "fetch.h"
-#include "json_util.h"
-#include "model.h"
-#include "report.h"
-#include "results.h"
-#include "sha256.h"
-#include "tasks/task.h"
-#include "tokenizer.h"
+#include "cli/cli.h"
+#include "attention/cost.h"
+#include "eval/eval.h"
+#include "net/fetch.h"
+#include "base/json_util.h"
+#include "model/model.h"
+#include "results/report.h"
+#include "results/results.h"
+#include "base/sha256.h"
+#include "eval/tasks/task.h"
+#include "tokenizer/tokenizer.h"
 
 #define MAX_MODES 16
 #define MAX_TASKS 64

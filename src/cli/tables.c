@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "report.h"
+#include "cli/cli.h"
+#include "results/report.h"
 
 #define MAX_RUNS 256
 

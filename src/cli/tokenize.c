@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "tokenizer.h"
+#include "cli/cli.h"
+#include "tokenizer/tokenizer.h"
 
 static int read_stream(FILE *f, const char *name, char **buf, size_t *len, struct err *e) {
     size_t cap = 1 << 16, n = 0;

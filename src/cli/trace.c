@@ -1,13 +1,13 @@
 // trace.c: `hifa4-eval trace` - attention diagnostics of several modes on the same inputs
 // (spec/attention.md section 5; paper Table 4, Figure 8): trace.json, SVGs and a Table 4-style
-// summary. The logic is in src/trace.c.
+// summary. The logic is in src/calib/trace.c.
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "config.h"
-#include "fetch.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "model/config.h"
+#include "net/fetch.h"
+#include "calib/trace.h"
 
 int cmd_trace(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *task = NULL, *data_dir = NULL, *text = NULL, *ctx_s = NULL, *attn = NULL;

@@ -1,0 +1,90 @@
+// calib.h: Smooth-QK calibration (spec/calibration.md): per-sample Q/K statistics collected
+// through the attention hook, aggregation over samples, scale factors, the Strong/Mild/Bypass
+// gate, and the scales file. Knows no model and no tokenizer: callers feed it kernel-input Q
+// and K per (sample, layer) (calib_observe, usable directly as an attn_hook_fn body).
+#ifndef HIFA4_CALIB_H
+#define HIFA4_CALIB_H
+
+#include <stdint.h>
+
+#include "base/common.h"
+
+enum calib_agg { CALIB_AGG_RMS = 0, CALIB_AGG_MEAN, CALIB_AGG_P99, CALIB_AGG_MAX };
+enum calib_gate_mode { CALIB_GATE_MODEL = 0, CALIB_GATE_LAYER = 1 };
+enum calib_branch { CALIB_BYPASS = 0, CALIB_MILD = 1, CALIB_STRONG = 2 };
+
+struct calib_gate_opts {
+    double rho_min;   // 6
+    double t_strong;  // 3   (Strong if T_KQ > t_strong)
+    double t_mild;    // 2   (Mild if t_mild <= T_KQ <= t_strong)
+    double alpha_strong, alpha_mild; // 0.5, 0.25
+    double alpha_forced;             // < 0: use the gate; else this alpha everywhere
+    int mode;                        // enum calib_gate_mode
+};
+void calib_gate_opts_default(struct calib_gate_opts *g);
+
+// Per-sample statistics store. Sizes fixed at init; observe() never allocates except the
+// percentile scratch sized at init for max_T tokens.
+struct calib_stats {
+    int n_layers, Hkv, H, d, max_samples, max_T;
+    int n_samples;           // samples observed so far (max sample index + 1)
+    float *kmax;             // (max_samples, n_layers, Hkv, d)  max_t |K|
+    float *qmax;             // (max_samples, n_layers, Hkv, d)  max_t max_{h in group} |Q|
+    float *kp99, *qp99;      // (max_samples, n_layers) nearest-rank p99 of |K|, |Q| elements
+    float *kp999, *kstd;     // (max_samples, n_layers) K p99.9 and std (reports, Fig. 4)
+    float *scratch;          // (max_T * H * d) percentile selection buffer
+    unsigned char *seen;     // (max_samples, n_layers) observed flags
+};
+
+int calib_stats_init(struct calib_stats *s, int n_layers, int H, int Hkv, int d, int max_samples,
+                     int max_T, struct err *e);
+void calib_stats_free(struct calib_stats *s);
+// Records sample `sample` at `layer`: q (T, H, d), k (T, Hkv, d) as the kernel sees them.
+// Returns ERR_RANGE if sample/layer/T exceed the sizes given at init.
+int calib_observe(struct calib_stats *s, int sample, int layer, const float *q, const float *k, int T,
+                  struct err *e);
+
+// Nearest-rank percentile of n values: sorted[ceil(p*n) - 1] (spec section 1); v is permuted.
+float calib_percentile(float *v, size_t n, double p);
+// Aggregates x[0..n) (stride in floats) by agg in binary64 (spec section 3).
+double calib_aggregate(const float *x, int n, ptrdiff_t stride, int agg, double *scratch);
+
+struct calib_layer_stats {
+    double maxabs_k, maxabs_q, kp99, qp99, rho_k, t_kq; // aggregated (spec section 5)
+    double kp999, kstd;                                 // aggregated, reports
+    int branch;                                         // enum calib_branch (per-layer rule)
+    double alpha;                                       // alpha applied to this layer
+};
+
+struct calib_result {
+    int n_layers, Hkv, d, n_samples, agg;
+    float *scales;                  // (n_layers, Hkv, d) binary32, owned
+    double *kagg, *qagg;            // (n_layers, Hkv, d) aggregates, owned
+    struct calib_layer_stats *layer;// (n_layers), owned
+    double rho_k, t_kq;             // model level (max over layers)
+    int rho_layer, t_layer;         // where the maxima sit
+    int branch;                     // model-level decision
+    double alpha;                   // model-level alpha (gate model) or forced
+};
+
+// Aggregates, computes gate statistics, decides, and computes the scales (binary64, rounded
+// once to binary32; 1 where an aggregate is 0 or not finite; Bypass layers get 1).
+int calib_compute(struct calib_result *r, const struct calib_stats *s, int agg,
+                  const struct calib_gate_opts *g, struct err *e);
+void calib_result_free(struct calib_result *r);
+const char *calib_branch_name(int b);
+const char *calib_agg_name(int agg);
+int calib_agg_parse(const char *s, int *agg);
+
+// Provenance written into the scales file's metadata.
+struct calib_meta {
+    const char *model_id, *model_hash, *source;
+    int samples, length;
+    uint64_t seed;
+};
+// Writes the scales file (spec section 7): tensor smooth_qk.scales F32 (L, Hkv, d) and
+// __metadata__ keys model_id, model_hash, source, samples, length, seed, aggregator, alpha,
+// gate, smooth_qk (JSON of per-layer statistics). Byte-identical for identical inputs.
+int calib_write(const char *path, const struct calib_result *r, const struct calib_meta *m, struct err *e);
+
+#endif

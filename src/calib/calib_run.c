@@ -1,0 +1,168 @@
+// calib_run.c: calibration forward passes with the attention hook (see calib_run.h).
+#include "calib/calib_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "attention/attn.h"
+#include "calib/calib_source.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+void calib_run_opts_default(struct calib_run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->samples = 1024;
+    o->len = 512;
+    o->agg = CALIB_AGG_RMS;
+    calib_gate_opts_default(&o->gate);
+    o->batch_tokens = 8192;
+}
+
+void calib_run_free(struct calib_run *r) {
+    if (!r) return;
+    calib_stats_free(&r->stats);
+    calib_result_free(&r->result);
+}
+
+struct hook_state {
+    struct calib_stats *stats;
+    int base;          // sample index of the batch's first sequence
+    int rc;
+    struct err err;
+};
+
+static void hook(void *user, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
+                 int Hkv, int d) {
+    (void)v; (void)H; (void)Hkv; (void)d;
+    struct hook_state *h = user;
+    if (h->rc) return;
+    h->rc = calib_observe(h->stats, h->base + seq, layer, q, k, T, &h->err);
+}
+
+int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
+                  const struct calib_run_opts *o, struct err *e) {
+    memset(r, 0, sizeof *r);
+    if (n_samples <= 0 || len <= 0)
+        return err_set(e, ERR_RANGE, "calibration: %d samples of %d tokens", n_samples, len);
+    int *lens = malloc((size_t)n_samples * sizeof *lens);
+    if (!lens) return err_set(e, ERR_NOMEM, "calibration: out of memory");
+    for (int i = 0; i < n_samples; i++) lens[i] = len;
+    int rc = calib_run_seqs(r, model_dir, ids, lens, n_samples, o, e);
+    free(lens);
+    return rc;
+}
+
+int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
+                   const struct calib_run_opts *o, struct err *e) {
+    memset(r, 0, sizeof *r);
+    path_basename(r->model_id, sizeof r->model_id, model_dir);
+    if (n_samples <= 0) return err_set(e, ERR_RANGE, "calibration: no samples");
+    // Greedy packing in sample order: a batch takes samples while it stays within
+    // batch_tokens (always at least one). For equal lengths this is batch_tokens/len samples.
+    int max_len = 0, max_batch = 0, max_nb = 0;
+    for (int i = 0, cur = 0, nb = 0; i < n_samples; i++) {
+        if (lens[i] <= 0) return err_set(e, ERR_RANGE, "calibration: sample %d has %d tokens", i, lens[i]);
+        if (lens[i] > max_len) max_len = lens[i];
+        if (nb > 0 && (int64_t)cur + lens[i] > o->batch_tokens) { cur = 0; nb = 0; }
+        cur += lens[i];
+        nb++;
+        if (cur > max_batch) max_batch = cur;
+        if (nb > max_nb) max_nb = nb;
+    }
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.act_bf16 = 0; // spec section 1: f32 activations
+    mo.max_tokens = max_batch;
+    mo.max_seq = max_len;
+    mo.n_threads = o->threads;
+    struct model *m = NULL;
+    int rc = model_open(&m, model_dir, &mo, e);
+    if (rc) return rc;
+    snprintf(r->model_hash, sizeof r->model_hash, "%s", model_hash(m));
+    struct attn_opts ao;
+    attn_opts_default(&ao);
+    ao.n_threads = o->threads;
+    const struct model_config *c = model_cfg(m);
+    float *logits = NULL;
+    int *out_pos = NULL;
+    if ((rc = model_set_attn(m, "bf16", &ao, NULL, e))) goto done;
+    if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
+                               e)))
+        goto done;
+    struct hook_state hs = {&r->stats, 0, 0, {0}};
+    attn_ctx_set_hook(model_attn(m), hook, &hs);
+    logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
+    out_pos = malloc((size_t)max_nb * sizeof *out_pos);
+    if (!logits || !out_pos) { rc = err_set(e, ERR_NOMEM, "calibration: out of memory"); goto done; }
+    double t0 = time_now();
+    int tty = isatty(2);
+    int64_t done_tok = 0;
+    size_t off = 0; // token offset of sample s0
+    for (int s0 = 0; s0 < n_samples;) {
+        int nb = 0, cur = 0;
+        while (s0 + nb < n_samples && (nb == 0 || (int64_t)cur + lens[s0 + nb] <= o->batch_tokens)) {
+            cur += lens[s0 + nb];
+            out_pos[nb] = cur - 1;
+            nb++;
+        }
+        hs.base = s0;
+        rc = model_forward(m, ids + off, lens + s0, nb, out_pos, nb, logits, e);
+        if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
+        if (rc) goto done;
+        s0 += nb;
+        off += (size_t)cur;
+        done_tok += cur;
+        double el = time_now() - t0;
+        // one line rewritten in place on a terminal; one line each in a log file
+        if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
+        else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
+    }
+    if (tty) log_info("%s", "");
+    log_info("calibrate: %d samples, %lld tokens in %.1f s", n_samples, (long long)done_tok, time_now() - t0);
+    rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
+done:
+    free(logits);
+    free(out_pos);
+    model_free(m);
+    if (rc) calib_run_free(r);
+    return rc;
+}
+
+int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
+                     const struct calib_run_opts *o, struct err *e) {
+    char *text = NULL, desc[1024];
+    size_t tl = 0;
+    memset(r, 0, sizeof *r);
+    int rc = calib_source_read(source, o->force, &text, &tl, desc, sizeof desc, e);
+    if (rc) return rc;
+    struct tokenizer *tok = NULL;
+    int32_t *ids = NULL, *samples = NULL;
+    int n_ids = 0, n_samples = 0;
+    if ((rc = tok_load(&tok, model_dir, e))) goto done;
+    // Only as much text as the samples need is tokenized when the source is large: about
+    // 8 bytes per token is generous for every tokenizer we support.
+    size_t need = (size_t)o->samples * (size_t)o->len * 8;
+    if (o->samples >= 0 && tl > need * 4) {
+        // keep whole lines: cut at the last newline before the limit (seeded choice below
+        // still picks among all chunks of this prefix)
+        size_t cut = need * 4;
+        while (cut > 0 && text[cut] != '\n') cut--;
+        if (cut > 0) tl = cut;
+    }
+    if ((rc = tok_encode(tok, text, tl, 0, &ids, &n_ids, e))) goto done;
+    int bos = tok_adds_bos(tok) ? tok_bos_id(tok) : -1;
+    if ((rc = calib_make_samples(ids, n_ids, o->len, o->samples, o->seed, bos, &samples, &n_samples, e))) goto done;
+    if (n_samples < o->samples)
+        log_warn("calibrate: source has only %d samples of %d tokens (asked for %d)", n_samples, o->len, o->samples);
+    rc = calib_run_ids(r, model_dir, samples, n_samples, o->len, o, e);
+    if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu", desc,
+                      n_samples, o->len, (unsigned long long)o->seed);
+done:
+    free(text);
+    free(ids);
+    free(samples);
+    tok_free(tok);
+    return rc;
+}

@@ -1,0 +1,44 @@
+// calib_run.h: runs a model over calibration samples with the statistics hook attached
+// (the glue between model, tokenizer, calib_source and calib; no forward-pass copy).
+#ifndef HIFA4_CALIB_RUN_H
+#define HIFA4_CALIB_RUN_H
+
+#include <stdint.h>
+
+#include "calib/calib.h"
+
+struct calib_run_opts {
+    int samples, len;          // --calib-samples, --calib-len
+    uint64_t seed;
+    int agg;                   // enum calib_agg
+    struct calib_gate_opts gate;
+    int force;                 // allow evaluation data as source
+    int threads;               // <= 0: all cores
+    int batch_tokens;          // tokens per forward batch
+};
+void calib_run_opts_default(struct calib_run_opts *o);
+
+struct calib_run {
+    char model_id[256];        // basename of the model directory
+    char model_hash[65];
+    char source_desc[1024];
+    struct calib_stats stats;
+    struct calib_result result;
+};
+
+// Statistics over explicit samples: ids (n_samples x len, row-major), all of equal length.
+// Uses attention mode `bf16` with f32 activations (spec section 1).
+int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
+                  const struct calib_run_opts *o, struct err *e);
+// Same for samples of different lengths: ids holds the samples back to back (sum of lens[]
+// tokens), sample i has lens[i] > 0 tokens. Samples are packed in order into forward batches of
+// at most o->batch_tokens tokens (a longer sample runs alone). r->stats keeps every per-sample
+// statistic (e.g. kmax of sample i, layer 0 for the Jaccard of spec section 6).
+int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
+                   const struct calib_run_opts *o, struct err *e);
+// Reads and tokenizes SOURCE with the model's tokenizer, cuts samples, then calib_run_ids.
+int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
+                     const struct calib_run_opts *o, struct err *e);
+void calib_run_free(struct calib_run *r);
+
+#endif

@@ -1,0 +1,92 @@
+// trace.h: attention diagnostics over real inputs (spec/attention.md section 5; paper Table 4
+// and Figure 8): runs a model under several attention modes with attn_opts.diag on the same
+// token sequences (a task's model inputs, or a text cut into windows of each context length)
+// and collects, per mode and input set, per-layer attention-output rel-L2 and cosine against
+// mode f32, K max-abs after smoothing and the eps_bar histogram. Writes trace.json and SVGs.
+// Never changes a result: the diagnostics are read from the attention context.
+#ifndef HIFA4_TRACE_H
+#define HIFA4_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attention/attn.h"
+#include "base/common.h"
+
+#define TRACE_MAX_MODES 16
+
+// One input set: sequences run back to back through every mode.
+struct trace_set {
+    char name[64];     // "ctx4096", "task-mmlu" (also used in file names)
+    int ctx;           // window length of a text set; 0 for a task set
+    int n_seq;
+    int *seq_len;      // [n_seq], owned
+    int32_t *ids;      // sequences back to back (n_tokens), owned
+    int64_t n_tokens;
+};
+void trace_sets_free(struct trace_set *sets, int n); // frees the array too; NULL is fine
+
+// A text file (plain or .zst) tokenized with the model's tokenizer (or tok_dir's when not NULL;
+// one with more ids than the model's vocabulary is ERR_MISMATCH) and cut into consecutive
+// windows of ctx[i] tokens (BOS first when the tokenizer adds one, then ctx-1 text tokens), the
+// first `limit` windows of each length (limit <= 0: all). A length the text cannot fill once,
+// or one above the model's max_position_embeddings, is an error naming both numbers.
+// *sets (n_ctx of them) owned by the caller (trace_sets_free).
+int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
+                    const int *ctx, int n_ctx, int limit, struct err *e);
+// A task's model inputs exactly as `run` builds them (eval_plan_build: one sequence per distinct
+// context+choice input, BOS per the tokenizer, left-truncated to the model's window), first
+// `limit` items (0: all), tokenizer as for trace_sets_text. One set named "task-<task>".
+int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *task,
+                    const char *data_dir, int limit, struct err *e);
+
+struct trace_opts {
+    int tile;            // Bc (default 128)
+    int v_group, qformat;// enum attn_vgroup / attn_qformat (defaults token / hif4)
+    int threads;         // <= 0: all cores
+    int act_bf16;        // activation rounding of the forward pass (default 1, as `run`)
+    int batch_tokens;    // tokens per forward batch (default 8192; a longer sequence runs alone)
+    const char *scales;  // Smooth-QK scales file; NULL: configs/scales/<model basename>.safetensors
+                         // (current directory, then the harness home) when it exists
+};
+void trace_opts_default(struct trace_opts *o);
+
+struct trace_cell {            // one (mode, set)
+    struct attn_diag_layer *layer; // [n_layers], copied from the context after the set
+    struct attn_diag_acc total;    // eps_bar histogram and K max-abs merged over layers
+    double forward_s;
+};
+
+struct trace_result {
+    char model_id[256], model_hash[65];
+    char scales[4096];             // scales file used ("" if none)
+    int n_layers, H, Hkv, d;
+    int tile, act_bf16;
+    int n_modes;
+    char modes[TRACE_MAX_MODES][64];   // modes run, in order
+    unsigned mode_flags[TRACE_MAX_MODES];
+    char skipped[512];                 // modes skipped for lack of scales, comma separated
+    int n_sets;
+    const struct trace_set *sets;      // borrowed from the caller
+    struct trace_cell *cells;          // [n_modes][n_sets]
+};
+
+// Runs every mode over every set. Unknown mode or tile: ERR_USAGE. Modes with Smooth-QK are
+// skipped with a warning when no scales file is given or found; a scales file that does not
+// match the model (shape, hash) is an error. Results are independent of the thread count and
+// of batch_tokens (the diagnostics sum in sequence order).
+int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
+              const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e);
+void trace_result_free(struct trace_result *r);
+const struct trace_cell *trace_cell(const struct trace_result *r, int mode, int set);
+
+// Table 4-style summary per set: modes as columns; rel-L2 and cosine at layer 0, mean and
+// worst over layers; K max-abs; eps_bar tiles and share below zero.
+void trace_print(FILE *f, const struct trace_result *r);
+// out_dir/trace.json and per set eps_bar-<set>.svg (Fig. 8: fraction of (row, tile) pairs per
+// eps_bar bin, one curve per quantized mode) and rel_l2-<set>.svg (per-layer rel-L2 per mode).
+int trace_write(const struct trace_result *r, const char *out_dir, struct err *e);
+// The JSON text of trace.json (malloc'd, caller frees), for tests.
+int trace_json_text(const struct trace_result *r, char **out, struct err *e);
+
+#endif

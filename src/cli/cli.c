@@ -1,0 +1,102 @@
+// cli.c: long-option parsing for the subcommands (see cli.h).
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
+    char *end;
+    errno = 0;
+    switch (o->type) {
+    case CLI_STR: *(const char **)o->dst = val; return 0;
+    case CLI_INT: {
+        long v = strtol(val, &end, 10);
+        if (errno || *end || end == val || v < -2147483647L || v > 2147483647L)
+            return err_set(e, ERR_USAGE, "--%s: expected an integer, got '%s'", o->name, val);
+        *(int *)o->dst = (int)v;
+        return 0;
+    }
+    case CLI_I64: {
+        long long v = strtoll(val, &end, 10);
+        if (errno || *end || end == val)
+            return err_set(e, ERR_USAGE, "--%s: expected an integer, got '%s'", o->name, val);
+        *(int64_t *)o->dst = (int64_t)v;
+        return 0;
+    }
+    case CLI_DBL: {
+        double v = strtod(val, &end);
+        if (errno || *end || end == val || !isfinite(v))
+            return err_set(e, ERR_USAGE, "--%s: expected a number, got '%s'", o->name, val);
+        *(double *)o->dst = v;
+        return 0;
+    }
+    case CLI_FLAG: *(int *)o->dst = 1; return 0;
+    }
+    return err_set(e, ERR_INTERNAL, "--%s: bad option type", o->name);
+}
+
+int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int n,
+              const char **pos, int max_pos, int *n_pos, struct err *e) {
+    int np = 0, only_pos = 0;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] != '-' ) {
+            if (!only_pos && a[0] == '-' && a[1] != 0)
+                return err_set(e, ERR_USAGE, "unknown option '%s' (options are --long)", a);
+            if (np >= max_pos) return err_set(e, ERR_USAGE, "unexpected argument '%s'", a);
+            pos[np++] = a;
+            continue;
+        }
+        if (a[2] == 0) { only_pos = 1; continue; }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct cli_opt *o = NULL;
+        for (int k = 0; k < n; k++)
+            if (strlen(opts[k].name) == len && memcmp(opts[k].name, name, len) == 0) { o = &opts[k]; break; }
+        if (!o) return err_set(e, ERR_USAGE, "unknown option '--%.*s'", (int)len, name);
+        const char *val;
+        if (o->type == CLI_FLAG) {
+            if (eq) return err_set(e, ERR_USAGE, "--%s takes no value", o->name);
+            val = "1";
+        } else if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return err_set(e, ERR_USAGE, "--%s needs a value", o->name);
+            val = argv[++i];
+        }
+        int rc = set_value(o, val, e);
+        if (rc) return rc;
+    }
+    if (n_pos) *n_pos = np;
+    return 0;
+}
+
+void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts, int n) {
+    fprintf(stdout, "usage: hifa4-eval %s %s\n", cmd, synopsis ? synopsis : "");
+    for (int k = 0; k < n; k++) {
+        const char *h = opts[k].help ? opts[k].help : "";
+        const char *colon = strstr(h, ": ");
+        if (colon)
+            fprintf(stdout, "  --%s %.*s\n      %s\n", opts[k].name, (int)(colon - h), h, colon + 2);
+        else
+            fprintf(stdout, "  --%s\n      %s\n", opts[k].name, h);
+    }
+}
+
+int cli_split(char *buf, const char **items, int max, struct err *e) {
+    int n = 0;
+    char *p = buf;
+    while (*p) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        if (*p) {
+            if (n >= max) return err_set(e, ERR_USAGE, "too many items in list (max %d)", max);
+            items[n++] = p;
+        }
+        if (!c) break;
+        p = c + 1;
+    }
+    return n;
+}

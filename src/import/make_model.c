@@ -1,0 +1,642 @@
+// make_model.c: synthetic checkpoints and the byte-level BPE tokenizer writer (see
+// make_model.h). Weights: each tensor from its own splitmix64 stream (seed ^ hash(name)), so
+// a tensor does not depend on the others; Gaussian via Box-Muller in binary64, stored bf16.
+#include "import/make_model.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/json_util.h"
+#include "io/safetensors.h"
+
+void make_model_opts_default(struct make_model_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->arch = ARCH_QWEN3;
+    o->n_layers = 2, o->dim = 128, o->n_heads = 4, o->n_kv_heads = 2, o->head_dim = 0;
+    o->hidden_dim = 256, o->vocab_size = 0, o->max_seq = 4096, o->tied = -1, o->seed = 1;
+}
+
+// ---- PRNG ----
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double uniform01(uint64_t *s) { return ((splitmix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+// dst[i] = bf16(mean + std * N(0,1)) from one splitmix64 stream seeded by (seed, name): pair
+// (2p, 2p+1) uses draws 2p and 2p+1. splitmix64's state is a counter, so a block starting at
+// element i0 starts at state base + i0 * increment: blocks fill in parallel and the bytes are
+// those of the sequential stream (checkpoints stay identical to earlier builds' ones).
+#define FILL_BLOCK ((size_t)1 << 16)
+static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
+    const uint64_t base = seed ^ fnv1a(name);
+    const long long nb = (long long)((n + FILL_BLOCK - 1) / FILL_BLOCK);
+#pragma omp parallel for schedule(static) if (nb > 1)
+    for (long long b = 0; b < nb; b++) {
+        const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < n ? i0 + FILL_BLOCK : n;
+        uint64_t s = base + 0x9e3779b97f4a7c15ull * (uint64_t)i0;
+        for (size_t i = i0; i < i1; i += 2) {
+            double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
+            dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
+            if (i + 1 < i1) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
+        }
+    }
+}
+
+// ---- config ----
+int make_model_config(const struct make_model_opts *o, struct model_config *c, struct err *e) {
+    memset(c, 0, sizeof *c);
+    if (o->arch < 0 || o->arch >= ARCH_COUNT) return err_set(e, ERR_USAGE, "make-model: bad architecture %d", o->arch);
+    if (o->n_layers <= 0 || o->n_layers > CFG_MAX_LAYERS || o->dim <= 0 || o->dim > 65536 || o->n_heads <= 0 ||
+        o->n_kv_heads <= 0 || o->hidden_dim <= 0 || o->hidden_dim > 1 << 20 || o->vocab_size < 257 ||
+        o->vocab_size > 1 << 22 || o->max_seq <= 0)
+        return err_set(e, ERR_USAGE, "make-model: sizes out of range (layers %d, dim %d, heads %d/%d, ffn %d, vocab %d >= 257)",
+                       o->n_layers, o->dim, o->n_heads, o->n_kv_heads, o->hidden_dim, o->vocab_size);
+    if (o->n_heads % o->n_kv_heads)
+        return err_set(e, ERR_USAGE, "make-model: --heads %d not a multiple of --kv-heads %d", o->n_heads, o->n_kv_heads);
+    int hd = o->head_dim ? o->head_dim : o->dim / o->n_heads;
+    if (hd <= 0 || hd % 8 || hd > 1024)
+        return err_set(e, ERR_USAGE, "make-model: head_dim %d must be a positive multiple of 8 (<= 1024)", hd);
+    c->arch = (enum model_arch)o->arch;
+    c->dim = o->dim, c->hidden_dim = o->hidden_dim, c->n_layers = o->n_layers, c->n_heads = o->n_heads;
+    c->n_kv_heads = o->n_kv_heads, c->head_dim = hd, c->vocab_size = o->vocab_size, c->max_seq = o->max_seq;
+    c->norm_eps = 1e-6;
+    c->act = ACT_SILU;
+    c->rope_theta = 10000.0, c->rope_dim = hd, c->rope_type = ROPE_DEFAULT, c->rope_factor = 1, c->rope_attn_factor = 1;
+    c->query_pre_attn_scalar = hd;
+    c->bos_id = c->eos_id = o->vocab_size - 1; // our tokenizer's <|endoftext|>
+    int tied = 0;
+    switch (c->arch) {
+    case ARCH_QWEN3: c->qk_norm = 1; c->rope_theta = 1e6; tied = 1; break;
+    case ARCH_QWEN2: c->qkv_bias = 1; c->rope_theta = 1e6; tied = 1; break;
+    case ARCH_LLAMA: // Llama 3.1 rope scaling
+        c->rope_theta = 500000.0, c->rope_type = ROPE_LLAMA3, c->rope_factor = 8, c->rope_low_freq = 1;
+        c->rope_high_freq = 4, c->rope_orig_max = o->max_seq >= 16 ? o->max_seq / 16 : 1;
+        break;
+    case ARCH_MISTRAL:
+        for (int l = 0; l < c->n_layers; l++) c->window[l] = 4096;
+        break;
+    case ARCH_GEMMA2:
+        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        c->act = ACT_GELU_TANH, c->attn_softcap = 50, c->final_softcap = 30;
+        for (int l = 0; l < c->n_layers; l += 2) c->window[l] = 4096;
+        tied = 1;
+        break;
+    case ARCH_PHI3: { // Phi-4-mini style: partial rotary 0.75 + longrope
+        c->fused_qkv = c->fused_gate_up = 1;
+        c->norm_eps = 1e-5;
+        c->rope_dim = hd * 3 / 4;
+        if (c->rope_dim % 2) return err_set(e, ERR_USAGE, "make-model: phi3 needs head_dim*0.75 even (head_dim %d)", hd);
+        c->rope_type = ROPE_LONGROPE;
+        c->n_rope_factors = c->rope_dim / 2;
+        c->rope_orig_max = o->max_seq >= 32 ? o->max_seq / 32 : 1;
+        c->rope_factor = (double)o->max_seq / c->rope_orig_max;
+        c->rope_attn_factor = c->rope_factor <= 1 ? 1.0 : sqrt(1 + log(c->rope_factor) / log((double)c->rope_orig_max));
+        for (int i = 0; i < c->n_rope_factors; i++) {
+            c->rope_short[i] = 1.0 + 0.5 * i / c->n_rope_factors;
+            c->rope_long[i] = 1.0 + 8.0 * i / c->n_rope_factors;
+        }
+        tied = 1;
+        break;
+    }
+    default: break;
+    }
+    c->tie_embeddings = o->tied >= 0 ? o->tied : tied;
+    if (o->n_outliers && c->arch != ARCH_QWEN3)
+        return err_set(e, ERR_USAGE, "make-model: --plant-outlier sets Qwen3 k_norm weights; arch is %s", cfg_arch_short(c->arch));
+    for (int i = 0; i < o->n_outliers; i++)
+        if (o->outliers[i].layer < 0 || o->outliers[i].layer >= c->n_layers || o->outliers[i].channel < 0 ||
+            o->outliers[i].channel >= hd || !isfinite(o->outliers[i].gamma))
+            return err_set(e, ERR_USAGE, "make-model: --plant-outlier %d:%d:%g outside %d layers x head_dim %d",
+                           o->outliers[i].layer, o->outliers[i].channel, o->outliers[i].gamma, c->n_layers, hd);
+    return 0;
+}
+
+// ---- weights ----
+// Tensor specs first (names, shapes, distributions), data generated shard by shard so memory
+// stays bounded by one shard (an 8B model is written in ~2 GB pieces).
+struct wspec {
+    char name[128];
+    int64_t rows, cols;   // cols 0: vector
+    double mean, std;
+    int plant_layer;      // >= 0: Qwen3 q_norm / k_norm of this layer (outliers applied)
+    int plant_k;          // 1: k_norm (channel = gamma), 0: q_norm (channel = 0.1)
+};
+struct wlist {
+    struct wspec *t;
+    int n, cap;
+};
+
+static int add_tensor(struct wlist *w, const char *name, int64_t rows, int64_t cols, double mean, double std, int plant,
+                      struct err *e) {
+    if (w->n == w->cap) return err_set(e, ERR_INTERNAL, "make-model: tensor list full");
+    struct wspec *t = &w->t[w->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->rows = rows, t->cols = cols, t->mean = mean, t->std = std, t->plant_layer = plant;
+    return 0;
+}
+
+static size_t spec_bytes(const struct wspec *t) { return (size_t)t->rows * (size_t)(t->cols ? t->cols : 1) * 2; }
+
+static int build_specs(const struct model_config *c, struct wlist *w, struct err *e) {
+    const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
+    w->cap = 16 * c->n_layers + 8;
+    w->t = calloc((size_t)w->cap, sizeof *w->t);
+    if (!w->t) return err_set(e, ERR_NOMEM, "make-model: out of memory");
+    // norm weights: 1 + 0.1 N(0,1) (Gemma2 stores w of (1 + w): 0.1 N(0,1)); matrices N(0, 1/fan_in)
+    const double nm = c->norm_plus_one ? 0.0 : 1.0, ns = 0.1;
+    const double sD = 1 / sqrt((double)D), sF = 1 / sqrt((double)F), sQ = 1 / sqrt((double)qd);
+    char n[128];
+    int rc = 0;
+#define T2(fmt, r, cc, mean, std)                                                        \
+    do {                                                                                 \
+        snprintf(n, sizeof n, fmt, l);                                                   \
+        if ((rc = add_tensor(w, n, r, cc, mean, std, -1, e))) return rc;                \
+    } while (0)
+    if ((rc = add_tensor(w, "model.embed_tokens.weight", c->vocab_size, D, 0, 1.0, -1, e))) return rc;
+    for (int l = 0; l < c->n_layers; l++) {
+        T2("model.layers.%d.input_layernorm.weight", D, 0, nm, ns);
+        if (c->fused_qkv) T2("model.layers.%d.self_attn.qkv_proj.weight", qd + 2 * kd, D, 0, sD);
+        else {
+            T2("model.layers.%d.self_attn.q_proj.weight", qd, D, 0, sD);
+            T2("model.layers.%d.self_attn.k_proj.weight", kd, D, 0, sD);
+            T2("model.layers.%d.self_attn.v_proj.weight", kd, D, 0, sD);
+        }
+        if (c->qkv_bias) {
+            T2("model.layers.%d.self_attn.q_proj.bias", qd, 0, 0, 0.1);
+            T2("model.layers.%d.self_attn.k_proj.bias", kd, 0, 0, 0.1);
+            T2("model.layers.%d.self_attn.v_proj.bias", kd, 0, 0, 0.1);
+        }
+        T2("model.layers.%d.self_attn.o_proj.weight", D, qd, 0, sQ);
+        if (c->o_bias) T2("model.layers.%d.self_attn.o_proj.bias", D, 0, 0, 0.1);
+        if (c->qk_norm) {
+            // A planted K outlier mirrors Qwen3-8B (paper Table 1/8: gamma_K,51 ~ 34 while the
+            // query channel stays small, T_KQ ~ 14) and the goldens' qwen3-outlier generator:
+            // k_norm[c] = gamma and q_norm[c] = 0.1. Without the small q_norm the outlier
+            // channel dominates every score and no 4-bit mode can be told apart.
+            T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
+            w->t[w->n - 1].plant_layer = l;
+            T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
+            w->t[w->n - 1].plant_layer = l;
+            w->t[w->n - 1].plant_k = 1;
+        }
+        T2("model.layers.%d.post_attention_layernorm.weight", D, 0, nm, ns);
+        if (c->sandwich_norm) {
+            T2("model.layers.%d.pre_feedforward_layernorm.weight", D, 0, nm, ns);
+            T2("model.layers.%d.post_feedforward_layernorm.weight", D, 0, nm, ns);
+        }
+        if (c->fused_gate_up) T2("model.layers.%d.mlp.gate_up_proj.weight", 2 * F, D, 0, sD);
+        else {
+            T2("model.layers.%d.mlp.gate_proj.weight", F, D, 0, sD);
+            T2("model.layers.%d.mlp.up_proj.weight", F, D, 0, sD);
+        }
+        T2("model.layers.%d.mlp.down_proj.weight", D, F, 0, sF);
+        if (c->mlp_bias) {
+            T2("model.layers.%d.mlp.gate_proj.bias", F, 0, 0, 0.1);
+            T2("model.layers.%d.mlp.up_proj.bias", F, 0, 0, 0.1);
+            T2("model.layers.%d.mlp.down_proj.bias", D, 0, 0, 0.1);
+        }
+    }
+#undef T2
+    if ((rc = add_tensor(w, "model.norm.weight", D, 0, nm, ns, -1, e))) return rc;
+    if (!c->tie_embeddings && (rc = add_tensor(w, "lm_head.weight", c->vocab_size, D, 0, sD, -1, e))) return rc;
+    return 0;
+}
+
+// Writes tensors [i0, i1) of w to path (data generated here and freed after writing).
+static int write_shard(const struct make_model_opts *o, const struct wlist *w, int i0, int i1, const char *path,
+                       struct err *e) {
+    const int n = i1 - i0;
+    struct st_wtensor *ts = calloc((size_t)n, sizeof *ts);
+    uint16_t **bufs = calloc((size_t)n, sizeof *bufs);
+    int rc = 0;
+    if (!ts || !bufs) { rc = err_set(e, ERR_NOMEM, "make-model: out of memory"); goto done; }
+    for (int k = 0; k < n; k++) {
+        const struct wspec *t = &w->t[i0 + k];
+        const size_t numel = spec_bytes(t) / 2;
+        if (!(bufs[k] = malloc(numel * 2))) {
+            rc = err_set(e, ERR_NOMEM, "make-model: out of memory for %s (%zu elements)", t->name, numel);
+            goto done;
+        }
+        fill_normal(bufs[k], numel, t->mean, t->std, o->seed, t->name);
+        for (int p = 0; t->plant_layer >= 0 && p < o->n_outliers; p++)
+            if (o->outliers[p].layer == t->plant_layer)
+                bufs[k][o->outliers[p].channel] = f32_to_bf16(t->plant_k ? o->outliers[p].gamma : 0.1f);
+        ts[k] = (struct st_wtensor){.name = t->name, .dtype = ST_BF16, .ndim = t->cols ? 2 : 1,
+                                    .shape = {t->rows, t->cols}, .data = bufs[k]};
+    }
+    char seed_s[32];
+    snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)o->seed);
+    const char *meta[] = {"format", "pt", "generator", "hifa4-eval make-model", "seed", seed_s};
+    rc = st_write(path, ts, n, meta, 3, e);
+done:
+    for (int k = 0; bufs && k < n; k++) free(bufs[k]);
+    free(bufs);
+    free(ts);
+    return rc;
+}
+
+// model.safetensors, or model-0000K-of-0000N.safetensors + model.safetensors.index.json when
+// the weights exceed the shard size (HF layout).
+static int write_weights(const struct make_model_opts *o, const struct model_config *c, const char *dir, struct err *e) {
+    struct wlist w = {0};
+    cJSON *idx = NULL;
+    char *txt = NULL;
+    int rc = build_specs(c, &w, e);
+    if (rc) goto done;
+    const size_t limit = o->shard_bytes ? o->shard_bytes : MAKE_SHARD_BYTES;
+    int starts[ST_MAX_FILES + 1], n_sh = 0;
+    size_t acc = 0, total = 0;
+    for (int i = 0; i < w.n; i++) {
+        const size_t b = spec_bytes(&w.t[i]);
+        if (i == 0 || (acc + b > limit && acc > 0)) {
+            if (n_sh == ST_MAX_FILES) { rc = err_set(e, ERR_RANGE, "make-model: more than %d shards", ST_MAX_FILES); goto done; }
+            starts[n_sh++] = i;
+            acc = 0;
+        }
+        acc += b;
+        total += b;
+    }
+    starts[n_sh] = w.n;
+    char path[4096], fname[64];
+    if (n_sh == 1) {
+        if ((rc = path_join(path, sizeof path, dir, "model.safetensors", e))) goto done;
+        rc = write_shard(o, &w, 0, w.n, path, e);
+        goto done;
+    }
+    idx = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(idx, "metadata");
+    cJSON_AddNumberToObject(meta, "total_size", (double)total);
+    cJSON *map = cJSON_AddObjectToObject(idx, "weight_map");
+    for (int s = 0; s < n_sh; s++) {
+        snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, n_sh);
+        if ((rc = path_join(path, sizeof path, dir, fname, e))) goto done;
+        if ((rc = write_shard(o, &w, starts[s], starts[s + 1], path, e))) goto done;
+        for (int i = starts[s]; i < starts[s + 1]; i++) cJSON_AddStringToObject(map, w.t[i].name, fname);
+    }
+    if (!(txt = cJSON_Print(idx))) { rc = err_set(e, ERR_NOMEM, "make-model: out of memory"); goto done; }
+    if ((rc = path_join(path, sizeof path, dir, "model.safetensors.index.json", e))) goto done;
+    rc = file_write_atomic(path, txt, strlen(txt), e);
+done:
+    free(txt);
+    cJSON_Delete(idx);
+    free(w.t);
+    return rc;
+}
+
+// ---- byte-level BPE tokenizer ----
+// GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 + n.
+static int byte_cp(int b) {
+    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) return b;
+    int n = 0;
+    for (int x = 0; x < b; x++)
+        if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) n++;
+    return 256 + n;
+}
+static int put_utf8(char *o, int cp) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    o[0] = (char)(0xC0 | (cp >> 6));
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+// Training text for the learned merges (our own sentences; any fixed text works).
+static const char corpus[] =
+    "The quick brown fox jumps over the lazy dog. A model reads the question and then it picks the answer "
+    "that has the highest likelihood. When the attention is computed in four bits, the scores of the keys "
+    "change a little, and sometimes the decision of the model changes as well. We count how often that "
+    "happens, and we report it with the standard error of the accuracy. There are many questions in the "
+    "benchmark: history, science, mathematics, law, medicine and the other subjects of the exam. Each "
+    "question has four options, and only one of them is correct. The students in the class were reading "
+    "their books when the teacher came into the room and asked them what they had learned on that day. "
+    "It is important to note that the numbers 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 10 are written with digits. "
+    "She said that she would be there in the morning, but he was not sure if they could make it in time. "
+    "Once upon a time there was a little girl who loved to play outside in the park with her friends.\n";
+
+#define TOK_MAX_LEN 64
+#define LEARN_MAX 1024
+struct strset { char **keys; int *vals; size_t cap; };
+static uint64_t hash_s(const char *s) { return fnv1a(s); }
+static int set_find(const struct strset *h, const char *k) {
+    for (size_t i = hash_s(k) & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        if (!h->keys[i]) return -1;
+        if (!strcmp(h->keys[i], k)) return h->vals[i];
+    }
+}
+static void set_put(struct strset *h, char *k, int v) {
+    size_t i = hash_s(k) & (h->cap - 1);
+    while (h->keys[i]) i = (i + 1) & (h->cap - 1);
+    h->keys[i] = k;
+    h->vals[i] = v;
+}
+
+int make_tokenizer_json(int vocab_size, char **json, struct err *e) {
+    *json = NULL;
+    if (vocab_size < 257 || vocab_size > 1 << 22)
+        return err_set(e, ERR_USAGE, "tokenizer: vocab size %d must be in [257, %d]", vocab_size, 1 << 22);
+    const int n_norm = vocab_size - 1; // last id: <|endoftext|>
+    char **tok = calloc((size_t)n_norm, sizeof *tok);
+    int (*merge)[2] = calloc((size_t)n_norm, sizeof *merge);
+    struct strset set = {0};
+    set.cap = 1;
+    while (set.cap < 4 * (size_t)vocab_size) set.cap <<= 1;
+    set.keys = calloc(set.cap, sizeof *set.keys);
+    set.vals = calloc(set.cap, sizeof *set.vals);
+    // corpus as words of token ids: a word is an optional leading space + letters, or a digit,
+    // or one other byte (GPT-2 style pre-split, simplified)
+    const int clen = (int)sizeof corpus - 1;
+    int *sym = malloc(sizeof(int) * (size_t)clen), *wstart = malloc(sizeof(int) * (size_t)(clen + 1));
+    int *counts = calloc((size_t)LEARN_MAX * LEARN_MAX, sizeof(int));
+    int rc = 0, n_tok = 0, n_sym = 0, n_words = 0;
+    cJSON *root = NULL;
+    if (!tok || !merge || !set.keys || !set.vals || !sym || !wstart || !counts) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
+    for (int b = 0; b < 256; b++) {
+        char s[4] = {0};
+        put_utf8(s, byte_cp(b));
+        tok[n_tok] = str_dup(s);
+        if (!tok[n_tok]) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
+        set_put(&set, tok[n_tok], n_tok);
+        merge[n_tok][0] = merge[n_tok][1] = -1;
+        n_tok++;
+    }
+    for (int i = 0; i < clen;) {
+        wstart[n_words++] = n_sym;
+        int c0 = (unsigned char)corpus[i];
+        #define ISALPHA(ch) (((ch) | 32) >= 'a' && ((ch) | 32) <= 'z')
+        if (c0 == ' ' && i + 1 < clen && ISALPHA((unsigned char)corpus[i + 1])) sym[n_sym++] = ' ', i++;
+        if (ISALPHA((unsigned char)corpus[i])) {
+            while (i < clen && ISALPHA((unsigned char)corpus[i])) sym[n_sym++] = (unsigned char)corpus[i++];
+        } else {
+            sym[n_sym++] = (unsigned char)corpus[i++];
+        }
+        #undef ISALPHA
+    }
+    wstart[n_words] = n_sym;
+    // learned merges: most frequent adjacent pair within words (ties: smallest ids), until
+    // no pair occurs twice; ids stay below LEARN_MAX so counts fit one flat table
+    while (n_tok < n_norm && n_tok < LEARN_MAX) {
+        int best_a = -1, best_b = -1, best_c = 1;
+        for (int pass = 0; pass < 3; pass++) // 0: count, 1: pick the best, 2: clear
+            for (int w = 0; w < n_words; w++)
+                for (int p = wstart[w]; p + 1 < wstart[w + 1]; p++) {
+                    const int a = sym[p], b = sym[p + 1];
+                    if (a < 0 || b < 0) continue;
+                    int *cnt = &counts[a * LEARN_MAX + b];
+                    if (pass == 0) (*cnt)++;
+                    else if (pass == 2) *cnt = 0;
+                    else if (*cnt > best_c || (*cnt == best_c && *cnt > 1 && (a < best_a || (a == best_a && b < best_b))))
+                        best_a = a, best_b = b, best_c = *cnt;
+                }
+        if (best_a < 0) break;
+        char s[2 * TOK_MAX_LEN + 1];
+        if (strlen(tok[best_a]) + strlen(tok[best_b]) > TOK_MAX_LEN) break;
+        snprintf(s, sizeof s, "%s%s", tok[best_a], tok[best_b]);
+        if (set_find(&set, s) < 0) {
+            tok[n_tok] = str_dup(s);
+            if (!tok[n_tok]) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
+            set_put(&set, tok[n_tok], n_tok);
+            merge[n_tok][0] = best_a, merge[n_tok][1] = best_b;
+            n_tok++;
+        }
+        const int id = set_find(&set, s);
+        for (int w = 0; w < n_words; w++) { // apply the merge, compacting each word
+            int o = wstart[w];
+            for (int p = wstart[w]; p < wstart[w + 1]; p++) {
+                if (sym[p] < 0) continue;
+                int q = p + 1;
+                while (q < wstart[w + 1] && sym[q] < 0) q++;
+                if (sym[p] == best_a && q < wstart[w + 1] && sym[q] == best_b) {
+                    sym[o++] = id;
+                    sym[q] = -1;
+                } else {
+                    sym[o++] = sym[p];
+                }
+            }
+            for (int p = o; p < wstart[w + 1]; p++) sym[p] = -1;
+        }
+    }
+    // systematic merges until full, in rounds over all tokens so far: pairs over an order that
+    // favours word-like tokens ('Ġ', letters, merged tokens, digits, other printable ASCII);
+    // a token starting with 'Ġ' (a space) is never the right part
+    const int space0 = (unsigned char)tok[' '][0], space1 = (unsigned char)tok[' '][1];
+    while (n_tok < n_norm) {
+        const int base = n_tok, before = n_tok;
+        int *ord = malloc(sizeof(int) * (size_t)base), n_ord = 0;
+        if (!ord) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
+        ord[n_ord++] = ' ';
+        for (int ch = 'a'; ch <= 'z'; ch++) ord[n_ord++] = ch;
+        for (int ch = 'A'; ch <= 'Z'; ch++) ord[n_ord++] = ch;
+        for (int i = 256; i < base; i++) ord[n_ord++] = i;
+        for (int ch = '0'; ch <= '9'; ch++) ord[n_ord++] = ch;
+        for (int ch = 33; ch <= 126; ch++)
+            if (!((ch | 32) >= 'a' && (ch | 32) <= 'z') && !(ch >= '0' && ch <= '9')) ord[n_ord++] = ch;
+        for (int i = 0; i < n_ord && n_tok < n_norm; i++)
+            for (int j = 0; j < n_ord && n_tok < n_norm; j++) {
+                const int a = ord[i], b = ord[j];
+                const unsigned char *tb = (const unsigned char *)tok[b];
+                if (tb[0] == space0 && tb[1] == space1) continue;
+                if (strlen(tok[a]) + strlen(tok[b]) > TOK_MAX_LEN) continue;
+                char s[2 * TOK_MAX_LEN + 1];
+                snprintf(s, sizeof s, "%s%s", tok[a], tok[b]);
+                if (set_find(&set, s) >= 0) continue;
+                tok[n_tok] = str_dup(s);
+                if (!tok[n_tok]) { free(ord); rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
+                set_put(&set, tok[n_tok], n_tok);
+                merge[n_tok][0] = a, merge[n_tok][1] = b;
+                n_tok++;
+            }
+        free(ord);
+        if (n_tok == before) break;
+    }
+    if (n_tok < n_norm) {
+        rc = err_set(e, ERR_RANGE, "tokenizer: cannot build %d tokens (%d possible)", vocab_size, n_tok + 1);
+        goto done;
+    }
+    // ---- JSON (HF tokenizers layout) ----
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "version", "1.0");
+    cJSON_AddNullToObject(root, "truncation");
+    cJSON_AddNullToObject(root, "padding");
+    cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
+    cJSON *sp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(sp, "id", vocab_size - 1);
+    cJSON_AddStringToObject(sp, "content", "<|endoftext|>");
+    cJSON_AddBoolToObject(sp, "single_word", 0);
+    cJSON_AddBoolToObject(sp, "lstrip", 0);
+    cJSON_AddBoolToObject(sp, "rstrip", 0);
+    cJSON_AddBoolToObject(sp, "normalized", 0);
+    cJSON_AddBoolToObject(sp, "special", 1);
+    cJSON_AddItemToArray(added, sp);
+    cJSON_AddNullToObject(root, "normalizer");
+    cJSON *pre = cJSON_AddObjectToObject(root, "pre_tokenizer");
+    cJSON_AddStringToObject(pre, "type", "ByteLevel");
+    cJSON_AddBoolToObject(pre, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(pre, "trim_offsets", 1);
+    cJSON_AddBoolToObject(pre, "use_regex", 1);
+    cJSON *post = cJSON_AddObjectToObject(root, "post_processor");
+    cJSON_AddStringToObject(post, "type", "ByteLevel");
+    cJSON_AddBoolToObject(post, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(post, "trim_offsets", 0);
+    cJSON_AddBoolToObject(post, "use_regex", 1);
+    cJSON *dec = cJSON_AddObjectToObject(root, "decoder");
+    cJSON_AddStringToObject(dec, "type", "ByteLevel");
+    cJSON_AddBoolToObject(dec, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(dec, "trim_offsets", 1);
+    cJSON_AddBoolToObject(dec, "use_regex", 1);
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddNullToObject(model, "dropout");
+    cJSON_AddNullToObject(model, "unk_token");
+    cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
+    cJSON_AddStringToObject(model, "end_of_word_suffix", "");
+    cJSON_AddBoolToObject(model, "fuse_unk", 0);
+    cJSON_AddBoolToObject(model, "byte_fallback", 0);
+    cJSON_AddBoolToObject(model, "ignore_merges", 0);
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+    for (int i = 0; i < n_tok; i++) cJSON_AddNumberToObject(vocab, tok[i], i);
+    cJSON_AddNumberToObject(vocab, "<|endoftext|>", vocab_size - 1);
+    cJSON *merges = cJSON_AddArrayToObject(model, "merges");
+    for (int i = 256; i < n_tok; i++) {
+        char s[2 * TOK_MAX_LEN + 2];
+        snprintf(s, sizeof s, "%s %s", tok[merge[i][0]], tok[merge[i][1]]);
+        cJSON_AddItemToArray(merges, cJSON_CreateString(s));
+    }
+    *json = cJSON_Print(root);
+    if (!*json) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+done:
+    cJSON_Delete(root);
+    if (tok)
+        for (int i = 0; i < n_tok; i++) free(tok[i]);
+    free(tok);
+    free(merge);
+    free(set.keys);
+    free(set.vals);
+    free(sym);
+    free(wstart);
+    free(counts);
+    return rc;
+}
+
+// ---- copying a real tokenizer ----
+static const char *tok_files[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
+
+// Vocabulary size of a tokenizer.json: 1 + the largest id in model.vocab and added_tokens.
+static int tokenizer_vocab(const cJSON *root, const char *ctx, int *n, struct err *e) {
+    const cJSON *model = NULL, *vocab = NULL, *added = NULL, *x;
+    int rc;
+    if ((rc = json_get_obj(root, "model", &model, 1, ctx, e))) return rc;
+    vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    int mx = -1;
+    if (cJSON_IsObject(vocab)) {
+        cJSON_ArrayForEach(x, vocab) if (cJSON_IsNumber(x) && x->valuedouble > mx) mx = (int)x->valuedouble;
+    } else if (cJSON_IsArray(vocab)) { // Unigram: [[piece, score], ...]
+        mx = cJSON_GetArraySize(vocab) - 1;
+    } else {
+        return err_set(e, ERR_FORMAT, "%s: field 'model.vocab': expected object or array", ctx);
+    }
+    if ((rc = json_get_arr(root, "added_tokens", &added, 0, ctx, e))) return rc;
+    if (added) {
+        cJSON_ArrayForEach(x, added) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(x, "id");
+            if (cJSON_IsNumber(id) && id->valuedouble > mx) mx = (int)id->valuedouble;
+        }
+    }
+    if (mx < 0 || mx >= 1 << 22) return err_set(e, ERR_FORMAT, "%s: cannot determine the vocabulary size", ctx);
+    *n = mx + 1;
+    return 0;
+}
+
+// id of a special token named in tokenizer_config.json ("bos_token": "..." or {"content": ...}).
+static int special_id(const cJSON *tcfg, const cJSON *tok, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(tcfg, key);
+    if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+    if (!cJSON_IsString(v)) return -1;
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(tok, "added_tokens"), *x;
+    cJSON_ArrayForEach(x, added) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(x, "content"), *id = cJSON_GetObjectItemCaseSensitive(x, "id");
+        if (cJSON_IsString(c) && cJSON_IsNumber(id) && !strcmp(c->valuestring, v->valuestring)) return (int)id->valuedouble;
+    }
+    return -1;
+}
+
+// Reads src's tokenizer.json (or .json.zst): vocabulary size and the bos/eos ids named in
+// tokenizer_config.json; with `write`, copies the tokenizer files into dst.
+static int copy_tokenizer(const char *src, const char *dst, int write, int *vocab, int *bos, int *eos, struct err *e) {
+    char p[4096], q[4096];
+    int rc = 0;
+    char *buf = NULL;
+    size_t len = 0;
+    cJSON *tok = NULL, *tcfg = NULL;
+    *bos = *eos = -1;
+    if ((rc = path_join(p, sizeof p, src, "tokenizer.json", e))) return rc;
+    if (!file_exists(p) && (rc = path_join(p, sizeof p, src, "tokenizer.json.zst", e))) return rc;
+    if ((rc = file_read_all(p, &buf, &len, e))) return rc;
+    if ((rc = json_parse(&tok, buf, len, p, e))) goto done;
+    if ((rc = tokenizer_vocab(tok, p, vocab, e))) goto done;
+    if (write && ((rc = path_join(q, sizeof q, dst, "tokenizer.json", e)) || (rc = file_write_atomic(q, buf, len, e))))
+        goto done;
+    for (size_t i = 1; i < sizeof tok_files / sizeof *tok_files; i++) {
+        if ((rc = path_join(p, sizeof p, src, tok_files[i], e))) goto done;
+        if (!file_exists(p)) continue;
+        free(buf);
+        buf = NULL;
+        if ((rc = file_read_all(p, &buf, &len, e))) goto done;
+        if (write && ((rc = path_join(q, sizeof q, dst, tok_files[i], e)) || (rc = file_write_atomic(q, buf, len, e))))
+            goto done;
+        if (i == 1 && !json_parse(&tcfg, buf, len, p, e)) {
+            *bos = special_id(tcfg, tok, "bos_token");
+            *eos = special_id(tcfg, tok, "eos_token");
+        }
+    }
+done:
+    cJSON_Delete(tcfg);
+    cJSON_Delete(tok);
+    free(buf);
+    return rc;
+}
+
+int make_model(const struct make_model_opts *o, const char *out_dir, struct err *e) {
+    struct make_model_opts oo = *o;
+    struct model_config c;
+    char path[4096], *json = NULL, extra[256];
+    int rc, bos = -1, eos = -1, tv = 0;
+    if ((rc = mkdir_p(out_dir, e))) return rc;
+    if (o->tokenizer_dir) {
+        if ((rc = copy_tokenizer(o->tokenizer_dir, out_dir, !o->config_only, &tv, &bos, &eos, e))) return rc;
+        if (oo.vocab_size && oo.vocab_size < tv)
+            return err_set(e, ERR_USAGE, "make-model: --vocab %d smaller than the tokenizer's %d tokens (%s)", oo.vocab_size,
+                           tv, o->tokenizer_dir);
+        if (!oo.vocab_size) oo.vocab_size = tv;
+    }
+    if (!oo.vocab_size) oo.vocab_size = 512;
+    if ((rc = make_model_config(&oo, &c, e))) return rc;
+    if (o->tokenizer_dir) c.bos_id = bos, c.eos_id = eos;
+    if (!o->tokenizer_dir && !o->config_only) {
+        if ((rc = make_tokenizer_json(c.vocab_size, &json, e))) return rc;
+        if ((rc = path_join(path, sizeof path, out_dir, "tokenizer.json", e)) ||
+            (rc = file_write_atomic(path, json, strlen(json), e)))
+            goto done;
+        free(json);
+        json = NULL;
+    }
+    snprintf(extra, sizeof extra, "{\"_synthetic\": {\"generator\": \"hifa4-eval make-model\", \"seed\": %llu, \"n_outliers\": %d}}",
+             (unsigned long long)o->seed, o->n_outliers);
+    if ((rc = cfg_to_json(&c, extra, &json, e))) goto done;
+    if ((rc = path_join(path, sizeof path, out_dir, "config.json", e)) ||
+        (rc = file_write_atomic(path, json, strlen(json), e)))
+        goto done;
+    if (o->config_only) goto done;
+    rc = write_weights(&oo, &c, out_dir, e);
+done:
+    free(json);
+    return rc;
+}

@@ -1,0 +1,415 @@
+// config.c: HF config.json -> struct model_config and back (see config.h). Defaults follow
+// the HF configuration classes of each architecture (transformers 4.4x); every value that
+// changes the numerics (eps, rope, windows, caps) is read explicitly when present.
+#include "model/config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/json_util.h"
+
+static const struct {
+    const char *hf, *short_name;
+} arch_names[ARCH_COUNT] = {
+    [ARCH_QWEN3] = {"Qwen3ForCausalLM", "qwen3"},       [ARCH_QWEN2] = {"Qwen2ForCausalLM", "qwen2"},
+    [ARCH_LLAMA] = {"LlamaForCausalLM", "llama"},       [ARCH_MISTRAL] = {"MistralForCausalLM", "mistral"},
+    [ARCH_GEMMA2] = {"Gemma2ForCausalLM", "gemma2"},    [ARCH_PHI3] = {"Phi3ForCausalLM", "phi3"},
+};
+
+const char *cfg_arch_names(void) {
+    return "Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
+           "Gemma2ForCausalLM, Phi3ForCausalLM";
+}
+const char *cfg_arch_name(enum model_arch a) { return a < ARCH_COUNT ? arch_names[a].hf : "?"; }
+const char *cfg_arch_short(enum model_arch a) { return a < ARCH_COUNT ? arch_names[a].short_name : "?"; }
+int cfg_arch_from_short(const char *s) {
+    for (int i = 0; i < ARCH_COUNT; i++)
+        if (!strcmp(s, arch_names[i].short_name)) return i;
+    return -1;
+}
+
+// ---- helpers ----
+// Optional number where JSON null means "off" (returns 0) and absence means the default.
+static int num_or_null(const cJSON *o, const char *key, double def, double *out, const char *ctx,
+                       struct err *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v) { *out = def; return 0; }
+    if (cJSON_IsNull(v)) { *out = 0; return 0; }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return err_set(e, ERR_FORMAT, "%s: field '%s': expected number or null, got %s", ctx, key, json_brief(v));
+    *out = v->valuedouble;
+    return 0;
+}
+
+// Token id that may be an int, null or an array of ints (first one is used).
+static int token_id(const cJSON *o, const char *key, int *out, const char *ctx, struct err *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = -1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble > 1e9)
+        return err_set(e, ERR_FORMAT, "%s: field '%s': expected token id, got %s", ctx, key, json_brief(v));
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+static int factor_list(const cJSON *rs, const char *key, double *dst, int n, const char *ctx, struct err *e) {
+    const cJSON *a;
+    int rc = json_get_arr(rs, key, &a, 1, ctx, e);
+    if (rc) return err_prefix(e, "rope_scaling (longrope)");
+    if (cJSON_GetArraySize(a) != n)
+        return err_set(e, ERR_FORMAT, "%s: rope_scaling.%s has %d entries, expected rotary_dim/2 = %d", ctx, key,
+                       cJSON_GetArraySize(a), n);
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) {
+        if (!cJSON_IsNumber(x) || !(x->valuedouble > 0) || !isfinite(x->valuedouble))
+            return err_set(e, ERR_FORMAT, "%s: rope_scaling.%s[%d]: expected positive number, got %s", ctx, key, i,
+                           json_brief(x));
+        dst[i++] = x->valuedouble;
+    }
+    return 0;
+}
+
+static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
+    int rc;
+    c->rope_theta = 10000.0;
+    if ((rc = json_get_num(root, "rope_theta", &c->rope_theta, 0, ctx, e))) return rc;
+    if (!(c->rope_theta > 1)) return err_set(e, ERR_FORMAT, "%s: field 'rope_theta': %g must be > 1", ctx, c->rope_theta);
+    double prf = 1.0;
+    if (c->arch == ARCH_PHI3 && (rc = json_get_num(root, "partial_rotary_factor", &prf, 0, ctx, e))) return rc;
+    if (!(prf > 0 && prf <= 1))
+        return err_set(e, ERR_FORMAT, "%s: field 'partial_rotary_factor': %g not in (0, 1]", ctx, prf);
+    c->rope_dim = (int)(c->head_dim * prf); // HF: int(head_dim * partial_rotary_factor)
+    if (c->rope_dim < 2 || c->rope_dim % 2)
+        return err_set(e, ERR_FORMAT, "%s: rotary dimension %d (head_dim %d x partial_rotary_factor %g) must be even",
+                       ctx, c->rope_dim, c->head_dim, prf);
+    c->rope_type = ROPE_DEFAULT;
+    c->rope_attn_factor = 1.0;
+    c->rope_factor = 1.0;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) return 0;
+    if (!cJSON_IsObject(rs))
+        return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': expected object or null, got %s", ctx, json_brief(rs));
+    const char *type = NULL;
+    if ((rc = json_get_str(rs, "rope_type", &type, 0, ctx, e))) return rc;
+    if (!type && (rc = json_get_str(rs, "type", &type, 0, ctx, e))) return rc;
+    if (!type) return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': missing 'rope_type'", ctx);
+    if (!strcmp(type, "default")) return 0;
+    if (!strcmp(type, "llama3")) {
+        c->rope_type = ROPE_LLAMA3;
+        if ((rc = json_get_num(rs, "factor", &c->rope_factor, 1, ctx, e)) ||
+            (rc = json_get_num(rs, "low_freq_factor", &c->rope_low_freq, 1, ctx, e)) ||
+            (rc = json_get_num(rs, "high_freq_factor", &c->rope_high_freq, 1, ctx, e)) ||
+            (rc = json_get_int(rs, "original_max_position_embeddings", &c->rope_orig_max, 1, ctx, e)))
+            return err_prefix(e, "rope_scaling (llama3)");
+        if (!(c->rope_factor >= 1) || !(c->rope_low_freq > 0) || !(c->rope_high_freq > c->rope_low_freq) ||
+            c->rope_orig_max <= 0)
+            return err_set(e, ERR_FORMAT, "%s: rope_scaling (llama3): bad factor %g / low %g / high %g / original %d",
+                           ctx, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max);
+        return 0;
+    }
+    if (!strcmp(type, "longrope") || !strcmp(type, "su")) {
+        c->rope_type = ROPE_LONGROPE;
+        c->n_rope_factors = c->rope_dim / 2;
+        if (c->n_rope_factors > CFG_MAX_ROPE_FACTORS)
+            return err_set(e, ERR_RANGE, "%s: rotary dimension %d too large for longrope", ctx, c->rope_dim);
+        if ((rc = factor_list(rs, "short_factor", c->rope_short, c->n_rope_factors, ctx, e)) ||
+            (rc = factor_list(rs, "long_factor", c->rope_long, c->n_rope_factors, ctx, e)))
+            return rc;
+        // HF _compute_longrope_parameters: factor = max_pos / original_max when the config
+        // has original_max_position_embeddings, else rope_scaling.factor.
+        int orig = 0;
+        if ((rc = json_get_int(root, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
+        if (orig <= 0 && (rc = json_get_int(rs, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
+        if (orig > 0) {
+            c->rope_orig_max = orig;
+            c->rope_factor = (double)c->max_seq / orig;
+        } else {
+            c->rope_orig_max = c->max_seq;
+            if ((rc = json_get_num(rs, "factor", &c->rope_factor, 0, ctx, e))) return rc;
+        }
+        double af = -1;
+        if ((rc = json_get_num(rs, "attention_factor", &af, 0, ctx, e))) return rc;
+        if (af > 0) c->rope_attn_factor = af;
+        else if (c->rope_factor <= 1.0) c->rope_attn_factor = 1.0;
+        else c->rope_attn_factor = sqrt(1.0 + log(c->rope_factor) / log((double)c->rope_orig_max));
+        return 0;
+    }
+    return err_set(e, ERR_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported (supported: default, llama3, longrope/su)",
+                   ctx, type);
+}
+
+static int parse_windows(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
+    int rc;
+    double w = 0;
+    const cJSON *lt = NULL;
+    if ((rc = json_get_arr(root, "layer_types", &lt, 0, ctx, e))) return rc;
+    if (c->arch == ARCH_LLAMA) return 0; // no sliding window in Llama
+    double def = c->arch == ARCH_GEMMA2 ? 4096 : 0;
+    if ((rc = num_or_null(root, "sliding_window", def, &w, ctx, e))) return rc;
+    if (w < 0 || w > 1e9 || w != floor(w))
+        return err_set(e, ERR_FORMAT, "%s: field 'sliding_window': bad value %g", ctx, w);
+    int W = (int)w;
+    if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
+        int use = 0, mwl = c->n_layers;
+        if ((rc = json_get_bool(root, "use_sliding_window", &use, 0, ctx, e))) return rc;
+        if ((rc = json_get_int(root, "max_window_layers", &mwl, 0, ctx, e))) return rc;
+        if (!use) return 0; // HF: sliding_window = None unless use_sliding_window
+        if (!lt) {
+            for (int i = 0; i < c->n_layers; i++) c->window[i] = i >= mwl ? W : 0;
+            return 0;
+        }
+    }
+    if (lt) {
+        if (cJSON_GetArraySize(lt) != c->n_layers)
+            return err_set(e, ERR_FORMAT, "%s: field 'layer_types' has %d entries for %d layers", ctx,
+                           cJSON_GetArraySize(lt), c->n_layers);
+        int i = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, lt) {
+            if (!cJSON_IsString(x)) return err_set(e, ERR_FORMAT, "%s: layer_types[%d]: expected string", ctx, i);
+            if (!strcmp(x->valuestring, "sliding_attention")) c->window[i] = W;
+            else if (!strcmp(x->valuestring, "full_attention")) c->window[i] = 0;
+            else return err_set(e, ERR_UNSUPPORTED, "%s: layer_types[%d] = '%s' (supported: sliding_attention, full_attention)",
+                                ctx, i, x->valuestring);
+            i++;
+        }
+        return 0;
+    }
+    for (int i = 0; i < c->n_layers; i++)
+        c->window[i] = c->arch == ARCH_GEMMA2 ? (i % 2 == 0 ? W : 0) : W; // Gemma2: even layers slide
+    return 0;
+}
+
+int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = NULL;
+    int rc = json_parse(&root, json, len, ctx, e);
+    if (rc) return rc;
+    if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto done; }
+    const cJSON *archs = NULL;
+    if ((rc = json_get_arr(root, "architectures", &archs, 1, ctx, e))) goto done;
+    const cJSON *a0 = cJSON_GetArrayItem(archs, 0);
+    if (!cJSON_IsString(a0)) { rc = err_set(e, ERR_FORMAT, "%s: field 'architectures': expected a list of strings", ctx); goto done; }
+    int arch = -1;
+    for (int i = 0; i < ARCH_COUNT; i++)
+        if (!strcmp(a0->valuestring, arch_names[i].hf)) arch = i;
+    if (arch < 0) {
+        rc = err_set(e, ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", ctx, a0->valuestring,
+                     cfg_arch_names());
+        goto done;
+    }
+    c->arch = (enum model_arch)arch;
+    if ((rc = json_get_int(root, "hidden_size", &c->dim, 1, ctx, e)) ||
+        (rc = json_get_int(root, "intermediate_size", &c->hidden_dim, 1, ctx, e)) ||
+        (rc = json_get_int(root, "num_hidden_layers", &c->n_layers, 1, ctx, e)) ||
+        (rc = json_get_int(root, "num_attention_heads", &c->n_heads, 1, ctx, e)) ||
+        (rc = json_get_int(root, "vocab_size", &c->vocab_size, 1, ctx, e)) ||
+        (rc = json_get_int(root, "max_position_embeddings", &c->max_seq, 1, ctx, e)))
+        goto done;
+    c->n_kv_heads = c->n_heads;
+    if ((rc = json_get_int(root, "num_key_value_heads", &c->n_kv_heads, 0, ctx, e))) goto done;
+    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
+        c->vocab_size <= 0 || c->max_seq <= 0) {
+        rc = err_set(e, ERR_FORMAT, "%s: sizes must be positive (hidden_size %d, intermediate_size %d, layers %d, heads %d, "
+                     "kv heads %d, vocab %d, max_position_embeddings %d)", ctx, c->dim, c->hidden_dim, c->n_layers,
+                     c->n_heads, c->n_kv_heads, c->vocab_size, c->max_seq);
+        goto done;
+    }
+    if (c->n_layers > CFG_MAX_LAYERS) { rc = err_set(e, ERR_RANGE, "%s: %d layers (max %d)", ctx, c->n_layers, CFG_MAX_LAYERS); goto done; }
+    if (c->n_heads % c->n_kv_heads) {
+        rc = err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
+                     c->n_kv_heads);
+        goto done;
+    }
+    c->head_dim = 0;
+    if ((rc = json_get_int(root, "head_dim", &c->head_dim, 0, ctx, e))) goto done;
+    if (c->head_dim == 0) {
+        if (c->dim % c->n_heads) {
+            rc = err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d not divisible by heads %d", ctx, c->dim, c->n_heads);
+            goto done;
+        }
+        c->head_dim = c->dim / c->n_heads;
+    }
+    if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024) {
+        rc = err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
+        goto done;
+    }
+    c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
+    if ((rc = json_get_num(root, "rms_norm_eps", &c->norm_eps, 0, ctx, e))) goto done;
+    if (!(c->norm_eps >= 0 && c->norm_eps < 1)) { rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g", ctx, c->norm_eps); goto done; }
+
+    // activation (Gemma2 reads hidden_activation first)
+    const char *act = NULL;
+    if (c->arch == ARCH_GEMMA2 && (rc = json_get_str(root, "hidden_activation", &act, 0, ctx, e))) goto done;
+    if (!act && (rc = json_get_str(root, "hidden_act", &act, 0, ctx, e))) goto done;
+    if (!act) act = c->arch == ARCH_GEMMA2 ? "gelu_pytorch_tanh" : "silu";
+    if (!strcmp(act, "silu") || !strcmp(act, "swish")) c->act = ACT_SILU;
+    else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast")) c->act = ACT_GELU_TANH;
+    else if (!strcmp(act, "gelu")) c->act = ACT_GELU;
+    else { rc = err_set(e, ERR_UNSUPPORTED, "%s: hidden_act '%s' not supported (silu, gelu_pytorch_tanh, gelu)", ctx, act); goto done; }
+
+    c->tie_embeddings = c->arch == ARCH_GEMMA2;
+    if ((rc = json_get_bool(root, "tie_word_embeddings", &c->tie_embeddings, 0, ctx, e))) goto done;
+    int attn_bias = 0;
+    if ((rc = json_get_bool(root, "attention_bias", &attn_bias, 0, ctx, e))) goto done;
+    switch (c->arch) {
+    case ARCH_QWEN3: c->qk_norm = 1; c->qkv_bias = c->o_bias = attn_bias; break;
+    case ARCH_QWEN2: c->qkv_bias = 1; break;
+    case ARCH_LLAMA:
+        c->qkv_bias = c->o_bias = attn_bias;
+        if ((rc = json_get_bool(root, "mlp_bias", &c->mlp_bias, 0, ctx, e))) goto done;
+        break;
+    case ARCH_MISTRAL: break;
+    case ARCH_GEMMA2:
+        c->qkv_bias = c->o_bias = attn_bias;
+        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        break;
+    case ARCH_PHI3: c->fused_qkv = c->fused_gate_up = 1; break;
+    default: break;
+    }
+    if ((rc = parse_rope(c, root, ctx, e))) goto done;
+    c->query_pre_attn_scalar = c->head_dim;
+    if (c->arch == ARCH_GEMMA2) {
+        if ((rc = json_get_num(root, "query_pre_attn_scalar", &c->query_pre_attn_scalar, 0, ctx, e)) ||
+            (rc = num_or_null(root, "attn_logit_softcapping", 50.0, &c->attn_softcap, ctx, e)) ||
+            (rc = num_or_null(root, "final_logit_softcapping", 30.0, &c->final_softcap, ctx, e)))
+            goto done;
+        if (!(c->query_pre_attn_scalar > 0) || c->attn_softcap < 0 || c->final_softcap < 0) {
+            rc = err_set(e, ERR_FORMAT, "%s: query_pre_attn_scalar %g / softcaps %g, %g must be positive", ctx,
+                         c->query_pre_attn_scalar, c->attn_softcap, c->final_softcap);
+            goto done;
+        }
+    }
+    if ((rc = parse_windows(c, root, ctx, e))) goto done;
+    if ((rc = token_id(root, "bos_token_id", &c->bos_id, ctx, e)) || (rc = token_id(root, "eos_token_id", &c->eos_id, ctx, e)))
+        goto done;
+done:
+    cJSON_Delete(root);
+    if (rc) memset(c, 0, sizeof *c);
+    return rc;
+}
+
+int cfg_load(struct model_config *c, const char *path, struct err *e) {
+    char p[4096];
+    int rc;
+    if (dir_exists(path) || !str_ends_with(path, ".json")) {
+        if ((rc = path_join(p, sizeof p, path, "config.json", e))) return rc;
+    } else if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
+        return err_set(e, ERR_RANGE, "path too long: %s", path);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    if ((rc = file_read_all(p, &buf, &len, e))) return rc;
+    rc = cfg_parse(c, buf, len, p, e);
+    free(buf);
+    return rc;
+}
+
+// ---- writer ----
+static cJSON *num_list(const double *x, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(x[i]));
+    return a;
+}
+
+int cfg_to_json(const struct model_config *c, const char *extra_json, char **out, struct err *e) {
+    *out = NULL;
+    cJSON *r = cJSON_CreateObject();
+    if (!r) return err_set(e, ERR_NOMEM, "config: out of memory");
+    cJSON *archs = cJSON_AddArrayToObject(r, "architectures");
+    cJSON_AddItemToArray(archs, cJSON_CreateString(cfg_arch_name(c->arch)));
+    cJSON_AddStringToObject(r, "model_type", cfg_arch_short(c->arch));
+    cJSON_AddNumberToObject(r, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(r, "hidden_size", c->dim);
+    cJSON_AddNumberToObject(r, "intermediate_size", c->hidden_dim);
+    cJSON_AddNumberToObject(r, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(r, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(r, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(r, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(r, "max_position_embeddings", c->max_seq);
+    cJSON_AddNumberToObject(r, "rms_norm_eps", c->norm_eps);
+    cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
+    if (c->rope_type == ROPE_LLAMA3) {
+        cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_max);
+    } else if (c->rope_type == ROPE_LONGROPE) {
+        cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
+        cJSON_AddStringToObject(rs, "type", "longrope");
+        cJSON_AddItemToObject(rs, "short_factor", num_list(c->rope_short, c->n_rope_factors));
+        cJSON_AddItemToObject(rs, "long_factor", num_list(c->rope_long, c->n_rope_factors));
+        cJSON_AddNumberToObject(rs, "attention_factor", c->rope_attn_factor);
+        cJSON_AddNumberToObject(r, "original_max_position_embeddings", c->rope_orig_max);
+    } else {
+        cJSON_AddNullToObject(r, "rope_scaling");
+    }
+    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", (double)c->rope_dim / c->head_dim);
+    cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
+    const char *act = c->act == ACT_SILU ? "silu" : c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "gelu";
+    cJSON_AddStringToObject(r, "hidden_act", act);
+    if (c->arch == ARCH_GEMMA2) cJSON_AddStringToObject(r, "hidden_activation", act);
+    if (c->arch == ARCH_LLAMA) cJSON_AddBoolToObject(r, "mlp_bias", c->mlp_bias);
+    if (c->arch != ARCH_QWEN2 && c->arch != ARCH_MISTRAL && c->arch != ARCH_PHI3)
+        cJSON_AddBoolToObject(r, "attention_bias", c->qkv_bias);
+    // sliding windows, per the architecture's own convention
+    int first = -1, W = 0;
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->window[i] && first < 0) { first = i; W = c->window[i]; }
+    if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
+        cJSON_AddBoolToObject(r, "use_sliding_window", first >= 0);
+        cJSON_AddNumberToObject(r, "sliding_window", first >= 0 ? W : c->max_seq);
+        cJSON_AddNumberToObject(r, "max_window_layers", first >= 0 ? first : c->n_layers);
+    } else if (c->arch != ARCH_LLAMA) {
+        if (first >= 0) cJSON_AddNumberToObject(r, "sliding_window", W);
+        else cJSON_AddNullToObject(r, "sliding_window");
+    }
+    if (c->arch == ARCH_GEMMA2) {
+        cJSON_AddNumberToObject(r, "query_pre_attn_scalar", c->query_pre_attn_scalar);
+        if (c->attn_softcap > 0) cJSON_AddNumberToObject(r, "attn_logit_softcapping", c->attn_softcap);
+        else cJSON_AddNullToObject(r, "attn_logit_softcapping");
+        if (c->final_softcap > 0) cJSON_AddNumberToObject(r, "final_logit_softcapping", c->final_softcap);
+        else cJSON_AddNullToObject(r, "final_logit_softcapping");
+    }
+    if (c->bos_id >= 0) cJSON_AddNumberToObject(r, "bos_token_id", c->bos_id);
+    else cJSON_AddNullToObject(r, "bos_token_id");
+    if (c->eos_id >= 0) cJSON_AddNumberToObject(r, "eos_token_id", c->eos_id);
+    else cJSON_AddNullToObject(r, "eos_token_id");
+    cJSON *x = extra_json ? cJSON_Parse(extra_json) : NULL;
+    if (extra_json && !cJSON_IsObject(x)) {
+        cJSON_Delete(x);
+        cJSON_Delete(r);
+        return err_set(e, ERR_INTERNAL, "config: extra JSON is not an object");
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(x, "torch_dtype")) cJSON_AddStringToObject(r, "torch_dtype", "bfloat16");
+    if (x) {
+        while (x->child) {
+            cJSON *it = cJSON_DetachItemViaPointer(x, x->child);
+            cJSON_AddItemToObject(r, it->string, it); // cJSON copies the key before freeing it
+        }
+        cJSON_Delete(x);
+    }
+    *out = cJSON_Print(r);
+    cJSON_Delete(r);
+    if (!*out) return err_set(e, ERR_NOMEM, "config: out of memory");
+    return 0;
+}
+
+int64_t cfg_n_params(const struct model_config *c) {
+    int64_t D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->hidden_dim;
+    int64_t per = D * hd * (H + 2 * Hkv) + H * hd * D + 3 * D * F + 2 * D;
+    if (c->qkv_bias) per += hd * (H + 2 * Hkv);
+    if (c->o_bias) per += D;
+    if (c->mlp_bias) per += 2 * F + D;
+    if (c->qk_norm) per += 2 * hd;
+    if (c->sandwich_norm) per += 2 * D;
+    int64_t n = (int64_t)c->vocab_size * D + c->n_layers * per + D;
+    if (!c->tie_embeddings) n += (int64_t)c->vocab_size * D;
+    return n;
+}

@@ -1,0 +1,108 @@
+// plot.c: SVG histogram curves (see plot.h). Layout: 640x400 canvas, plot area with a 60 px
+// left and 50 px bottom margin, 5 ticks per axis, legend top right. Numbers are printed with
+// fixed precision so equal inputs give equal bytes.
+#include "results/plot.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "results/results.h"
+
+static const char *const palette[] = {"#222222", "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e",
+                                      "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
+
+void plot_xml_escape(char *out, size_t n, const char *s) {
+    size_t k = 0;
+    if (!n) return;
+    for (; s && *s && k + 7 < n; s++) {
+        const char *r = NULL;
+        switch (*s) {
+        case '&': r = "&amp;"; break;
+        case '<': r = "&lt;"; break;
+        case '>': r = "&gt;"; break;
+        case '"': r = "&quot;"; break;
+        }
+        if (r) { size_t l = strlen(r); memcpy(out + k, r, l); k += l; }
+        else out[k++] = *s;
+    }
+    out[k] = 0;
+}
+
+int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
+                  int n_series, int n_bins, double lo, double hi, struct err *e) {
+    *svg = NULL;
+    if (n_bins < 1 || n_bins > 1000) return err_set(e, ERR_RANGE, "plot: %d bins (1..1000)", n_bins);
+    if (!(lo < hi)) {
+        lo = INFINITY; hi = -INFINITY;
+        for (int k = 0; k < n_series; k++)
+            for (int i = 0; i < s[k].n; i++)
+                if (isfinite(s[k].v[i])) { if (s[k].v[i] < lo) lo = s[k].v[i]; if (s[k].v[i] > hi) hi = s[k].v[i]; }
+        if (!(lo <= hi)) { lo = 0; hi = 1; }
+        if (hi - lo < 1e-12) { hi = lo + 1; }
+    }
+    double *frac = calloc((size_t)n_bins * (size_t)(n_series > 0 ? n_series : 1), sizeof *frac);
+    if (!frac) return err_set(e, ERR_NOMEM, "plot: out of memory");
+    double ymax = 0;
+    for (int k = 0; k < n_series; k++) {
+        int cnt = 0;
+        for (int i = 0; i < s[k].n; i++) {
+            double v = s[k].v[i];
+            if (!isfinite(v)) continue;
+            // values outside [lo, hi] are counted in the first / last bin (overflow)
+            int b = v <= lo ? 0 : v >= hi ? n_bins - 1 : (int)floor((v - lo) / (hi - lo) * n_bins);
+            if (b >= n_bins) b = n_bins - 1;
+            frac[(size_t)k * n_bins + b] += 1;
+            cnt++;
+        }
+        for (int b = 0; b < n_bins; b++) {
+            if (cnt) frac[(size_t)k * n_bins + b] /= cnt;
+            if (frac[(size_t)k * n_bins + b] > ymax) ymax = frac[(size_t)k * n_bins + b];
+        }
+    }
+    if (ymax <= 0) ymax = 1;
+    ymax *= 1.05;
+    const double W = 640, H = 400, L = 60, R = 20, T = 40, B = 50;
+    const double pw = W - L - R, ph = H - T - B;
+    struct results_buf o = {0};
+    char esc[512];
+    int rc = results_buf_printf(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                                     "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                                     "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    plot_xml_escape(esc, sizeof esc, title);
+    rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", L + pw / 2, esc);
+    rc |= results_buf_printf(&o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, pw, ph);
+    for (int t = 0; t <= 5; t++) {
+        double x = L + pw * t / 5, y = T + ph - ph * t / 5;
+        rc |= results_buf_printf(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
+                                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
+                                 x, T + ph, x, T + ph + 5, x, T + ph + 18, lo + (hi - lo) * t / 5);
+        rc |= results_buf_printf(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
+                                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
+                                 L - 5, y, L, y, L - 8, y + 4, ymax * t / 5);
+    }
+    plot_xml_escape(esc, sizeof esc, xlabel);
+    rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 10, esc);
+    rc |= results_buf_printf(&o, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">fraction of items</text>\n", T + ph / 2);
+    for (int k = 0; k < n_series; k++) {
+        const char *col = palette[k % (int)(sizeof palette / sizeof palette[0])];
+        rc |= results_buf_printf(&o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s points=\"", col,
+                                 k >= 10 ? " stroke-dasharray=\"4 2\"" : "");
+        for (int b = 0; b < n_bins; b++) {
+            double y = T + ph - ph * frac[(size_t)k * n_bins + b] / ymax;
+            rc |= results_buf_printf(&o, "%.1f,%.1f %.1f,%.1f ", L + pw * b / n_bins, y, L + pw * (b + 1) / n_bins, y);
+        }
+        rc |= results_buf_put(&o, "\"/>\n", 4);
+        plot_xml_escape(esc, sizeof esc, s[k].label);
+        double ly = T + 16 + 16 * k;
+        rc |= results_buf_printf(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>"
+                                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s (n=%d)</text>\n",
+                                 L + pw - 30, ly - 4, L + pw - 8, ly - 4, col, L + pw - 36, ly, esc, s[k].n);
+    }
+    rc |= results_buf_put(&o, "</svg>\n", 7);
+    free(frac);
+    if (rc) { free(o.p); return err_set(e, ERR_NOMEM, "plot: out of memory"); }
+    *svg = o.p;
+    return 0;
+}

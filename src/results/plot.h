@@ -1,0 +1,24 @@
+// plot.h: a small SVG writer for the report's figures: histograms drawn as step curves, one
+// curve per series on shared bins (paper Fig. 9 style: decision margins, one curve per
+// attention mode). Pure text output, no I/O; deterministic bytes for equal inputs.
+#ifndef HIFA4_PLOT_H
+#define HIFA4_PLOT_H
+
+#include "base/common.h"
+
+struct plot_series {
+    const char *label;   // legend text
+    const double *v;     // [n] values; non-finite values are skipped
+    int n;
+};
+
+// Renders a histogram SVG into a malloc'd NUL-terminated string *svg (caller frees). Bins are
+// n_bins equal-width bins over [lo, hi] (lo >= hi: the range of all finite values; values
+// outside are counted in the first/last bin); each curve shows the fraction of its series per bin. Errors: n_bins < 1 or > 1000 (ERR_RANGE), OOM.
+int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
+                  int n_series, int n_bins, double lo, double hi, struct err *e);
+
+// Escapes &, <, >, " for SVG/XML text into out (n bytes, truncated safely).
+void plot_xml_escape(char *out, size_t n, const char *s);
+
+#endif

@@ -1,0 +1,521 @@
+// report.c: report.md / CSV / SVG rendering of a run directory and the cross-run tables (see
+// report.h). Every table is built once as a grid of cells and written both as Markdown and
+// as CSV, so the two never disagree.
+#include "results/report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/json_util.h"
+#include "results/metrics.h"
+#include "results/plot.h"
+#include "results/results.h"
+
+// ---- table grid ----
+struct grid {
+    char name[64];      // CSV file stem
+    char title[256];
+    int n_cols, n_rows, cap_rows;
+    int n_left;         // leading text columns (left-aligned); the rest are numbers
+    char **cell;        // [n_rows][n_cols], row 0 = header
+};
+
+static int grid_init(struct grid *g, const char *name, const char *title, int n_cols) {
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    snprintf(g->title, sizeof g->title, "%s", title);
+    g->n_cols = n_cols;
+    g->n_left = 1;
+    return 0;
+}
+
+static void grid_free(struct grid *g) {
+    for (int i = 0; i < g->n_rows * g->n_cols; i++) free(g->cell[i]);
+    free(g->cell);
+    memset(g, 0, sizeof *g);
+}
+
+static int grid_row(struct grid *g) {
+    if (g->n_rows == g->cap_rows) {
+        int nc = g->cap_rows ? g->cap_rows * 2 : 16;
+        char **t = realloc(g->cell, sizeof *t * (size_t)nc * (size_t)g->n_cols);
+        if (!t) return ERR_NOMEM;
+        g->cell = t;
+        g->cap_rows = nc;
+    }
+    for (int c = 0; c < g->n_cols; c++) g->cell[g->n_rows * g->n_cols + c] = NULL;
+    g->n_rows++;
+    return 0;
+}
+
+static int grid_set(struct grid *g, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int grid_set(struct grid *g, int col, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **c = &g->cell[(g->n_rows - 1) * g->n_cols + col];
+    free(*c);
+    *c = str_dup(buf);
+    return *c ? 0 : ERR_NOMEM;
+}
+
+static int grid_md(struct results_buf *o, const struct grid *g) {
+    if (g->n_rows <= 1) return 0; // header only (e.g. accuracy in a perplexity-only run): no empty table
+    int rc = results_buf_printf(o, "### %s\n\n", g->title);
+    for (int r = 0; r < g->n_rows && !rc; r++) {
+        rc |= results_buf_put(o, "|", 1);
+        for (int c = 0; c < g->n_cols; c++) {
+            const char *s = g->cell[r * g->n_cols + c];
+            rc |= results_buf_printf(o, " %s |", s ? s : "");
+        }
+        rc |= results_buf_put(o, "\n", 1);
+        if (r == 0) {
+            rc |= results_buf_put(o, "|", 1);
+            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c >= g->n_left ? "---:|" : "---|", c >= g->n_left ? 5 : 4);
+            rc |= results_buf_put(o, "\n", 1);
+        }
+    }
+    return rc | results_buf_put(o, "\n", 1);
+}
+
+static int csv_cell(struct results_buf *o, const char *s) {
+    if (!s) return 0;
+    if (!strpbrk(s, ",\"\n\r")) return results_buf_put(o, s, strlen(s));
+    int rc = results_buf_put(o, "\"", 1);
+    for (const char *p = s; *p; p++) rc |= *p == '"' ? results_buf_put(o, "\"\"", 2) : results_buf_put(o, p, 1);
+    return rc | results_buf_put(o, "\"", 1);
+}
+
+static int grid_csv(const struct grid *g, const char *dir, struct err *e) {
+    struct results_buf o = {0};
+    int rc = 0;
+    for (int r = 0; r < g->n_rows; r++) {
+        for (int c = 0; c < g->n_cols; c++) {
+            if (c) rc |= results_buf_put(&o, ",", 1);
+            rc |= csv_cell(&o, g->cell[r * g->n_cols + c]);
+        }
+        rc |= results_buf_put(&o, "\n", 1);
+    }
+    if (rc) { free(o.p); return err_set(e, ERR_NOMEM, "report: out of memory"); }
+    char path[4096], file[128];
+    snprintf(file, sizeof file, "%s.csv", g->name);
+    rc = path_join(path, sizeof path, dir, file, e);
+    if (!rc) rc = file_write_atomic(path, o.p ? o.p : "", o.n, e);
+    free(o.p);
+    return rc;
+}
+
+// ---- JSON access with defaults (summary.json is our own output, validated on read) ----
+static const cJSON *jget(const cJSON *o, const char *k) { return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL; }
+static double jnum(const cJSON *o, const char *k) {
+    const cJSON *x = jget(o, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+static const char *jstr(const cJSON *o, const char *k, const char *def) {
+    const cJSON *x = jget(o, k);
+    return cJSON_IsString(x) ? x->valuestring : def;
+}
+
+static void fmt_pct(char *b, size_t n, double v) {
+    if (isfinite(v)) snprintf(b, n, "%.2f", 100 * v);
+    else snprintf(b, n, "-");
+}
+
+static int has_metric(const cJSON *task, const char *m) {
+    const cJSON *x, *a = jget(task, "metrics");
+    cJSON_ArrayForEach(x, a) if (cJSON_IsString(x) && !strcmp(x->valuestring, m)) return 1;
+    return 0;
+}
+
+// ---- per-run tables ----
+static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e) {
+    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *m;
+    const char *ref = jstr(sum, "reference", "?");
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64], b[64], c[64];
+    *n_g = 0;
+    // accuracy
+    struct grid *acc = &g[(*n_g)++];
+    grid_init(acc, "accuracy", "Accuracy (%, +- stderr; acc_norm where the task reports it)", 1 + nm);
+    rc |= grid_row(acc);
+    rc |= grid_set(acc, 0, "task (n)");
+    for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    int n_ppl = 0;
+    cJSON_ArrayForEach(t, tasks) {
+        if (has_metric(t, "ppl")) { n_ppl++; continue; }
+        rc |= grid_row(acc);
+        rc |= grid_set(acc, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+        int k = 0;
+        cJSON_ArrayForEach(m, modes) {
+            const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+            fmt_pct(a, sizeof a, jnum(s, "acc"));
+            fmt_pct(b, sizeof b, jnum(s, "acc_stderr"));
+            if (has_metric(t, "acc_norm")) {
+                fmt_pct(c, sizeof c, jnum(s, "acc_norm"));
+                rc |= grid_set(acc, 1 + k, "%s +- %s (norm %s)", a, b, c);
+            } else {
+                rc |= grid_set(acc, 1 + k, "%s +- %s", a, b);
+            }
+            k++;
+        }
+    }
+    if (n_ppl) {
+        struct grid *pp = &g[(*n_g)++];
+        grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+        rc |= grid_row(pp);
+        rc |= grid_set(pp, 0, "task (windows)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            if (!has_metric(t, "ppl")) continue;
+            rc |= grid_row(pp);
+            rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+            int k = 0;
+            cJSON_ArrayForEach(m, modes) {
+                const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+                rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
+            }
+        }
+    }
+    if (nm < 2) goto done;
+    // flips (paper Table 3), hurts/helps (Table 6), token level, margins
+    struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
+    char title[256];
+    snprintf(title, sizeof title, "Flip rate vs %s (PFR %%, Wilson 95%% interval; flips/N)", ref);
+    grid_init(fl, "flips", title, nm);
+    snprintf(title, sizeof title, "Quant Hurts / Helps vs %s (dAcc %%, McNemar exact p)", ref);
+    grid_init(hh, "hurts_helps", title, nm);
+    snprintf(title, sizeof title, "Token level vs %s: KL(ref||mode) mean / p99 and same-top-1 rate (%%)", ref);
+    grid_init(tk, "token_kl", title, nm);
+    grid_init(mg, "margins", "Decision margin (top-1 minus top-2 option loglik) on items all modes answer correctly: median [p10, p90]", 2 + nm);
+    struct grid *gs[3] = {fl, hh, tk};
+    for (int q = 0; q < 3; q++) {
+        rc |= grid_row(gs[q]);
+        rc |= grid_set(gs[q], 0, "task");
+        for (int k = 1; k < nm; k++) rc |= grid_set(gs[q], k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    }
+    rc |= grid_row(mg);
+    rc |= grid_set(mg, 0, "task");
+    rc |= grid_set(mg, 1, "n");
+    for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    cJSON_ArrayForEach(t, tasks) {
+        int ppl = has_metric(t, "ppl");
+        for (int q = 0; q < 3; q++) {
+            if (ppl && q < 2) continue;
+            rc |= grid_row(gs[q]);
+            rc |= grid_set(gs[q], 0, "%s", t->string);
+        }
+        for (int k = 1; k < nm; k++) {
+            const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
+            const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
+            if (ppl) {
+                fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+                rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+                continue;
+            }
+            fmt_pct(a, sizeof a, jnum(v, "pfr"));
+            fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
+            fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
+            rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
+            fmt_pct(a, sizeof a, jnum(v, "d_acc"));
+            rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
+            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+        }
+        if (ppl) continue;
+        const cJSON *mj = jget(t, "margins_all_correct");
+        rc |= grid_row(mg);
+        rc |= grid_set(mg, 0, "%s", t->string);
+        rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
+        for (int k = 0; k < nm; k++) {
+            const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
+            rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
+        }
+    }
+    // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval)
+    {
+        struct grid *sb = &g[(*n_g)++];
+        grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
+        rc |= grid_row(sb);
+        rc |= grid_set(sb, 0, "task/subject (n)");
+        for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        cJSON_ArrayForEach(t, tasks) {
+            const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
+            if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
+            cJSON_ArrayForEach(s, subj) {
+                rc |= grid_row(sb);
+                rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
+                for (int k = 0; k < nm; k++) {
+                    const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
+                    fmt_pct(a, sizeof a, jnum(x, "acc"));
+                    rc |= grid_set(sb, 1 + k, "%s", a);
+                }
+            }
+        }
+        if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
+    }
+    // across tasks (paper Table 5)
+    struct grid *dw = &g[(*n_g)++];
+    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
+    grid_init(dw, "d_avg_w", title, 5);
+    rc |= grid_row(dw);
+    rc |= grid_set(dw, 0, "mode"); rc |= grid_set(dw, 1, "D_avg"); rc |= grid_set(dw, 2, "D_w");
+    rc |= grid_set(dw, 3, "D_avg (acc_norm)"); rc |= grid_set(dw, 4, "D_w (acc_norm)");
+    for (int k = 1; k < nm; k++) {
+        const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
+        const cJSON *x = jget(jget(sum, "across_tasks"), mn);
+        rc |= grid_row(dw);
+        rc |= grid_set(dw, 0, "%s", mn);
+        fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(dw, 1, "%s", a);
+        fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(dw, 2, "%s", a);
+        fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
+        fmt_pct(a, sizeof a, jnum(x, "D_w_norm")); rc |= grid_set(dw, 4, "%s", a);
+    }
+done:
+    if (rc) return err_set(e, ERR_NOMEM, "report: out of memory");
+    return 0;
+}
+
+// Margin histogram of one task: one curve per mode over the items all modes answer correctly.
+static int margin_plot(const char *dir, const char *task, const cJSON *modes, struct err *e) {
+    int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
+    struct results_sample **s = calloc((size_t)nm, sizeof *s);
+    double **v = calloc((size_t)nm, sizeof *v);
+    struct plot_series *ps = calloc((size_t)nm, sizeof *ps);
+    if (!s || !v || !ps) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+    for (int m = 0; m < nm && !rc; m++) {
+        char path[4096];
+        int cnt;
+        rc = results_samples_path(path, sizeof path, dir, task, cJSON_GetArrayItem(modes, m)->valuestring, e);
+        if (!rc) rc = results_samples_read(path, &s[m], &cnt, e);
+        if (!rc && m == 0) n = cnt;
+        if (!rc && cnt != n) rc = err_set(e, ERR_MISMATCH, "%s: %d items, the reference has %d", path, cnt, n);
+    }
+    if (rc) goto done;
+    for (int m = 0; m < nm; m++) {
+        v[m] = malloc(sizeof **v * (size_t)(n ? n : 1));
+        if (!v[m]) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+        int q = 0;
+        for (int i = 0; i < n; i++) {
+            int ok = 1;
+            for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold;
+            if (ok) v[m][q++] = s[m][i].margin;
+        }
+        ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
+    }
+    // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
+    // the histogram (larger ones land in the last bin)
+    double hi = 0;
+    {
+        int tot = 0;
+        for (int m = 0; m < nm; m++) tot += ps[m].n;
+        double *pool = malloc(sizeof *pool * (size_t)(tot ? tot : 1));
+        if (!pool) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+        int q = 0;
+        for (int m = 0; m < nm; m++)
+            for (int i = 0; i < ps[m].n; i++) if (isfinite(ps[m].v[i])) pool[q++] = ps[m].v[i];
+        hi = q ? metrics_percentile(pool, q, 0.99) : 0;
+        free(pool);
+    }
+    char *svg, title[256], path[4096], file[300];
+    snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
+    // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
+    int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
+    bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
+    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, bins, 0,
+                       hi > 0 ? hi : 0, e);
+    if (rc) goto done;
+    snprintf(file, sizeof file, "plots/margins-%s.svg", task);
+    rc = path_join(path, sizeof path, dir, file, e);
+    if (!rc) rc = file_write_atomic(path, svg, strlen(svg), e);
+    free(svg);
+done:
+    for (int m = 0; s && m < nm; m++) {
+        for (int i = 0; s[m] && i < n; i++) results_sample_free(&s[m][i]);
+        if (s) free(s[m]);
+        if (v) free(v[m]);
+    }
+    free(s); free(v); free(ps);
+    return rc;
+}
+
+int report_render(const char *dir, char **headline, struct err *e) {
+    if (headline) *headline = NULL;
+    char path[4096], sub[4096];
+    cJSON *run = NULL, *sum = NULL;
+    struct grid g[10];
+    int n_g = 0;
+    struct results_buf o = {0};
+    int rc = path_join(path, sizeof path, dir, "run.json", e);
+    if (!rc) rc = json_parse_file(&run, path, e);
+    if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
+    if (!rc) rc = json_parse_file(&sum, path, e);
+    if (!rc && (!cJSON_IsArray(jget(sum, "modes")) || !cJSON_IsObject(jget(sum, "tasks"))))
+        rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
+    if (!rc) rc = run_tables(g, &n_g, sum, e);
+    if (!rc) rc = path_join(sub, sizeof sub, dir, "tables", e);
+    if (!rc) rc = mkdir_p(sub, e);
+    for (int i = 0; i < n_g && !rc; i++) rc = grid_csv(&g[i], sub, e);
+    if (!rc) rc = path_join(sub, sizeof sub, dir, "plots", e);
+    if (!rc) rc = mkdir_p(sub, e);
+    const cJSON *t;
+    if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (has_metric(t, "ppl")) continue;
+        if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
+    }
+    if (rc) goto done;
+    const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
+    rc |= results_buf_printf(&o, "# hifa4-eval run: %s\n\n", jstr(model, "name", "?"));
+    rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
+    rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
+    rc |= results_buf_printf(&o, "- modes: ");
+    const cJSON *m;
+    int k = 0;
+    cJSON_ArrayForEach(m, jget(sum, "modes")) {
+        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", m->valuestring, k == 0 ? " (reference)" : "");
+        k++;
+    }
+    rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
+                             jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
+    // data provenance per task (run.json): source, template, rows skipped, truncation
+    rc |= results_buf_printf(&o, "### Tasks\n\n| task | items | template | rows skipped | truncated requests | source |\n|---|---:|---|---:|---:|---|\n");
+    cJSON_ArrayForEach(t, jget(run, "tasks")) {
+        rc |= results_buf_printf(&o, "| %s | %d | %s | %d | %d | %s |\n", jstr(t, "name", "?"), (int)jnum(t, "n_items"),
+                                 jstr(t, "template_version", "?"), (int)jnum(t, "n_bad_rows"), (int)jnum(t, "n_truncated"),
+                                 jstr(t, "source", "?"));
+    }
+    rc |= results_buf_put(&o, "\n", 1);
+    for (int i = 0; i < n_g; i++) {
+        rc |= grid_md(&o, &g[i]);
+        if (i == 0 && headline) {
+            struct results_buf h = {0};
+            rc |= grid_md(&h, &g[0]);
+            if (n_g > 1) rc |= grid_md(&h, &g[1]);
+            *headline = h.p;
+        }
+    }
+    // speed per mode (run.json timings; the forward passes of this invocation)
+    const cJSON *fw = jget(jget(run, "timings"), "forward_s");
+    if (cJSON_IsObject(fw)) {
+        double tokens = 0;
+        cJSON_ArrayForEach(t, jget(run, "tasks")) if (cJSON_IsNumber(jget(t, "n_tokens"))) tokens += jnum(t, "n_tokens");
+        rc |= results_buf_printf(&o, "### Forward time per mode\n\n| mode | seconds | tokens/s |\n|---|---:|---:|\n");
+        const cJSON *x;
+        cJSON_ArrayForEach(x, fw) rc |= results_buf_printf(&o, "| %s | %.2f | %.0f |\n", x->string, x->valuedouble,
+                                                          x->valuedouble > 0 ? tokens / x->valuedouble : 0.0);
+        const char *note = jstr(run, "note", NULL);
+        rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
+    }
+    rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
+    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
+    }
+    rc |= results_buf_printf(&o, "\nEvery table is also in `tables/*.csv`. Per-item data: `samples-<task>-<mode>.jsonl.zst`; "
+                                 "provenance: `run.json`; statistics: `summary.json`.\n");
+    if (rc) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }
+    rc = path_join(path, sizeof path, dir, "report.md", e);
+    if (!rc) rc = file_write_atomic(path, o.p, o.n, e);
+done:
+    if (rc && headline) { free(*headline); *headline = NULL; }
+    for (int i = 0; i < n_g; i++) grid_free(&g[i]);
+    free(o.p);
+    cJSON_Delete(run);
+    cJSON_Delete(sum);
+    return rc;
+}
+
+// ---- cross-run tables ----
+int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char **md, struct err *e) {
+    *md = NULL;
+    cJSON **sums = calloc((size_t)(n_runs ? n_runs : 1), sizeof *sums), **rj = calloc((size_t)(n_runs ? n_runs : 1), sizeof *rj);
+    struct grid g[4];
+    int n_g = 0, rc = 0;
+    struct results_buf o = {0};
+    if (!sums || !rj) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
+    for (int r = 0; r < n_runs && !rc; r++) {
+        char path[4096];
+        rc = path_join(path, sizeof path, runs[r], "summary.json", e);
+        if (!rc) rc = json_parse_file(&sums[r], path, e);
+        if (!rc) rc = path_join(path, sizeof path, runs[r], "run.json", e);
+        if (!rc) rc = json_parse_file(&rj[r], path, e);
+    }
+    if (rc) goto done;
+    // task columns: union in first-seen order
+    const char *tasks[256];
+    int nt = 0;
+    for (int r = 0; r < n_runs; r++) {
+        const cJSON *t;
+        cJSON_ArrayForEach(t, jget(sums[r], "tasks")) {
+            if (has_metric(t, "ppl")) continue;
+            int seen = 0;
+            for (int k = 0; k < nt; k++) seen |= !strcmp(tasks[k], t->string);
+            if (!seen && nt < 256) tasks[nt++] = t->string;
+        }
+    }
+    // runs compared against different references (e.g. f32 in one, bf16 in another): every
+    // comparison row then names its reference, or the table would mix baselines silently
+    int mixed_ref = 0;
+    for (int r = 1; r < n_runs; r++) mixed_ref |= strcmp(jstr(sums[r], "reference", "?"), jstr(sums[0], "reference", "?")) != 0;
+    static const char *const names[4] = {"table3", "table5", "table6", "table7"};
+    static const char *const titles[4] = {
+        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
+        "Table 6: Quant Hurts / Helps vs the reference", "Table 7: accuracy (%)"};
+    for (int q = 0; q < 4; q++) {
+        struct grid *G = &g[n_g++];
+        int cols = q == 1 ? 4 : 2 + nt;
+        grid_init(G, names[q], titles[q], cols);
+        G->n_left = 2;
+        rc |= grid_row(G);
+        rc |= grid_set(G, 0, "model");
+        rc |= grid_set(G, 1, "mode");
+        if (q == 1) { rc |= grid_set(G, 2, "D_avg"); rc |= grid_set(G, 3, "D_w"); }
+        else for (int k = 0; k < nt; k++) rc |= grid_set(G, 2 + k, "%s", tasks[k]);
+        for (int r = 0; r < n_runs; r++) {
+            const cJSON *modes = jget(sums[r], "modes"), *m;
+            const char *model = jstr(jget(rj[r], "model"), "name", runs[r]);
+            int mi = 0;
+            cJSON_ArrayForEach(m, modes) {
+                int is_ref = mi++ == 0;
+                if (is_ref && q != 3) continue;
+                rc |= grid_row(G);
+                rc |= grid_set(G, 0, "%s", model);
+                const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
+                char vs[160] = "";
+                if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
+                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", m->valuestring, label, is_ref ? " (ref)" : "", vs);
+                else rc |= grid_set(G, 1, "%s%s%s", m->valuestring, is_ref ? " (ref)" : "", vs);
+                char a[64];
+                if (q == 1) {
+                    const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);
+                    fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(G, 2, "%s", a);
+                    fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(G, 3, "%s", a);
+                    continue;
+                }
+                for (int k = 0; k < nt; k++) {
+                    const cJSON *t = jget(jget(sums[r], "tasks"), tasks[k]);
+                    if (!t) { rc |= grid_set(G, 2 + k, "-"); continue; }
+                    const cJSON *v = jget(jget(t, "vs_reference"), m->valuestring);
+                    if (q == 0) { fmt_pct(a, sizeof a, jnum(v, "pfr")); rc |= grid_set(G, 2 + k, "%s", a); }
+                    else if (q == 2) rc |= grid_set(G, 2 + k, "%d / %d", (int)jnum(v, "hurts"), (int)jnum(v, "helps"));
+                    else { fmt_pct(a, sizeof a, jnum(jget(jget(t, "modes"), m->valuestring), "acc")); rc |= grid_set(G, 2 + k, "%s", a); }
+                }
+            }
+        }
+    }
+    if (rc) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
+    for (int i = 0; i < n_g; i++) rc |= grid_md(&o, &g[i]);
+    if (rc) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
+    if (csv_dir) {
+        rc = mkdir_p(csv_dir, e);
+        for (int i = 0; i < n_g && !rc; i++) rc = grid_csv(&g[i], csv_dir, e);
+    }
+    if (!rc) { *md = o.p; o.p = NULL; }
+done:
+    for (int i = 0; i < n_g; i++) grid_free(&g[i]);
+    for (int r = 0; r < n_runs; r++) { if (sums) cJSON_Delete(sums[r]); if (rj) cJSON_Delete(rj[r]); }
+    free(sums); free(rj); free(o.p);
+    return rc;
+}

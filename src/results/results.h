@@ -1,0 +1,102 @@
+// results.h: the run directory of DESIGN.md section 4. Per-item sample logs
+// samples-<task>-<mode>.jsonl.zst (one JSON line per item, appended crash-safely as complete
+// zstd frames of RESULTS_FRAME_ITEMS items so a killed run resumes and ends byte-identical to
+// an uninterrupted one), their reader, JSON file helpers and summary.json (the statistics of
+// spec/tasks.md section 3, computed from the samples files alone so `report` can redo it).
+#ifndef HIFA4_RESULTS_H
+#define HIFA4_RESULTS_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/common.h"
+
+// Items per zstd frame. Frame boundaries depend only on item indices, never on batches or
+// on where a run was interrupted, which is what makes resumed files byte-identical.
+#define RESULTS_FRAME_ITEMS 64
+
+// ---- one sample (one item under one mode) ----
+struct results_sample {
+    int idx;            // item index in the task
+    char *id;           // item id (owned)
+    char *subject;      // or NULL (owned)
+    int gold, n_choices;
+    double *ll;         // [n_choices] option logliks (NAN when not finite on disk: null)
+    int *n_chars, *n_tok, *greedy; // [n_choices]
+    int pred, pred_norm;
+    double margin;      // NAN with one choice
+    int n_kl;           // token-level rows compared with the reference (0 for the reference)
+    double *kl;         // [n_kl]
+    int top1_same;
+};
+void results_sample_free(struct results_sample *s);
+
+// Growable byte buffer (NUL-terminated once anything was appended). Caller frees b->p.
+struct results_buf { char *p; size_t n, cap; };
+int results_buf_put(struct results_buf *b, const char *s, size_t n);
+int results_buf_printf(struct results_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Appends the JSON line of s (with its '\n') to b. Keys in a fixed order, doubles printed
+// with %.17g (round-trip exact), so equal samples give equal bytes.
+int results_sample_line(struct results_buf *b, const struct results_sample *s);
+// Parses one line; ctx names file:line in errors. *s owned by the caller (results_sample_free).
+int results_sample_parse(struct results_sample *s, const char *line, size_t len, const char *ctx, struct err *e);
+
+// Reads a whole samples file (any number of complete frames); item indices must be consecutive
+// (a shard starts at its first item). *out is an array of *n samples
+// (free each with results_sample_free, then free(*out)). A truncated last frame is an error
+// (use results_writer_open with resume to repair a killed run's file).
+int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
+
+// ---- crash-safe writer ----
+struct results_writer {
+    FILE *f;
+    char path[4096];
+    struct results_buf pending; // lines not yet in a frame
+    int n_pending;
+    int n_items;                // items written to the file or pending
+    void *cctx;                 // ZSTD_CCtx
+};
+// Counts the items in the complete frames of an existing file (0 if it does not exist);
+// a torn frame at the end (a killed run) is ignored.
+int results_samples_count(const char *path, int *n_items, struct err *e);
+// Opens path for appending. keep_items = 0 truncates/creates; otherwise keep_items must be a
+// multiple of RESULTS_FRAME_ITEMS (or the file's whole item count) and the file is cut right
+// after the frame that holds item keep_items-1.
+int results_writer_open(struct results_writer *w, const char *path, int keep_items, struct err *e);
+// Adds one sample's line; writes and flushes a frame every RESULTS_FRAME_ITEMS items.
+int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e);
+// Writes the last partial frame, fsyncs and closes. Safe on a zeroed writer.
+int results_writer_close(struct results_writer *w, struct err *e);
+// Closes without writing pending items (error paths).
+void results_writer_abort(struct results_writer *w);
+
+// ---- files of a run ----
+// "<dir>/samples-<task>-<mode>.jsonl.zst" ('/' and other unsafe characters of the mode -> '_';
+// '+' kept).
+int results_samples_path(char *out, size_t n, const char *dir, const char *task, const char *mode, struct err *e);
+// Pretty-prints j to path atomically (trailing newline).
+int results_write_json(const char *path, const cJSON *j, struct err *e);
+// sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
+// window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
+// request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
+// Equal keys: a run may be resumed over another, or shards merged.
+void results_config_key(char hex[65], const cJSON *run, int with_shard);
+// Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
+int results_default_dir(char *out, size_t n, const char *model, struct err *e);
+
+// ---- summary (spec/tasks.md section 3) ----
+// Builds summary.json's object from the run directory: reads run.json ("tasks": [{name,
+// metrics}], "modes": [names, reference first]) and every samples file. Per task and mode:
+// n, acc +- stderr, acc_norm +- stderr (tasks that report it), per-subject acc; per mode vs
+// the reference: flips, PFR + Wilson 95%, hurts, helps, dAcc, McNemar exact p (on acc and
+// acc_norm), margins of the reference and the mode on items every mode answers correctly,
+// token KL (mean, p50, p90, p99, max) and same-top-1 rate; across tasks D_avg and D_w per
+// mode (acc, and acc_norm over tasks that report it). Tasks whose metrics include "ppl" (one
+// sample per window) get per mode tokens, bytes, loglik, ppl and bits_per_byte, and vs the
+// reference d_ppl and the token statistics; they are left out of D_avg / D_w. *out owned by
+// the caller.
+int results_summarize(const char *run_dir, cJSON **out, struct err *e);
+
+#endif
