@@ -167,7 +167,7 @@ static int run_all(struct eval_score *sc, const struct eval_plan *p, int max_tok
     *n_batches = 0;
     float *logits = NULL, *ref = NULL;
     while (item < p->n_items) {
-        if (eval_batch_next(&b, p, item, max_tokens, max_out, &e)) return -1;
+        if (eval_batch_next(&b, p, item, p->n_items, max_tokens, max_out, &e)) return -1;
         logits = realloc(logits, sizeof *logits * (size_t)b.n_out * VOCAB);
         ref = realloc(ref, sizeof *ref * (size_t)b.n_out * VOCAB);
         if (toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, logits, &e)) return -1;
@@ -271,7 +271,7 @@ static void test_ppl(void) {
     float *lg = malloc(sizeof(float) * VOCAB * 10);
     double naive = 0, got = 0;
     for (int item = 0; item < 3;) {
-        eval_batch_next(&b, &p, item, 6, 100, &e);
+        eval_batch_next(&b, &p, item, p.n_items, 6, 100, &e);
         toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, lg, &e);
         eval_batch_score(sc + item, &p, &b, lg, VOCAB, 1, &e);
         item = b.item1;

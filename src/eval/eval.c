@@ -320,14 +320,15 @@ static int grow(void **buf, int *cap, int need, size_t elt) {
     return 0;
 }
 
-int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int max_tokens,
+int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int item_end, int max_tokens,
                     int max_out, struct err *e) {
     b->item0 = b->item1 = item0;
     b->n_seq = b->n_tok = b->n_out = 0;
-    if (item0 >= p->n_items) return 0;
+    if (item_end > p->n_items) item_end = p->n_items;
+    if (item0 >= item_end) return 0;
     b->row_base = p->seq[p->item_seq[item0]].row0;
     int i = item0;
-    for (; i < p->n_items; i++) {
+    for (; i < item_end; i++) {
         int nt = 0, no = 0;
         for (int s = p->item_seq[i]; s < p->item_seq[i + 1]; s++) { nt += p->seq[s].n; no += p->seq[s].n_rows; }
         if (i > item0 && (b->n_tok + nt > max_tokens || b->n_out + no > max_out)) break;

@@ -102,9 +102,10 @@ struct eval_batch {
     int *out_pos;       // [n_out] packed row indices
     int cap_tok, cap_seq, cap_out;
 };
-// Takes items from item0 on while the batch stays within max_tokens tokens and max_out
-// logits rows (always at least one item, so size buffers for max(max_out, max_item_rows)). Returns 0; b->item1 == item0 only at the end.
-int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int max_tokens,
+// Takes items from item0 on, before item_end (clipped to the plan's items), while the batch
+// stays within max_tokens tokens and max_out logits rows (always at least one item, so size
+// buffers for max(max_out, max_item_rows)). Returns 0; b->item1 == item0 only at the end.
+int eval_batch_next(struct eval_batch *b, const struct eval_plan *p, int item0, int item_end, int max_tokens,
                     int max_out, struct err *e);
 void eval_batch_free(struct eval_batch *b);
 

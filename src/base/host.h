@@ -1,0 +1,14 @@
+// host.h: provenance of the machine and the build a result was made with (recorded in run.json):
+// the git revision of the source tree. Reads files only; never fails (unknown values are
+// reported as "unknown").
+#ifndef HIFA4_HOST_H
+#define HIFA4_HOST_H
+
+#include <stddef.h>
+
+// The git revision (HEAD's commit) of the tree the executable was built in: the .git beside the
+// executable, else the one in the current directory. Follows a symbolic ref through a
+// worktree's common dir and packed-refs. "unknown" when neither has one.
+void host_git_revision(char *rev, size_t n);
+
+#endif

@@ -1,0 +1,161 @@
+// merge.c: run_merge (run.h) - joins the run directories of `run --shard K/N` (DESIGN.md
+// section 5: several machines through files) into one run: the samples are concatenated in item
+// order and re-framed, so the merged samples files and summary.json are byte-identical to an
+// unsharded run's; run.json sums the hook coverage and cost counts and keeps every shard's
+// timings. Shards must all be complete, come from the same configuration (results_config_key)
+// and cover 0..N-1 exactly once.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/json_util.h"
+#include "eval/run.h"
+#include "results/results.h"
+
+static int num_field(const cJSON *o, const char *k, double *v) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(x)) return -1;
+    *v = x->valuedouble;
+    return 0;
+}
+
+// Adds the numbers of src into dst (same layout; arrays element-wise), recursively.
+static void add_numbers(cJSON *dst, const cJSON *src) {
+    cJSON *d;
+    cJSON_ArrayForEach(d, dst) {
+        const cJSON *s = cJSON_IsArray(dst) ? cJSON_GetArrayItem(src, 0) : cJSON_GetObjectItemCaseSensitive(src, d->string);
+        if (cJSON_IsArray(dst)) {
+            int i = 0;
+            for (cJSON *x = dst->child; x; x = x->next, i++) {
+                const cJSON *y = cJSON_GetArrayItem(src, i);
+                if (cJSON_IsNumber(x) && cJSON_IsNumber(y)) cJSON_SetNumberValue(x, x->valuedouble + y->valuedouble);
+                else if (y) add_numbers(x, y);
+            }
+            return;
+        }
+        if (!s) continue;
+        if (cJSON_IsNumber(d) && cJSON_IsNumber(s)) cJSON_SetNumberValue(d, d->valuedouble + s->valuedouble);
+        else if (cJSON_IsObject(d) || cJSON_IsArray(d)) add_numbers(d, s);
+    }
+}
+
+// Reads every shard's run.json into runs[] and orders them by k (order[k] = index into shards).
+static int load_shards(const char *const *shards, int n, cJSON **runs, int *order, struct err *e) {
+    char key0[65] = "", path[4096];
+    int N = -1, rc;
+    for (int i = 0; i < n; i++) order[i] = -1;
+    for (int i = 0; i < n; i++) {
+        if ((rc = path_join(path, sizeof path, shards[i], "run.json", e)) || (rc = json_parse_file(&runs[i], path, e))) return rc;
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(runs[i], "shard"), *complete = cJSON_GetObjectItemCaseSensitive(runs[i], "complete");
+        double k, nn;
+        if (!sh || num_field(sh, "k", &k) || num_field(sh, "n", &nn)) return err_set(e, ERR_FORMAT, "%s: not a shard (no field 'shard' {k, n}); made with run --shard K/N?", path);
+        if (!cJSON_IsTrue(complete)) return err_set(e, ERR_MISMATCH, "%s: the shard is not complete (field 'complete'): finish it with run --resume", path);
+        if (N < 0) N = (int)nn;
+        if ((int)nn != N || N != n) return err_set(e, ERR_MISMATCH, "%s: shard %d/%d, but %d shard directories were given (first says N=%d)", path, (int)k, (int)nn, n, N);
+        if (k < 0 || k >= N || order[(int)k] >= 0) return err_set(e, ERR_MISMATCH, "%s: shard %d given twice or out of range", path, (int)k);
+        order[(int)k] = i;
+        char key[65];
+        results_config_key(key, runs[i], 0);
+        if (!key0[0]) memcpy(key0, key, sizeof key);
+        else if (strcmp(key, key0)) return err_set(e, ERR_MISMATCH, "%s: made with another model, tokenizer, modes, options or task data than %s", path, shards[0]);
+    }
+    return 0;
+}
+
+// run.json: shard 0's, without the shard, counts summed, every shard's timings
+static cJSON *merged_json(const char *const *shards, int N, cJSON *const *runs, const int *order) {
+    cJSON *merged = cJSON_Duplicate(runs[order[0]], 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(merged, "shard");
+    cJSON_DeleteItemFromObjectCaseSensitive(merged, "timings");
+    cJSON_DeleteItemFromObjectCaseSensitive(merged, "resume_key");
+    cJSON *st = cJSON_AddArrayToObject(merged, "shard_timings"), *from = cJSON_AddArrayToObject(merged, "merged_from");
+    cJSON *tasks = cJSON_GetObjectItemCaseSensitive(merged, "tasks"), *t;
+    cJSON_ArrayForEach(t, tasks) cJSON_DeleteItemFromObjectCaseSensitive(t, "item_range");
+    for (int k = 0; k < N; k++) {
+        const cJSON *r = runs[order[k]];
+        cJSON_AddItemToArray(from, cJSON_CreateString(shards[order[k]]));
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(r, "timings");
+        cJSON_AddItemToArray(st, tm ? cJSON_Duplicate(tm, 1) : cJSON_CreateNull());
+        if (k == 0) continue;
+        const char *sums[] = {"hook_coverage", "cost_counts"};
+        for (int s = 0; s < 2; s++) {
+            cJSON *d = cJSON_GetObjectItemCaseSensitive(merged, sums[s]);
+            const cJSON *x = cJSON_GetObjectItemCaseSensitive(r, sums[s]);
+            if (d && x) add_numbers(d, x);
+        }
+        // per-task request/token counts add up
+        cJSON *mt;
+        int ti = 0;
+        cJSON_ArrayForEach(mt, tasks) {
+            const cJSON *rt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "tasks"), ti++);
+            const char *f[] = {"n_requests", "n_sequences", "n_tokens", "n_truncated", "tokenize_s"};
+            for (int q = 0; q < 5; q++) {
+                cJSON *a = cJSON_GetObjectItemCaseSensitive(mt, f[q]);
+                const cJSON *b = cJSON_GetObjectItemCaseSensitive(rt, f[q]);
+                if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) cJSON_SetNumberValue(a, a->valuedouble + b->valuedouble);
+            }
+        }
+    }
+    char key[65];
+    results_config_key(key, merged, 1);
+    cJSON_AddStringToObject(merged, "resume_key", key);
+    return merged;
+}
+
+// One task under one mode: the shards' samples concatenated in shard order, framed by item index.
+static int merge_samples(const char *const *shards, int N, const int *order, const char *out, const cJSON *task,
+                         const char *mode, struct err *e) {
+    struct results_writer w = {0};
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "name"));
+    char op[4096];
+    int rc, next = 0;
+    if ((rc = results_samples_path(op, sizeof op, out, name, mode, e)) || (rc = results_writer_open(&w, op, 0, e))) return rc;
+    for (int k = 0; k < N && !rc; k++) {
+        char sp[4096];
+        struct results_sample *v = NULL;
+        int n = 0;
+        if ((rc = results_samples_path(sp, sizeof sp, shards[order[k]], name, mode, e)) ||
+            (rc = results_samples_read(sp, &v, &n, e)))
+            break;
+        if (n > 0 && v[0].idx != next)
+            rc = err_set(e, ERR_MISMATCH, "%s: starts at item %d, expected %d (shards must be contiguous)", sp, v[0].idx, next);
+        for (int i = 0; i < n && !rc; i++) rc = results_writer_add(&w, &v[i], e);
+        next += n;
+        for (int i = 0; i < n; i++) results_sample_free(&v[i]);
+        free(v);
+    }
+    double want = 0;
+    num_field(task, "n_items", &want);
+    if (!rc && next != (int)want) rc = err_set(e, ERR_MISMATCH, "task %s mode %s: the shards hold %d items, the task has %d", name, mode, next, (int)want);
+    if (!rc) rc = results_writer_close(&w, e);
+    results_writer_abort(&w);
+    return rc;
+}
+
+int run_merge(const char *const *shards, int n, const char *out, char **headline, struct err *e) {
+    cJSON **runs = calloc((size_t)n, sizeof *runs);
+    int *order = calloc((size_t)n, sizeof *order);
+    cJSON *merged = NULL;
+    char path[4096];
+    int rc;
+    if (!runs || !order) { rc = err_set(e, ERR_NOMEM, "merge: out of memory"); goto done; }
+    if ((rc = load_shards(shards, n, runs, order, e))) goto done;
+    if ((rc = path_join(path, sizeof path, out, "run.json", e))) goto done;
+    if (file_exists(path)) { rc = err_set(e, ERR_USAGE, "%s exists: merge into a new --out directory", path); goto done; }
+    if ((rc = mkdir_p(out, e))) goto done;
+    merged = merged_json(shards, n, runs, order);
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(runs[order[0]], "modes"), *m, *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(merged, "tasks")) {
+        if (!cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"))) {
+            rc = err_set(e, ERR_FORMAT, "%s/run.json: a task without 'name'", shards[order[0]]);
+            goto done;
+        }
+        cJSON_ArrayForEach(m, modes) if ((rc = merge_samples(shards, n, order, out, t, m->valuestring, e))) goto done;
+    }
+    rc = run_publish(out, merged, headline, e);
+done:
+    for (int i = 0; runs && i < n; i++) cJSON_Delete(runs[i]);
+    free(runs);
+    free(order);
+    cJSON_Delete(merged);
+    return rc;
+}

@@ -1,0 +1,113 @@
+// run.h: the life cycle of a run (DESIGN.md sections 1 and 4) - plan the items of every task,
+// open the model, score ranges of items under every attention mode, resume, finish - as one
+// small API that the `run` and `merge` commands, the tests and a distributed driver share.
+//
+//   run_open            model, tokenizer, tasks -> requests, the run directory and run.json
+//                       (complete: false; --resume checks the old run.json's configuration key)
+//   run_task_begin      opens a task's samples files, at the resume point of a killed run
+//   run_task_score      scores the next items of that task (every mode on each batch, so
+//                       token-level KL against the first mode needs no stored logits)
+//   run_task_end        closes the samples files (only whole frames are ever on disk)
+//   run_finish          timings, hook coverage and cost counts into run.json; run_publish
+//   run_publish         marks run.json complete, writes summary.json and report.md
+//   run_merge           joins the directories of `run --shard K/N` into one run
+//
+// Results do not depend on how items are split into calls, batches, threads, shards or
+// resumed invocations: samples files end byte-identical (results.h frame rule).
+#ifndef HIFA4_RUN_H
+#define HIFA4_RUN_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "attention/attn.h"
+#include "base/common.h"
+#include "eval/tasks/task.h"
+#include "model/model.h"
+
+#define RUN_MAX_MODES 16
+#define RUN_MAX_TASKS 64
+
+struct run_opts {
+    // model (the caller resolves registry names to a directory)
+    const char *model_dir;       // checkpoint directory
+    const char *model_name;      // run.json model.name, report title, default run directory
+    const char *model_arg;       // as the user gave it (run.json model.arg)
+    const char *tokenizer_dir;   // NULL: model_dir
+    struct model_opts model;     // act, weights, batch capacity (max_tokens), threads
+    // attention
+    const char *modes[RUN_MAX_MODES]; // first = reference for flips and KL
+    int n_modes;
+    struct attn_opts attn;
+    const char *scales;          // Smooth-QK scales file, or NULL
+    // tasks
+    const char *tasks[RUN_MAX_TASKS];
+    int n_tasks;
+    struct task_opts task;       // data lookup, limit, seed, niah options (count_tokens is set by run_open)
+    int bos_policy;              // enum eval_bos
+    const char *bos_arg;         // the --bos text (run.json tokenizer.bos_policy)
+    int ppl_ctx;                 // tokens per perplexity window (capped at the model's window)
+    int shard_k, shard_n;        // score items [k*n/N, (k+1)*n/N) of every task (0, 1: all)
+    int n_threads;               // resolved thread count (> 0)
+    // run directory
+    const char *out_dir;         // NULL: results/<model_name>-<UTC time>
+    int resume;                  // continue the run in out_dir
+    int argc;                    // the command line, recorded in run.json
+    char **argv;
+    int stop_after_items;        // test hook: fail like a SIGKILL after this many items (0: off)
+};
+void run_opts_default(struct run_opts *o);
+
+// Fills o->modes from the --attn list (n names; pointers kept): none -> bf16,direct,hifa4 (as
+// registered; modes that need Smooth-QK scales are skipped with a warning when o->scales is
+// NULL; f32 if none is left); the single name "all" -> every registered mode but the binary64
+// `exact`, with bf16 (else f32) first; else the modes named. Unknown or repeated mode, or more
+// than RUN_MAX_MODES: ERR_USAGE listing the modes.
+int run_select_modes(struct run_opts *o, const char *const *names, int n, struct err *e);
+// Fills o->tasks from the --task list. Unknown or repeated task: ERR_USAGE listing the tasks.
+int run_select_tasks(struct run_opts *o, const char *const *names, int n, struct err *e);
+
+// Progress of scoring: done counts every finished item of the run (resumed ones too), resumed
+// the part of it that earlier invocations scored; final = 1 once per task at its end.
+typedef void (*run_progress_fn)(void *user, const char *task, int64_t done, int64_t total, int64_t resumed,
+                                int final);
+
+struct run;
+
+// Opens the model and tokenizer, loads and plans every task, creates the run directory and
+// writes run.json with complete: false. With o->resume, an existing run.json must have the
+// same configuration key (else ERR_MISMATCH); without it an existing run.json is ERR_USAGE.
+// *out is NULL on error. Strings in o must outlive the run.
+int run_open(struct run **out, const struct run_opts *o, struct err *e);
+void run_free(struct run *r); // safe on NULL; aborts open samples files (whole frames stay)
+
+void run_set_progress(struct run *r, run_progress_fn fn, void *user);
+const char *run_dir(const struct run *r);      // valid until run_free
+int run_n_tasks(const struct run *r);
+const char *run_task_name(const struct run *r, int t);
+int run_task_items(const struct run *r, int t); // items of task t in this shard
+
+// Opens task t's samples files. *next = the first item to score: 0, or with --resume the
+// number of items every mode's file already holds in whole frames; n (the task is complete,
+// nothing is opened, progress counts it) when all are there.
+int run_task_begin(struct run *r, int t, int *next, struct err *e);
+// Scores items from the task's current position up to item_end (exclusive; at most the task's
+// items), every mode per batch, appending to the samples files. Errors name the task, mode and
+// items. The stop_after_items hook ends here with ERR_INTERNAL, leaving the files as a kill would.
+int run_task_score(struct run *r, int t, int item_end, struct err *e);
+int run_task_end(struct run *r, int t, struct err *e);
+// Records timings, hook coverage and cost counts in run.json, then run_publish. *headline (may
+// be NULL) receives the report's headline table (caller frees).
+int run_finish(struct run *r, char **headline, struct err *e);
+
+// Marks run.json (the object `run`, modified) complete and writes it into dir, then
+// summary.json and report.md. *headline as above.
+int run_publish(const char *dir, cJSON *run, char **headline, struct err *e);
+
+// Joins complete shard run directories (one per k of the same N, same configuration key) into
+// out (which must not hold a run): samples concatenated in item order and re-framed, so the
+// files equal an unsharded run's byte for byte; run.json sums the hook coverage, cost counts
+// and request/token counts and keeps every shard's timings.
+int run_merge(const char *const *shards, int n_shards, const char *out, char **headline, struct err *e);
+
+#endif

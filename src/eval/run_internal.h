@@ -1,0 +1,62 @@
+// run_internal.h: the state of one run, shared by run.c (life cycle and scoring) and
+// run_record.c (run.json). Not a public API: only src/eval/run*.c include it.
+#ifndef HIFA4_RUN_INTERNAL_H
+#define HIFA4_RUN_INTERNAL_H
+
+#include "attention/cost.h"
+#include "eval/eval.h"
+#include "eval/run.h"
+#include "results/results.h"
+#include "tokenizer/tokenizer.h"
+
+struct run_mode_acc {              // per mode, over this invocation
+    double forward_s;
+    int64_t calls, tokens;         // attention hook coverage (sequence x layer x head calls)
+    int64_t calls_per_layer[ATTN_MAX_LAYERS];
+    struct cost_counts cost;       // emulated Ascend work counts (spec/cost.md section 1)
+};
+
+struct run {
+    struct run_opts o;
+    double t_start, t_load;
+    // model and tokenizer
+    struct model *model;
+    struct model_opts mo;          // as opened (max_tokens may grow for a long item)
+    struct tokenizer *tok;
+    char tok_hex[65];
+    int vocab, add_bos;
+    float *scales;                 // [n_layers][Hkv][head_dim] or NULL
+    char scales_hex[65];
+    // tasks: sets[t] holds the items, plans[t] their requests (this shard's items only)
+    struct task_set *sets;
+    struct eval_plan *plans;
+    int *item_lo;                  // first item of each task in this shard
+    double *tok_s;                 // tokenization seconds per task
+    int ppl_ctx;
+    int max_items;
+    // batches
+    int max_tokens, max_out, out_cap;
+    struct eval_batch batch;
+    struct eval_score *scores;     // [max_items]
+    float *logits_ref, *logits_q;  // [out_cap][vocab] each (q only with several modes)
+    // the run directory
+    char out_dir[4096], json_path[4096];
+    cJSON *json;                   // run.json as being written
+    cJSON *carry;                  // --resume of a complete run: its measurements, kept
+    struct results_writer writers[RUN_MAX_MODES];
+    struct run_mode_acc acc[RUN_MAX_MODES];
+    // progress
+    int next;                      // next item of the task being scored
+    int64_t done, total, resumed, processed;
+    run_progress_fn progress;
+    void *progress_user;
+};
+
+// run.json of a new run (run_record.c): everything needed to reproduce it, with "resume_key"
+// and "complete": false; checks an old run.json for --resume (ERR_MISMATCH if the key
+// differs; keeps the measurements of a complete one in r->carry).
+int run_record_open(struct run *r, cJSON *old, struct err *e);
+// Adds timings, hook coverage and cost counts (or the carried ones when nothing was scored).
+void run_record_finish(struct run *r);
+
+#endif

@@ -1,0 +1,197 @@
+// run_record.c: run.json of a run (DESIGN.md section 4): everything needed to reproduce it -
+// tool and git revision, command, host, model (path, fingerprint, config), tokenizer, modes and
+// attention options, scales, shard, seed, limit, tasks with their data sources and request
+// counts - then, at the end, timings, hook coverage and emulated cost counts.
+#include <stdio.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/host.h"
+#include "eval/run_internal.h"
+
+static cJSON *str_array(const char *const *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+static void add_host(cJSON *run, const struct run *r) {
+    char rev[128], host[256] = "?", ts[64];
+    host_git_revision(rev, sizeof rev);
+    gethostname(host, sizeof host - 1);
+    struct utsname un;
+    uname(&un);
+    cJSON_AddStringToObject(run, "tool", "hifa4-eval");
+    cJSON_AddStringToObject(run, "git_revision", rev);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(run, "created", ts);
+    cJSON *cmd = cJSON_AddArrayToObject(run, "command");
+    for (int i = 0; i < r->o.argc; i++) cJSON_AddItemToArray(cmd, cJSON_CreateString(r->o.argv[i]));
+    cJSON *hj = cJSON_AddObjectToObject(run, "host");
+    cJSON_AddStringToObject(hj, "name", host);
+    cJSON_AddStringToObject(hj, "system", un.sysname);
+    cJSON_AddStringToObject(hj, "release", un.release);
+    cJSON_AddStringToObject(hj, "machine", un.machine);
+    cJSON_AddNumberToObject(hj, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    cJSON_AddNumberToObject(hj, "threads", r->o.n_threads);
+}
+
+static void add_model(cJSON *run, const struct run *r) {
+    const struct model_config *cfg = model_cfg(r->model);
+    cJSON *mj = cJSON_AddObjectToObject(run, "model");
+    cJSON_AddStringToObject(mj, "name", r->o.model_name);
+    cJSON_AddStringToObject(mj, "arg", r->o.model_arg);
+    cJSON_AddStringToObject(mj, "path", r->o.model_dir);
+    cJSON_AddStringToObject(mj, "hash", model_hash(r->model));
+    cJSON *cj = cJSON_AddObjectToObject(mj, "config");
+    cJSON_AddNumberToObject(cj, "dim", cfg->dim);
+    cJSON_AddNumberToObject(cj, "n_layers", cfg->n_layers);
+    cJSON_AddNumberToObject(cj, "n_heads", cfg->n_heads);
+    cJSON_AddNumberToObject(cj, "n_kv_heads", cfg->n_kv_heads);
+    cJSON_AddNumberToObject(cj, "head_dim", cfg->head_dim);
+    cJSON_AddNumberToObject(cj, "vocab_size", cfg->vocab_size);
+    cJSON_AddNumberToObject(cj, "max_seq", cfg->max_seq);
+    cJSON_AddStringToObject(mj, "act", r->o.model.act_bf16 ? "bf16" : "f32");
+    cJSON *tj = cJSON_AddObjectToObject(run, "tokenizer");
+    cJSON_AddStringToObject(tj, "path", r->o.tokenizer_dir ? r->o.tokenizer_dir : r->o.model_dir);
+    cJSON_AddStringToObject(tj, "hash", r->tok_hex);
+    cJSON_AddStringToObject(tj, "bos_policy", r->o.bos_arg);
+    cJSON_AddBoolToObject(tj, "add_bos", r->add_bos);
+    cJSON_AddNumberToObject(tj, "bos_id", tok_bos_id(r->tok));
+    cJSON_AddNumberToObject(tj, "eos_id", tok_eos_id(r->tok));
+}
+
+static void add_attention(cJSON *run, const struct run *r) {
+    const struct run_opts *o = &r->o;
+    cJSON_AddItemToObject(run, "modes", str_array(o->modes, o->n_modes));
+    cJSON_AddStringToObject(run, "reference", o->modes[0]);
+    cJSON *aj = cJSON_AddObjectToObject(run, "attention");
+    cJSON_AddNumberToObject(aj, "tile", o->attn.tile);
+    cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(o->attn.v_group));
+    cJSON_AddStringToObject(aj, "qformat", attn_qformat_name(o->attn.qformat));
+    cJSON *lj = cJSON_AddObjectToObject(aj, "labels");
+    for (int m = 0; m < o->n_modes; m++) cJSON_AddStringToObject(lj, o->modes[m], attn_mode_find(o->modes[m])->label);
+    if (o->scales) {
+        cJSON *sj = cJSON_AddObjectToObject(run, "scales");
+        cJSON_AddStringToObject(sj, "path", o->scales);
+        cJSON_AddStringToObject(sj, "sha256", r->scales_hex);
+    } else {
+        cJSON_AddNullToObject(run, "scales");
+    }
+    if (o->shard_n > 1) {
+        cJSON *sh = cJSON_AddObjectToObject(run, "shard");
+        cJSON_AddNumberToObject(sh, "k", o->shard_k);
+        cJSON_AddNumberToObject(sh, "n", o->shard_n);
+    }
+    cJSON_AddNumberToObject(run, "seed", (double)o->task.seed);
+    cJSON_AddNumberToObject(run, "limit", o->task.limit);
+    cJSON_AddNumberToObject(run, "batch_tokens", r->max_tokens);
+    cJSON_AddNumberToObject(run, "window", model_cfg(r->model)->max_seq);
+}
+
+static cJSON *task_json(const struct run *r, int t) {
+    const struct task_set *s = &r->sets[t];
+    const struct eval_plan *p = &r->plans[t];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "name", s->name);
+    cJSON_AddNumberToObject(x, "n_items", s->is_ppl ? p->n_items : s->n_items);
+    if (r->o.shard_n > 1) {
+        cJSON *ir = cJSON_AddArrayToObject(x, "item_range");
+        cJSON_AddItemToArray(ir, cJSON_CreateNumber(r->item_lo[t]));
+        cJSON_AddItemToArray(ir, cJSON_CreateNumber(r->item_lo[t] + p->n_items));
+    }
+    cJSON *ml = cJSON_AddArrayToObject(x, "metrics");
+    if (s->is_ppl) {
+        cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
+        cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
+        cJSON_AddNumberToObject(x, "ppl_ctx", r->ppl_ctx);
+        cJSON_AddNumberToObject(x, "text_bytes", (double)s->text_len);
+    }
+    if (s->metrics & TASK_METRIC_ACC) cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
+    if (s->metrics & TASK_METRIC_ACC_NORM) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
+    cJSON_AddStringToObject(x, "template_version", s->template_version);
+    cJSON_AddStringToObject(x, "source", s->source);
+    cJSON_AddNumberToObject(x, "n_bad_rows", s->n_bad_rows);
+    cJSON_AddNumberToObject(x, "seed", (double)s->seed);
+    cJSON_AddNumberToObject(x, "n_requests", p->n_req);
+    cJSON_AddNumberToObject(x, "n_sequences", p->n_seq);
+    cJSON_AddNumberToObject(x, "n_tokens", (double)p->n_tokens);
+    cJSON_AddNumberToObject(x, "n_truncated", p->n_truncated);
+    cJSON_AddNumberToObject(x, "tokenize_s", r->tok_s[t]);
+    return x;
+}
+
+// --resume: the old run must have the same configuration; if it is complete and nothing is
+// left to score, the measurements of the run that did the work stay (r->carry).
+static int check_resume(struct run *r, cJSON *old, const char *key, struct err *e) {
+    const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
+    int same = cJSON_IsString(ok) && !strcmp(ok->valuestring, key);
+    if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
+        static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "note"};
+        r->carry = cJSON_CreateObject();
+        for (size_t k = 0; r->carry && k < sizeof keep_fields / sizeof keep_fields[0]; k++) {
+            const cJSON *x = cJSON_GetObjectItem(old, keep_fields[k]);
+            if (x) cJSON_AddItemToObject(r->carry, keep_fields[k], cJSON_Duplicate(x, 1));
+        }
+    }
+    cJSON_Delete(old);
+    if (!same)
+        return err_set(e, ERR_MISMATCH, "--resume: %s was made with a different model, tokenizer, modes, options or task "
+                       "data; use another --out", r->json_path);
+    return 0;
+}
+
+int run_record_open(struct run *r, cJSON *old, struct err *e) {
+    cJSON *run = r->json = cJSON_CreateObject();
+    add_host(run, r);
+    add_model(run, r);
+    add_attention(run, r);
+    cJSON *tasks = cJSON_AddArrayToObject(run, "tasks");
+    for (int t = 0; t < r->o.n_tasks; t++) cJSON_AddItemToArray(tasks, task_json(r, t));
+    char key[65];
+    results_config_key(key, run, 1);
+    cJSON_AddStringToObject(run, "resume_key", key);
+    if (old) {
+        int rc = check_resume(r, old, key, e);
+        if (rc) return rc;
+    }
+    cJSON_AddBoolToObject(run, "complete", 0);
+    return 0;
+}
+
+void run_record_finish(struct run *r) {
+    const struct run_opts *o = &r->o;
+    const int n_layers = model_cfg(r->model)->n_layers;
+    cJSON *run = r->json;
+    cJSON *tm = cJSON_AddObjectToObject(run, "timings");
+    cJSON_AddNumberToObject(tm, "load_s", r->t_load);
+    cJSON_AddNumberToObject(tm, "total_s", time_now() - r->t_start);
+    cJSON *fj = cJSON_AddObjectToObject(tm, "forward_s");
+    for (int m = 0; m < o->n_modes; m++) cJSON_AddNumberToObject(fj, o->modes[m], r->acc[m].forward_s);
+    cJSON *hc = cJSON_AddObjectToObject(run, "hook_coverage");
+    for (int m = 0; m < o->n_modes; m++) {
+        cJSON *x = cJSON_AddObjectToObject(hc, o->modes[m]);
+        cJSON_AddNumberToObject(x, "calls", (double)r->acc[m].calls);
+        cJSON_AddNumberToObject(x, "tokens", (double)r->acc[m].tokens);
+        cJSON *pl = cJSON_AddArrayToObject(x, "calls_per_layer");
+        for (int l = 0; l < n_layers && l < ATTN_MAX_LAYERS; l++)
+            cJSON_AddItemToArray(pl, cJSON_CreateNumber((double)r->acc[m].calls_per_layer[l]));
+    }
+    cJSON *cc = cJSON_AddObjectToObject(run, "cost_counts");
+    for (int m = 0; m < o->n_modes; m++) cJSON_AddItemToObject(cc, o->modes[m], cost_counts_json(&r->acc[m].cost));
+    if (r->carry && r->processed == 0) {
+        // re-running --resume on a finished run scored nothing: keep what the finished run measured
+        // (before, its timings, hook coverage and cost counts were replaced by zeros)
+        const cJSON *x;
+        cJSON_ArrayForEach(x, r->carry) {
+            if (cJSON_GetObjectItem(run, x->string)) cJSON_ReplaceItemInObject(run, x->string, cJSON_Duplicate(x, 1));
+            else cJSON_AddItemToObject(run, x->string, cJSON_Duplicate(x, 1));
+        }
+    } else if (o->resume) {
+        cJSON_AddStringToObject(run, "note", "resumed: timings, hook coverage and cost counts cover the last invocation only");
+    }
+}
