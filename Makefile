@@ -4,9 +4,9 @@ CC ?= cc
 OPT ?= -O3 -march=native
 # -ffp-contract=off: the attention and HiF4 specs fix every binary32 operation; FMA
 # contraction changes bits (spec/attention.md section 7.1). No -ffast-math anywhere.
-CFLAGS += -std=c11 -Wall -Wextra -g -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+CFLAGS += -std=c11 -Wall -Wextra -g -pthread -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
           -D_DEFAULT_SOURCE -Isrc $(OPT)
-LDFLAGS += -fopenmp
+LDFLAGS += -pthread -fopenmp
 LDLIBS = -lopenblas -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
 BUILD ?= build
 BIN ?= hifa4-eval
