@@ -861,13 +861,14 @@ fail:
     return rc;
 }
 
-int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
-    memset(p, 0, sizeof *p);
+// datasets/<task>.json under paths_home into man (which must exist; the error lists the
+// known manifests).
+static int task_manifest(char *man, size_t n, const char *task, struct err *e) {
     int rc = check_simple_name(task, "task", 1, e);
     if (rc) return rc;
-    char home[PATH_MAX_], man[PATH_MAX_], cache[PATH_MAX_];
+    char home[PATH_MAX_];
     if ((rc = paths_home(home, sizeof home, e))) return rc;
-    if (snprintf(man, sizeof man, "%s/datasets/%s.json", home, task) >= (int)sizeof man)
+    if (snprintf(man, n, "%s/datasets/%s.json", home, task) >= (int)n)
         return err_set(e, ERR_RANGE, "path too long");
     if (!file_exists(man)) {
         char known[1024], dir[PATH_MAX_ + 32];
@@ -876,6 +877,117 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
         return err_set(e, ERR_NOTFOUND, "no data manifest for task '%s' (%s); known: %s", task, man,
                        known[0] ? known : "none");
     }
+    return 0;
+}
+
+// One entry of a manifest's "archives" (ctx: "<manifest>: archives[K]" for errors).
+static int plan_archive(struct fetch_plan *p, const cJSON *it, const char *ctx, struct err *e) {
+    const char *id, *path, *url, *fmt, *sha = NULL;
+    int64_t size = -1;
+    int rc;
+    if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
+        (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
+        (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
+        return rc;
+    if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
+    if (strcmp(fmt, "tar")) return err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt);
+    if (sha && !is_hex64(sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha);
+    if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7))
+        return err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
+    struct fetch_entry *x = plan_add(p, e);
+    if (!x) return ERR_NOMEM;
+    x->rel = str_dup(path);
+    x->dest = fmt_dup("%s/%s", p->root, path);
+    x->url = str_dup(url);
+    x->member = str_dup(id); // archives keep their id here
+    x->is_archive = 1;
+    x->size = size;
+    if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
+    if (!x->rel || !x->dest || !x->url || !x->member) return err_set(e, ERR_NOMEM, "fetch: out of memory");
+    x->present = file_exists(x->dest);
+    return 0;
+}
+
+// One entry of a manifest's "files", as read and validated by read_task_file.
+struct task_file {
+    const char *path, *url, *sha, *manual, *arch, *member, *sys, *src_for;
+    const cJSON *alts;
+    int64_t size;
+    int ai; // 1 + index of its archive in the plan, 0 = none
+};
+
+static int read_task_file(struct task_file *f, const struct fetch_plan *p, const cJSON *it, const char *ctx,
+                          const char *top_manual, struct err *e) {
+    memset(f, 0, sizeof *f);
+    f->size = -1;
+    int rc;
+    if ((rc = json_get_str(it, "path", &f->path, 1, ctx, e)) || (rc = json_get_str(it, "url", &f->url, 0, ctx, e)) ||
+        (rc = json_get_str(it, "sha256", &f->sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &f->size, 0, ctx, e)) ||
+        (rc = json_get_str(it, "manual", &f->manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &f->arch, 0, ctx, e)) ||
+        (rc = json_get_str(it, "member", &f->member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &f->alts, 0, ctx, e)) ||
+        (rc = json_get_str(it, "system_path", &f->sys, 0, ctx, e)) ||
+        (rc = json_get_str(it, "source_for", &f->src_for, 0, ctx, e)))
+        return rc;
+    if ((rc = fetch_check_relpath(f->path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
+    if (f->sha && !is_hex64(f->sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, f->sha);
+    if (f->url && strncmp(f->url, "https://", 8) && strncmp(f->url, "http://", 7))
+        return err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, f->url);
+    const char *sys = f->sys;
+    if (sys && (sys[0] != '/' || strstr(sys, "/../") || strstr(sys, "/./")))
+        return err_set(e, ERR_FORMAT, "%s: system_path '%s': expected a clean absolute path", ctx, sys);
+    if (f->arch) {
+        for (int i = 0; i < p->n; i++)
+            if (p->v[i].is_archive && !strcmp(p->v[i].member, f->arch)) f->ai = i + 1;
+        if (!f->ai) return err_set(e, ERR_FORMAT, "%s: archive '%s' is not in 'archives'", ctx, f->arch);
+        if (!f->member) return err_set(e, ERR_FORMAT, "%s: 'archive' needs 'member'", ctx);
+        if ((rc = fetch_check_relpath(f->member, "member", e))) { err_prefix(e, "%s", ctx); return rc; }
+    }
+    if (!f->url && !f->ai && !f->manual && !top_manual)
+        return err_set(e, ERR_FORMAT, "%s: needs 'url', 'archive' or 'manual'", ctx);
+    return 0;
+}
+
+// Adds a validated files[] entry. It counts as present when its destination, one of its
+// alt_paths, or (source_for) the earlier file it only serves to make is there.
+static int plan_task_file(struct fetch_plan *p, const struct task_file *f, const char *ctx, const char *top_manual,
+                          struct err *e) {
+    struct fetch_entry *x = plan_add(p, e);
+    if (!x) return ERR_NOMEM;
+    const char *man_txt = f->manual ? f->manual : top_manual;
+    x->rel = str_dup(f->path);
+    x->dest = f->sys ? str_dup(f->sys) : fmt_dup("%s/%s", p->root, f->path);
+    x->url = f->url ? str_dup(f->url) : NULL;
+    x->manual = man_txt ? str_dup(man_txt) : NULL;
+    x->member = f->member ? str_dup(f->member) : NULL;
+    x->archive = f->ai;
+    x->system = f->sys != NULL;
+    x->size = f->size;
+    if (f->sha) snprintf(x->sha256, sizeof x->sha256, "%s", f->sha);
+    if (!x->rel || !x->dest || (f->url && !x->url) || (man_txt && !x->manual) || (f->member && !x->member))
+        return err_set(e, ERR_NOMEM, "fetch: out of memory");
+    x->present = f->sys ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest);
+    const cJSON *a;
+    if (f->alts) cJSON_ArrayForEach(a, f->alts) {
+        char ap[PATH_MAX_ + 8];
+        if (!cJSON_IsString(a) || fetch_check_relpath(a->valuestring, "alt_paths", e))
+            return err_set(e, ERR_FORMAT, "%s: alt_paths: bad entry %s", ctx, json_brief(a));
+        snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
+        if (file_exists(ap)) x->present = 1;
+    }
+    if (f->src_for) { // only needed to make an earlier-listed file that is missing
+        int found = 0;
+        for (int i = 0; i < p->n - 1; i++)
+            if (!strcmp(p->v[i].rel, f->src_for)) { found = 1; if (p->v[i].present) x->present = 1; }
+        if (!found) return err_set(e, ERR_FORMAT, "%s: source_for '%s': no earlier file with that path", ctx, f->src_for);
+    }
+    return 0;
+}
+
+int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
+    memset(p, 0, sizeof *p);
+    char man[PATH_MAX_], cache[PATH_MAX_];
+    int rc = task_manifest(man, sizeof man, task, e);
+    if (rc) return rc;
     if ((rc = paths_cache(cache, sizeof cache, e))) return rc;
     if (snprintf(p->root, sizeof p->root, "%s/datasets", cache) >= (int)sizeof p->root)
         return err_set(e, ERR_RANGE, "cache path too long");
@@ -895,101 +1007,15 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     if (archives) cJSON_ArrayForEach(it, archives) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: archives[%d]", man, k++);
-        const char *id, *path, *url, *fmt, *sha = NULL;
-        int64_t size = -1;
-        if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
-            (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
-            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
-            goto fail;
-        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        if (strcmp(fmt, "tar")) { rc = err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt); goto fail; }
-        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
-        if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
-            goto fail;
-        }
-        struct fetch_entry *x = plan_add(p, e);
-        if (!x) { rc = ERR_NOMEM; goto fail; }
-        x->rel = str_dup(path);
-        x->dest = fmt_dup("%s/%s", p->root, path);
-        x->url = str_dup(url);
-        x->member = str_dup(id); // archives keep their id here
-        x->is_archive = 1;
-        x->size = size;
-        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || !x->url || !x->member) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); goto fail; }
-        x->present = file_exists(x->dest);
+        if ((rc = plan_archive(p, it, ctx, e))) goto fail;
     }
     k = 0;
     cJSON_ArrayForEach(it, files) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: files[%d]", man, k++);
-        const char *path, *url = NULL, *sha = NULL, *manual = NULL, *arch = NULL, *member = NULL, *sys = NULL;
-        const char *src_for = NULL;
-        const cJSON *alts = NULL;
-        int64_t size = -1;
-        if ((rc = json_get_str(it, "path", &path, 1, ctx, e)) || (rc = json_get_str(it, "url", &url, 0, ctx, e)) ||
-            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)) ||
-            (rc = json_get_str(it, "manual", &manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &arch, 0, ctx, e)) ||
-            (rc = json_get_str(it, "member", &member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &alts, 0, ctx, e)) ||
-            (rc = json_get_str(it, "system_path", &sys, 0, ctx, e)) ||
-            (rc = json_get_str(it, "source_for", &src_for, 0, ctx, e)))
+        struct task_file f;
+        if ((rc = read_task_file(&f, p, it, ctx, top_manual, e)) || (rc = plan_task_file(p, &f, ctx, top_manual, e)))
             goto fail;
-        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
-        if (url && strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
-            goto fail;
-        }
-        if (sys && (sys[0] != '/' || strstr(sys, "/../") || strstr(sys, "/./"))) {
-            rc = err_set(e, ERR_FORMAT, "%s: system_path '%s': expected a clean absolute path", ctx, sys);
-            goto fail;
-        }
-        int ai = 0;
-        if (arch) {
-            for (int i = 0; i < p->n; i++)
-                if (p->v[i].is_archive && !strcmp(p->v[i].member, arch)) ai = i + 1;
-            if (!ai) { rc = err_set(e, ERR_FORMAT, "%s: archive '%s' is not in 'archives'", ctx, arch); goto fail; }
-            if (!member) { rc = err_set(e, ERR_FORMAT, "%s: 'archive' needs 'member'", ctx); goto fail; }
-            if ((rc = fetch_check_relpath(member, "member", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        }
-        if (!url && !ai && !manual && !top_manual) {
-            rc = err_set(e, ERR_FORMAT, "%s: needs 'url', 'archive' or 'manual'", ctx);
-            goto fail;
-        }
-        struct fetch_entry *x = plan_add(p, e);
-        if (!x) { rc = ERR_NOMEM; goto fail; }
-        const char *man_txt = manual ? manual : top_manual;
-        x->rel = str_dup(path);
-        x->dest = sys ? str_dup(sys) : fmt_dup("%s/%s", p->root, path);
-        x->url = url ? str_dup(url) : NULL;
-        x->manual = man_txt ? str_dup(man_txt) : NULL;
-        x->member = member ? str_dup(member) : NULL;
-        x->archive = ai;
-        x->system = sys != NULL;
-        x->size = size;
-        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || (url && !x->url) || (man_txt && !x->manual) || (member && !x->member)) {
-            rc = err_set(e, ERR_NOMEM, "fetch: out of memory");
-            goto fail;
-        }
-        x->present = sys ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest);
-        const cJSON *a;
-        if (alts) cJSON_ArrayForEach(a, alts) {
-            char ap[PATH_MAX_ + 8];
-            if (!cJSON_IsString(a) || fetch_check_relpath(a->valuestring, "alt_paths", e)) {
-                rc = err_set(e, ERR_FORMAT, "%s: alt_paths: bad entry %s", ctx, json_brief(a));
-                goto fail;
-            }
-            snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
-            if (file_exists(ap)) x->present = 1;
-        }
-        if (src_for) { // only needed to make an earlier-listed file that is missing
-            int found = 0;
-            for (int i = 0; i < p->n - 1; i++)
-                if (!strcmp(p->v[i].rel, src_for)) { found = 1; if (p->v[i].present) x->present = 1; }
-            if (!found) { rc = err_set(e, ERR_FORMAT, "%s: source_for '%s': no earlier file with that path", ctx, src_for); goto fail; }
-        }
     }
     if (p->n == 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'files' is empty", man); goto fail; }
     cJSON_Delete(j);
