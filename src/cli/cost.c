@@ -215,6 +215,133 @@ static void print_counts(const char *mode, const struct cost_counts *c, const st
            (long long)c->elems16, c->bytes4, (long long)c->elems4);
 }
 
+// ---- one cost computation: what cmd_cost parsed, and every mode's counts and cycles ----
+struct cost_job {
+    const char *source;             // --model or --shape as given (printed as "model ...")
+    int T, br, bc;                  // tokens, cost tiling
+    char ppath[4096];               // the parameter file used
+    struct cost_params p;
+    struct mshape s;                // s.window owned
+    char mbuf[1024];                // storage of modes[]
+    const char *modes[MAX_MODES];
+    int n_modes;
+    unsigned flags[MAX_MODES], bf16_flags;
+    struct cost_counts c[MAX_MODES];
+    struct cost_cycles cy[MAX_MODES];
+    double norm, rnorm;             // bf16 Cube cycles and bf16 critical path: Table 10's units
+    int n_win;                      // layers with a sliding window < T
+};
+
+// Splits --attn into j->modes and looks up each mode's flags, and bf16's (the reference row).
+static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e) {
+    snprintf(j->mbuf, sizeof j->mbuf, "%s", modes_arg);
+    j->n_modes = cli_split(j->mbuf, j->modes, MAX_MODES, e);
+    if (j->n_modes < 0) return j->n_modes;
+    if (j->n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
+    int rc;
+    for (int i = 0; i < j->n_modes; i++)
+        if ((rc = mode_flags(j->modes[i], &j->flags[i], e))) return rc;
+    return mode_flags("bf16", &j->bf16_flags, e);
+}
+
+// Counts and cycles of bf16 (the normalisation) and of every mode over all layers of j->s.
+static void compute(struct cost_job *j) {
+    struct cost_counts base;
+    struct cost_cycles base_cy;
+    counts_for(&base, j->bf16_flags, &j->s, j->T, j->br, j->bc);
+    cost_cycles(&base_cy, &base, &j->p);
+    for (int i = 0; i < j->n_modes; i++) {
+        counts_for(&j->c[i], j->flags[i], &j->s, j->T, j->br, j->bc);
+        cost_cycles(&j->cy[i], &j->c[i], &j->p);
+    }
+    j->norm = base_cy.cube;
+    j->rnorm = base_cy.critical;
+    j->n_win = 0;
+    for (int l = 0; l < j->s.n_layers; l++) j->n_win += j->s.window[l] > 0 && j->s.window[l] < j->T;
+}
+
+// ---- output ----
+static int print_json(const struct cost_job *j, struct err *e) {
+    const struct mshape *s = &j->s;
+    const double norm = j->norm, rnorm = j->rnorm;
+    cJSON *o = cJSON_CreateObject(), *arr = NULL;
+    int bad = !o;
+    if (o) {
+        cJSON *sh = cJSON_AddObjectToObject(o, "shape");
+        bad |= !sh || !cJSON_AddStringToObject(o, "source", j->source) ||
+               !cJSON_AddNumberToObject(sh, "n_layers", s->n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s->n_heads) ||
+               !cJSON_AddNumberToObject(sh, "n_kv_heads", s->n_kv_heads) ||
+               !cJSON_AddNumberToObject(sh, "head_dim", s->head_dim) ||
+               !cJSON_AddNumberToObject(sh, "windowed_layers", j->n_win) || !cJSON_AddNumberToObject(o, "seq", j->T) ||
+               !cJSON_AddNumberToObject(o, "tile_br", j->br) || !cJSON_AddNumberToObject(o, "tile_bc", j->bc) ||
+               !cJSON_AddStringToObject(o, "params", j->ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
+    }
+    for (int i = 0; !bad && i < j->n_modes; i++) {
+        cJSON *m = cJSON_CreateObject();
+        bad |= !m || !cJSON_AddItemToArray(arr, m);
+        if (bad) { cJSON_Delete(m); break; }
+        cJSON *cj = cost_counts_json(&j->c[i]), *yj = cost_cycles_json(&j->cy[i]);
+        bad |= !cJSON_AddStringToObject(m, "mode", j->modes[i]) || !cj || !yj;
+        if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
+        cJSON_AddItemToObject(m, "counts", cj);
+        cJSON_AddItemToObject(m, "cycles", yj);
+        cJSON *t = cJSON_AddObjectToObject(m, "table10");
+        bad |= !t || !cJSON_AddNumberToObject(t, "cube", j->cy[i].cube / norm) ||
+               !cJSON_AddNumberToObject(t, "softmax", j->cy[i].softmax / norm) ||
+               !cJSON_AddNumberToObject(t, "other", j->cy[i].other / norm) ||
+               !cJSON_AddStringToObject(t, "bottleneck", j->cy[i].vector_bound ? "Vector" : "Cube") ||
+               !cJSON_AddNumberToObject(t, "relative", j->cy[i].critical / rnorm);
+    }
+    char *txt = bad ? NULL : cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!txt) return err_set(e, ERR_NOMEM, "cost: out of memory building JSON");
+    printf("%s\n", txt);
+    free(txt);
+    return 0;
+}
+
+// Table 10 with the paper's values beside ours, the critical-path summary, then every count.
+static void print_text(const struct cost_job *j) {
+    const struct mshape *s = &j->s;
+    const struct cost_cycles *cy = j->cy;
+    const double norm = j->norm, rnorm = j->rnorm;
+    printf("emulated Ascend attention cost (spec/cost.md)\n");
+    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", j->source,
+           s->n_layers, s->n_heads, s->n_kv_heads, s->head_dim);
+    if (j->n_win) printf(", %d layers with a sliding window < T", j->n_win);
+    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", j->T, j->br, j->bc, j->ppath, j->p.name);
+    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
+           "critical = max(Cube, Softmax / %d)\n", j->p.n_vector_units);
+    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
+    printf("%-22s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
+           "Bottleneck", "Relative");
+    printf("%-22s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "----------------------", "--------------",
+           "--------------", "--------------", "----------------", "--------------");
+    for (int i = 0; i < j->n_modes; i++) {
+        int pr = paper_row(j->modes[i]);
+        const char *bn = cy[i].vector_bound ? "Vector" : "Cube";
+        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
+        if (pr >= 0) {
+            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
+            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
+            snprintf(po, sizeof po, "%.2f", paper[pr].other);
+            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
+            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
+        }
+        printf("%-22s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", j->modes[i],
+               cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
+               cy[i].critical / rnorm, pl);
+    }
+    for (int i = 0; i < j->n_modes; i++)
+        if (strcmp(j->modes[i], "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", j->modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
+                   cy[i].critical <= rnorm ? "below" : "above",
+                   !strcmp(j->modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
+    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
+    for (int i = 0; i < j->n_modes; i++) print_counts(j->modes[i], &j->c[i], &cy[i]);
+}
+
+// ---- the command ----
 int cmd_cost(int argc, char **argv, struct err *e) {
     const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL;
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
@@ -242,108 +369,15 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
     if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
 
-    char mbuf[1024];
-    snprintf(mbuf, sizeof mbuf, "%s", modes_arg);
-    const char *modes[MAX_MODES];
-    int n_modes = cli_split(mbuf, modes, MAX_MODES, e);
-    if (n_modes < 0) return n_modes;
-    if (n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
-    unsigned flags[MAX_MODES], bf16_flags;
-    for (int i = 0; i < n_modes; i++)
-        if ((rc = mode_flags(modes[i], &flags[i], e))) return rc;
-    if ((rc = mode_flags("bf16", &bf16_flags, e))) return rc;
-
-    char ppath[4096];
-    struct cost_params p;
-    if ((rc = find_params(ppath, sizeof ppath, params_arg, e)) || (rc = cost_params_load(&p, ppath, e))) return rc;
-
-    struct mshape s = {0};
-    rc = shape_arg ? parse_shape(&s, shape_arg, window, e) : read_shape(&s, model, e);
-    if (rc) { free(s.window); return rc; }
-
-    struct cost_counts base, c[MAX_MODES];
-    struct cost_cycles base_cy, cy[MAX_MODES];
-    counts_for(&base, bf16_flags, &s, T, br, bc);
-    cost_cycles(&base_cy, &base, &p);
-    for (int i = 0; i < n_modes; i++) {
-        counts_for(&c[i], flags[i], &s, T, br, bc);
-        cost_cycles(&cy[i], &c[i], &p);
+    struct cost_job j = {.source = model ? model : shape_arg, .T = T, .br = br, .bc = bc};
+    if ((rc = parse_modes(&j, modes_arg, e))) return rc;
+    if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
+    rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
+    if (!rc) {
+        compute(&j);
+        if (as_json) rc = print_json(&j, e);
+        else print_text(&j);
     }
-    const double norm = base_cy.cube, rnorm = base_cy.critical;
-    int n_win = 0;
-    for (int l = 0; l < s.n_layers; l++) n_win += s.window[l] > 0 && s.window[l] < T;
-
-    if (as_json) {
-        cJSON *o = cJSON_CreateObject(), *arr = NULL;
-        int bad = !o;
-        if (o) {
-            cJSON *sh = cJSON_AddObjectToObject(o, "shape");
-            bad |= !sh || !cJSON_AddStringToObject(o, "source", model ? model : shape_arg) ||
-                   !cJSON_AddNumberToObject(sh, "n_layers", s.n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s.n_heads) ||
-                   !cJSON_AddNumberToObject(sh, "n_kv_heads", s.n_kv_heads) ||
-                   !cJSON_AddNumberToObject(sh, "head_dim", s.head_dim) ||
-                   !cJSON_AddNumberToObject(sh, "windowed_layers", n_win) || !cJSON_AddNumberToObject(o, "seq", T) ||
-                   !cJSON_AddNumberToObject(o, "tile_br", br) || !cJSON_AddNumberToObject(o, "tile_bc", bc) ||
-                   !cJSON_AddStringToObject(o, "params", ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
-        }
-        for (int i = 0; !bad && i < n_modes; i++) {
-            cJSON *m = cJSON_CreateObject();
-            bad |= !m || !cJSON_AddItemToArray(arr, m);
-            if (bad) { cJSON_Delete(m); break; }
-            cJSON *cj = cost_counts_json(&c[i]), *yj = cost_cycles_json(&cy[i]);
-            bad |= !cJSON_AddStringToObject(m, "mode", modes[i]) || !cj || !yj;
-            if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
-            cJSON_AddItemToObject(m, "counts", cj);
-            cJSON_AddItemToObject(m, "cycles", yj);
-            cJSON *t = cJSON_AddObjectToObject(m, "table10");
-            bad |= !t || !cJSON_AddNumberToObject(t, "cube", cy[i].cube / norm) ||
-                   !cJSON_AddNumberToObject(t, "softmax", cy[i].softmax / norm) ||
-                   !cJSON_AddNumberToObject(t, "other", cy[i].other / norm) ||
-                   !cJSON_AddStringToObject(t, "bottleneck", cy[i].vector_bound ? "Vector" : "Cube") ||
-                   !cJSON_AddNumberToObject(t, "relative", cy[i].critical / rnorm);
-        }
-        char *txt = bad ? NULL : cJSON_Print(o);
-        cJSON_Delete(o);
-        free(s.window);
-        if (!txt) return err_set(e, ERR_NOMEM, "cost: out of memory building JSON");
-        printf("%s\n", txt);
-        free(txt);
-        return 0;
-    }
-
-    printf("emulated Ascend attention cost (spec/cost.md)\n");
-    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", model ? model : shape_arg,
-           s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim);
-    if (n_win) printf(", %d layers with a sliding window < T", n_win);
-    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", T, br, bc, ppath, p.name);
-    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
-           "critical = max(Cube, Softmax / %d)\n", p.n_vector_units);
-    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
-    printf("%-22s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
-           "Bottleneck", "Relative");
-    printf("%-22s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "----------------------", "--------------",
-           "--------------", "--------------", "----------------", "--------------");
-    for (int i = 0; i < n_modes; i++) {
-        int pr = paper_row(modes[i]);
-        const char *bn = cy[i].vector_bound ? "Vector" : "Cube";
-        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
-        if (pr >= 0) {
-            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
-            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
-            snprintf(po, sizeof po, "%.2f", paper[pr].other);
-            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
-            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
-        }
-        printf("%-22s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", modes[i],
-               cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
-               cy[i].critical / rnorm, pl);
-    }
-    for (int i = 0; i < n_modes; i++)
-        if (strcmp(modes[i], "bf16"))
-            printf("%s: critical path %.1f%% %s bf16%s\n", modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
-                   cy[i].critical <= rnorm ? "below" : "above", !strcmp(modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
-    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
-    for (int i = 0; i < n_modes; i++) print_counts(modes[i], &c[i], &cy[i]);
-    free(s.window);
-    return 0;
+    free(j.s.window);
+    return rc;
 }

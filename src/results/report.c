@@ -132,21 +132,22 @@ static int has_metric(const cJSON *task, const char *m) {
 }
 
 // ---- per-run tables ----
-static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e) {
-    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *m;
-    const char *ref = jstr(sum, "reference", "?");
+// Each table builder adds its grids at g[*n_g] on and returns 0, or nonzero when a grid
+// call ran out of memory (the OR of their codes); run_tables turns that into the error.
+
+// Accuracy per task and mode; perplexity tasks are only counted, in *n_ppl.
+static int acc_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
+    const cJSON *t, *m;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], b[64], c[64];
-    *n_g = 0;
-    // accuracy
     struct grid *acc = &g[(*n_g)++];
     grid_init(acc, "accuracy", "Accuracy (%, +- stderr; acc_norm where the task reports it)", 1 + nm);
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
     for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-    int n_ppl = 0;
+    *n_ppl = 0;
     cJSON_ArrayForEach(t, tasks) {
-        if (has_metric(t, "ppl")) { n_ppl++; continue; }
+        if (has_metric(t, "ppl")) { (*n_ppl)++; continue; }
         rc |= grid_row(acc);
         rc |= grid_set(acc, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
         int k = 0;
@@ -163,25 +164,76 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             k++;
         }
     }
-    if (n_ppl) {
-        struct grid *pp = &g[(*n_g)++];
-        grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+    return rc;
+}
+
+static int ppl_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks) {
+    const cJSON *t, *m;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    struct grid *pp = &g[(*n_g)++];
+    grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+    rc |= grid_row(pp);
+    rc |= grid_set(pp, 0, "task (windows)");
+    for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    cJSON_ArrayForEach(t, tasks) {
+        if (!has_metric(t, "ppl")) continue;
         rc |= grid_row(pp);
-        rc |= grid_set(pp, 0, "task (windows)");
-        for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-        cJSON_ArrayForEach(t, tasks) {
-            if (!has_metric(t, "ppl")) continue;
-            rc |= grid_row(pp);
-            rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
-            int k = 0;
-            cJSON_ArrayForEach(m, modes) {
-                const cJSON *s = jget(jget(t, "modes"), m->valuestring);
-                rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
-            }
+        rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+        int k = 0;
+        cJSON_ArrayForEach(m, modes) {
+            const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+            rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
         }
     }
-    if (nm < 2) goto done;
-    // flips (paper Table 3), hurts/helps (Table 6), token level, margins
+    return rc;
+}
+
+// Task t's rows of the flips, hurts/helps and token tables (perplexity tasks: token only)
+// and of the margins table (not for perplexity tasks).
+static int vs_ref_rows(struct grid *fl, struct grid *hh, struct grid *tk, struct grid *mg, const cJSON *t,
+                       const cJSON *modes) {
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64], b[64], c[64];
+    struct grid *gs[3] = {fl, hh, tk};
+    int ppl = has_metric(t, "ppl");
+    for (int q = 0; q < 3; q++) {
+        if (ppl && q < 2) continue;
+        rc |= grid_row(gs[q]);
+        rc |= grid_set(gs[q], 0, "%s", t->string);
+    }
+    for (int k = 1; k < nm; k++) {
+        const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
+        const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
+        if (ppl) {
+            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+            continue;
+        }
+        fmt_pct(a, sizeof a, jnum(v, "pfr"));
+        fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
+        fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
+        rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
+        fmt_pct(a, sizeof a, jnum(v, "d_acc"));
+        rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
+        fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+        rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+    }
+    if (ppl) return rc;
+    const cJSON *mj = jget(t, "margins_all_correct");
+    rc |= grid_row(mg);
+    rc |= grid_set(mg, 0, "%s", t->string);
+    rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
+    for (int k = 0; k < nm; k++) {
+        const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
+        rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
+    }
+    return rc;
+}
+
+// flips (paper Table 3), hurts/helps (Table 6), token level, margins
+static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks, const char *ref) {
+    const cJSON *t;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
     char title[256];
     snprintf(title, sizeof title, "Flip rate vs %s (PFR %%, Wilson 95%% interval; flips/N)", ref);
@@ -201,63 +253,42 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     rc |= grid_set(mg, 0, "task");
     rc |= grid_set(mg, 1, "n");
     for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    cJSON_ArrayForEach(t, tasks) rc |= vs_ref_rows(fl, hh, tk, mg, t, modes);
+    return rc;
+}
+
+// per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval);
+// no grid when no task has 2..200 subjects
+static int subject_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks) {
+    const cJSON *t;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64];
+    struct grid *sb = &g[(*n_g)++];
+    grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
+    rc |= grid_row(sb);
+    rc |= grid_set(sb, 0, "task/subject (n)");
+    for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
     cJSON_ArrayForEach(t, tasks) {
-        int ppl = has_metric(t, "ppl");
-        for (int q = 0; q < 3; q++) {
-            if (ppl && q < 2) continue;
-            rc |= grid_row(gs[q]);
-            rc |= grid_set(gs[q], 0, "%s", t->string);
-        }
-        for (int k = 1; k < nm; k++) {
-            const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
-            const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
-            if (ppl) {
-                fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
-                rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
-                continue;
-            }
-            fmt_pct(a, sizeof a, jnum(v, "pfr"));
-            fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
-            fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
-            rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
-            fmt_pct(a, sizeof a, jnum(v, "d_acc"));
-            rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
-            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
-            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
-        }
-        if (ppl) continue;
-        const cJSON *mj = jget(t, "margins_all_correct");
-        rc |= grid_row(mg);
-        rc |= grid_set(mg, 0, "%s", t->string);
-        rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
-        for (int k = 0; k < nm; k++) {
-            const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
-            rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
-        }
-    }
-    // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval)
-    {
-        struct grid *sb = &g[(*n_g)++];
-        grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
-        rc |= grid_row(sb);
-        rc |= grid_set(sb, 0, "task/subject (n)");
-        for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-        cJSON_ArrayForEach(t, tasks) {
-            const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
-            if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
-            cJSON_ArrayForEach(s, subj) {
-                rc |= grid_row(sb);
-                rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
-                for (int k = 0; k < nm; k++) {
-                    const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
-                    fmt_pct(a, sizeof a, jnum(x, "acc"));
-                    rc |= grid_set(sb, 1 + k, "%s", a);
-                }
+        const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
+        if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
+        cJSON_ArrayForEach(s, subj) {
+            rc |= grid_row(sb);
+            rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
+            for (int k = 0; k < nm; k++) {
+                const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
+                fmt_pct(a, sizeof a, jnum(x, "acc"));
+                rc |= grid_set(sb, 1 + k, "%s", a);
             }
         }
-        if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
     }
-    // across tasks (paper Table 5)
+    if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
+    return rc;
+}
+
+// across tasks (paper Table 5)
+static int across_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *modes, const char *ref) {
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64], title[256];
     struct grid *dw = &g[(*n_g)++];
     snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
     grid_init(dw, "d_avg_w", title, 5);
@@ -274,7 +305,24 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
         fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w_norm")); rc |= grid_set(dw, 4, "%s", a);
     }
-done:
+    return rc;
+}
+
+// The tables of one run's summary.json, in report order: accuracy, perplexity (if any task
+// has it), then with a second mode flips, hurts/helps, token level, margins, subjects (if
+// any) and the across-task gaps.
+static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e) {
+    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks");
+    const char *ref = jstr(sum, "reference", "?");
+    int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl;
+    *n_g = 0;
+    rc |= acc_table(g, n_g, modes, tasks, &n_ppl);
+    if (n_ppl) rc |= ppl_table(g, n_g, modes, tasks);
+    if (nm >= 2) {
+        rc |= vs_ref_tables(g, n_g, modes, tasks, ref);
+        rc |= subject_table(g, n_g, modes, tasks);
+        rc |= across_table(g, n_g, sum, modes, ref);
+    }
     if (rc) return err_set(e, ERR_NOMEM, "report: out of memory");
     return 0;
 }
