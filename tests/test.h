@@ -11,10 +11,10 @@
 //       if the root lacks it but tests/data/<rel>.zst (a file) or tests/data/<rel>/ (a
 //       directory of *.zst files) is committed, the decompressed copy under
 //       $HIFA4_TMP/testdata/<rel>; else NULL. Silent; the string lives until exit.
-//   TEST_NEED(rel)    the same, but when it returns NULL it has printed
-//                     "SKIP <function>: <rel>: no such file under HIFA4_TEST_DATA=<root>"
-//                     and counted one skip. Typical use:
-//                         const char *m = TEST_NEED("goldens/models/qwen3-tiny");
+//   TEST_NEED(fmt, ...)  the same for the rel that fmt formats, but when it returns NULL it
+//                     has printed "SKIP <function>: <rel>: no such file under
+//                     HIFA4_TEST_DATA=<root>" and counted one skip. Typical use:
+//                         const char *m = TEST_NEED("goldens/models/%s", name);
 //                         if (!m) return;
 //   TEST_SKIP(fmt, ...)  prints "SKIP <function>: <reason>" and counts one skip (for any
 //                     other reason a group of checks cannot run here).
@@ -151,9 +151,15 @@ static inline const char *test_data(const char *rel) {
     return path;
 }
 
-#define TEST_NEED(rel) test_need_(__func__, (rel))
+#define TEST_NEED(...) test_need_(__func__, __VA_ARGS__)
 
-static inline const char *test_need_(const char *fn, const char *rel) {
+static inline const char *test_need_(const char *fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline const char *test_need_(const char *fn, const char *fmt, ...) {
+    char rel[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
     const char *p = test_data(rel);
     if (!p) test_skip_(fn, "%s: no such file under HIFA4_TEST_DATA=%s", rel, test_data_root());
     return p;

@@ -22,7 +22,7 @@ static const char *const golden_rel[] = {
     "goldens/attention/attn-t130-h4-kv2-d32-cap10.safetensors",
 };
 // The path of golden case ci (data root, else the committed copy); NULL after a SKIP line.
-#define golden_case(ci) TEST_NEED(golden_rel[ci])
+#define golden_case(ci) TEST_NEED("%s", golden_rel[ci])
 static const char *const tiled_modes[] = {"bf16", "direct", "hifa4", "direct+qmean", "direct+qmean+sqk",
                                           "direct+qmean+preorder"};
 #define N_TILED 6
