@@ -19,6 +19,9 @@
 //   TEST_SKIP(fmt, ...)  prints "SKIP <function>: <reason>" and counts one skip (for any
 //                     other reason a group of checks cannot run here).
 //   test_data_root()  the root in use.
+//   test_text()       English prose for checks that need some text but not a particular one
+//                     (calibration, traces): the Brown corpus of the data root, else the
+//                     repository's README.md - so such checks run on a bare clone too.
 // A skip is not a failure: it says which checks did not run and why. Count one skip per group
 // of checks that did not run (one model, one file, one CLI scenario), never per check.
 #ifndef HIFA4_TEST_H
@@ -163,6 +166,11 @@ static inline const char *test_need_(const char *fn, const char *fmt, ...) {
     const char *p = test_data(rel);
     if (!p) test_skip_(fn, "%s: no such file under HIFA4_TEST_DATA=%s", rel, test_data_root());
     return p;
+}
+
+static inline const char *test_text(void) {
+    const char *brown = test_data("datasets/brown/brown.txt.zst");
+    return brown ? brown : "README.md";
 }
 
 static inline int test_summary(const char *name) {
