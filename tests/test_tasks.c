@@ -18,7 +18,7 @@
 #define FIX "tests/data/tasks"
 // The benchmark data of the test data (datasets/), NULL without it (set in main). A check
 // group on real data starts with NEED(<task directory>), which skips it when that is missing.
-static const char *shared;
+static const char *datasets;
 #define NEED(dir) TEST_NEED("datasets/%s", dir)
 
 static const struct task_item *find_item(const struct task_set *s, const char *id) {
@@ -198,7 +198,7 @@ static void test_mmlu(void) {
     struct task_set s;
     struct err e;
     double t0 = time_now();
-    int rc = load("mmlu", &s, shared, NULL, 0, 0, &e);
+    int rc = load("mmlu", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "mmlu load: %s", e.msg);
     if (rc) return;
     printf("mmlu: %d items in %.3f s\n", s.n_items, time_now() - t0);
@@ -257,7 +257,7 @@ static void test_mmlu(void) {
     CHECK(s.items == NULL && s.n_items == 0, "freed set zeroed");
 
     // --limit: the first N of every subject, in canonical order (test_limit_per_subject)
-    rc = load("mmlu", &s, shared, NULL, 0, 5, &e);
+    rc = load("mmlu", &s, datasets, NULL, 0, 5, &e);
     CHECK(rc == 0 && s.n_items == 57 * 5 && !strcmp(s.items[4].id, "abstract_algebra/4") &&
               !strcmp(s.items[5].id, "anatomy/0"), "mmlu --limit 5");
     task_set_free(&s);
@@ -292,7 +292,7 @@ static void test_hellaswag(void) {
     if (!NEED("hellaswag")) return;
     struct task_set s;
     struct err e;
-    int rc = load("hellaswag", &s, shared, NULL, 0, 0, &e);
+    int rc = load("hellaswag", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "hellaswag load: %s", e.msg);
     if (rc) return;
     CHECK(s.n_items == 10042, "hellaswag %d items", s.n_items);
@@ -363,7 +363,7 @@ static void test_arc(void) {
     struct task_set s;
     struct err e;
     char foundry[2048];
-    int rc = load("arc_challenge", &s, shared, NULL, 0, 0, &e);
+    int rc = load("arc_challenge", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "arc_challenge load: %s", e.msg);
     if (!rc) {
         CHECK(s.n_items == 1172, "arc_challenge %d items", s.n_items);
@@ -386,12 +386,12 @@ static void test_arc(void) {
               find_index(&s, "NYSEDREGENTS_2008_8_34"));
         CHECK(find_index(&s, "Mercury_412681") == 59 && find_index(&s, "MCAS_2006_9_43") == 88,
               "ai2-only items at original lines 59/88: %d %d", find_index(&s, "Mercury_412681"), find_index(&s, "MCAS_2006_9_43"));
-        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_challenge.jsonl", shared);
+        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_challenge.jsonl", datasets);
         check_arc_order(&s, foundry);
         CHECK(digits >= 22, "digit-label (NYSED) items present: %d", digits);
     }
     task_set_free(&s);
-    rc = load("arc_easy", &s, shared, NULL, 0, 0, &e);
+    rc = load("arc_easy", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "arc_easy load: %s", e.msg);
     if (!rc) {
         CHECK(s.n_items == 2376, "arc_easy %d items", s.n_items);
@@ -407,7 +407,7 @@ static void test_arc(void) {
                            "It is absorbing energy for use when it is active.",
                            "It is using less energy than when it is active."};
         check_item(&s, "TIMSS_1995_8_P4", "Question: What happens when an animal hibernates?\nAnswer:", c, 5, 4);
-        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_easy.jsonl", shared);
+        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_easy.jsonl", datasets);
         check_arc_order(&s, foundry);
     }
     task_set_free(&s);
@@ -447,7 +447,7 @@ static void test_truthfulqa(void) {
     if (!NEED("truthfulqa")) return;
     struct task_set s;
     struct err e;
-    int rc = load("truthfulqa_mc1", &s, shared, NULL, 0, 0, &e);
+    int rc = load("truthfulqa_mc1", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "truthfulqa load: %s", e.msg);
     if (rc) return;
     CHECK(s.n_items == 817, "truthfulqa %d items", s.n_items);
@@ -482,7 +482,7 @@ static void test_lookup(void) {
           strstr(e.msg, "hifa4-eval download --task hellaswag"), "missing data message: %s", e.msg);
     rc = load("mmlu", &s, FIX "/no-such-root", NULL, 0, 0, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "mmlu/data/test") && strstr(e.msg, "download --task mmlu"), "mmlu missing: %s", e.msg);
-    rc = load("gpqa_diamond", &s, shared ? shared : FIX "/no-such-root", NULL, 0, 0, &e); // GPQA is never shipped
+    rc = load("gpqa_diamond", &s, datasets ? datasets : FIX "/no-such-root", NULL, 0, 0, &e); // GPQA is never shipped
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "gpqa/gpqa_diamond.csv"), "gpqa missing: %s", e.msg);
     // $HIFA4_DATA is used without --data-dir; --data-dir wins over it; the cache comes last
     setenv("HIFA4_DATA", FIX "/datasets", 1);
@@ -496,7 +496,7 @@ static void test_lookup(void) {
     }
     task_set_free(&s);
     if (NEED("truthfulqa")) {
-        rc = load("truthfulqa_mc1", &s, shared, NULL, 0, 0, &e);
+        rc = load("truthfulqa_mc1", &s, datasets, NULL, 0, 0, &e);
         CHECK(rc == 0 && s.n_items == 817, "--data-dir before HIFA4_DATA");
         task_set_free(&s);
     }
@@ -570,7 +570,7 @@ static void test_bbh(void) {
     if (!NEED("bbh")) return;
     struct task_set s;
     struct err e;
-    int rc = load("bbh", &s, shared, NULL, 0, 0, &e);
+    int rc = load("bbh", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "bbh load: %s", e.msg);
     if (rc) return;
     CHECK(task_bbh_subtask_count() == 24, "24 subtasks");
@@ -722,7 +722,7 @@ static void test_ppl(void) {
     struct err e;
     int rc;
     if (NEED("wikitext2")) {
-        rc = load("ppl", &s, shared, NULL, 0, 0, &e);
+        rc = load("ppl", &s, datasets, NULL, 0, 0, &e);
         CHECK(rc == 0 && s.is_ppl && s.n_items == 0, "ppl load: %s", e.msg);
         if (!rc) {
             // the original LF wiki.test.raw is 1,290,590 bytes (datasets/wikitext2/SOURCE.md)
@@ -806,7 +806,7 @@ static void test_cli(void) {
     bin = exe;
     FILE *f = NULL;
     if (NEED("truthfulqa")) {
-        snprintf(cmd, sizeof cmd, "%s prompts --task truthfulqa_mc1 --data-dir %s --limit 2 2>/dev/null", bin, shared);
+        snprintf(cmd, sizeof cmd, "%s prompts --task truthfulqa_mc1 --data-dir %s --limit 2 2>/dev/null", bin, datasets);
         f = popen(cmd, "r");
         CHECK(f != NULL, "popen");
     }
@@ -833,7 +833,7 @@ static void test_cli(void) {
 // --limit on grouped tasks keeps the first N items of every subject / subtask (lm-eval applies
 // --limit to each subtask of a group), not the first N of the concatenation.
 static void test_limit_real(void) {
-    struct task_opts o = {.data_dir = shared, .limit = 2};
+    struct task_opts o = {.data_dir = datasets, .limit = 2};
     struct task_set s = {0};
     struct err e = {0};
     int rc = task_find("mmlu")->load(&s, &o, &e);
@@ -874,7 +874,7 @@ static void test_limit_per_subject(void) {
 }
 
 int main(void) {
-    shared = test_data("datasets");
+    datasets = test_data("datasets");
     test_registry();
     test_limit_per_subject();
     test_preprocess();
