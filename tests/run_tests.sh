@@ -3,7 +3,7 @@
 # "N passed, M failed[, K skipped]" lines and ends with the total line CI reads:
 # "N passed, M failed, K skipped". A binary that crashes or exits non-zero without printing a
 # count counts as one failure. Each binary's "SKIP <function>: <reason>" lines (test.h) are
-# listed under its result, one line per distinct reason.
+# listed under its result, one line per distinct reason (missing files grouped by data root).
 set -u
 total_p=0; total_f=0; total_s=0
 re='^[A-Za-z0-9_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$'
@@ -34,8 +34,17 @@ for t in "$@"; do
             else if (index(", " who[r] ", ", ", " fn ", ") == 0) who[r] = who[r] ", " fn
         }
         END {
-            for (i = 1; i <= n && i <= 12; i++) printf "    skip: %s [%s]\n", order[i], who[order[i]]
-            if (n > 12) printf "    ... and %d more skip reasons\n", n - 12
+            # TEST_NEED reasons ("<rel>: no such file under HIFA4_TEST_DATA=<root>") grouped by root
+            for (i = 1; i <= n; i++) {
+                r = order[i]; k = index(r, ": no such file under ")
+                if (k) {
+                    root = substr(r, k + 21)
+                    if (!(root in seen)) { seen[root] = 1; printf "    skipped, no such file under %s:\n", root }
+                    printf "      %s [%s]\n", substr(r, 1, k - 1), who[r]
+                }
+            }
+            for (i = 1; i <= n; i++)
+                if (!index(order[i], ": no such file under ")) printf "    skipped: %s [%s]\n", order[i], who[order[i]]
         }'
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 done
