@@ -30,7 +30,8 @@
 static const char *bin, *tmp;
 static char model[1024];
 static const char *qm = "bf16"; // second mode: bf16, or exact while bf16 is not in the registry
-static char data[1100];         // "--data-dir <test data>/datasets", or "" for exam from /usr/share
+static const char *datasets;    // the test data's datasets/ (NULL without the benchmark data)
+static char data[1100];         // "--data-dir <datasets>", or "" for exam from /usr/share
 // Tasks of the invariance checks: the benchmark tasks with the test data, else exam.
 static struct { const char *resume, *batch, *shard; } tk = {"arc_challenge", "mmlu,hellaswag", "arc_challenge,mmlu"};
 static int real_data; // stories260K and the benchmark data are there
@@ -235,7 +236,7 @@ static void test_resume(void) {
         freopen("/dev/null", "w", stderr);
         const char *argv[20] = {bin, "--quiet", "run", "--model", model, "--task", tk.resume, "--attn", attn, "--threads",
                                 "1", "--limit", lim, "--out", part};
-        if (*data) argv[15] = "--data-dir", argv[16] = data + strlen("--data-dir ");
+        if (datasets) argv[15] = "--data-dir", argv[16] = datasets;
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -342,7 +343,8 @@ int main(void) {
     real_data = s260k && test_data("datasets/arc") && test_data("datasets/hellaswag") && test_data("datasets/mmlu") &&
                 test_data("datasets/truthfulqa");
     if (real_data) {
-        snprintf(data, sizeof data, "--data-dir %s", test_data("datasets"));
+        datasets = test_data("datasets");
+        snprintf(data, sizeof data, "--data-dir %s", datasets);
         snprintf(model, sizeof model, "%s/s260k", tmp);
         char cfg[1100];
         snprintf(cfg, sizeof cfg, "%s/tokenizer.json", model);
