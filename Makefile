@@ -38,7 +38,8 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
 
-# Tests run from the repository root and read ../shared in place; scratch goes to build/tmp.
+# Tests run from the repository root and read their data from $HIFA4_TEST_DATA (default
+# ../shared) in place, else tests/data (tests/test.h); scratch goes to build/tmp.
 test: $(BIN) $(TEST_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
