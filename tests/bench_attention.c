@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "attention/attn.h"
-#include "common.h"
+#include "base/common.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) { // uniform in [-1, 1)
