@@ -76,3 +76,30 @@ void host_git_revision(char *rev, size_t n) {
     }
     git_rev_in(".", rev, n);
 }
+
+void host_cpu_model(char *out, size_t n) {
+    copy_rev(out, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        const char *c = strchr(line, ':');
+        if (!c) break;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        line[strcspn(line, "\r\n")] = 0;
+        copy_rev(out, n, c);
+        break;
+    }
+    fclose(f);
+}
+
+const char *host_simd_level(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2+fma";
+#endif
+    return "baseline";
+}

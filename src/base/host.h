@@ -1,6 +1,6 @@
 // host.h: provenance of the machine and the build a result was made with (recorded in run.json):
-// the git revision of the source tree. Reads files only; never fails (unknown values are
-// reported as "unknown").
+// the git revision of the source tree and the CPU. Reads files only; never fails (unknown
+// values are reported as "unknown").
 #ifndef HIFA4_HOST_H
 #define HIFA4_HOST_H
 
@@ -10,5 +10,10 @@
 // executable, else the one in the current directory. Follows a symbolic ref through a
 // worktree's common dir and packed-refs. "unknown" when neither has one.
 void host_git_revision(char *rev, size_t n);
+
+// The CPU's model name (/proc/cpuinfo "model name") and its SIMD level as the code can use it:
+// "avx512f", "avx2+fma" or "baseline".
+void host_cpu_model(char *out, size_t n);
+const char *host_simd_level(void);
 
 #endif

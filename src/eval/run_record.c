@@ -38,6 +38,10 @@ static void add_host(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(hj, "machine", un.machine);
     cJSON_AddNumberToObject(hj, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
     cJSON_AddNumberToObject(hj, "threads", r->o.n_threads);
+    char cpu[256];
+    host_cpu_model(cpu, sizeof cpu);
+    cJSON_AddStringToObject(hj, "cpu", cpu);
+    cJSON_AddStringToObject(hj, "simd", host_simd_level());
 }
 
 static void add_model(cJSON *run, const struct run *r) {
