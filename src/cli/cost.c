@@ -215,8 +215,108 @@ static void print_counts(const char *mode, const struct cost_counts *c, const st
            (long long)c->elems16, c->bytes4, (long long)c->elems4);
 }
 
+// ---- rows of the table: a mode, and for modes with Q-Mean one row per form ----
+struct row {
+    const char *mode;
+    int qmean;             // enum attn_qmean, or -1 for a mode without Q-Mean
+    char name[64];         // "hifa4", "hifa4 [qmean channel]"
+    unsigned flags;        // with ATTN_F_QMEAN_CH for the channel form
+    struct cost_counts c;
+    struct cost_cycles cy;
+};
+
+// forms: 0 token, 1 channel, 2 both; rows holds 2 per mode
+static void add_rows(struct row *rows, int *n, const char *mode, unsigned flags, int forms) {
+    for (int q = 0; q < 2; q++) {
+        const int has = (flags & ATTN_F_QMEAN) != 0;
+        if (has ? !(forms == 2 || forms == q) : q > 0) continue;
+        struct row *r = &rows[(*n)++];
+        memset(r, 0, sizeof *r);
+        r->mode = mode;
+        r->qmean = has ? q : -1;
+        r->flags = flags | (has && q == ATTN_QMEAN_CHANNEL ? ATTN_F_QMEAN_CH : 0);
+        if (has && forms == 2) snprintf(r->name, sizeof r->name, "%s [qmean %s]", mode, attn_qmean_name(q));
+        else snprintf(r->name, sizeof r->name, "%s", mode);
+    }
+}
+
+static int print_json(const struct row *rows, int n, const struct mshape *s, const char *source, int T, int br,
+                      int bc, const char *ppath, int n_win, double norm, double rnorm, struct err *e) {
+    cJSON *o = cJSON_CreateObject(), *arr = NULL;
+    int bad = !o;
+    if (o) {
+        cJSON *sh = cJSON_AddObjectToObject(o, "shape");
+        bad |= !sh || !cJSON_AddStringToObject(o, "source", source) ||
+               !cJSON_AddNumberToObject(sh, "n_layers", s->n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s->n_heads) ||
+               !cJSON_AddNumberToObject(sh, "n_kv_heads", s->n_kv_heads) ||
+               !cJSON_AddNumberToObject(sh, "head_dim", s->head_dim) ||
+               !cJSON_AddNumberToObject(sh, "windowed_layers", n_win) || !cJSON_AddNumberToObject(o, "seq", T) ||
+               !cJSON_AddNumberToObject(o, "tile_br", br) || !cJSON_AddNumberToObject(o, "tile_bc", bc) ||
+               !cJSON_AddStringToObject(o, "params", ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
+    }
+    for (int i = 0; !bad && i < n; i++) {
+        const struct row *r = &rows[i];
+        cJSON *m = cJSON_CreateObject();
+        bad |= !m || !cJSON_AddItemToArray(arr, m);
+        if (bad) { cJSON_Delete(m); break; }
+        cJSON *cj = cost_counts_json(&r->c), *yj = cost_cycles_json(&r->cy);
+        bad |= !cJSON_AddStringToObject(m, "mode", r->mode) || !cj || !yj ||
+               !(r->qmean >= 0 ? cJSON_AddStringToObject(m, "qmean", attn_qmean_name(r->qmean)) : cJSON_AddNullToObject(m, "qmean"));
+        if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
+        cJSON_AddItemToObject(m, "counts", cj);
+        cJSON_AddItemToObject(m, "cycles", yj);
+        cJSON *t = cJSON_AddObjectToObject(m, "table10");
+        bad |= !t || !cJSON_AddNumberToObject(t, "cube", r->cy.cube / norm) ||
+               !cJSON_AddNumberToObject(t, "softmax", r->cy.softmax / norm) ||
+               !cJSON_AddNumberToObject(t, "other", r->cy.other / norm) ||
+               !cJSON_AddStringToObject(t, "bottleneck", r->cy.vector_bound ? "Vector" : "Cube") ||
+               !cJSON_AddNumberToObject(t, "relative", r->cy.critical / rnorm);
+    }
+    char *txt = bad ? NULL : cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!txt) return err_set(e, ERR_NOMEM, "cost: out of memory building JSON");
+    printf("%s\n", txt);
+    free(txt);
+    return 0;
+}
+
+static void print_table(const struct row *rows, int n, double norm, double rnorm) {
+    printf("%-30s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
+           "Bottleneck", "Relative");
+    printf("%-30s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "------------------------------", "--------------",
+           "--------------", "--------------", "----------------", "--------------");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        int pr = paper_row(r->mode);
+        const char *bn = r->cy.vector_bound ? "Vector" : "Cube";
+        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
+        if (pr >= 0) {
+            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
+            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
+            snprintf(po, sizeof po, "%.2f", paper[pr].other);
+            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
+            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
+        }
+        printf("%-30s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", r->name, r->cy.cube / norm, pc,
+               r->cy.softmax / norm, ps, r->cy.other / norm, po, bn, pb, r->cy.critical / rnorm, pl);
+    }
+    for (int i = 0; i < n; i++)
+        if (strcmp(rows[i].mode, "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", rows[i].name, fabs(1 - rows[i].cy.critical / rnorm) * 100,
+                   rows[i].cy.critical <= rnorm ? "below" : "above",
+                   !strcmp(rows[i].mode, "hifa4") ? " (paper: 35.4% below)" : "");
+    for (int i = 0; i < n; i++)
+        if (rows[i].qmean == ATTN_QMEAN_CHANNEL)
+            for (int j = 0; j < n; j++)
+                if (rows[j].qmean == ATTN_QMEAN_TOKEN && !strcmp(rows[j].mode, rows[i].mode))
+                    printf("%s: channel form / token form critical path %.3f, softmax %.3f\n", rows[i].mode,
+                           rows[i].cy.critical / rows[j].cy.critical, rows[i].cy.softmax / rows[j].cy.softmax);
+    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean means, O/l, O(T) work; the paper's is undefined, not "
+           "fitted. The paper's values sit beside both Q-Mean forms; the fit used the token form.)\n");
+}
+
 int cmd_cost(int argc, char **argv, struct err *e) {
-    const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL;
+    const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL, *qmean_arg = "both";
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model, "M: model directory or config.json (shape only, no weights)"},
@@ -224,6 +324,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         {"window", CLI_INT, &window, "W: sliding window of every layer with --shape (0 = none)"},
         {"seq", CLI_INT, &T, "T: tokens of the sequence (required)"},
         {"attn", CLI_STR, &modes_arg, "MODES: comma list (default " DEFAULT_MODES ")"},
+        {"qmean", CLI_STR, &qmean_arg, "token|channel|both: Q-Mean form(s) of modes with Q-Mean (default both)"},
         {"params", CLI_STR, &params_arg, "FILE: cost-model parameters (default " DEFAULT_PARAMS ")"},
         {"tile-br", CLI_INT, &br, "N: cost tiling query rows (default 128)"},
         {"tile-bc", CLI_INT, &bc, "N: cost tiling keys (default 128)"},
@@ -231,7 +332,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--params FILE]";
+    const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--qmean both] [--params FILE]";
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) { cli_usage("cost", synopsis, opts, n_opts); return 0; }
@@ -241,6 +342,9 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         return err_set(e, ERR_USAGE, "--tile-br %d / --tile-bc %d: must be in [1, 65536]", br, bc);
     if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
     if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
+    int forms = 2;
+    if (strcmp(qmean_arg, "both") && (rc = attn_parse_qmean(qmean_arg, &forms, e)))
+        return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean_arg);
 
     char mbuf[1024];
     snprintf(mbuf, sizeof mbuf, "%s", modes_arg);
@@ -248,9 +352,14 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     int n_modes = cli_split(mbuf, modes, MAX_MODES, e);
     if (n_modes < 0) return n_modes;
     if (n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
-    unsigned flags[MAX_MODES], bf16_flags;
-    for (int i = 0; i < n_modes; i++)
-        if ((rc = mode_flags(modes[i], &flags[i], e))) return rc;
+    struct row rows[MAX_MODES * 2];
+    int n_rows = 0;
+    unsigned bf16_flags;
+    for (int i = 0; i < n_modes; i++) {
+        unsigned f = 0;
+        if ((rc = mode_flags(modes[i], &f, e))) return rc;
+        add_rows(rows, &n_rows, modes[i], f, forms);
+    }
     if ((rc = mode_flags("bf16", &bf16_flags, e))) return rc;
 
     char ppath[4096];
@@ -261,56 +370,23 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     rc = shape_arg ? parse_shape(&s, shape_arg, window, e) : read_shape(&s, model, e);
     if (rc) { free(s.window); return rc; }
 
-    struct cost_counts base, c[MAX_MODES];
-    struct cost_cycles base_cy, cy[MAX_MODES];
+    struct cost_counts base;
+    struct cost_cycles base_cy;
     counts_for(&base, bf16_flags, &s, T, br, bc);
     cost_cycles(&base_cy, &base, &p);
-    for (int i = 0; i < n_modes; i++) {
-        counts_for(&c[i], flags[i], &s, T, br, bc);
-        cost_cycles(&cy[i], &c[i], &p);
+    for (int i = 0; i < n_rows; i++) {
+        counts_for(&rows[i].c, rows[i].flags, &s, T, br, bc);
+        cost_cycles(&rows[i].cy, &rows[i].c, &p);
     }
     const double norm = base_cy.cube, rnorm = base_cy.critical;
     int n_win = 0;
     for (int l = 0; l < s.n_layers; l++) n_win += s.window[l] > 0 && s.window[l] < T;
 
     if (as_json) {
-        cJSON *o = cJSON_CreateObject(), *arr = NULL;
-        int bad = !o;
-        if (o) {
-            cJSON *sh = cJSON_AddObjectToObject(o, "shape");
-            bad |= !sh || !cJSON_AddStringToObject(o, "source", model ? model : shape_arg) ||
-                   !cJSON_AddNumberToObject(sh, "n_layers", s.n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s.n_heads) ||
-                   !cJSON_AddNumberToObject(sh, "n_kv_heads", s.n_kv_heads) ||
-                   !cJSON_AddNumberToObject(sh, "head_dim", s.head_dim) ||
-                   !cJSON_AddNumberToObject(sh, "windowed_layers", n_win) || !cJSON_AddNumberToObject(o, "seq", T) ||
-                   !cJSON_AddNumberToObject(o, "tile_br", br) || !cJSON_AddNumberToObject(o, "tile_bc", bc) ||
-                   !cJSON_AddStringToObject(o, "params", ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
-        }
-        for (int i = 0; !bad && i < n_modes; i++) {
-            cJSON *m = cJSON_CreateObject();
-            bad |= !m || !cJSON_AddItemToArray(arr, m);
-            if (bad) { cJSON_Delete(m); break; }
-            cJSON *cj = cost_counts_json(&c[i]), *yj = cost_cycles_json(&cy[i]);
-            bad |= !cJSON_AddStringToObject(m, "mode", modes[i]) || !cj || !yj;
-            if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
-            cJSON_AddItemToObject(m, "counts", cj);
-            cJSON_AddItemToObject(m, "cycles", yj);
-            cJSON *t = cJSON_AddObjectToObject(m, "table10");
-            bad |= !t || !cJSON_AddNumberToObject(t, "cube", cy[i].cube / norm) ||
-                   !cJSON_AddNumberToObject(t, "softmax", cy[i].softmax / norm) ||
-                   !cJSON_AddNumberToObject(t, "other", cy[i].other / norm) ||
-                   !cJSON_AddStringToObject(t, "bottleneck", cy[i].vector_bound ? "Vector" : "Cube") ||
-                   !cJSON_AddNumberToObject(t, "relative", cy[i].critical / rnorm);
-        }
-        char *txt = bad ? NULL : cJSON_Print(o);
-        cJSON_Delete(o);
+        rc = print_json(rows, n_rows, &s, model ? model : shape_arg, T, br, bc, ppath, n_win, norm, rnorm, e);
         free(s.window);
-        if (!txt) return err_set(e, ERR_NOMEM, "cost: out of memory building JSON");
-        printf("%s\n", txt);
-        free(txt);
-        return 0;
+        return rc;
     }
-
     printf("emulated Ascend attention cost (spec/cost.md)\n");
     printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", model ? model : shape_arg,
            s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim);
@@ -319,31 +395,8 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
            "critical = max(Cube, Softmax / %d)\n", p.n_vector_units);
     printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
-    printf("%-22s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
-           "Bottleneck", "Relative");
-    printf("%-22s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "----------------------", "--------------",
-           "--------------", "--------------", "----------------", "--------------");
-    for (int i = 0; i < n_modes; i++) {
-        int pr = paper_row(modes[i]);
-        const char *bn = cy[i].vector_bound ? "Vector" : "Cube";
-        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
-        if (pr >= 0) {
-            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
-            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
-            snprintf(po, sizeof po, "%.2f", paper[pr].other);
-            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
-            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
-        }
-        printf("%-22s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", modes[i],
-               cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
-               cy[i].critical / rnorm, pl);
-    }
-    for (int i = 0; i < n_modes; i++)
-        if (strcmp(modes[i], "bf16"))
-            printf("%s: critical path %.1f%% %s bf16%s\n", modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
-                   cy[i].critical <= rnorm ? "below" : "above", !strcmp(modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
-    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
-    for (int i = 0; i < n_modes; i++) print_counts(modes[i], &c[i], &cy[i]);
+    print_table(rows, n_rows, norm, rnorm);
+    for (int i = 0; i < n_rows; i++) print_counts(rows[i].name, &rows[i].c, &rows[i].cy);
     free(s.window);
     return 0;
 }
