@@ -7,6 +7,7 @@
 // (attn_opts.qmean / qdq_skip) and the `attn` command. The token form's goldens are
 // test_attention's.
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,10 @@
 #include "attention/hif4.h"
 #include "attention/modes.h"
 #include "io/safetensors.h"
+#include "results/results.h"
 #include "test.h"
+
+static const char *bin, *tmp; // $HIFA4_BIN (NULL: command tests skipped), $HIFA4_TMP
 
 // ---- test data (../shared) ----
 // The one place this file reads ../shared: path of rel under $HIFA4_TEST_DATA (default
@@ -523,14 +527,12 @@ static void test_options(void) {
     synth_free(&s);
 
     // `hifa4-eval attn --qmean channel --qdq-skip ...` equals the library run; bad values exit 2
-    const char *bin = getenv("HIFA4_BIN");
     char cbuf[512];
     const char *cpath = shared_path(cbuf, sizeof cbuf, "goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors");
     if (!bin || !cpath) {
         printf("skipped: the attn command (HIFA4_BIN or the case file missing)\n");
         return;
     }
-    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
     char cmd[2048], out[512];
     snprintf(out, sizeof out, "%s/test_qmean_out.safetensors", tmp);
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn direct+qmean+preorder --tile 64 --qmean channel "
@@ -564,7 +566,189 @@ static void test_options(void) {
     }
 }
 
+// ---- a run in each form: run.json, the configuration key, resume/merge, reports, tables ----
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *slurp(const char *fmt, ...) {
+    char path[4096], *b = NULL;
+    size_t n;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    struct err e = {0};
+    return file_read_all(path, &b, &n, &e) ? NULL : b;
+}
+
+static cJSON *run_json(const char *dir) {
+    char *t = slurp("%s/run.json", dir);
+    cJSON *j = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    return j;
+}
+
+static const char *jpath(const cJSON *j, const char *a, const char *b, const char *c) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
+    if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (c) x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return cJSON_IsString(x) ? x->valuestring : "";
+}
+
+static int files_equal(const char *a, const char *b) {
+    char *x = slurp("%s", a), *y = slurp("%s", b);
+    int same = x && y && !strcmp(x, y);
+    free(x), free(y);
+    return same;
+}
+
+static void test_run_forms(void) {
+    if (!bin) { printf("skipped: runs (HIFA4_BIN unset)\n"); return; }
+    char model[1024], task[1024], tok[1024], ch[1024], args[4096];
+    snprintf(model, sizeof model, "%s/qm_model", tmp);
+    snprintf(task, sizeof task, "%s/qm_items.jsonl", tmp);
+    snprintf(tok, sizeof tok, "%s/qm_token", tmp);
+    snprintf(ch, sizeof ch, "%s/qm_channel", tmp);
+    // 12 four-choice items (the model is random: only the comparisons between modes matter)
+    FILE *f = fopen(task, "w");
+    for (int i = 0; f && i < 12; i++)
+        fprintf(f, "{\"question\": \"Item %d: which word comes after number %d in the list?\", \"choices\": [\"apple\", "
+                   "\"river stone\", \"blue\", \"seven and a half\"], \"answer\": %d, \"id\": \"q%d\"}\n", i, 3 * i, i % 4, i);
+    if (f) fclose(f);
+    CHECK(sh("rm -rf %s %s %s && %s --quiet make-model --arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 64 "
+             "--ffn 256 --out %s > /dev/null", model, tok, ch, bin, model) == 0, "make-model");
+    snprintf(args, sizeof args, "--model %s --task mc_jsonl --task-file %s --threads 2 --tile 64", model, task);
+    // one command per form: every mode (the ones with Smooth-QK are skipped without scales)
+    CHECK(sh("%s --quiet run %s --attn all --out %s > /dev/null 2>&1", bin, args, tok) == 0, "run --attn all (token)");
+    CHECK(sh("%s --quiet run %s --attn all --qmean channel --out %s > /dev/null 2>&1", bin, args, ch) == 0,
+          "run --attn all --qmean channel");
+    cJSON *jt = run_json(tok), *jc = run_json(ch);
+    CHECK(jt && jc, "run.json of both runs");
+    if (!jt || !jc) { cJSON_Delete(jt); cJSON_Delete(jc); return; }
+    CHECK(!strcmp(jpath(jc, "attention", "qmean", NULL), "channel") && !strcmp(jpath(jt, "attention", "qmean", NULL), "token") &&
+              !strcmp(jpath(jc, "attention", "qdq_skip", NULL), "none"),
+          "run.json attention.qmean / qdq_skip");
+    CHECK(!strcmp(jpath(jc, "attention", "display", "direct+qmean"), "direct+qmean (channel)") &&
+              !strcmp(jpath(jt, "attention", "display", "direct+qmean+preorder"), "direct+qmean+preorder (token)") &&
+              !strcmp(jpath(jc, "attention", "display", "direct"), "direct"),
+          "display names: %s / %s", jpath(jc, "attention", "display", "direct+qmean"),
+          jpath(jt, "attention", "display", "direct+qmean+preorder"));
+    // the cost counts follow the form
+    const cJSON *ct = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(jt, "cost_counts"), "direct+qmean"), "vector_ops");
+    const cJSON *cc = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(jc, "cost_counts"), "direct+qmean"), "vector_ops");
+    const cJSON *gt = cJSON_GetObjectItem(ct, "qmean_gemv"), *gc = cJSON_GetObjectItem(cc, "qmean_gemv");
+    CHECK(cJSON_IsNumber(gt) && gt->valuedouble == 0 && cJSON_IsNumber(gc) && gc->valuedouble > 0,
+          "run.json cost counts: qmean_gemv token %g, channel %g", gt ? gt->valuedouble : -1, gc ? gc->valuedouble : -1);
+    // modes without Q-Mean give byte-identical samples in both runs; modes with Q-Mean do not
+    const char *same_modes[] = {"bf16", "f32", "direct"}, *diff_modes[] = {"direct+qmean", "direct+qmean+preorder"};
+    char pa[2048], pb[2048];
+    for (int i = 0; i < 3; i++) {
+        snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", tok, same_modes[i]);
+        snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-%s.jsonl.zst", ch, same_modes[i]);
+        CHECK(files_equal(pa, pb), "%s: samples differ between the forms", same_modes[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", tok, diff_modes[i]);
+        snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-%s.jsonl.zst", ch, diff_modes[i]);
+        CHECK(!files_equal(pa, pb), "%s: the channel form scored exactly like the token form", diff_modes[i]);
+    }
+    // the configuration key: the form is part of it; defaults and names are not (older run.json keep their key)
+    char k1[65], k2[65];
+    results_config_key(k1, jt, 1);
+    CHECK(!strcmp(k1, jpath(jt, "resume_key", NULL, NULL)), "resume_key is results_config_key");
+    cJSON *at = cJSON_GetObjectItem(jt, "attention");
+    cJSON_DeleteItemFromObject(at, "qmean"), cJSON_DeleteItemFromObject(at, "qdq_skip"), cJSON_DeleteItemFromObject(at, "display");
+    results_config_key(k2, jt, 1);
+    CHECK(!strcmp(k1, k2), "a token run's key without the new fields (an older run.json) is unchanged");
+    CHECK(!strcmp(results_run_qmean(jt), "token") && !strcmp(results_run_qmean(jc), "channel"), "results_run_qmean");
+    results_config_key(k1, jc, 1);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(jc, "attention"), "qmean");
+    results_config_key(k2, jc, 1);
+    CHECK(strcmp(k1, k2), "the channel form is part of the key");
+    cJSON_Delete(jt), cJSON_Delete(jc);
+    // one form per run directory: --resume with the other form is refused, naming it
+    char log[1200];
+    snprintf(log, sizeof log, "%s/qm_resume.txt", tmp);
+    CHECK(sh("%s --quiet run %s --attn all --out %s --resume > %s 2>&1", bin, args, ch, log) == 1,
+          "--resume of a channel run with the token form refused");
+    char *txt = slurp("%s", log);
+    CHECK(txt && strstr(txt, "--qmean channel") && strstr(txt, "--qmean token"), "message names both forms: %s", txt ? txt : "");
+    free(txt);
+    CHECK(sh("%s --quiet run %s --attn all --qmean channel --out %s --resume > /dev/null 2>&1", bin, args, ch) == 0,
+          "--resume with the same form");
+    // reports and tables say which form rows B-E are
+    char *md = slurp("%s/report.md", ch);
+    CHECK(md && strstr(md, "| direct+qmean (channel) |") && strstr(md, "Q-Mean form **channel**") &&
+              strstr(md, "`direct+qmean+preorder (channel)`"),
+          "report.md labels the channel form");
+    free(md);
+    CHECK(sh("%s tables %s %s > %s/qm_tables.md 2> /dev/null", bin, tok, ch, tmp) == 0, "tables over both forms");
+    md = slurp("%s/qm_tables.md", tmp);
+    CHECK(md && strstr(md, "| direct+qmean (token): Direct + Q-Mean (B) |") &&
+              strstr(md, "| direct+qmean (channel): Direct + Q-Mean (B) |") &&
+              strstr(md, "| direct+qmean+preorder (channel): Direct + Q-Mean + P-Reordering (D) |"),
+          "tables rows B-E name their form:\n%s", md ? md : "");
+    free(md);
+    CHECK(sh("%s diff %s:direct+qmean %s:direct+qmean > %s/qm_diff.txt 2>&1", bin, tok, ch, tmp) == 0, "diff across forms");
+    md = slurp("%s/qm_diff.txt", tmp);
+    CHECK(md && strstr(md, "(A: direct+qmean (token))") && strstr(md, "(B: direct+qmean (channel))"), "diff names the forms: %.300s",
+          md ? md : "");
+    free(md);
+    // shards of different forms do not merge
+    CHECK(sh("rm -rf %s/qm_s0 %s/qm_s1 %s/qm_m && %s --quiet run %s --attn bf16,direct+qmean --qmean channel --shard 0/2 "
+             "--out %s/qm_s0 > /dev/null 2>&1 && %s --quiet run %s --attn bf16,direct+qmean --shard 1/2 --out %s/qm_s1 > /dev/null 2>&1",
+             tmp, tmp, tmp, bin, args, tmp, bin, args, tmp) == 0, "two shards");
+    CHECK(sh("%s --quiet merge %s/qm_s0 %s/qm_s1 --out %s/qm_m > %s 2>&1", bin, tmp, tmp, tmp, log) == 1, "merge of two forms refused");
+    txt = slurp("%s", log);
+    CHECK(txt && strstr(txt, "--qmean"), "merge message names the form: %s", txt ? txt : "");
+    free(txt);
+    // --qdq-skip: recorded, named; a bad list is a usage error
+    CHECK(sh("rm -rf %s/qm_skip && %s --quiet run %s --attn bf16,direct --qdq-skip p --out %s/qm_skip > /dev/null 2>&1", tmp, bin,
+             args, tmp) == 0, "run --qdq-skip p");
+    snprintf(pa, sizeof pa, "%s/qm_skip", tmp);
+    cJSON *js = run_json(pa);
+    CHECK(js && !strcmp(jpath(js, "attention", "qdq_skip", NULL), "p") &&
+              !strcmp(jpath(js, "attention", "display", "direct"), "direct [qdq-skip p]"),
+          "run.json qdq_skip p, display 'direct [qdq-skip p]'");
+    cJSON_Delete(js);
+    CHECK(sh("%s --quiet run %s --attn bf16,direct --qdq-skip p,x --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qdq-skip p,x exits 2");
+    CHECK(sh("%s --quiet run %s --qmean rows --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qmean rows exits 2");
+    // logits --qmean: the form reaches the model, and is recorded
+    CHECK(sh("%s --quiet logits --model %s --ids 1,2,3,4,5,6,7,8,9,10 --attn direct+qmean --out %s/qm_lt.safetensors && "
+             "%s --quiet logits --model %s --ids 1,2,3,4,5,6,7,8,9,10 --attn direct+qmean --qmean channel --out %s/qm_lc.safetensors",
+             bin, model, tmp, bin, model, tmp) == 0, "logits in both forms");
+    struct safetensors a, b;
+    struct err e = {0};
+    snprintf(pa, sizeof pa, "%s/qm_lt.safetensors", tmp);
+    snprintf(pb, sizeof pb, "%s/qm_lc.safetensors", tmp);
+    if (!st_open(&a, pa, &e)) {
+        if (!st_open(&b, pb, &e)) {
+            const struct st_tensor *x = st_find(&a, "logits"), *y = st_find(&b, "logits");
+            const char *qa = st_meta(&a, "qmean"), *qb = st_meta(&b, "qmean");
+            CHECK(x && y && x->nbytes == y->nbytes && memcmp(x->data, y->data, x->nbytes) && qa && qb && !strcmp(qa, "token") &&
+                      !strcmp(qb, "channel"),
+                  "logits --qmean channel differ from the token form and say so");
+            st_close(&b);
+        }
+        st_close(&a);
+    } else CHECK(0, "%s", e.msg);
+}
+
 int main(void) {
+    bin = getenv("HIFA4_BIN");
+    tmp = getenv("HIFA4_TMP") && getenv("HIFA4_TMP")[0] ? getenv("HIFA4_TMP") : "build/tmp";
+    mkdir_p(tmp, NULL);
+    test_run_forms();
     test_fast_vs_ref();
     test_registered_modes();
     test_scores_spec();

@@ -110,6 +110,14 @@ const char *attn_qdq_skip_name(unsigned skip) {
     return names[skip & ATTN_QDQ_SKIP_ALL];
 }
 
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip) {
+    int k = snprintf(buf, n, "%s", m->name);
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QMEAN))
+        k += snprintf(buf + k, n - (size_t)k, " (%s)", attn_qmean_name(qmean));
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && (qdq_skip & ATTN_QDQ_SKIP_ALL))
+        snprintf(buf + k, n - (size_t)k, " [qdq-skip %s]", attn_qdq_skip_name(qdq_skip));
+}
+
 // ---- context ----
 struct attn_ctx {
     const struct attn_mode *mode;

@@ -164,6 +164,11 @@ const char *attn_qformat_name(int q);
 const char *attn_qmean_name(int q);
 // "none" or the skipped operands in the order q,k,v,p, e.g. "k,p" (static storage per mask).
 const char *attn_qdq_skip_name(unsigned skip);
+// The name reports and tables show for mode m under a Q-Mean form and a qdq skip: the mode's
+// name, "(token)" or "(channel)" after it for modes with Q-Mean, and "[qdq-skip k,p]" for
+// quantized modes with operands left unquantized, e.g. "hifa4 (channel) [qdq-skip p]". At most
+// n bytes, NUL-terminated.
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip);
 
 // Per-layer constants supplied by the model for each attn_forward call.
 struct attn_layer {

@@ -132,19 +132,22 @@ static int has_metric(const cJSON *task, const char *m) {
 }
 
 // ---- per-run tables ----
-static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e) {
+// Column/row name of mode k of summary.json's "modes": run.json's display name ("hifa4 (channel)",
+// "direct [qdq-skip p]"), or the mode name for run.json files written before it existed.
+static const char *mode_col(const cJSON *run, const cJSON *modes, int k) {
+    return results_mode_display(run, cJSON_GetArrayItem(modes, k)->valuestring);
+}
+
+// Accuracy of every multiple-choice task, and perplexity of the perplexity tasks (if any).
+static int acc_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
     const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *m;
-    const char *ref = jstr(sum, "reference", "?");
-    int nm = cJSON_GetArraySize(modes), rc = 0;
+    int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl = 0;
     char a[64], b[64], c[64];
-    *n_g = 0;
-    // accuracy
     struct grid *acc = &g[(*n_g)++];
     grid_init(acc, "accuracy", "Accuracy (%, +- stderr; acc_norm where the task reports it)", 1 + nm);
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
-    for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-    int n_ppl = 0;
+    for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) {
         if (has_metric(t, "ppl")) { n_ppl++; continue; }
         rc |= grid_row(acc);
@@ -163,27 +166,32 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             k++;
         }
     }
-    if (n_ppl) {
-        struct grid *pp = &g[(*n_g)++];
-        grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+    if (!n_ppl) return rc;
+    struct grid *pp = &g[(*n_g)++];
+    grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
+    rc |= grid_row(pp);
+    rc |= grid_set(pp, 0, "task (windows)");
+    for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", mode_col(run, modes, k));
+    cJSON_ArrayForEach(t, tasks) {
+        if (!has_metric(t, "ppl")) continue;
         rc |= grid_row(pp);
-        rc |= grid_set(pp, 0, "task (windows)");
-        for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-        cJSON_ArrayForEach(t, tasks) {
-            if (!has_metric(t, "ppl")) continue;
-            rc |= grid_row(pp);
-            rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
-            int k = 0;
-            cJSON_ArrayForEach(m, modes) {
-                const cJSON *s = jget(jget(t, "modes"), m->valuestring);
-                rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
-            }
+        rc |= grid_set(pp, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
+        int k = 0;
+        cJSON_ArrayForEach(m, modes) {
+            const cJSON *s = jget(jget(t, "modes"), m->valuestring);
+            rc |= grid_set(pp, 1 + k++, "%.4f (%.4f bpb)", jnum(s, "ppl"), jnum(s, "bits_per_byte"));
         }
     }
-    if (nm < 2) goto done;
-    // flips (paper Table 3), hurts/helps (Table 6), token level, margins
+    return rc;
+}
+
+// Against the reference: flips (paper Table 3), hurts/helps (Table 6), token level, margins.
+static int cmp_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
+    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t;
+    const char *ref = jstr(sum, "reference", "?");
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64], b[64], c[64], title[256];
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
-    char title[256];
     snprintf(title, sizeof title, "Flip rate vs %s (PFR %%, Wilson 95%% interval; flips/N)", ref);
     grid_init(fl, "flips", title, nm);
     snprintf(title, sizeof title, "Quant Hurts / Helps vs %s (dAcc %%, McNemar exact p)", ref);
@@ -195,12 +203,12 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
     for (int q = 0; q < 3; q++) {
         rc |= grid_row(gs[q]);
         rc |= grid_set(gs[q], 0, "task");
-        for (int k = 1; k < nm; k++) rc |= grid_set(gs[q], k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        for (int k = 1; k < nm; k++) rc |= grid_set(gs[q], k, "%s", mode_col(run, modes, k));
     }
     rc |= grid_row(mg);
     rc |= grid_set(mg, 0, "task");
     rc |= grid_set(mg, 1, "n");
-    for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) {
         int ppl = has_metric(t, "ppl");
         for (int q = 0; q < 3; q++) {
@@ -211,19 +219,15 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
         for (int k = 1; k < nm; k++) {
             const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
             const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
-            if (ppl) {
-                fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
-                rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
-                continue;
-            }
+            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+            if (ppl) continue;
             fmt_pct(a, sizeof a, jnum(v, "pfr"));
             fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
             fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
             rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
             fmt_pct(a, sizeof a, jnum(v, "d_acc"));
             rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
-            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
-            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
         }
         if (ppl) continue;
         const cJSON *mj = jget(t, "margins_all_correct");
@@ -235,46 +239,66 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e)
             rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
         }
     }
-    // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval)
-    {
-        struct grid *sb = &g[(*n_g)++];
-        grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
-        rc |= grid_row(sb);
-        rc |= grid_set(sb, 0, "task/subject (n)");
-        for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
-        cJSON_ArrayForEach(t, tasks) {
-            const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
-            if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
-            cJSON_ArrayForEach(s, subj) {
-                rc |= grid_row(sb);
-                rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
-                for (int k = 0; k < nm; k++) {
-                    const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
-                    fmt_pct(a, sizeof a, jnum(x, "acc"));
-                    rc |= grid_set(sb, 1 + k, "%s", a);
-                }
+    return rc;
+}
+
+// Per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval); left
+// out when no task has 2..200 subjects.
+static int subject_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
+    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *s;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64];
+    struct grid *sb = &g[(*n_g)++];
+    grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
+    rc |= grid_row(sb);
+    rc |= grid_set(sb, 0, "task/subject (n)");
+    for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", mode_col(run, modes, k));
+    cJSON_ArrayForEach(t, tasks) {
+        const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects");
+        if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
+        cJSON_ArrayForEach(s, subj) {
+            rc |= grid_row(sb);
+            rc |= grid_set(sb, 0, "%s/%s (%d)", t->string, s->string, (int)jnum(s, "n"));
+            for (int k = 0; k < nm; k++) {
+                const cJSON *x = jget(jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, k)->valuestring), "subjects"), s->string);
+                fmt_pct(a, sizeof a, jnum(x, "acc"));
+                rc |= grid_set(sb, 1 + k, "%s", a);
             }
         }
-        if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
     }
-    // across tasks (paper Table 5)
+    if (sb->n_rows < 2) { grid_free(sb); (*n_g)--; }
+    return rc;
+}
+
+// Accuracy gap across tasks (paper Table 5).
+static int gap_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
+    const cJSON *modes = jget(sum, "modes");
+    int nm = cJSON_GetArraySize(modes), rc = 0;
+    char a[64], title[256];
     struct grid *dw = &g[(*n_g)++];
-    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
+    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items",
+             jstr(sum, "reference", "?"));
     grid_init(dw, "d_avg_w", title, 5);
     rc |= grid_row(dw);
     rc |= grid_set(dw, 0, "mode"); rc |= grid_set(dw, 1, "D_avg"); rc |= grid_set(dw, 2, "D_w");
     rc |= grid_set(dw, 3, "D_avg (acc_norm)"); rc |= grid_set(dw, 4, "D_w (acc_norm)");
     for (int k = 1; k < nm; k++) {
-        const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
-        const cJSON *x = jget(jget(sum, "across_tasks"), mn);
+        const cJSON *x = jget(jget(sum, "across_tasks"), cJSON_GetArrayItem(modes, k)->valuestring);
         rc |= grid_row(dw);
-        rc |= grid_set(dw, 0, "%s", mn);
+        rc |= grid_set(dw, 0, "%s", mode_col(run, modes, k));
         fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(dw, 1, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(dw, 2, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w_norm")); rc |= grid_set(dw, 4, "%s", a);
     }
-done:
+    return rc;
+}
+
+static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run, struct err *e) {
+    *n_g = 0;
+    int rc = acc_tables(g, n_g, sum, run);
+    if (cJSON_GetArraySize(jget(sum, "modes")) >= 2)
+        rc |= cmp_tables(g, n_g, sum, run) | subject_table(g, n_g, sum, run) | gap_table(g, n_g, sum, run);
     if (rc) return err_set(e, ERR_NOMEM, "report: out of memory");
     return 0;
 }
@@ -355,7 +379,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (!rc) rc = json_parse_file(&sum, path, e);
     if (!rc && (!cJSON_IsArray(jget(sum, "modes")) || !cJSON_IsObject(jget(sum, "tasks"))))
         rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
-    if (!rc) rc = run_tables(g, &n_g, sum, e);
+    if (!rc) rc = run_tables(g, &n_g, sum, run, e);
     if (!rc) rc = path_join(sub, sizeof sub, dir, "tables", e);
     if (!rc) rc = mkdir_p(sub, e);
     for (int i = 0; i < n_g && !rc; i++) rc = grid_csv(&g[i], sub, e);
@@ -372,12 +396,19 @@ int report_render(const char *dir, char **headline, struct err *e) {
     rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
     rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
     rc |= results_buf_printf(&o, "- modes: ");
-    const cJSON *m;
+    const cJSON *m, *att = jget(run, "attention");
     int k = 0;
     cJSON_ArrayForEach(m, jget(sum, "modes")) {
-        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", m->valuestring, k == 0 ? " (reference)" : "");
+        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", results_mode_display(run, m->valuestring),
+                                 k == 0 ? " (reference)" : "");
         k++;
     }
+    if (jget(att, "qmean")) // one Q-Mean form and one qdq skip per run directory
+        rc |= results_buf_printf(&o, "\n- attention: tile %d, V groups %s, qformat %s, Q-Mean form **%s** (%s), "
+                                 "qdq skipped: %s", (int)jnum(att, "tile"), jstr(att, "v_group", "?"), jstr(att, "qformat", "?"),
+                                 jstr(att, "qmean", "?"), strcmp(jstr(att, "qmean", ""), "channel") ?
+                                 "per-row scalar mean, paper Alg. 1" : "per-channel mean over each query tile, SageAttention2",
+                                 jstr(att, "qdq_skip", "?"));
     rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
                              jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
     // data provenance per task (run.json): source, template, rows skipped, truncation
@@ -485,8 +516,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
                 char vs[160] = "";
                 if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
-                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", m->valuestring, label, is_ref ? " (ref)" : "", vs);
-                else rc |= grid_set(G, 1, "%s%s%s", m->valuestring, is_ref ? " (ref)" : "", vs);
+                // "direct+qmean (channel): Direct + Q-Mean (B)": the Q-Mean form says which rows B-E these are
+                const char *name = results_mode_display(rj[r], m->valuestring);
+                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", name, label, is_ref ? " (ref)" : "", vs);
+                else rc |= grid_set(G, 1, "%s%s%s", name, is_ref ? " (ref)" : "", vs);
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);
