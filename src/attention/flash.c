@@ -178,9 +178,22 @@ static void smooth_q(float *qs, const float *qi, const float *s, int d) {
 }
 
 // delta[j] = fp16(sum_c f32(mu_c * ks_{j,c})) for keys [ja, jb) (multiples of VL): lanes hold
-// keys, each accumulating c = 0..d-1 in order from +0 (attn.h)
+// keys, each accumulating c = 0..d-1 in order from +0 (attn.h); two panels per pass = four
+// independent chains (one chain is add-latency bound)
 static void delta_gemv(float *delta, const float *ksP, const float *mu, int d, int ja, int jb) {
-    for (int j = ja; j < jb; j += VL) {
+    int j = ja;
+    for (; j % PW == 0 && j + 2 * PW <= jb; j += 2 * PW) {
+        const float *p0 = ksP + (size_t)(j / PW) * d * PW, *p1 = p0 + (size_t)d * PW;
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int ch = 0; ch < d; ch++) {
+            const float m = mu[ch];
+            a0 += ld16(p0 + (size_t)ch * PW) * m, a1 += ld16(p0 + (size_t)ch * PW + VL) * m;
+            a2 += ld16(p1 + (size_t)ch * PW) * m, a3 += ld16(p1 + (size_t)ch * PW + VL) * m;
+        }
+        v16 acc[4] = {a0, a1, a2, a3};
+        for (int u = 0; u < 4 * VL; u++) delta[j + u] = kern_fp16(acc[u / VL][u % VL]);
+    }
+    for (; j < jb; j += VL) {
         const float *kp = ksP + (size_t)(j / PW) * d * PW + j % PW;
         v16 a = {0};
         for (int ch = 0; ch < d; ch++) a += ld16(kp + (size_t)ch * PW) * mu[ch];
