@@ -281,10 +281,12 @@ static int print_json(const struct row *rows, int n, const struct mshape *s, con
 }
 
 static void print_table(const struct row *rows, int n, double norm, double rnorm) {
-    printf("%-30s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
+    int w = 22; // the longest row name
+    for (int i = 0; i < n; i++) w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
+    printf("%-*s | %-14s | %-14s | %-14s | %-16s | %-14s\n", w, "mode", "QK+PV Cube", "Softmax", "Other VL",
            "Bottleneck", "Relative");
-    printf("%-30s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "------------------------------", "--------------",
-           "--------------", "--------------", "----------------", "--------------");
+    printf("%.*s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", w, "----------------------------------------------------------",
+           "--------------", "--------------", "--------------", "----------------", "--------------");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         int pr = paper_row(r->mode);
@@ -297,7 +299,7 @@ static void print_table(const struct row *rows, int n, double norm, double rnorm
             snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
             snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
         }
-        printf("%-30s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", r->name, r->cy.cube / norm, pc,
+        printf("%-*s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", w, r->name, r->cy.cube / norm, pc,
                r->cy.softmax / norm, ps, r->cy.other / norm, po, bn, pb, r->cy.critical / rnorm, pl);
     }
     for (int i = 0; i < n; i++)
