@@ -4,9 +4,9 @@ CC ?= cc
 OPT ?= -O3 -march=native
 # -ffp-contract=off: the attention and HiF4 specs fix every binary32 operation; FMA
 # contraction changes bits (spec/attention.md section 7.1). No -ffast-math anywhere.
-CFLAGS += -std=c11 -Wall -Wextra -g -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+CFLAGS += -std=c11 -Wall -Wextra -g -pthread -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
           -D_DEFAULT_SOURCE -Isrc $(OPT)
-LDFLAGS += -fopenmp
+LDFLAGS += -pthread -fopenmp
 LDLIBS = -lopenblas -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
 BUILD ?= build
 BIN ?= hifa4-eval
@@ -38,7 +38,8 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
 
-# Tests run from the repository root and read ../shared in place; scratch goes to build/tmp.
+# Tests run from the repository root and read their data from $HIFA4_TEST_DATA (default
+# ../shared) in place, else tests/data (tests/test.h); scratch goes to build/tmp.
 test: $(BIN) $(TEST_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "common.h"
-#include "hif4.h"
+#include "base/common.h"
+#include "attention/hif4.h"
 
 static uint64_t rng_state = 42;
 static double rng_normal(void) {

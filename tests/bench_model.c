@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "make_model.h"
+#include "import/make_model.h"
 #include "attention/attn.h"
-#include "model.h"
-#include "ops.h"
+#include "model/model.h"
+#include "model/ops.h"
 
 static void fill(float *x, size_t n, uint64_t s) {
     for (size_t i = 0; i < n; i++) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static void bench(const char *name, const char *text, size_t len) {
     char dir[256];

@@ -1,14 +1,43 @@
-// test.h: the two check macros of STYLE.md section 7 and the per-binary pass/fail counter.
-// Every test binary includes this once, calls its checks from main(), and ends with
-// `return test_summary("name");`, which prints "name: N passed, M failed" and returns
-// non-zero on any failure. tests/run_tests.sh adds the lines up.
+// test.h: the two check macros of STYLE.md section 7, the per-binary pass/fail/skip counter
+// and the test-data lookup. Every test binary includes this once, calls its checks from
+// main(), and ends with `return test_summary("name");`, which prints
+// "name: N passed, M failed" (", K skipped" appended when K > 0) and returns non-zero on any
+// failure. tests/run_tests.sh adds the lines up.
+//
+// Data the repository does not hold (goldens, spec vectors, tokenizers, datasets, stories260K)
+// is read from one root, $HIFA4_TEST_DATA (default ../shared, relative to the repository root
+// where tests run). A test never spells "../shared"; it asks:
+//   const char *test_data(const char *rel)   path of rel (a file or directory) under the root;
+//       if the root lacks it but tests/data/<rel>.zst (a file) or tests/data/<rel>/ (a
+//       directory of *.zst files) is committed, the decompressed copy under
+//       $HIFA4_TMP/testdata/<rel>; else NULL. Silent; the string lives until exit.
+//   TEST_NEED(fmt, ...)  the same for the rel that fmt formats, but when it returns NULL it
+//                     has printed "SKIP <function>: <rel>: no such file under
+//                     HIFA4_TEST_DATA=<root>" and counted one skip. Typical use:
+//                         const char *m = TEST_NEED("goldens/models/%s", name);
+//                         if (!m) return;
+//   TEST_SKIP(fmt, ...)  prints "SKIP <function>: <reason>" and counts one skip (for any
+//                     other reason a group of checks cannot run here).
+//   test_data_root()  the root in use.
+//   test_text()       English prose for checks that need some text but not a particular one
+//                     (calibration, traces): the Brown corpus of the data root, else the
+//                     repository's README.md - so such checks run on a bare clone too.
+// A skip is not a failure: it says which checks did not run and why. Count one skip per group
+// of checks that did not run (one model, one file, one CLI scenario), never per check.
 #ifndef HIFA4_TEST_H
 #define HIFA4_TEST_H
 
+#include <dirent.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
-static int test_passed_, test_failed_;
+#include "base/common.h"
+
+static int test_passed_, test_failed_, test_skipped_;
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \
@@ -42,8 +71,112 @@ static inline double test_rel_l2(const float *a, const float *b, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+// ---- skips ----
+#define TEST_SKIP(...) test_skip_(__func__, __VA_ARGS__)
+
+static inline void test_skip_(const char *fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void test_skip_(const char *fn, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIP %s: ", fn);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    fflush(stdout); // before any fork of the test
+    test_skipped_++;
+}
+
+// ---- test data: $HIFA4_TEST_DATA, then the committed fixtures in tests/data ----
+#define TEST_FIXTURES "tests/data"
+
+static inline const char *test_data_root(void) {
+    const char *r = getenv("HIFA4_TEST_DATA");
+    return r && *r ? r : "../shared";
+}
+
+// Writes the zstd-decompressed src to dst unless dst already holds those bytes. 0 or -1.
+static inline int test_unzst_(const char *src, const char *dst) {
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    struct err e = {0};
+    int rc = file_read_all(src, &a, &na, &e);
+    if (!rc) {
+        struct err e2 = {0};
+        int same = !file_read_raw(dst, &b, &nb, &e2) && nb == na && !memcmp(a, b, na);
+        if (!same) rc = file_write_atomic(dst, a, na, &e);
+    }
+    if (rc) fprintf(stderr, "test_data: %s\n", e.msg);
+    free(a);
+    free(b);
+    return rc ? -1 : 0;
+}
+
+// The committed copy of rel decompressed into $HIFA4_TMP/testdata/rel: malloc'd path or NULL.
+static inline char *test_fixture_(const char *rel) {
+    const char *tmp = getenv("HIFA4_TMP");
+    char src[4096], dst[4096], dir[4096];
+    struct err e = {0};
+    snprintf(dst, sizeof dst, "%s/testdata/%s", tmp && *tmp ? tmp : "build/tmp", rel);
+    snprintf(src, sizeof src, "%s/%s.zst", TEST_FIXTURES, rel);
+    if (file_exists(src)) { // one file
+        snprintf(dir, sizeof dir, "%s", dst);
+        char *slash = strrchr(dir, '/');
+        *slash = 0;
+        return mkdir_p(dir, &e) || test_unzst_(src, dst) ? NULL : str_dup(dst);
+    }
+    snprintf(src, sizeof src, "%s/%s", TEST_FIXTURES, rel);
+    DIR *d = dir_exists(src) ? opendir(src) : NULL;
+    if (!d) return NULL;
+    int rc = mkdir_p(dst, &e);
+    for (struct dirent *de; !rc && (de = readdir(d));) { // a directory of X.zst files
+        size_t n = strlen(de->d_name);
+        if (n <= 4 || strcmp(de->d_name + n - 4, ".zst")) continue;
+        char s[8300], t[8300];
+        snprintf(s, sizeof s, "%s/%s", src, de->d_name);
+        snprintf(t, sizeof t, "%s/%.*s", dst, (int)(n - 4), de->d_name);
+        rc = test_unzst_(s, t);
+    }
+    closedir(d);
+    if (rc && e.msg[0]) fprintf(stderr, "test_data: %s\n", e.msg);
+    return rc ? NULL : str_dup(dst);
+}
+
+static inline const char *test_data(const char *rel) {
+    static struct { char *rel, *path; } cache[256]; // reachable until exit (no leak reports)
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(cache[i].rel, rel)) return cache[i].path;
+    char p[4096];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", test_data_root(), rel);
+    char *path = stat(p, &st) == 0 ? str_dup(p) : test_fixture_(rel);
+    if (n < (int)(sizeof cache / sizeof *cache)) cache[n].rel = str_dup(rel), cache[n++].path = path;
+    return path;
+}
+
+#define TEST_NEED(...) test_need_(__func__, __VA_ARGS__)
+
+static inline const char *test_need_(const char *fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline const char *test_need_(const char *fn, const char *fmt, ...) {
+    char rel[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    const char *p = test_data(rel);
+    if (!p) test_skip_(fn, "%s: no such file under HIFA4_TEST_DATA=%s", rel, test_data_root());
+    return p;
+}
+
+static inline const char *test_text(void) {
+    const char *brown = test_data("datasets/brown/brown.txt.zst");
+    return brown ? brown : "README.md";
+}
+
 static inline int test_summary(const char *name) {
-    printf("%s: %d passed, %d failed\n", name, test_passed_, test_failed_);
+    printf("%s: %d passed, %d failed", name, test_passed_, test_failed_);
+    if (test_skipped_) printf(", %d skipped", test_skipped_);
+    putchar('\n');
     return test_failed_ ? 1 : 0;
 }
 

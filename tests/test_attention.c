@@ -1,5 +1,5 @@
 // test_attention.c: the attention modes against the independent goldens
-// (../shared/goldens/attention, bit for bit), the fast tiled kernel against its literal scalar
+// (goldens/attention of the test data, bit for bit), the fast tiled kernel against its literal scalar
 // reference (flash_ref.c), and every invariant of spec/attention.md section 8.
 #include <math.h>
 #include <stdint.h>
@@ -16,11 +16,13 @@
 #include "io/safetensors.h"
 #include "test.h"
 
-static const char *const golden_cases[] = {
-    "../shared/goldens/attention/attn-t200-h4-kv2-d128.safetensors",
-    "../shared/goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors",
-    "../shared/goldens/attention/attn-t130-h4-kv2-d32-cap10.safetensors",
+static const char *const golden_rel[] = {
+    "goldens/attention/attn-t200-h4-kv2-d128.safetensors",
+    "goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors",
+    "goldens/attention/attn-t130-h4-kv2-d32-cap10.safetensors",
 };
+// The path of golden case ci (data root, else the committed copy); NULL after a SKIP line.
+#define golden_case(ci) TEST_NEED("%s", golden_rel[ci])
 static const char *const tiled_modes[] = {"bf16", "direct", "hifa4", "direct+qmean", "direct+qmean+sqk",
                                           "direct+qmean+preorder"};
 #define N_TILED 6
@@ -39,7 +41,8 @@ static size_t n_diff(const float *a, const float *b, size_t n, size_t *first) {
 // ---- goldens: every out.<mode>.bc<tile> bit-exact, out.f32 within rel-L2 1e-6 ----
 static void test_goldens(void) {
     for (int ci = 0; ci < 3; ci++) {
-        const char *path = golden_cases[ci];
+        const char *path = golden_case(ci);
+        if (!path) continue;
         struct err e = {0};
         struct attn_case c;
         int rc = attn_case_load(&c, path, &e);
@@ -328,7 +331,9 @@ static void test_identity_and_f32(void) {
         float cap = 0;
         if (ci < 3) { // the golden inputs (benign data, window, soft-cap)
             struct err e = {0};
-            if (attn_case_load(&gc, golden_cases[ci], &e)) { CHECK(0, "%s", e.msg); continue; }
+            const char *path = golden_case(ci);
+            if (!path) continue;
+            if (attn_case_load(&gc, path, &e)) { CHECK(0, "%s", e.msg); continue; }
             s = (struct synth){gc.T, gc.H, gc.Hkv, gc.d, gc.q, gc.k, gc.v, gc.scales};
             window = gc.window, cap = gc.softcap;
         } else { // synthetic K outlier
@@ -662,9 +667,12 @@ static void test_scales_and_errors(void) {
     st_write(path, &t, 1, NULL, 0, &e);
     CHECK(attn_scales_load(&got, path, 2, 2, 64, NULL, &e) == ERR_FORMAT && strstr(e.msg, "[0][1][6]"), "zero: %s", e.msg);
     // the golden calibration scales of qwen3-tiny (3 layers, 2 kv heads, d 128)
-    rc = attn_scales_load(&got, "../shared/goldens/logits/qwen3-tiny.safetensors", 3, 2, 128, "x", &e);
-    CHECK(rc == 0 && got, "golden scales: %s", e.msg);
-    free(got), got = NULL;
+    const char *gs = TEST_NEED("goldens/logits/qwen3-tiny.safetensors");
+    if (gs) {
+        rc = attn_scales_load(&got, gs, 3, 2, 128, "x", &e);
+        CHECK(rc == 0 && got, "golden scales: %s", e.msg);
+        free(got), got = NULL;
+    }
 
     // context errors
     struct attn_ctx *ctx = NULL;
@@ -685,14 +693,16 @@ static void test_scales_and_errors(void) {
     // `hifa4-eval attn` on a golden case reproduces the golden bit for bit
     const char *bin = getenv("HIFA4_BIN");
     if (!bin) return;
+    const char *case0 = golden_case(0), *case1 = golden_case(1);
+    if (!case0 || !case1) return;
     char cmd[2048], out[512];
     snprintf(out, sizeof out, "%s/test_attn_out.safetensors", tmp);
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn direct+qmean+preorder --tile 64 --threads 2 --out %s",
-             bin, golden_cases[1], out);
+             bin, case1, out);
     CHECK(system(cmd) == 0, "%s", cmd);
     struct safetensors a, b;
     if (!st_open(&a, out, &e)) {
-        if (!st_open(&b, golden_cases[1], &e)) {
+        if (!st_open(&b, case1, &e)) {
             const struct st_tensor *x = st_find(&a, "out"), *y = st_find(&b, "out.direct+qmean+preorder.bc64");
             CHECK(x && y && x->nbytes == y->nbytes && !memcmp(x->data, y->data, x->nbytes), "attn command output differs");
             st_close(&b);
@@ -701,10 +711,10 @@ static void test_scales_and_errors(void) {
     } else CHECK(0, "%s", e.msg);
     // the format options reach the kernel: output equals the library run with the same options
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn hifa4 --tile 128 --v-group channel --qformat hif4-a6 --out %s",
-             bin, golden_cases[0], out);
+             bin, case0, out);
     CHECK(system(cmd) == 0, "%s", cmd);
     struct attn_case gc;
-    if (!attn_case_load(&gc, golden_cases[0], &e) && !st_open(&a, out, &e)) {
+    if (!attn_case_load(&gc, case0, &e) && !st_open(&a, out, &e)) {
         size_t n = (size_t)gc.T * gc.H * gc.d;
         float *lib = malloc(n * 4), *cli = malloc(n * 4);
         struct attn_opts ao;
@@ -722,11 +732,11 @@ static void test_scales_and_errors(void) {
         st_close(&a);
         attn_case_free(&gc);
     } else CHECK(0, "%s", e.msg);
-    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn nope --out %s 2>/dev/null", bin, golden_cases[1], out);
+    snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn nope --out %s 2>/dev/null", bin, case1, out);
     int st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown mode: exit %d, want 2", WEXITSTATUS(st));
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn bf16 --tile 100 --out %s 2>/dev/null", bin,
-             golden_cases[1], out);
+             case1, out);
     st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad tile: exit %d, want 2", WEXITSTATUS(st));
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case /nonexistent.safetensors --attn bf16 --out %s 2>/dev/null", bin, out);

@@ -17,6 +17,17 @@
 static char tmp[1024];
 static const char *bin;
 
+// "--task T --data-dir D" for runs whose checks do not depend on the task: MMLU of the test
+// data, else the TruthfulQA miniature committed in tests/data/tasks/datasets.
+static const char *task_args(void) {
+    static char args[4200];
+    if (test_data("datasets/mmlu"))
+        snprintf(args, sizeof args, "--task mmlu --data-dir %s", test_data("datasets"));
+    else
+        snprintf(args, sizeof args, "--task truthfulqa_mc1 --data-dir tests/data/tasks/datasets");
+    return args;
+}
+
 static int sh(const char *cmd) {
     int s = system(cmd);
     return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
@@ -93,9 +104,9 @@ static void test_named_model(void) {
     snprintf(errf, sizeof errf, "%s/named.err", tmp);
     // calibrate accepts the registry name (offline from the cache)
     snprintf(cmd, sizeof cmd,
-             "HIFA4_CACHE=%s HIFA4_OFFLINE=1 %s calibrate --model qwen3-8b --calib ../shared/datasets/brown/brown.txt.zst "
+             "HIFA4_CACHE=%s HIFA4_OFFLINE=1 %s calibrate --model qwen3-8b --calib %s "
              "--calib-samples 4 --calib-len 64 --threads 1 --out %s/named-scales.safetensors >/dev/null 2>%s",
-             cache, bin, tmp, errf);
+             cache, bin, test_text(), tmp, errf);
     int rc = sh(cmd);
     CHECK(rc == 0, "calibrate --model qwen3-8b (cached, offline): exit %d", rc);
     // progress lines end with a newline when stderr is a file: no "tok/scalibrate" run-on
@@ -114,9 +125,9 @@ static void test_named_model(void) {
     }
     // run records the registry name (report title, tables rows), not the revision directory
     snprintf(cmd, sizeof cmd,
-             "rm -rf %s/named-run && HIFA4_CACHE=%s %s --quiet run --model qwen3-8b --offline --task mmlu --data-dir ../shared/datasets --limit 2 "
+             "rm -rf %s/named-run && HIFA4_CACHE=%s %s --quiet run --model qwen3-8b --offline %s --limit 2 "
              "--attn f32 --threads 1 --out %s/named-run >/dev/null 2>%s",
-             tmp, cache, bin, tmp, errf);
+             tmp, cache, bin, task_args(), tmp, errf);
     rc = sh(cmd);
     CHECK(rc == 0, "run --model qwen3-8b (cached, offline): exit %d", rc);
     snprintf(path, sizeof path, "%s/named-run/run.json", tmp);
@@ -129,7 +140,7 @@ static void test_named_model(void) {
     // calibrate's default scales for the name are picked up by trace (and run), from any cwd
     char acache[4096], abin[4096], abrown[4096], cwd[1200];
     snprintf(cwd, sizeof cwd, "%s/cwd", tmp);
-    if (realpath(cache, acache) && realpath(bin, abin) && realpath("../shared/datasets/brown/brown.txt.zst", abrown)) {
+    if (realpath(cache, acache) && realpath(bin, abin) && realpath(test_text(), abrown)) {
         snprintf(cmd, sizeof cmd,
                  "rm -rf %s && mkdir -p %s && cd %s && export HIFA4_CACHE=%s && %s --quiet calibrate --model qwen3-8b --offline "
                  "--calib %s --calib-samples 4 --calib-len 64 --threads 1 >/dev/null 2>&1 && %s --quiet trace --model qwen3-8b "
@@ -147,7 +158,7 @@ static void test_named_model(void) {
         CHECK(tsc && strstr(tsc, "configs/scales/qwen3-8b.safetensors"), "trace used calibrate's default scales: '%s'", tsc ? tsc : "(none)");
         cJSON_Delete(tj);
     } else {
-        CHECK(0, "realpath of the cache, binary or brown corpus");
+        CHECK(0, "realpath of the cache, binary or text");
     }
     // cost takes the shape of a named model from its cached config.json (no weights needed)
     char outf[1200];
@@ -167,35 +178,37 @@ static void test_named_model(void) {
 
 // unknown names given to run are usage errors: exit 2 with one line naming the value
 static void test_run_usage_errors(void) {
-    char cmd[4096], errf[1200];
+    char cmd[8192], errf[1200];
+    const char *model = TEST_NEED("goldens/models/qwen3-tiny");
+    if (!model) return;
     snprintf(errf, sizeof errf, "%s/usage.err", tmp);
-    snprintf(cmd, sizeof cmd, "%s run --model ../shared/goldens/models/qwen3-tiny --task mmlu,nosuchtask --attn f32 --out %s/u 2>%s",
-             bin, tmp, errf);
+    snprintf(cmd, sizeof cmd, "%s run --model %s --task mmlu,nosuchtask --attn f32 --out %s/u 2>%s",
+             bin, model, tmp, errf);
     int rc = sh(cmd);
     CHECK(rc == 2, "run --task nosuchtask: exit %d, expected 2", rc);
     char *s = slurp(errf);
     CHECK(s && strstr(s, "'nosuchtask'") && strstr(s, "mmlu") && strchr(s, '\n') == s + strlen(s) - 1,
           "one line naming the task and the known ones: %s", s ? s : "");
     free(s);
-    snprintf(cmd, sizeof cmd, "%s calibrate --model ../shared/goldens/models/qwen3-tiny --calib ../shared/datasets/brown --alpha -0.5 "
-             "--out %s/neg.safetensors 2>/dev/null", bin, tmp);
+    snprintf(cmd, sizeof cmd, "%s calibrate --model %s --calib %s --alpha -0.5 "
+             "--out %s/neg.safetensors 2>/dev/null", bin, model, test_text(), tmp);
     rc = sh(cmd);
     CHECK(rc == 2, "calibrate --alpha -0.5: exit %d, expected 2 (it used to mean 'the gate decides')", rc);
-    snprintf(cmd, sizeof cmd, "%s --model ../shared/goldens/models/qwen3-tiny --task nosuchtask --out %s/u 2>/dev/null", bin, tmp);
+    snprintf(cmd, sizeof cmd, "%s --model %s --task nosuchtask --out %s/u 2>/dev/null", bin, model, tmp);
     rc = sh(cmd);
     CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
 }
 
 // `tables` over runs whose references differ names the reference in every comparison row
 static void test_tables_mixed_reference(void) {
-    char cmd[4096], outf[1200];
+    char cmd[8192], outf[1200];
     const char *refs[2] = {"f32,bf16", "bf16,f32"};
     snprintf(cmd, sizeof cmd, "rm -rf %s/tabmodel && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 --heads 2 --kv-heads 1 "
              "--ffn 128 --out %s/tabmodel >/dev/null", tmp, bin, tmp);
     CHECK(sh(cmd) == 0, "make-model for tables");
     for (int r = 0; r < 2; r++) {
-        snprintf(cmd, sizeof cmd, "rm -rf %s/tab%d && %s --quiet run --model %s/tabmodel --task mmlu "
-                 "--data-dir ../shared/datasets --limit 2 --attn %s --threads 1 --out %s/tab%d >/dev/null 2>&1", tmp, r, bin, tmp, refs[r], tmp, r);
+        snprintf(cmd, sizeof cmd, "rm -rf %s/tab%d && %s --quiet run --model %s/tabmodel %s "
+                 "--limit 2 --attn %s --threads 1 --out %s/tab%d >/dev/null 2>&1", tmp, r, bin, tmp, task_args(), refs[r], tmp, r);
         CHECK(sh(cmd) == 0, "run --attn %s", refs[r]);
     }
     snprintf(outf, sizeof outf, "%s/tables.out", tmp);
@@ -240,11 +253,11 @@ static void test_resume_complete(void) {
             char pre[2400];
             snprintf(pre, sizeof pre, "rm -rf %s/rmodel %s/rrun && %s", tmp, tmp, bin);
             snprintf(cmd, sizeof cmd, "%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 "
-                     "--out %s/rmodel >/dev/null 2>&1 && %s --quiet run --model %s/rmodel --task mmlu --data-dir ../shared/datasets "
-                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun >/dev/null 2>&1", pre, tmp, bin, tmp, tmp);
+                     "--out %s/rmodel >/dev/null 2>&1 && %s --quiet run --model %s/rmodel %s "
+                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun >/dev/null 2>&1", pre, tmp, bin, tmp, task_args(), tmp);
         } else {
-            snprintf(cmd, sizeof cmd, "sleep 1 && %s --quiet run --model %s/rmodel --task mmlu --data-dir ../shared/datasets "
-                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun --resume >/dev/null 2>&1", bin, tmp, tmp);
+            snprintf(cmd, sizeof cmd, "sleep 1 && %s --quiet run --model %s/rmodel %s "
+                     "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun --resume >/dev/null 2>&1", bin, tmp, task_args(), tmp);
         }
         CHECK(sh(cmd) == 0, "run (pass %d)", pass);
         snprintf(path, sizeof path, "%s/rrun/run.json", tmp);

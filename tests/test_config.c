@@ -1,5 +1,5 @@
 // test_config.c: config.json parsing for the six architectures (the seven golden configs in
-// ../shared/goldens/models), HF defaults, the writer's round trip, the parameter count
+// goldens/models of the test data), HF defaults, the writer's round trip, the parameter count
 // against the checkpoints, and one-line errors for bad configs.
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,38 +8,41 @@
 #include "io/safetensors.h"
 #include "test.h"
 
-static int load(struct model_config *c, const char *name) {
-    char p[256];
-    snprintf(p, sizeof p, "../shared/goldens/models/%s", name);
+// The directory of golden model `name` (test data), or NULL after a SKIP line.
+#define golden(name) TEST_NEED("goldens/models/%s", name)
+
+// Loads the config of dir; 1 when dir is NULL (skipped).
+static int load(struct model_config *c, const char *dir) {
+    if (!dir) return 1;
     struct err e = {0};
-    int rc = cfg_load(c, p, &e);
-    CHECK(rc == 0, "%s: %s", name, e.msg);
+    int rc = cfg_load(c, dir, &e);
+    CHECK(rc == 0, "%s: %s", dir, e.msg);
     return rc;
 }
 
 static void test_goldens(void) {
     struct model_config c;
-    if (!load(&c, "qwen3-tiny")) {
+    if (!load(&c, golden("qwen3-tiny"))) {
         CHECK(c.arch == ARCH_QWEN3 && c.dim == 128 && c.n_layers == 3 && c.n_heads == 4 && c.n_kv_heads == 2 &&
               c.head_dim == 128 && c.hidden_dim == 256 && c.vocab_size == 512, "qwen3-tiny sizes");
         CHECK(c.qk_norm && c.tie_embeddings && !c.qkv_bias && c.rope_theta == 1e6 && c.rope_dim == 128 &&
               c.window[0] == 0 && c.norm_eps == 1e-6 && c.act == ACT_SILU, "qwen3-tiny details");
         CHECK(c.query_pre_attn_scalar == 128 && c.bos_id == 1 && c.eos_id == 2, "qwen3-tiny scale / ids");
     }
-    if (!load(&c, "qwen2-tiny")) // use_sliding_window false: sliding_window 4096 ignored
+    if (!load(&c, golden("qwen2-tiny"))) // use_sliding_window false: sliding_window 4096 ignored
         CHECK(c.arch == ARCH_QWEN2 && c.qkv_bias && !c.o_bias && c.window[0] == 0 && c.window[1] == 0 && c.head_dim == 32,
               "qwen2-tiny: bias %d window %d", c.qkv_bias, c.window[1]);
-    if (!load(&c, "llama-tiny"))
+    if (!load(&c, golden("llama-tiny")))
         CHECK(c.arch == ARCH_LLAMA && c.rope_type == ROPE_LLAMA3 && c.rope_factor == 8 && c.rope_low_freq == 1 &&
               c.rope_high_freq == 4 && c.rope_orig_max == 64 && !c.tie_embeddings, "llama-tiny rope");
-    if (!load(&c, "mistral-tiny"))
+    if (!load(&c, golden("mistral-tiny")))
         CHECK(c.arch == ARCH_MISTRAL && c.window[0] == 32 && c.window[1] == 32, "mistral windows %d %d", c.window[0], c.window[1]);
-    if (!load(&c, "gemma2-tiny")) {
+    if (!load(&c, golden("gemma2-tiny"))) {
         CHECK(c.arch == ARCH_GEMMA2 && c.window[0] == 32 && c.window[1] == 0 && c.window[2] == 32, "gemma2 windows");
         CHECK(c.attn_softcap == 10 && c.final_softcap == 3 && c.query_pre_attn_scalar == 48 && c.norm_plus_one &&
               c.sandwich_norm && c.embed_scale && c.tie_embeddings && c.act == ACT_GELU_TANH, "gemma2 details");
     }
-    if (!load(&c, "phi3-tiny")) {
+    if (!load(&c, golden("phi3-tiny"))) {
         CHECK(c.arch == ARCH_PHI3 && c.fused_qkv && c.fused_gate_up && c.rope_dim == 48 && c.rope_type == ROPE_LONGROPE,
               "phi3 structure: rope_dim %d", c.rope_dim);
         CHECK(c.n_rope_factors == 24 && c.rope_short[1] == 1.03125 && c.rope_long[23] == 6.75 && c.rope_orig_max == 64 &&
@@ -55,7 +58,8 @@ static void test_roundtrip(void) {
     const char *names[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny", "mistral-tiny", "gemma2-tiny", "phi3-tiny"};
     for (int i = 0; i < 7; i++) {
         struct model_config a, b;
-        if (load(&a, names[i])) continue;
+        const char *dir = golden(names[i]);
+        if (load(&a, dir)) continue;
         char *json = NULL;
         struct err e = {0};
         int rc = cfg_to_json(&a, "{\"_note\": 1}", &json, &e);
@@ -65,10 +69,8 @@ static void test_roundtrip(void) {
         CHECK(rc == 0 && !memcmp(&a, &b, sizeof a), "%s: round trip differs (%s)", names[i], e.msg);
         CHECK(strstr(json, "\"_note\"") != NULL, "%s: extra member missing", names[i]);
         free(json);
-        char p[256];
-        snprintf(p, sizeof p, "../shared/goldens/models/%s", names[i]);
         struct safetensors st;
-        if (!st_open(&st, p, &e)) {
+        if (!st_open(&st, dir, &e)) {
             int64_t n = 0;
             for (int t = 0; t < st.n_tensors; t++) n += st.tensors[t].numel;
             CHECK(n == cfg_n_params(&a), "%s: %lld parameters in the checkpoint, config implies %lld", names[i],
@@ -150,7 +152,7 @@ static void test_errors(void) {
     bad("{\"architectures\": [", ERR_FORMAT, "invalid JSON");
     struct model_config c;
     struct err e = {0};
-    CHECK(cfg_load(&c, "../shared/goldens/no-such-model", &e) == ERR_NOTFOUND && strstr(e.msg, "config.json"),
+    CHECK(cfg_load(&c, "tests/data/no-such-model", &e) == ERR_NOTFOUND && strstr(e.msg, "config.json"),
           "missing config: %s", e.msg);
 }
 

@@ -390,7 +390,7 @@ static void test_params_validation(void) {
 // ---- the subcommand (shape from config.json alone, per-architecture windows) ----
 static int run_json(const char *args, cJSON **out) {
     const char *bin = getenv("HIFA4_BIN");
-    char cmd[1024];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "./%s cost %s --json 2>/dev/null", bin && bin[0] ? bin : "hifa4-eval", args);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
@@ -411,8 +411,15 @@ static double jnum(const cJSON *o, const char *a, const char *b) {
 static void test_cli(void) {
     // gemma2-tiny: 3 layers, 4 heads, sliding_window 32 on even layers (0 and 2)
     cJSON *j = NULL;
-    int rc = run_json("--model ../shared/goldens/models/gemma2-tiny --seq 100 --tile-br 16 --tile-bc 16 --attn bf16", &j);
-    CHECK(rc == 0, "cost --model gemma2-tiny failed");
+    char args0[1200];
+    const char *gemma2 = TEST_NEED("goldens/models/gemma2-tiny"), *mistral = TEST_NEED("goldens/models/mistral-tiny"),
+               *qwen3 = TEST_NEED("goldens/models/qwen3-tiny");
+    int rc = -1;
+    if (gemma2) {
+        snprintf(args0, sizeof args0, "--model %s --seq 100 --tile-br 16 --tile-bc 16 --attn bf16", gemma2);
+        rc = run_json(args0, &j);
+        CHECK(rc == 0, "cost --model gemma2-tiny failed");
+    }
     if (!rc) {
         const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "modes"), 0);
         int64_t want = 4 * (2 * brute_tiles(100, 32, 16, 16) + brute_tiles(100, 0, 16, 16));
@@ -423,12 +430,18 @@ static void test_cli(void) {
         cJSON_Delete(j);
     }
     // mistral-tiny: window 32 on every layer; qwen3-tiny: use_sliding_window false
-    rc = run_json("--model ../shared/goldens/models/mistral-tiny/config.json --seq 100", &j);
-    CHECK(rc == 0 && jnum(j, "shape", "windowed_layers") == 2, "mistral-tiny windows");
-    cJSON_Delete(j);
-    rc = run_json("--model ../shared/goldens/models/qwen3-tiny --seq 40960", &j);
-    CHECK(rc == 0 && jnum(j, "shape", "windowed_layers") == 0 && jnum(j, "shape", "n_kv_heads") == 2, "qwen3-tiny shape");
-    cJSON_Delete(j);
+    if (mistral) {
+        snprintf(args0, sizeof args0, "--model %s/config.json --seq 100", mistral);
+        rc = run_json(args0, &j);
+        CHECK(rc == 0 && jnum(j, "shape", "windowed_layers") == 2, "mistral-tiny windows");
+        cJSON_Delete(j);
+    }
+    if (qwen3) {
+        snprintf(args0, sizeof args0, "--model %s --seq 40960", qwen3);
+        rc = run_json(args0, &j);
+        CHECK(rc == 0 && jnum(j, "shape", "windowed_layers") == 0 && jnum(j, "shape", "n_kv_heads") == 2, "qwen3-tiny shape");
+        cJSON_Delete(j);
+    }
     // Qwen3-8B shape by --shape: the table entries the paper publishes
     rc = run_json("--shape 36:32:8:128 --seq 40960", &j);
     CHECK(rc == 0, "cost --shape failed");

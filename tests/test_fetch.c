@@ -589,9 +589,9 @@ static void test_task_tar(void) {
     free(c);
 }
 
-// The committed manifests against the shared copies: every file present in ../shared/datasets
-// has the manifest's size and sha256, and with ../shared/datasets as the cache every task but
-// GPQA is complete offline (no network: offline mode).
+// The committed manifests against the test data's copies: every file present in datasets/ has
+// the manifest's size and sha256, and with that directory as the cache every task but GPQA is
+// complete offline (no network: offline mode).
 static int sha_file(const char *path, char hex[65], long *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
@@ -612,7 +612,8 @@ static int sha_file(const char *path, char hex[65], long *size) {
 static void test_manifests(void) {
     char shared[PATH_MAX], link[1300], home[PATH_MAX], root[4096];
     struct err e = {0};
-    if (!realpath("../shared/datasets", shared)) { printf("skip manifests: no ../shared/datasets\n"); return; }
+    const char *ds = TEST_NEED("datasets");
+    if (!ds || !realpath(ds, shared)) return;
     if (!realpath(".", home)) return;
     snprintf(link, sizeof link, "%s/sharedcache", g_tmp);
     char dsl[1400];
@@ -645,7 +646,7 @@ static void test_manifests(void) {
         rc = fetch_task_data(tasks[t], 1, root, sizeof root, &e);
         CHECK(rc == 0 && !strcmp(root, dsl), "offline %s with the shared data: rc %d %s", tasks[t], rc, e.msg);
     }
-    printf("manifests: %d files checked against ../shared/datasets\n", checked);
+    printf("manifests: %d files checked against %s\n", checked, ds);
     CHECK(checked > 200, "only %d manifest files matched shared copies", checked);
     int rc = fetch_task_data("gpqa_diamond", 1, root, sizeof root, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "gpqa/gpqa_diamond.csv") && strstr(e.msg, "idavidrein"), "gpqa: %s", e.msg);

@@ -1,5 +1,5 @@
 // test_logits_modes.c: whole-model logits under the tiled and 4-bit attention modes against
-// the independent goldens (../shared/goldens/README.md): qwen3-tiny and qwen3-outlier with
+// the independent goldens (goldens/README.md of the test data): qwen3-tiny and qwen3-outlier with
 // --act f32, attention bf16 / direct / hifa4 (tile 128, the golden Smooth-QK scales).
 // Tolerances are the goldens README's suggested ones: the goldens use binary64 non-attention
 // math, so a binary32 forward occasionally flips a bf16 input rounding, an HiF4 group scale,
@@ -25,9 +25,9 @@ static const struct mode_case cases[] = {
 };
 
 static void check_model(const char *name) {
-    char gpath[512], mdir[512];
-    snprintf(gpath, sizeof gpath, "../shared/goldens/logits/%s.safetensors", name);
-    snprintf(mdir, sizeof mdir, "../shared/goldens/models/%s", name);
+    const char *gpath = TEST_NEED("goldens/logits/%s.safetensors", name);
+    const char *mdir = gpath ? TEST_NEED("goldens/models/%s", name) : NULL;
+    if (!mdir) return;
     struct safetensors g;
     struct err e = {0};
     if (st_open(&g, gpath, &e)) { CHECK(0, "%s", e.msg); return; }

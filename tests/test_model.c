@@ -1,5 +1,5 @@
-// test_model.c: the forward pass against the independent goldens (../shared/goldens/logits:
-// seven synthetic models, binary64 PyTorch reference; ../shared/goldens/stories260K: llama2.c
+// test_model.c: the forward pass against the independent goldens (goldens/logits of the test
+// data: seven synthetic models, binary64 PyTorch reference; goldens/stories260K: llama2.c
 // run.c), plus invariants: prefill vs shorter prefix, batch independence, weights f32 vs
 // stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
 #include <stdio.h>
@@ -94,19 +94,22 @@ static int load_golden(const char *path, const char *name, int32_t **ids, int *T
     return rc;
 }
 
+// The checkpoint directory and the logits file of golden model `name` (test data), or NULL
+// after a SKIP line.
+#define golden_dir(name) TEST_NEED("goldens/models/%s", name)
+#define golden_logits(name) TEST_NEED("goldens/logits/%s.safetensors", name)
+
 // ---- every golden model, attention f32, --act f32: rel-L2 <= 1e-3 and equal argmax ----
 static const char *golden_models[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny",
                                       "mistral-tiny", "gemma2-tiny", "phi3-tiny"};
 
 static void test_goldens(void) {
     for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
-        char dir[256], path[256];
-        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", golden_models[g]);
-        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", golden_models[g]);
+        const char *dir = golden_dir(golden_models[g]), *path = dir ? golden_logits(golden_models[g]) : NULL;
         int32_t *ids = NULL;
         float *ref = NULL;
         int T, V, Vm;
-        if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
+        if (!path || load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
         float *lg = run_model(dir, ids, T, "f32", 0, MODEL_WEIGHTS_AUTO, &Vm);
         if (lg && Vm == V) {
             double rel = test_rel_l2(lg, ref, (size_t)T * V);
@@ -124,12 +127,15 @@ static void test_goldens(void) {
 
 // ---- stories260K: import, then `exact` attention + f32 activations vs llama2.c run.c ----
 static void test_stories(void) {
-    char dir[512];
+    const char *s260k = TEST_NEED("models/stories260K"), *gdir = s260k ? TEST_NEED("goldens/stories260K") : NULL;
+    if (!gdir) return;
+    char dir[512], mbin[600], tbin[600];
     snprintf(dir, sizeof dir, "%s/s260k", tmpdir());
+    snprintf(mbin, sizeof mbin, "%s/stories260K.bin", s260k);
+    snprintf(tbin, sizeof tbin, "%s/tok512.bin", s260k);
     struct err e = {0};
     int tok_ok = 0;
-    int rc = llama2c_import("../shared/models/stories260K/stories260K.bin", "../shared/models/stories260K/tok512.bin",
-                            dir, &tok_ok, &e);
+    int rc = llama2c_import(mbin, tbin, dir, &tok_ok, &e);
     CHECK(rc == 0, "import: %s", e.msg);
     if (rc) return;
     // the converted tokenizer gives llama2.c's ids for the golden prompts (text -> ids -> logits
@@ -143,21 +149,22 @@ static void test_stories(void) {
         CHECK(rc == 0 && n == 4 && ids[0] == 1 && ids[1] == 410 && ids[2] == 469 && ids[3] == 347,
               "\"Zoo\" -> %d ids (%d %d ...), want 1 410 469 347", n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1);
         free(ids);
-        const char *gold[] = {"../shared/goldens/stories260K/stories260K-mmlu.safetensors",
-                              "../shared/goldens/stories260K/stories260K-story.safetensors"};
+        const char *cases[] = {"stories260K-mmlu", "stories260K-story"};
         for (int g = 0; g < 2; g++) {
+            char gold[700];
+            snprintf(gold, sizeof gold, "%s/%s.safetensors", gdir, cases[g]);
             struct safetensors st;
-            if (st_open(&st, gold[g], &e)) continue;
+            if (st_open(&st, gold, &e)) continue;
             const char *prompt = st_meta(&st, "prompt");
             const struct st_tensor *t = st_find(&st, "input_ids");
             int32_t want[1024];
             if (prompt && t && t->numel <= 1024 && !st_to_i32(want, t, &e) &&
                 !tok_encode(tk, prompt, strlen(prompt), 1, &ids, &n, &e)) {
                 CHECK(n == t->numel && !memcmp(ids, want, sizeof(int32_t) * (size_t)n),
-                      "%s: prompt encodes to %d ids, golden has %lld (or they differ)", gold[g], n, (long long)t->numel);
+                      "%s: prompt encodes to %d ids, golden has %lld (or they differ)", gold, n, (long long)t->numel);
                 free(ids);
             } else {
-                CHECK(0, "%s: prompt metadata / encode: %s", gold[g], e.msg);
+                CHECK(0, "%s: prompt metadata / encode: %s", gold, e.msg);
             }
             st_close(&st);
         }
@@ -167,8 +174,8 @@ static void test_stories(void) {
     }
     const char *cases[] = {"stories260K-mmlu", "stories260K-story"};
     for (int c = 0; c < 2; c++) {
-        char path[256];
-        snprintf(path, sizeof path, "../shared/goldens/stories260K/%s.safetensors", cases[c]);
+        char path[700];
+        snprintf(path, sizeof path, "%s/%s.safetensors", gdir, cases[c]);
         int32_t *ids = NULL;
         float *ref = NULL;
         int T, V, Vm;
@@ -189,28 +196,48 @@ static void test_stories(void) {
 }
 
 // ---- import-llama2c: separate classifier and malformed checkpoints ----
-// Builds an unshared-classifier variant of stories260K (negative vocab_size in the header and
-// wcls appended = a copy of the embedding): its import must give the shared import's logits.
-static void test_llama2c_variants(void) {
-    char *buf = NULL;
-    size_t len = 0;
-    struct err e = {0};
-    if (file_read_all("../shared/models/stories260K/stories260K.bin", &buf, &len, &e)) {
-        CHECK(0, "%s", e.msg);
-        return;
+// A llama2.c legacy (version 0) checkpoint of stories260K's shape (dim 64, hidden 172, 5
+// layers, heads 8/4, vocab 512, seq_len 512, shared classifier) with deterministic weights in
+// [-0.1, 0.1): these checks need a well-formed file, not trained weights, so they run without
+// the test data. Returns malloc'd bytes and sets *len.
+static char *synth_llama2c(size_t *len) {
+    const int32_t hdr[7] = {64, 172, 5, 8, 4, 512, 512};
+    const size_t D = 64, F = 172, L = 5, hs = 8, kvd = 32, V = 512, S = 512;
+    const size_t n = V * D + L * (D + D * D + 2 * D * kvd + D * D + D + 3 * D * F) + D + S * hs;
+    char *buf = malloc(28 + 4 * n);
+    memcpy(buf, hdr, 28);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        float w = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.2f;
+        memcpy(buf + 28 + 4 * i, &w, 4);
     }
+    *len = 28 + 4 * n;
+    return buf;
+}
+
+// Builds an unshared-classifier variant of the checkpoint above (negative vocab_size in the
+// header and wcls appended = a copy of the embedding): its import must give the shared
+// import's logits.
+static void test_llama2c_variants(void) {
+    size_t len = 0;
+    char *buf = synth_llama2c(&len);
+    struct err e = {0};
     const size_t emb = 512 * 64 * sizeof(float);
     char *u = malloc(len + emb);
     memcpy(u, buf, len);
     memcpy(u + len, buf + 28, emb); // wcls = token embedding
     int32_t nv = -512;
     memcpy(u + 20, &nv, 4);
-    char p_unshared[512], d_unshared[512], d_shared[512], p_bad[512];
+    char p_shared[512], p_unshared[512], d_unshared[512], d_shared[512], p_bad[512];
+    snprintf(p_shared, sizeof p_shared, "%s/s260k-synth.bin", tmpdir());
+    snprintf(d_shared, sizeof d_shared, "%s/s260k-synth", tmpdir());
     snprintf(p_unshared, sizeof p_unshared, "%s/s260k-unshared.bin", tmpdir());
     snprintf(d_unshared, sizeof d_unshared, "%s/s260k-unshared", tmpdir());
-    snprintf(d_shared, sizeof d_shared, "%s/s260k", tmpdir()); // written by test_stories
     snprintf(p_bad, sizeof p_bad, "%s/s260k-bad.bin", tmpdir());
-    int tok_ok, rc = file_write_atomic(p_unshared, u, len + emb, &e) || llama2c_import(p_unshared, NULL, d_unshared, &tok_ok, &e);
+    int tok_ok, rc = file_write_atomic(p_shared, buf, len, &e) || llama2c_import(p_shared, NULL, d_shared, &tok_ok, &e);
+    CHECK(rc == 0, "shared import: %s", e.msg);
+    rc = rc || file_write_atomic(p_unshared, u, len + emb, &e) || llama2c_import(p_unshared, NULL, d_unshared, &tok_ok, &e);
     CHECK(rc == 0, "unshared import: %s", e.msg);
     if (!rc) {
         struct model_config c;
@@ -270,13 +297,11 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
 }
 
 static void test_packing(const char *name, int act_bf16) {
-    char dir[256], path[256];
-    snprintf(dir, sizeof dir, "../shared/goldens/models/%s", name);
-    snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", name);
+    const char *dir = golden_dir(name), *path = dir ? golden_logits(name) : NULL;
     int32_t *ids = NULL;
     float *ref = NULL;
     int T, V;
-    if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) return;
+    if (!path || load_golden(path, "logits_f64", &ids, &T, &ref, &V)) return;
     free(ref);
     struct err e = {0};
     struct model_opts o;
@@ -382,13 +407,11 @@ static void test_packing(const char *name, int act_bf16) {
 // equal argmax.
 static void test_act_bf16(void) {
     for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
-        char dir[256], path[256];
-        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", golden_models[g]);
-        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", golden_models[g]);
+        const char *dir = golden_dir(golden_models[g]), *path = dir ? golden_logits(golden_models[g]) : NULL;
         int32_t *ids = NULL;
         float *ref = NULL;
         int T, V, Vm;
-        if (load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
+        if (!path || load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
         float *lg = run_model(dir, ids, T, "f32", 1, MODEL_WEIGHTS_AUTO, &Vm);
         if (lg && Vm == V) {
             double rel = test_rel_l2(lg, ref, (size_t)T * V);
@@ -415,13 +438,11 @@ static void test_bf16attn(void) {
     }
     const char *names[] = {"qwen3-tiny", "qwen3-outlier"};
     for (int g = 0; g < 2; g++) {
-        char dir[256], path[256];
-        snprintf(dir, sizeof dir, "../shared/goldens/models/%s", names[g]);
-        snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", names[g]);
+        const char *dir = golden_dir(names[g]), *path = dir ? golden_logits(names[g]) : NULL;
         int32_t *ids = NULL;
         float *ref = NULL;
         int T, V, Vm;
-        if (load_golden(path, "logits_bf16attn", &ids, &T, &ref, &V)) continue;
+        if (!path || load_golden(path, "logits_bf16attn", &ids, &T, &ref, &V)) continue;
         float *lg = run_model(dir, ids, T, "bf16", 0, MODEL_WEIGHTS_AUTO, &Vm);
         if (lg && Vm == V) {
             double rel = test_rel_l2(lg, ref, (size_t)T * V);
@@ -447,13 +468,11 @@ static void test_quant_goldens(void) {
             continue;
         }
         for (int g = 0; g < 2; g++) {
-            char dir[256], path[256];
-            snprintf(dir, sizeof dir, "../shared/goldens/models/%s", names[g]);
-            snprintf(path, sizeof path, "../shared/goldens/logits/%s.safetensors", names[g]);
+            const char *dir = golden_dir(names[g]), *path = dir ? golden_logits(names[g]) : NULL;
             int32_t *ids = NULL;
             float *ref = NULL, *scales = NULL;
             int T, V;
-            if (load_golden(path, tensors[k], &ids, &T, &ref, &V)) continue;
+            if (!path || load_golden(path, tensors[k], &ids, &T, &ref, &V)) continue;
             struct err e = {0};
             struct safetensors st;
             if (!st_open(&st, path, &e)) {
@@ -645,11 +664,12 @@ static void test_make_model(void) {
         CHECK(files_equal(p1, p2), "make-model weights depend on the thread count");
     }
     // --tokenizer: a real tokenizer is copied, its vocabulary size and bos/eos ids taken
-    {
+    const char *mistral_tok = TEST_NEED("tokenizers/mistral");
+    if (mistral_tok) {
         struct make_model_opts o;
         make_model_opts_default(&o);
         o.arch = ARCH_MISTRAL, o.n_layers = 1, o.dim = 32, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 16;
-        o.hidden_dim = 32, o.tokenizer_dir = "../shared/tokenizers/mistral";
+        o.hidden_dim = 32, o.tokenizer_dir = mistral_tok;
         char d[512];
         snprintf(d, sizeof d, "%s/mm-mistral-tok", tmpdir());
         struct err e = {0};
@@ -711,19 +731,22 @@ static void test_cli(void) {
     }
     char bin[512]; // the Makefile passes a bare relative name: make it a path for system()
     snprintf(bin, sizeof bin, "%s%s", strchr(env, '/') ? "" : "./", env);
-    char cmd[4096], dir[512], out[512];
+    char cmd[8192], dir[512], out[512];
     snprintf(dir, sizeof dir, "%s/cli-s260k", tmpdir());
     snprintf(out, sizeof out, "%s/cli-l.safetensors", tmpdir());
-    snprintf(cmd, sizeof cmd,
-             "%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
-             "--out %s 2>/dev/null && %s --quiet logits --model %s --ids-file "
-             "../shared/goldens/stories260K/stories260K-mmlu.safetensors --attn exact --act f32 --out %s",
-             bin, dir, bin, dir, out);
-    CHECK(system(cmd) == 0, "failed: %s", cmd);
     int32_t *ids = NULL;
     float *ref = NULL;
     int T, V;
-    if (!load_golden("../shared/goldens/stories260K/stories260K-mmlu.safetensors", "logits", &ids, &T, &ref, &V)) {
+    const char *s260k = TEST_NEED("models/stories260K");
+    const char *gmmlu = s260k ? TEST_NEED("goldens/stories260K/stories260K-mmlu.safetensors") : NULL;
+    if (gmmlu) {
+        snprintf(cmd, sizeof cmd,
+                 "%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s 2>/dev/null && %s --quiet logits "
+                 "--model %s --ids-file %s --attn exact --act f32 --out %s",
+                 bin, s260k, s260k, dir, bin, dir, gmmlu, out);
+        CHECK(system(cmd) == 0, "failed: %s", cmd);
+    }
+    if (gmmlu && !load_golden(gmmlu, "logits", &ids, &T, &ref, &V)) {
         struct safetensors st;
         struct err e = {0};
         int rc = st_open(&st, out, &e);
@@ -744,10 +767,10 @@ static void test_cli(void) {
     free(ids);
     free(ref);
     // --scales: the 4-bit HiFA4 path of the CLI against the golden (same bound as test_quant_goldens)
-    if (attn_mode_find("hifa4")) {
-        const char *g = "../shared/goldens/logits/qwen3-outlier.safetensors";
-        snprintf(cmd, sizeof cmd, "%s --quiet logits --model ../shared/goldens/models/qwen3-outlier --ids-file %s "
-                 "--attn hifa4 --act f32 --scales %s --threads 1 --out %s", bin, g, g, out);
+    const char *qdir = golden_dir("qwen3-outlier"), *g = qdir ? golden_logits("qwen3-outlier") : NULL;
+    if (g && attn_mode_find("hifa4")) {
+        snprintf(cmd, sizeof cmd, "%s --quiet logits --model %s --ids-file %s "
+                 "--attn hifa4 --act f32 --scales %s --threads 1 --out %s", bin, qdir, g, g, out);
         CHECK(system(cmd) == 0, "failed: %s", cmd);
         if (!load_golden(g, "logits_hifa4", &ids, &T, &ref, &V)) {
             struct safetensors st;

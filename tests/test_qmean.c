@@ -23,18 +23,10 @@
 
 static const char *bin, *tmp; // $HIFA4_BIN (NULL: command tests skipped), $HIFA4_TMP
 
-// ---- test data (../shared) ----
-// The one place this file reads ../shared: path of rel under $HIFA4_TEST_DATA (default
-// ../shared) into buf, or NULL (the caller reports itself skipped) when it is absent.
-static const char *shared_path(char *buf, size_t n, const char *rel) {
-    const char *root = getenv("HIFA4_TEST_DATA");
-    snprintf(buf, n, "%s/%s", root && root[0] ? root : "../shared", rel);
-    if (!file_exists(buf)) {
-        printf("skipped: %s not found (HIFA4_TEST_DATA)\n", buf);
-        return NULL;
-    }
-    return buf;
-}
+// ---- test data ----
+// The one place this file reads test data ($HIFA4_TEST_DATA, default ../shared, or the committed
+// fixtures): path of rel, or NULL after a counted skip naming it (test.h TEST_NEED).
+static const char *shared_path(const char *rel) { return TEST_NEED("%s", rel); }
 
 #define F_Q4 (ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT)
 #define F_CH ATTN_F_QMEAN_CH
@@ -371,8 +363,7 @@ static void test_identity(void) {
                form ? "channel" : "token", n, worst, 100 * share);
     }
     // outputs (invariant 8.1 for the channel form): identity-qdq Q-Mean modes vs identity-qdq direct
-    char buf[512];
-    const char *path = shared_path(buf, sizeof buf, "goldens/attention/attn-t200-h4-kv2-d128.safetensors");
+    const char *path = shared_path("goldens/attention/attn-t200-h4-kv2-d128.safetensors");
     for (int ci = 0; ci < 2; ci++) {
         struct synth s;
         struct attn_case gc = {0};
@@ -527,12 +518,9 @@ static void test_options(void) {
     synth_free(&s);
 
     // `hifa4-eval attn --qmean channel --qdq-skip ...` equals the library run; bad values exit 2
-    char cbuf[512];
-    const char *cpath = shared_path(cbuf, sizeof cbuf, "goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors");
-    if (!bin || !cpath) {
-        printf("skipped: the attn command (HIFA4_BIN or the case file missing)\n");
-        return;
-    }
+    if (!bin) { TEST_SKIP("the attn command: HIFA4_BIN unset"); return; }
+    const char *cpath = shared_path("goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors");
+    if (!cpath) return;
     char cmd[2048], out[512];
     snprintf(out, sizeof out, "%s/test_qmean_out.safetensors", tmp);
     snprintf(cmd, sizeof cmd, "%s --quiet attn --case %s --attn direct+qmean+preorder --tile 64 --qmean channel "
@@ -613,7 +601,7 @@ static int files_equal(const char *a, const char *b) {
 }
 
 static void test_run_forms(void) {
-    if (!bin) { printf("skipped: runs (HIFA4_BIN unset)\n"); return; }
+    if (!bin) { TEST_SKIP("runs: HIFA4_BIN unset"); return; }
     char model[1024], task[1024], tok[1024], ch[1024], args[4096];
     snprintf(model, sizeof model, "%s/qm_model", tmp);
     snprintf(task, sizeof task, "%s/qm_items.jsonl", tmp);

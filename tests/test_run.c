@@ -1,5 +1,5 @@
 // test_run.c: end-to-end checks of `hifa4-eval run` on the real stories260K model
-// (import-llama2c into $HIFA4_TMP) and real task data from ../shared/datasets:
+// (import-llama2c into $HIFA4_TMP) and real task data from the test data (datasets/):
 //  - a 4-task f32,bf16 run writes every file; flips / hurts / helps and acc recomputed here by
 //    hand from the two samples files (plain zstd + cJSON, no results.c / metrics.c) match
 //    summary.json;
@@ -9,6 +9,10 @@
 //  - `report` re-renders, `diff` and `tables` run, bad usage exits 2.
 // The must-show command uses --limit 50; here the 4-task run uses --limit 8 to keep the test
 // within seconds on 2 shared cores (the reference attention dominates, O(T^2) in binary64).
+// The invariance checks (resume, batch size and threads, shard + merge) compare runs of the
+// same inputs, whatever the model and task: without stories260K and the benchmark data they
+// run on a make-model checkpoint and the `exam` pools of the Debian packages hamexam/fccexam
+// (installed by .ci/run), so that a bare clone checks them too.
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,6 +30,11 @@
 static const char *bin, *tmp;
 static char model[1024];
 static const char *qm = "bf16"; // second mode: bf16, or exact while bf16 is not in the registry
+static const char *datasets;    // the test data's datasets/ (NULL without the benchmark data)
+static char data[1100];         // "--data-dir <datasets>", or "" for exam from /usr/share
+// Tasks of the invariance checks: the benchmark tasks with the test data, else exam.
+static struct { const char *resume, *batch, *shard; } tk = {"arc_challenge", "mmlu,hellaswag", "arc_challenge,mmlu"};
+static int real_data; // stories260K and the benchmark data are there
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...) {
@@ -79,13 +88,25 @@ static int read_preds(const char *path, int *pred, int *gold, int max) {
     return k;
 }
 
+// Splits a comma list into at most n names (pointers into buf); returns the count.
+static int split_tasks(char *buf, size_t size, const char *list, const char **out, int n) {
+    snprintf(buf, size, "%s", list);
+    int k = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && k < n; t = strtok_r(NULL, ",", &save)) out[k++] = t;
+    return k;
+}
+
 static void test_four_tasks(void) {
+    if (!real_data) {
+        TEST_SKIP("stories260K and datasets/{arc,hellaswag,mmlu,truthfulqa} not under HIFA4_TEST_DATA=%s", test_data_root());
+        return;
+    }
     static const char *tasks[] = {"arc_challenge", "hellaswag", "mmlu", "truthfulqa_mc1"};
     char out[1024], p[2048];
     snprintf(out, sizeof out, "%s/run_r1", tmp);
     sh("rm -rf %s", out);
-    int rc = sh("%s --quiet run --model %s --task arc_challenge,hellaswag,mmlu,truthfulqa_mc1 --data-dir ../shared/datasets "
-                "--limit 8 --attn f32,%s --out %s > %s/r1.stdout", bin, model, qm, out, tmp);
+    int rc = sh("%s --quiet run --model %s --task arc_challenge,hellaswag,mmlu,truthfulqa_mc1 %s "
+                "--limit 8 --attn f32,%s --out %s > %s/r1.stdout", bin, model, data, qm, out, tmp);
     CHECK(rc == 0, "run exit status %d", rc);
     const char *files[] = {"run.json", "summary.json", "report.md", "tables/accuracy.csv", "tables/flips.csv",
                            "tables/hurts_helps.csv", "plots/margins-mmlu.svg"};
@@ -144,17 +165,22 @@ static void test_four_tasks(void) {
     CHECK(sh("%s tables %s %s --csv %s/tables > /dev/null", bin, out, out, tmp) == 0, "tables");
     CHECK(sh("%s --quiet run --model %s --task mmlu --bos maybe 2>/dev/null", bin, model) == 2, "bad --bos exits 2");
     CHECK(sh("%s --quiet run --model %s --task mmlu --attn nosuch 2>/dev/null", bin, model) == 2, "unknown mode exits 2");
-    CHECK(sh("%s --quiet run --model %s --task mmlu --data-dir ../shared/datasets --limit 1 --attn f32 --out %s 2>/dev/null",
-             bin, model, out) == 2, "existing run dir without --resume refused");
+    CHECK(sh("%s --quiet run --model %s --task mmlu %s --limit 1 --attn f32 --out %s 2>/dev/null",
+             bin, model, data, out) == 2, "existing run dir without --resume refused");
 }
 
 // Perplexity: summary's ppl and bits per byte recomputed from the window samples.
 static void test_ppl(void) {
+    if (!real_data) {
+        TEST_SKIP("stories260K and datasets/{arc,hellaswag,mmlu,truthfulqa} not under HIFA4_TEST_DATA=%s", test_data_root());
+        return;
+    }
+    if (!TEST_NEED("datasets/wikitext2")) return;
     char out[1024], p[2048];
     snprintf(out, sizeof out, "%s/run_ppl", tmp);
     sh("rm -rf %s", out);
-    CHECK(sh("%s --quiet run --model %s --task ppl --data-dir ../shared/datasets --limit 3 --ppl-ctx 64 --attn f32,%s "
-             "--out %s > /dev/null", bin, model, qm, out) == 0, "ppl run");
+    CHECK(sh("%s --quiet run --model %s --task ppl %s --limit 3 --ppl-ctx 64 --attn f32,%s "
+             "--out %s > /dev/null", bin, model, data, qm, out) == 0, "ppl run");
     size_t n;
     snprintf(p, sizeof p, "%s/samples-ppl-%s.jsonl.zst", out, qm);
     char *txt = slurp(p, &n);
@@ -196,8 +222,8 @@ static void test_resume(void) {
     snprintf(full, sizeof full, "%s/run_full", tmp);
     snprintf(part, sizeof part, "%s/run_part", tmp);
     sh("rm -rf %s %s", full, part);
-    char args[256];
-    snprintf(args, sizeof args, "--task arc_challenge --data-dir ../shared/datasets --attn f32,%s --threads 1", qm);
+    char args[2048];
+    snprintf(args, sizeof args, "--task %s %s --attn f32,%s --threads 1", tk.resume, data, qm);
     char attn[64];
     snprintf(attn, sizeof attn, "f32,%s", qm);
     CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s > /dev/null", bin, model, args, limit, full) == 0, "full run");
@@ -208,11 +234,13 @@ static void test_resume(void) {
     if (pid == 0) {
         freopen("/dev/null", "w", stdout);
         freopen("/dev/null", "w", stderr);
-        execl(bin, bin, "--quiet", "run", "--model", model, "--task", "arc_challenge", "--data-dir", "../shared/datasets", "--attn",
-              attn, "--threads", "1", "--limit", lim, "--out", part, (char *)NULL);
+        const char *argv[20] = {bin, "--quiet", "run", "--model", model, "--task", tk.resume, "--attn", attn, "--threads",
+                                "1", "--limit", lim, "--out", part};
+        if (datasets) argv[15] = "--data-dir", argv[16] = datasets;
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
-    samples_path(pa, sizeof pa, part, "arc_challenge", qm);
+    samples_path(pa, sizeof pa, part, tk.resume, qm);
     int killed = 0;
     for (int i = 0; i < 30000; i++) {
         int st;
@@ -234,12 +262,12 @@ static void test_resume(void) {
         sh("rm -rf %s", part);
         sh("HIFA4_STOP_AFTER_ITEMS=100 %s --quiet run --model %s %s --limit %d --out %s > /dev/null 2>&1", bin, model, args, limit, part);
     }
-    CHECK(!file_exists(pa) || !same_file(pa, (samples_path(pb, sizeof pb, full, "arc_challenge", qm), pb)), "the killed run is incomplete");
+    CHECK(!file_exists(pa) || !same_file(pa, (samples_path(pb, sizeof pb, full, tk.resume, qm), pb)), "the killed run is incomplete");
     CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, model, args, limit, part) == 0, "resume");
     for (int m = 0; m < 2; m++) {
         const char *mode = m ? qm : "f32";
-        samples_path(pa, sizeof pa, full, "arc_challenge", mode);
-        samples_path(pb, sizeof pb, part, "arc_challenge", mode);
+        samples_path(pa, sizeof pa, full, tk.resume, mode);
+        samples_path(pb, sizeof pb, part, tk.resume, mode);
         CHECK(same_file(pa, pb), "resumed %s samples byte-identical (killed by %s)", mode, killed ? "SIGKILL" : "hook");
     }
     // resuming a finished run changes nothing
@@ -257,13 +285,14 @@ static void test_batch_threads(void) {
     sh("rm -rf %s %s", a, b);
     // with a quantized mode too when the registry has it (the product's modes must be batch-invariant)
     int has_direct = attn_mode_find("direct") != NULL;
-    char args[256];
-    snprintf(args, sizeof args, "--task mmlu,hellaswag --data-dir ../shared/datasets --limit 6 --attn f32,%s%s", qm,
-             has_direct ? ",direct" : "");
+    char args[2048];
+    snprintf(args, sizeof args, "--task %s %s --limit 6 --attn f32,%s%s", tk.batch, data, qm, has_direct ? ",direct" : "");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, model, args, a) == 0, "run a");
     CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, model, args, b) == 0, "run b");
-    const char *tasks[] = {"mmlu", "hellaswag"}, *modes[] = {"f32", qm, "direct"};
-    for (int t = 0; t < 2; t++)
+    const char *tasks[2], *modes[] = {"f32", qm, "direct"};
+    char buf[256];
+    const int n_tasks = split_tasks(buf, sizeof buf, tk.batch, tasks, 2);
+    for (int t = 0; t < n_tasks; t++)
         for (int m = 0; m < 2 + has_direct; m++) {
             samples_path(pa, sizeof pa, a, tasks[t], modes[m]);
             samples_path(pb, sizeof pb, b, tasks[t], modes[m]);
@@ -279,22 +308,27 @@ static void test_shard_merge(void) {
     snprintf(s1, sizeof s1, "%s/run_sh_1", tmp);
     snprintf(mg, sizeof mg, "%s/run_sh_merged", tmp);
     sh("rm -rf %s %s %s %s", full, s0, s1, mg);
-    char args[2048];
-    snprintf(args, sizeof args, "--model %s --task arc_challenge,mmlu --data-dir ../shared/datasets --limit 3 --attn f32,%s", model, qm);
+    char args[4096];
+    snprintf(args, sizeof args, "--model %s --task %s %s --limit 3 --attn f32,%s", model, tk.shard, data, qm);
     CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
     CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
     CHECK(sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");
     CHECK(sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
     CHECK(sh("%s --quiet run %s --shard 2/2 2>/dev/null", bin, args) == 2, "--shard 2/2 is a usage error");
     CHECK(sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s1, s0, mg) == 0, "merge");
-    const char *files[] = {"samples-arc_challenge-f32.jsonl.zst", "samples-mmlu-f32.jsonl.zst", "summary.json"};
-    for (int i = 0; i < 3; i++) {
+    // every task's f32 samples, summary.json, and the last task's second-mode samples
+    const char *tasks[2];
+    char buf[256], files[3][256];
+    const int n_tasks = split_tasks(buf, sizeof buf, tk.shard, tasks, 2);
+    for (int t = 0; t < n_tasks; t++) snprintf(files[t], sizeof files[t], "samples-%s-f32.jsonl.zst", tasks[t]);
+    snprintf(files[n_tasks], sizeof files[n_tasks], "summary.json");
+    for (int i = 0; i <= n_tasks; i++) {
         snprintf(pa, sizeof pa, "%s/%s", full, files[i]);
         snprintf(pb, sizeof pb, "%s/%s", mg, files[i]);
         CHECK(same_file(pa, pb), "merged %s identical to the unsharded run's", files[i]);
     }
-    snprintf(pa, sizeof pa, "%s/samples-mmlu-%s.jsonl.zst", full, qm);
-    snprintf(pb, sizeof pb, "%s/samples-mmlu-%s.jsonl.zst", mg, qm);
+    samples_path(pa, sizeof pa, full, tasks[n_tasks - 1], qm);
+    samples_path(pb, sizeof pb, mg, tasks[n_tasks - 1], qm);
     CHECK(same_file(pa, pb), "merged %s samples identical", qm);
 }
 
@@ -305,16 +339,33 @@ int main(void) {
     if (!tmp) tmp = "build/tmp";
     mkdir_p(tmp, NULL);
     if (!attn_mode_find("bf16")) qm = "exact";
-    snprintf(model, sizeof model, "%s/s260k", tmp);
-    char cfg[1100];
-    snprintf(cfg, sizeof cfg, "%s/tokenizer.json", model);
-    if (!file_exists(cfg))
-        CHECK(sh("%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
-                 "--out %s > /dev/null", bin, model) == 0, "import-llama2c");
+    const char *s260k = test_data("models/stories260K");
+    real_data = s260k && test_data("datasets/arc") && test_data("datasets/hellaswag") && test_data("datasets/mmlu") &&
+                test_data("datasets/truthfulqa");
+    if (real_data) {
+        datasets = test_data("datasets");
+        snprintf(data, sizeof data, "--data-dir %s", datasets);
+        snprintf(model, sizeof model, "%s/s260k", tmp);
+        char cfg[1100];
+        snprintf(cfg, sizeof cfg, "%s/tokenizer.json", model);
+        if (!file_exists(cfg))
+            CHECK(sh("%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s > /dev/null", bin, s260k, s260k,
+                     model) == 0, "import-llama2c");
+    } else {
+        tk.resume = tk.batch = tk.shard = "exam";
+        snprintf(model, sizeof model, "%s/run-mm", tmp);
+        CHECK(sh("%s --quiet make-model --arch llama --layers 2 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --seed 9 --out %s "
+                 "> /dev/null", bin, model) == 0, "make-model");
+    }
     test_four_tasks();
     test_ppl();
-    test_resume();
-    test_batch_threads();
-    test_shard_merge();
+    if (real_data || dir_exists("/usr/share/hamexam")) {
+        test_resume();
+        test_batch_threads();
+        test_shard_merge();
+    } else {
+        TEST_SKIP("no stories260K and benchmark data under HIFA4_TEST_DATA=%s, and no exam pools in /usr/share/hamexam "
+                  "(apt-get install hamexam fccexam) for resume / batch / shard checks", test_data_root());
+    }
     return test_summary("test_run");
 }

@@ -1,6 +1,6 @@
 // test_tasks.c: task loaders against spec/tasks.md section 2. The expected prompt strings are
 // written by hand from the spec's templates and the bytes of the data files (never copied from
-// loader output); counts come from ../shared/datasets/*/SOURCE.md. Also: HellaSwag pre()/cap()
+// loader output); counts come from datasets/*/SOURCE.md of the test data. Also: HellaSwag pre()/cap()
 // on hand examples, the CSV reader, data-root lookup and its error, malformed rows with and
 // without --skip-bad-rows (fixtures in tests/data/tasks/), --limit, and the exam pools
 // (needs the Debian packages hamexam and fccexam).
@@ -15,8 +15,11 @@
 #include "eval/tasks/task.h"
 #include "test.h"
 
-#define SHARED "../shared/datasets"
 #define FIX "tests/data/tasks"
+// The benchmark data of the test data (datasets/), NULL without it (set in main). A check
+// group on real data starts with NEED(<task directory>), which skips it when that is missing.
+static const char *datasets;
+#define NEED(dir) TEST_NEED("datasets/%s", dir)
 
 static const struct task_item *find_item(const struct task_set *s, const char *id) {
     for (int i = 0; i < s->n_items; i++)
@@ -67,15 +70,17 @@ static void test_registry(void) {
         CHECK(d && d->load && d->desc && strcmp(d->name, want[i]) == 0, "task %s registered", want[i]);
     }
     CHECK(task_find("nope") == NULL, "unknown task");
-    // every default data path exists in ../shared (GPQA is not shipped; for hellaswag the
+    // every default data path exists in the test data (GPQA is not shipped; for hellaswag the
     // entries are alternatives and one is enough)
+    const char *root = TEST_NEED("datasets");
     for (int i = 0; i < 11; i++) {
         const char *const *p = task_data_paths(want[i]);
         CHECK(p != NULL, "data paths of %s", want[i]);
+        if (!root) continue;
         int n_ok = 0, n = 0;
         for (; p && *p; p++, n++) {
-            char full[1024];
-            snprintf(full, sizeof full, SHARED "/%s", *p);
+            char full[2048];
+            snprintf(full, sizeof full, "%s/%s", root, *p);
             n_ok += (*p)[strlen(*p) - 1] == '/' ? dir_exists(full) : file_exists(full);
         }
         if (!strcmp(want[i], "hellaswag")) CHECK(n_ok == 1, "hellaswag: one form shipped");
@@ -189,10 +194,11 @@ static void test_csv_random(void) {
 
 // ---- MMLU ----
 static void test_mmlu(void) {
+    if (!NEED("mmlu")) return;
     struct task_set s;
     struct err e;
     double t0 = time_now();
-    int rc = load("mmlu", &s, SHARED, NULL, 0, 0, &e);
+    int rc = load("mmlu", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "mmlu load: %s", e.msg);
     if (rc) return;
     printf("mmlu: %d items in %.3f s\n", s.n_items, time_now() - t0);
@@ -251,11 +257,16 @@ static void test_mmlu(void) {
     CHECK(s.items == NULL && s.n_items == 0, "freed set zeroed");
 
     // --limit: the first N of every subject, in canonical order (test_limit_per_subject)
-    rc = load("mmlu", &s, SHARED, NULL, 0, 5, &e);
+    rc = load("mmlu", &s, datasets, NULL, 0, 5, &e);
     CHECK(rc == 0 && s.n_items == 57 * 5 && !strcmp(s.items[4].id, "abstract_algebra/4") &&
               !strcmp(s.items[5].id, "anatomy/0"), "mmlu --limit 5");
     task_set_free(&s);
+}
 
+static void test_mmlu_jsonl(void) {
+    struct task_set s;
+    struct err e;
+    int rc;
     // JSONL form: grouped by subject (sorted, stable); a bad answer is an error naming the line
     rc = load("mmlu", &s, NULL, FIX "/mmlu_mini.jsonl", 0, 0, &e);
     CHECK(rc == ERR_FORMAT && strstr(e.msg, "mmlu_mini.jsonl:5") && strstr(e.msg, "answer"), "mmlu jsonl bad row: %s", e.msg);
@@ -274,10 +285,14 @@ static void test_mmlu(void) {
 }
 
 // ---- HellaSwag ----
+static const char *const hellaswag_c0[] = {"is using wrap to wrap a pair of skis.", "is ripping level tiles off.",
+                                           "is holding a rubik's cube.", "starts pulling up roofing on a roof."};
+
 static void test_hellaswag(void) {
+    if (!NEED("hellaswag")) return;
     struct task_set s;
     struct err e;
-    int rc = load("hellaswag", &s, SHARED, NULL, 0, 0, &e);
+    int rc = load("hellaswag", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "hellaswag load: %s", e.msg);
     if (rc) return;
     CHECK(s.n_items == 10042, "hellaswag %d items", s.n_items);
@@ -287,20 +302,22 @@ static void test_hellaswag(void) {
     for (int i = 0; i < s.n_items; i++) dist[s.items[i].gold]++;
     CHECK(dist[0] == 2515 && dist[1] == 2485 && dist[2] == 2584 && dist[3] == 2458, "gold distribution %d %d %d %d",
           dist[0], dist[1], dist[2], dist[3]);
-    const char *c0[] = {"is using wrap to wrap a pair of skis.", "is ripping level tiles off.", "is holding a rubik's cube.",
-                        "starts pulling up roofing on a roof."};
-    check_item(&s, "0", "Roof shingle removal: A man is sitting on a roof. he", c0, 4, 3);
+    check_item(&s, "0", "Roof shingle removal: A man is sitting on a roof. he", hellaswag_c0, 4, 3);
     const char *c1[] = {"swings and lands in her arms.", "pulls the barbell forward.", "pulls a rope attached to the barbell.",
                         "stands and lifts the weight over her head."};
     check_item(&s, "1", "Clean and jerk: A lady walks to a barbell. She bends down and grabs the pole. the lady", c1, 4, 3);
     task_set_free(&s);
+}
 
+static void test_hellaswag_fixtures(void) {
+    struct task_set s;
+    struct err e;
     // JSONL form with pre()/cap()
-    rc = load("hellaswag", &s, NULL, FIX "/hellaswag_mini.jsonl", 0, 0, &e);
+    int rc = load("hellaswag", &s, NULL, FIX "/hellaswag_mini.jsonl", 0, 0, &e);
     CHECK(rc == 0 && s.n_items == 2, "hellaswag jsonl: %s", e.msg);
     if (!rc) {
         CHECK(strstr(s.source, "JSONL") != NULL, "jsonl form recorded");
-        check_item(&s, "0", "Roof shingle removal: A man is sitting on a roof. He", c0, 4, 3);
+        check_item(&s, "0", "Roof shingle removal: A man is sitting on a roof. He", hellaswag_c0, 4, 3);
         const char *c[] = {" Climb up the ladder carefully.", "Jump.", "Wait  here.", "Call [a friend\n] now."};
         check_item(&s, "1", "Home and Garden: How to clean a roof. Get a ladder. You should", c, 4, 0);
     }
@@ -342,9 +359,11 @@ static void check_arc_order(const struct task_set *s, const char *foundry) {
 }
 
 static void test_arc(void) {
+    if (!NEED("arc")) return;
     struct task_set s;
     struct err e;
-    int rc = load("arc_challenge", &s, SHARED, NULL, 0, 0, &e);
+    char foundry[2048];
+    int rc = load("arc_challenge", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "arc_challenge load: %s", e.msg);
     if (!rc) {
         CHECK(s.n_items == 1172, "arc_challenge %d items", s.n_items);
@@ -367,11 +386,12 @@ static void test_arc(void) {
               find_index(&s, "NYSEDREGENTS_2008_8_34"));
         CHECK(find_index(&s, "Mercury_412681") == 59 && find_index(&s, "MCAS_2006_9_43") == 88,
               "ai2-only items at original lines 59/88: %d %d", find_index(&s, "Mercury_412681"), find_index(&s, "MCAS_2006_9_43"));
-        check_arc_order(&s, SHARED "/arc/llm-foundry/arc_challenge.jsonl");
+        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_challenge.jsonl", datasets);
+        check_arc_order(&s, foundry);
         CHECK(digits >= 22, "digit-label (NYSED) items present: %d", digits);
     }
     task_set_free(&s);
-    rc = load("arc_easy", &s, SHARED, NULL, 0, 0, &e);
+    rc = load("arc_easy", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "arc_easy load: %s", e.msg);
     if (!rc) {
         CHECK(s.n_items == 2376, "arc_easy %d items", s.n_items);
@@ -387,11 +407,17 @@ static void test_arc(void) {
                            "It is absorbing energy for use when it is active.",
                            "It is using less energy than when it is active."};
         check_item(&s, "TIMSS_1995_8_P4", "Question: What happens when an animal hibernates?\nAnswer:", c, 5, 4);
-        check_arc_order(&s, SHARED "/arc/llm-foundry/arc_easy.jsonl");
+        snprintf(foundry, sizeof foundry, "%s/arc/llm-foundry/arc_easy.jsonl", datasets);
+        check_arc_order(&s, foundry);
     }
     task_set_free(&s);
+}
+
+static void test_arc_fixture(void) {
+    struct task_set s;
+    struct err e;
     // fixture: digit labels, 5 choices, and an answerKey that is no label
-    rc = load("arc_easy", &s, NULL, FIX "/arc_bad.jsonl", 0, 0, &e);
+    int rc = load("arc_easy", &s, NULL, FIX "/arc_bad.jsonl", 0, 0, &e);
     CHECK(rc == ERR_FORMAT && strstr(e.msg, "arc_bad.jsonl:2") && strstr(e.msg, "Fix_2"), "arc bad key: %s", e.msg);
     rc = load("arc_challenge", &s, NULL, FIX "/arc_bad.jsonl", 1, 0, &e);
     CHECK(rc == 0 && s.n_items == 2 && s.n_bad_rows == 1, "arc skip");
@@ -418,9 +444,10 @@ static const char k_primer[] =
     "A: The 1992 Olympics were held in Barcelona, Spain.";
 
 static void test_truthfulqa(void) {
+    if (!NEED("truthfulqa")) return;
     struct task_set s;
     struct err e;
-    int rc = load("truthfulqa_mc1", &s, SHARED, NULL, 0, 0, &e);
+    int rc = load("truthfulqa_mc1", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "truthfulqa load: %s", e.msg);
     if (rc) return;
     CHECK(s.n_items == 817, "truthfulqa %d items", s.n_items);
@@ -455,7 +482,7 @@ static void test_lookup(void) {
           strstr(e.msg, "hifa4-eval download --task hellaswag"), "missing data message: %s", e.msg);
     rc = load("mmlu", &s, FIX "/no-such-root", NULL, 0, 0, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "mmlu/data/test") && strstr(e.msg, "download --task mmlu"), "mmlu missing: %s", e.msg);
-    rc = load("gpqa_diamond", &s, SHARED, NULL, 0, 0, &e);
+    rc = load("gpqa_diamond", &s, datasets ? datasets : FIX "/no-such-root", NULL, 0, 0, &e); // GPQA is never shipped
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "gpqa/gpqa_diamond.csv"), "gpqa missing: %s", e.msg);
     // $HIFA4_DATA is used without --data-dir; --data-dir wins over it; the cache comes last
     setenv("HIFA4_DATA", FIX "/datasets", 1);
@@ -468,9 +495,11 @@ static void test_lookup(void) {
         check_item(&s, "0", want, c, 2, 1);
     }
     task_set_free(&s);
-    rc = load("truthfulqa_mc1", &s, SHARED, NULL, 0, 0, &e);
-    CHECK(rc == 0 && s.n_items == 817, "--data-dir before HIFA4_DATA");
-    task_set_free(&s);
+    if (NEED("truthfulqa")) {
+        rc = load("truthfulqa_mc1", &s, datasets, NULL, 0, 0, &e);
+        CHECK(rc == 0 && s.n_items == 817, "--data-dir before HIFA4_DATA");
+        task_set_free(&s);
+    }
     unsetenv("HIFA4_DATA");
     setenv("HIFA4_CACHE", FIX, 1);  // cache root = $HIFA4_CACHE/datasets
     rc = load("truthfulqa_mc1", &s, FIX "/no-such-root", NULL, 0, 0, &e);
@@ -538,9 +567,10 @@ static void test_gpqa(void) {
 
 // ---- BBH ----
 static void test_bbh(void) {
+    if (!NEED("bbh")) return;
     struct task_set s;
     struct err e;
-    int rc = load("bbh", &s, SHARED, NULL, 0, 0, &e);
+    int rc = load("bbh", &s, datasets, NULL, 0, 0, &e);
     CHECK(rc == 0, "bbh load: %s", e.msg);
     if (rc) return;
     CHECK(task_bbh_subtask_count() == 24, "24 subtasks");
@@ -690,15 +720,19 @@ static void test_mc_jsonl(void) {
 static void test_ppl(void) {
     struct task_set s;
     struct err e;
-    int rc = load("ppl", &s, SHARED, NULL, 0, 0, &e);
-    CHECK(rc == 0 && s.is_ppl && s.n_items == 0, "ppl load: %s", e.msg);
-    if (!rc) {
-        // the original LF wiki.test.raw is 1,290,590 bytes (datasets/wikitext2/SOURCE.md)
-        CHECK(s.text_len == 1290590 && strlen(s.text) == s.text_len, "wikitext rebuilt: %zu bytes", s.text_len);
-        CHECK(strncmp(s.text, " \n = Robert Boulter = \n \n Robert Boulter is an English film", 58) == 0, "starts [%.60s]", s.text);
-        CHECK(strchr(s.text, '\r') == NULL, "no CR");
+    int rc;
+    if (NEED("wikitext2")) {
+        rc = load("ppl", &s, datasets, NULL, 0, 0, &e);
+        CHECK(rc == 0 && s.is_ppl && s.n_items == 0, "ppl load: %s", e.msg);
+        if (!rc) {
+            // the original LF wiki.test.raw is 1,290,590 bytes (datasets/wikitext2/SOURCE.md)
+            CHECK(s.text_len == 1290590 && strlen(s.text) == s.text_len, "wikitext rebuilt: %zu bytes", s.text_len);
+            CHECK(strncmp(s.text, " \n = Robert Boulter = \n \n Robert Boulter is an English film", 58) == 0, "starts [%.60s]",
+                  s.text);
+            CHECK(strchr(s.text, '\r') == NULL, "no CR");
+        }
+        task_set_free(&s);
     }
-    task_set_free(&s);
     rc = load("ppl", &s, NULL, FIX "/ppl_mini.txt", 0, 0, &e);
     CHECK(rc == 0 && s.text_len == 25 && !strcmp(s.text, " = Title = \n\n Some text.\n"), "ppl --file as is");
     task_set_free(&s);
@@ -767,35 +801,39 @@ static void test_niah(void) {
 static void test_cli(void) {
     const char *bin = getenv("HIFA4_BIN");
     if (!bin || !bin[0]) { printf("HIFA4_BIN not set: skipping the prompts CLI check\n"); return; }
-    char cmd[1024], exe[512];
+    char cmd[4096], exe[512];
     snprintf(exe, sizeof exe, "%s%s", strchr(bin, '/') ? "" : "./", bin);  // Makefile passes a bare name
     bin = exe;
-    snprintf(cmd, sizeof cmd, "%s prompts --task truthfulqa_mc1 --data-dir " SHARED " --limit 2 2>/dev/null", bin);
-    FILE *f = popen(cmd, "r");
-    CHECK(f != NULL, "popen");
-    if (!f) return;
-    char line[8192];
-    int n = 0, ok0 = 0;
-    while (fgets(line, sizeof line, f)) {
-        n++;
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *ctx = cJSON_GetObjectItem(j, "context"), *g = cJSON_GetObjectItem(j, "gold");
-        if (n == 1 && cJSON_IsString(ctx) && cJSON_IsNumber(g) && g->valueint == 0 &&
-            strstr(ctx->valuestring, "\n\nQ: What happens if you eat a pomegranate?\nA:"))
-            ok0 = 1;
-        cJSON_Delete(j);
+    FILE *f = NULL;
+    if (NEED("truthfulqa")) {
+        snprintf(cmd, sizeof cmd, "%s prompts --task truthfulqa_mc1 --data-dir %s --limit 2 2>/dev/null", bin, datasets);
+        f = popen(cmd, "r");
+        CHECK(f != NULL, "popen");
     }
-    int st = pclose(f);
-    CHECK(st == 0 && n == 2 && ok0, "prompts CLI: status %d, %d lines", st, n);
+    if (f) {
+        char line[8192];
+        int n = 0, ok0 = 0;
+        while (fgets(line, sizeof line, f)) {
+            n++;
+            cJSON *j = cJSON_Parse(line);
+            const cJSON *ctx = cJSON_GetObjectItem(j, "context"), *g = cJSON_GetObjectItem(j, "gold");
+            if (n == 1 && cJSON_IsString(ctx) && cJSON_IsNumber(g) && g->valueint == 0 &&
+                strstr(ctx->valuestring, "\n\nQ: What happens if you eat a pomegranate?\nA:"))
+                ok0 = 1;
+            cJSON_Delete(j);
+        }
+        int st = pclose(f);
+        CHECK(st == 0 && n == 2 && ok0, "prompts CLI: status %d, %d lines", st, n);
+    }
     snprintf(cmd, sizeof cmd, "%s prompts --task hellaswag --data-dir " FIX "/no-such-root >/dev/null 2>&1", bin);
-    st = system(cmd);
+    int st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "missing data exits 1: %d", st);
 }
 
 // --limit on grouped tasks keeps the first N items of every subject / subtask (lm-eval applies
 // --limit to each subtask of a group), not the first N of the concatenation.
-static void test_limit_per_subject(void) {
-    struct task_opts o = {.data_dir = "../shared/datasets", .limit = 2};
+static void test_limit_real(void) {
+    struct task_opts o = {.data_dir = datasets, .limit = 2};
     struct task_set s = {0};
     struct err e = {0};
     int rc = task_find("mmlu")->load(&s, &o, &e);
@@ -812,6 +850,10 @@ static void test_limit_per_subject(void) {
     rc = task_find("bbh")->load(&s, &o, &e);
     CHECK(rc == 0 && s.n_items == 24 * 3, "bbh --limit 3: %d items (%s)", s.n_items, e.msg);
     task_set_free(&s);
+}
+
+static void test_limit_per_subject(void) {
+    if (NEED("mmlu") && NEED("bbh")) test_limit_real();
     // hand case: subjects A A A B NULL NULL C with limit 2 -> A A B NULL NULL C
     struct task_set h = {0};
     const char *subj[7] = {"A", "A", "A", "B", NULL, NULL, "C"};
@@ -832,14 +874,18 @@ static void test_limit_per_subject(void) {
 }
 
 int main(void) {
+    datasets = test_data("datasets");
     test_registry();
     test_limit_per_subject();
     test_preprocess();
     test_csv();
     test_csv_random();
     test_mmlu();
+    test_mmlu_jsonl();
     test_hellaswag();
+    test_hellaswag_fixtures();
     test_arc();
+    test_arc_fixture();
     test_truthfulqa();
     test_lookup();
     test_gpqa();

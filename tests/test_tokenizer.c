@@ -1,4 +1,4 @@
-// test_tokenizer.c: the tokenizer against Hugging Face's own ids (../shared/tokenizers/golden,
+// test_tokenizer.c: the tokenizer against Hugging Face's own ids (tokenizers/golden of the test data,
 // four tokenizers, with and without special tokens), decode round trips, the llama2.c
 // stories260K conversion against llama2.c's own ids, malformed tokenizer.json files (errors,
 // never crashes), a minimal HF-standard byte-level BPE file, and concurrent encoding.
@@ -16,7 +16,6 @@
 #include "tokenizer/llama2c_vocab.h"
 #include "tokenizer/tokenizer.h"
 
-#define SHARED "../shared/"
 
 // ---- golden files ----
 struct gcase { char *text; size_t len; int32_t *ids, *ids_sp; int n, n_sp; int added; };
@@ -110,9 +109,9 @@ static int lossless(const char *name, const struct gcase *c) {
 }
 
 static void test_golden(const char *name, int expect_bos) {
-    char dir[256], path[256];
-    snprintf(dir, sizeof dir, SHARED "tokenizers/%s", name);
-    snprintf(path, sizeof path, SHARED "tokenizers/golden/%s.jsonl", name);
+    const char *dir = TEST_NEED("tokenizers/%s", name);
+    const char *path = dir ? TEST_NEED("tokenizers/golden/%s.jsonl", name) : NULL;
+    if (!path) return;
     struct tokenizer *t = NULL;
     struct err e = {0};
     double t0 = time_now();
@@ -157,9 +156,12 @@ static void test_golden(const char *name, int expect_bos) {
 
 // llama2.c's tok512.bin converted to tokenizer.json must give llama2.c's own encode() ids.
 static void test_llama2c(void) {
+    const char *tok512 = TEST_NEED("models/stories260K/tok512.bin");
+    const char *gold = tok512 ? TEST_NEED("goldens/stories260K/tok512-golden.jsonl") : NULL;
+    if (!gold) return;
     struct err e = {0};
     char *json = NULL;
-    int rc = tok_llama2c_to_json(SHARED "models/stories260K/tok512.bin", 512, &json, &e);
+    int rc = tok_llama2c_to_json(tok512, 512, &json, &e);
     CHECK(rc == 0, "tok_llama2c_to_json: %s", e.msg);
     if (rc) return;
     struct tokenizer *t = NULL;
@@ -171,7 +173,7 @@ static void test_llama2c(void) {
     CHECK(tok_bos_id(t) == 1 && tok_adds_bos(t) == 1, "bos %d adds %d", tok_bos_id(t), tok_adds_bos(t));
     CHECK(tok_eos_id(t) == 2, "eos %d", tok_eos_id(t));
     struct golden g;
-    CHECK(load_golden(SHARED "goldens/stories260K/tok512-golden.jsonl", &g) == 0, "tok512 golden");
+    CHECK(load_golden(gold, &g) == 0, "tok512 golden");
     CHECK(g.n >= 100, "tok512 golden: %d cases", g.n);
     int ok = 0, rt = 0;
     for (int i = 0; i < g.n; i++) {
@@ -263,13 +265,16 @@ static int l2c_encode(const struct l2c *v, const char *text, int *tok) {
 // fixed-seed random strings over a small alphabet (spaces, punctuation, newlines, a 2-byte
 // and a 3-byte char) and the first lines of WikiText-2.
 static void test_llama2c_reference(void) {
+    const char *tok512 = TEST_NEED("models/stories260K/tok512.bin");
+    const char *gold = tok512 ? TEST_NEED("goldens/stories260K/tok512-golden.jsonl") : NULL;
+    if (!gold) return;
     struct l2c v = {0};
-    CHECK(l2c_load(&v, SHARED "models/stories260K/tok512.bin") == 0, "tok512.bin");
+    CHECK(l2c_load(&v, tok512) == 0, "tok512.bin");
     if (!v.vocab) return;
     struct err e = {0};
     char *json = NULL;
     struct tokenizer *t = NULL;
-    if (tok_llama2c_to_json(SHARED "models/stories260K/tok512.bin", 512, &json, &e) ||
+    if (tok_llama2c_to_json(tok512, 512, &json, &e) ||
         tok_load_json(&t, json, strlen(json), NULL, "tok512.json", &e)) {
         CHECK(0, "tok512: %s", e.msg);
         free(json);
@@ -277,7 +282,7 @@ static void test_llama2c_reference(void) {
     }
     free(json);
     struct golden g;
-    load_golden(SHARED "goldens/stories260K/tok512-golden.jsonl", &g);
+    load_golden(gold, &g);
     int ref_ok = 0;
     int *tok = malloc(4096 * sizeof *tok);
     for (int i = 0; i < g.n; i++) {
@@ -317,7 +322,8 @@ static void test_llama2c_reference(void) {
     }
     char *wiki = NULL;
     size_t wl = 0;
-    if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &wiki, &wl, &e) == 0) {
+    const char *wiki_path = test_data("datasets/wikitext2/raw/wiki.test.raw"); // extra texts when present
+    if (wiki_path && file_read_all(wiki_path, &wiki, &wl, &e) == 0) {
         char *line = wiki;
         for (int c = 0; c < 80 && line; c++) {
             char *nl = strchr(line, '\n');
@@ -347,9 +353,10 @@ static void test_llama2c_reference(void) {
 
 // Broken llama2.c tokenizer files: errors naming the problem, never a crash or a partial file.
 static void test_llama2c_errors(void) {
+    const char *src = TEST_NEED("models/stories260K/tok512.bin");
+    if (!src) return;
     struct err e = {0};
     char *json = (char *)1;
-    const char *src = SHARED "models/stories260K/tok512.bin";
     CHECK(tok_llama2c_to_json(src, 511, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "left"), "vocab 511: %s", e.msg);
     CHECK(tok_llama2c_to_json(src, 513, &json, &e) == ERR_FORMAT && !json && strstr(e.msg, "record 512"), "vocab 513: %s", e.msg);
     CHECK(tok_llama2c_to_json("/nonexistent/tok.bin", 512, &json, &e) != 0 && !json, "missing file");
@@ -383,8 +390,9 @@ static void test_facts(void) {
         {"mistral", "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc", 32000, 1, 2, 1},
     };
     for (int i = 0; i < 3; i++) {
-        char dir[256], hex[65];
-        snprintf(dir, sizeof dir, SHARED "tokenizers/%s", f[i].name);
+        char hex[65];
+        const char *dir = TEST_NEED("tokenizers/%s", f[i].name);
+        if (!dir) continue;
         struct tokenizer *t = NULL;
         struct err e = {0};
         if (tok_load(&t, dir, &e)) { CHECK(0, "%s: %s", f[i].name, e.msg); continue; }
@@ -411,9 +419,11 @@ static void test_facts(void) {
         tok_free(t);
     }
     // The mistral pieces named in SOURCE.md.
+    const char *mistral = TEST_NEED("tokenizers/mistral/tokenizer.json");
+    if (!mistral) return;
     struct tokenizer *t = NULL;
     struct err e = {0};
-    if (tok_load(&t, SHARED "tokenizers/mistral/tokenizer.json", &e) == 0) {
+    if (tok_load(&t, mistral, &e) == 0) {
         CHECK(!strcmp(tok_piece(t, 28705), "\xe2\x96\x81") && !strcmp(tok_piece(t, 22557), "\xe2\x96\x81Hello"), "mistral pieces");
         CHECK(tok_piece_id(t, "<s>", 3) == 1, "mistral <s>");
         CHECK(tok_bos_id(t) == 1, "mistral bos via the file path + its config: %d", tok_bos_id(t));
@@ -424,10 +434,12 @@ static void test_facts(void) {
 // tokenizer_config.json of a Llama/Gemma tokenizer class rebuilds BOS/EOS like transformers;
 // other classes keep tokenizer.json's post-processor. "Hello world" = [22557, 1526] (SOURCE.md).
 static void test_config_override(void) {
+    const char *mistral = TEST_NEED("tokenizers/mistral/tokenizer.json");
+    if (!mistral) return;
     struct err e = {0};
     char *json = NULL;
     size_t len = 0;
-    if (file_read_all(SHARED "tokenizers/mistral/tokenizer.json", &json, &len, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (file_read_all(mistral, &json, &len, &e)) { CHECK(0, "%s", e.msg); return; }
     struct { const char *cfg; int32_t want[4]; int n; int adds_bos, adds_eos; } c[] = {
         {"{\"tokenizer_class\":\"LlamaTokenizer\",\"add_bos_token\":false,\"bos_token\":\"<s>\"}", {22557, 1526}, 2, 0, 0},
         {"{\"tokenizer_class\":\"LlamaTokenizerFast\",\"add_eos_token\":true}", {1, 22557, 1526, 2}, 4, 1, 1},
@@ -519,7 +531,8 @@ static void test_malformed(void) {
     // Truncated copies of a real file: every one must fail cleanly.
     char *buf = NULL;
     size_t len = 0;
-    if (file_read_all(SHARED "tokenizers/mistral/tokenizer.json", &buf, &len, &e) == 0) {
+    const char *mistral = TEST_NEED("tokenizers/mistral/tokenizer.json");
+    if (mistral && file_read_all(mistral, &buf, &len, &e) == 0) {
         size_t cuts[] = {1, 100, 1000, len / 3, len / 2, len - 10, len - 1};
         for (int i = 0; i < 7; i++) {
             int rc = tok_load_json(&t, buf, cuts[i], NULL, "cut.json", &e);
@@ -726,9 +739,11 @@ static void test_cli(void) {
     if (!bin) bin = "./hifa4-eval";
     if (!tmp) tmp = "build/tmp";
     if (!file_exists(bin)) { printf("test_cli: %s not built, skipped\n", bin); return; }
+    const char *mistral = TEST_NEED("tokenizers/mistral");
+    if (!mistral) return;
     struct err e = {0};
     mkdir_p(tmp, &e);
-    char file[512], cmd[1024];
+    char file[512], cmd[4096];
     snprintf(file, sizeof file, "%s/tok_cli.txt", tmp);
     // mistral golden: " A" -> [28705, 330] (SOURCE.md); with special tokens <s>=1 first. The
     // file ends in a newline, which must be encoded too (no stripping): "\n" is <0x0A> = 13.
@@ -737,7 +752,7 @@ static void test_cli(void) {
     const char *modes[2] = {"", "--no-special "};
     const char *want[2] = {"1 28705 330 13\n", "28705 330 13\n"};
     for (int m = 0; m < 2; m++) {
-        snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer " SHARED "tokenizers/mistral %s--ids-only %s", bin, modes[m], file);
+        snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer %s %s--ids-only %s", bin, mistral, modes[m], file);
         FILE *p = popen(cmd, "r");
         char out[256] = {0};
         size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
@@ -745,7 +760,7 @@ static void test_cli(void) {
         out[n] = 0;
         CHECK(st == 0 && !strcmp(out, want[m]), "tokenize%s: got '%s' (status %d)", modes[m], out, st);
     }
-    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --model " SHARED "tokenizers/mistral %s", bin, file);
+    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --model %s %s", bin, mistral, file);
     FILE *p = popen(cmd, "r");
     char out[256] = {0};
     size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
@@ -756,7 +771,7 @@ static void test_cli(void) {
     p = popen(cmd, "r");
     st = p ? pclose(p) : -1;
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "tokenize without --tokenizer: exit %d", WEXITSTATUS(st));
-    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer " SHARED "tokenizers/mistral %s/no-such-file 2>/dev/null", bin, tmp);
+    snprintf(cmd, sizeof cmd, "%s --quiet tokenize --tokenizer %s %s/no-such-file 2>/dev/null", bin, mistral, tmp);
     p = popen(cmd, "r");
     st = p ? pclose(p) : -1;
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "tokenize of a missing file: exit %d", WEXITSTATUS(st));
@@ -767,9 +782,11 @@ static void test_cli(void) {
 // encoding its whole-string utf8proc NFC must agree, on random mixes of starters, combining
 // marks (reordering cases), precomposed letters and Hangul jamo.
 static void test_nfc(void) {
+    const char *qwen3 = TEST_NEED("tokenizers/qwen3");
+    if (!qwen3) return;
     struct tokenizer *t = NULL;
     struct err e = {0};
-    if (tok_load(&t, SHARED "tokenizers/qwen3", &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
+    if (tok_load(&t, qwen3, &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
     static const char *alpha[] = {"a", "e", "A", " ", "\xcc\x81", "\xcc\xa3", "\xcc\x80", "\xc3\x80", "\xe1\x84\x80",
                                   "\xe1\x85\xa1", "\xe1\x86\xa8", "\xea\xb0\x80", "\xe1\xba\xa1", "\xcd\x84", "\xe0\xbd\xb3",
                                   "\xc5\xbf", "\xe2\x84\xab", "\n", "\xe4\xb8\xad", "\xef\xac\x81"};
@@ -861,12 +878,15 @@ static void *run_job(void *p) {
 }
 
 static void test_threads(void) {
+    const char *qwen3 = TEST_NEED("tokenizers/qwen3");
+    const char *wiki = qwen3 ? TEST_NEED("datasets/wikitext2/raw/wiki.test.raw") : NULL;
+    if (!wiki) return;
     struct tokenizer *t = NULL;
     struct err e = {0};
-    if (tok_load(&t, SHARED "tokenizers/qwen3", &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
+    if (tok_load(&t, qwen3, &e)) { CHECK(0, "qwen3: %s", e.msg); return; }
     char *text = NULL;
     size_t len = 0;
-    if (file_read_all(SHARED "datasets/wikitext2/raw/wiki.test.raw", &text, &len, &e)) { CHECK(0, "%s", e.msg); tok_free(t); return; }
+    if (file_read_all(wiki, &text, &len, &e)) { CHECK(0, "%s", e.msg); tok_free(t); return; }
     if (len > 100000) len = 100000;
     while (len > 0 && ((uint8_t)text[len] & 0xc0) == 0x80) len--; // cut on a code point boundary
     int32_t *ref = NULL, *nocache = NULL;

@@ -17,12 +17,35 @@
 
 static char tmp[1024];
 static const char *bin;
-static const char *const QMODEL = "../shared/goldens/models/qwen3-outlier";
-static const char *const QSCALES = "../shared/goldens/logits/qwen3-outlier.safetensors";
+// The K-outlier model test_outlier traces and its Smooth-QK scales (see outlier_model).
+static const char *QMODEL, *QSCALES;
 
 static int run(const char *cmd) {
     int s = system(cmd);
     return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+// Sets QMODEL / QSCALES: the golden qwen3-outlier with its golden scales, else (no test data)
+// a make-model checkpoint of its shape with the same planted outlier (layer 0, channel 51,
+// gamma 34), calibrated on test_text() - test_outlier checks invariants of the trace and the
+// outlier effect, not golden numbers. 0, or -1 after a failed check.
+static int outlier_model(void) {
+    static char mdir[1100], scales[1200];
+    QMODEL = test_data("goldens/models/qwen3-outlier");
+    QSCALES = test_data("goldens/logits/qwen3-outlier.safetensors");
+    if (QMODEL && QSCALES) return 0;
+    char cmd[8192];
+    snprintf(mdir, sizeof mdir, "%s/q3-outlier-mm", tmp);
+    snprintf(scales, sizeof scales, "%s/q3-outlier-mm-scales.safetensors", tmp);
+    snprintf(cmd, sizeof cmd,
+             "%s make-model --arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 128 --ffn 256 --seed 12 "
+             "--plant-outlier 0:51:34 --out %s >/dev/null 2>&1 && %s --quiet calibrate --model %s --calib %s "
+             "--calib-samples 8 --calib-len 128 --out %s >/dev/null 2>&1",
+             bin, mdir, bin, mdir, test_text(), scales);
+    QMODEL = mdir, QSCALES = scales;
+    int rc = run(cmd);
+    CHECK(rc == 0, "make-model + calibrate of the outlier model: %s", cmd);
+    return rc ? -1 : 0;
 }
 
 // Three sequences (lengths not multiples of the tile) of pseudo-random ids < 500.
@@ -63,6 +86,7 @@ static int same_layers(const struct trace_result *a, const struct trace_result *
 }
 
 static void test_outlier(void) {
+    if (outlier_model()) return;
     struct trace_set set = make_set();
     const char *modes[] = {"f32", "bf16", "direct", "hifa4"};
     struct trace_opts o;
@@ -90,9 +114,9 @@ static void test_outlier(void) {
     CHECK(eh > 0 && ed > 0 && eh < 0.5 * ed, "layer-0 rel-L2: hifa4 %.4g, direct %.4g", eh, ed);
     CHECK(hi->layer[0].cosine > di->layer[0].cosine, "hifa4 cosine %.6f > direct %.6f", hi->layer[0].cosine,
           di->layer[0].cosine);
-    printf("qwen3-outlier (golden scales), 3 sequences / %lld tokens: layer-0 rel-L2 vs f32: bf16 %.4g, direct %.4g, "
+    printf("%s, 3 sequences / %lld tokens: layer-0 rel-L2 vs f32: bf16 %.4g, direct %.4g, "
            "hifa4 %.4g; cosine direct %.6f, hifa4 %.6f\n",
-           (long long)set.n_tokens, bf->layer[0].rel_l2, ed, eh, di->layer[0].cosine, hi->layer[0].cosine);
+           QMODEL, (long long)set.n_tokens, bf->layer[0].rel_l2, ed, eh, di->layer[0].cosine, hi->layer[0].cosine);
     // eps_bar: one histogram count per visible (row, tile, head), quantized modes only
     int64_t want = 0;
     for (int s = 0; s < set.n_seq; s++) want += visible_tiles(set.seq_len[s], 128);
@@ -188,10 +212,12 @@ static void test_outlier(void) {
     CHECK(rc == 0 && r.n_modes == 3 && !strcmp(r.skipped, "hifa4"), "hifa4 skipped without scales (%d modes, '%s')",
           r.n_modes, rc ? e.msg : r.skipped);
     if (!rc) trace_result_free(&r);
-    o.scales = "../shared/goldens/logits/qwen3-tiny.safetensors"; // 3 layers
-    rc = trace_run(&r, QMODEL, &set, 1, modes, 4, &o, &e);
-    CHECK(rc != 0 && strstr(e.msg, "qwen3-tiny"), "foreign scales refused: %s", e.msg);
-    if (!rc) trace_result_free(&r);
+    o.scales = TEST_NEED("goldens/logits/qwen3-tiny.safetensors"); // 3 layers
+    if (o.scales) {
+        rc = trace_run(&r, QMODEL, &set, 1, modes, 4, &o, &e);
+        CHECK(rc != 0 && strstr(e.msg, "qwen3-tiny"), "foreign scales refused: %s", e.msg);
+        if (!rc) trace_result_free(&r);
+    }
     const char *bad[] = {"bf16", "nosuchmode"};
     CHECK(trace_run(&r, QMODEL, &set, 1, bad, 2, &o, &e) == ERR_USAGE, "unknown mode: %s", e.msg);
     free(set.seq_len);
@@ -201,6 +227,7 @@ static void test_outlier(void) {
 // Q-Mean forms side by side (--qmean both) and --qdq-skip: entries, names, and that each entry
 // is the run of its own form.
 static void test_qmean_forms(void) {
+    if (!QMODEL && outlier_model()) return;
     struct trace_set set = make_set();
     const char *modes[] = {"direct", "direct+qmean", "hifa4"};
     struct trace_opts o;
@@ -225,8 +252,8 @@ static void test_qmean_forms(void) {
     CHECK(tok->layer[0].rel_l2 != ch->layer[0].rel_l2 && tok->total.eps_tiles == ch->total.eps_tiles,
           "hifa4 token %.6g vs channel %.6g rel-L2 must differ on the same (row, tile) pairs", tok->layer[0].rel_l2,
           ch->layer[0].rel_l2);
-    printf("qwen3-outlier layer-0 rel-L2 vs f32: direct %.4g; direct+qmean token %.4g channel %.4g; hifa4 token %.4g "
-           "channel %.4g\n", trace_cell(&r, 0, 0)->layer[0].rel_l2, dq->layer[0].rel_l2, trace_cell(&r, 2, 0)->layer[0].rel_l2,
+    printf("%s layer-0 rel-L2 vs f32: direct %.4g; direct+qmean token %.4g channel %.4g; hifa4 token %.4g "
+           "channel %.4g\n", QMODEL, trace_cell(&r, 0, 0)->layer[0].rel_l2, dq->layer[0].rel_l2, trace_cell(&r, 2, 0)->layer[0].rel_l2,
            tok->layer[0].rel_l2, ch->layer[0].rel_l2);
     // --qmean channel alone gives the same numbers as the channel entries of --qmean both
     o.qmean = ATTN_QMEAN_CHANNEL;
@@ -278,11 +305,11 @@ static void test_cli(void) {
     snprintf(cmd, sizeof cmd,
              "%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
              "--plant-outlier 0:51:34 --out %s >/dev/null 2>&1 && "
-             "%s --quiet calibrate --model %s --calib ../shared/datasets/brown/brown.txt.zst --calib-samples 8 "
+             "%s --quiet calibrate --model %s --calib %s --calib-samples 8 "
              "--calib-len 128 --out %s >/dev/null 2>&1 && "
-             "%s --quiet trace --model %s --text ../shared/datasets/brown/brown.txt.zst --ctx 128,320 --limit 2 "
+             "%s --quiet trace --model %s --text %s --ctx 128,320 --limit 2 "
              "--attn bf16,direct,hifa4 --scales %s --out %s > %s 2>&1",
-             bin, mdir, bin, mdir, scales, bin, mdir, scales, out, log);
+             bin, mdir, bin, mdir, test_text(), scales, bin, mdir, test_text(), scales, out, log);
     CHECK(run(cmd) == 0, "make-model + calibrate + trace (see %s)", log);
     snprintf(path, sizeof path, "%s/trace.json", out);
     cJSON *j = read_json(path);
@@ -321,7 +348,7 @@ static void test_cli(void) {
     snprintf(home, sizeof home, "%s/cwd/configs/scales", tmp);
     struct err e0 = {0};
     mkdir_p(home, &e0);
-    if (realpath(bin, abin) && realpath(mdir, amdir) && realpath("../shared/datasets/brown/brown.txt.zst", abrown)) {
+    if (realpath(bin, abin) && realpath(mdir, amdir) && realpath(test_text(), abrown)) {
         snprintf(cmd, sizeof cmd,
                  "cp %s %s/q3-planted.safetensors && cd %s/cwd && %s --quiet trace --model %s --text %s --ctx 128 "
                  "--limit 1 --attn direct,hifa4 --out trace-default > trace.txt 2>&1",
@@ -339,14 +366,20 @@ static void test_cli(void) {
     } else CHECK(0, "realpath");
 
     // the golden qwen3-outlier has no tokenizer: borrow the make-model one (same 512 ids)
-    snprintf(out, sizeof out, "%s/trace-golden", tmp);
-    snprintf(cmd, sizeof cmd,
-             "%s --quiet trace --model %s --tokenizer %s --text ../shared/datasets/brown/brown.txt.zst --ctx 256 "
-             "--limit 1 --attn direct,hifa4 --qmean both --scales %s --out %s > %s 2>&1",
-             bin, QMODEL, mdir, QSCALES, out, log);
-    CHECK(run(cmd) == 0, "trace --tokenizer on qwen3-outlier (see %s)", log);
-    snprintf(path, sizeof path, "%s/trace.json", out);
-    j = read_json(path);
+    const char *gmodel = TEST_NEED("goldens/models/qwen3-outlier");
+    const char *gscales = gmodel ? TEST_NEED("goldens/logits/qwen3-outlier.safetensors") : NULL;
+    j = NULL;
+    if (gscales) {
+        snprintf(out, sizeof out, "%s/trace-golden", tmp);
+        snprintf(cmd, sizeof cmd,
+                 "%s --quiet trace --model %s --tokenizer %s --text %s --ctx 256 "
+                 "--limit 1 --attn direct,hifa4 --qmean both --scales %s --out %s > %s 2>&1",
+                 bin, gmodel, mdir, test_text(), gscales, out, log);
+        CHECK(run(cmd) == 0, "trace --tokenizer on qwen3-outlier (see %s)", log);
+        snprintf(path, sizeof path, "%s/trace.json", out);
+        j = read_json(path);
+        if (!j) CHECK(0, "%s missing", path);
+    }
     if (j) {
         const cJSON *ms = cJSON_GetObjectItem(j, "modes");
         double rel[2];
@@ -362,17 +395,19 @@ static void test_cli(void) {
                   cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 0), "qmean")),
               "trace --qmean both: direct, hifa4 (token), hifa4 (channel) in trace.json");
         cJSON_Delete(j);
-    } else CHECK(0, "%s missing", path);
+    }
 
     // task inputs, no scales: hifa4 skipped with a warning; stories260K (max 512 positions)
+    const char *s260k = TEST_NEED("models/stories260K"), *arc = s260k ? TEST_NEED("datasets/arc") : NULL;
+    if (!arc) return;
     snprintf(mdir, sizeof mdir, "%s/s260k", tmp);
     snprintf(out, sizeof out, "%s/trace-task", tmp);
     snprintf(log, sizeof log, "%s/trace-task.txt", tmp);
     snprintf(cmd, sizeof cmd,
-             "%s import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
-             "--out %s >/dev/null 2>&1 && %s trace --model %s --task arc_easy --data-dir ../shared/datasets --limit 3 "
+             "%s import-llama2c %s/stories260K.bin %s/tok512.bin "
+             "--out %s >/dev/null 2>&1 && %s trace --model %s --task arc_easy --data-dir %s --limit 3 "
              "--out %s > %s 2>&1",
-             bin, mdir, bin, mdir, out, log);
+             bin, s260k, s260k, mdir, bin, mdir, test_data("datasets"), out, log);
     CHECK(run(cmd) == 0, "trace --task (see %s)", log);
     snprintf(path, sizeof path, "%s/trace.json", out);
     j = read_json(path);
@@ -392,8 +427,8 @@ static void test_cli(void) {
     }
     // an explicit context beyond the model's positions is a usage error naming both numbers
     snprintf(cmd, sizeof cmd,
-             "%s trace --model %s --text ../shared/datasets/brown/brown.txt.zst --ctx 1024 --out %s/x > %s 2>&1", bin,
-             mdir, tmp, log);
+             "%s trace --model %s --text %s --ctx 1024 --out %s/x > %s 2>&1", bin,
+             mdir, test_text(), tmp, log);
     CHECK(run(cmd) == 2, "--ctx 1024 on a 512-position model: exit 2");
     if (!file_read_all(log, &txt, &n, &e)) {
         CHECK(strstr(txt, "1024") && strstr(txt, "512"), "message names 1024 and 512: %s", txt);

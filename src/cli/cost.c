@@ -215,7 +215,8 @@ static void print_counts(const char *mode, const struct cost_counts *c, const st
            (long long)c->elems16, c->bytes4, (long long)c->elems4);
 }
 
-// ---- rows of the table: a mode, and for modes with Q-Mean one row per form ----
+// ---- one cost computation: what cmd_cost parsed, and every row's counts and cycles ----
+// A row is a mode, and for modes with Q-Mean one row per form asked for (--qmean).
 struct row {
     const char *mode;
     int qmean;             // enum attn_qmean, or -1 for a mode without Q-Mean
@@ -225,37 +226,85 @@ struct row {
     struct cost_cycles cy;
 };
 
-// forms: 0 token, 1 channel, 2 both; rows holds 2 per mode
-static void add_rows(struct row *rows, int *n, const char *mode, unsigned flags, int forms) {
+struct cost_job {
+    const char *source;             // --model or --shape as given (printed as "model ...")
+    int T, br, bc;                  // tokens, cost tiling
+    int forms;                      // Q-Mean forms: 0 token, 1 channel, 2 both
+    char ppath[4096];               // the parameter file used
+    struct cost_params p;
+    struct mshape s;                // s.window owned
+    char mbuf[1024];                // storage of the mode names
+    struct row rows[MAX_MODES * 2];
+    int n_rows;
+    unsigned bf16_flags;
+    double norm, rnorm;             // bf16 Cube cycles and bf16 critical path: Table 10's units
+    int n_win;                      // layers with a sliding window < T
+};
+
+// The rows of one mode: once, or per Q-Mean form (token first) for a mode with Q-Mean.
+static void add_rows(struct cost_job *j, const char *mode, unsigned flags) {
     for (int q = 0; q < 2; q++) {
         const int has = (flags & ATTN_F_QMEAN) != 0;
-        if (has ? !(forms == 2 || forms == q) : q > 0) continue;
-        struct row *r = &rows[(*n)++];
+        if (has ? !(j->forms == 2 || j->forms == q) : q > 0) continue;
+        struct row *r = &j->rows[j->n_rows++];
         memset(r, 0, sizeof *r);
         r->mode = mode;
         r->qmean = has ? q : -1;
         r->flags = flags | (has && q == ATTN_QMEAN_CHANNEL ? ATTN_F_QMEAN_CH : 0);
-        if (has && forms == 2) snprintf(r->name, sizeof r->name, "%s [qmean %s]", mode, attn_qmean_name(q));
+        if (has && j->forms == 2) snprintf(r->name, sizeof r->name, "%s [qmean %s]", mode, attn_qmean_name(q));
         else snprintf(r->name, sizeof r->name, "%s", mode);
     }
 }
 
-static int print_json(const struct row *rows, int n, const struct mshape *s, const char *source, int T, int br,
-                      int bc, const char *ppath, int n_win, double norm, double rnorm, struct err *e) {
+// Splits --attn into rows (each mode's flags looked up) and finds bf16's (the reference row).
+static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e) {
+    const char *modes[MAX_MODES];
+    snprintf(j->mbuf, sizeof j->mbuf, "%s", modes_arg);
+    int n = cli_split(j->mbuf, modes, MAX_MODES, e), rc;
+    if (n < 0) return n;
+    if (n == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
+    for (int i = 0; i < n; i++) {
+        unsigned f = 0;
+        if ((rc = mode_flags(modes[i], &f, e))) return rc;
+        add_rows(j, modes[i], f);
+    }
+    return mode_flags("bf16", &j->bf16_flags, e);
+}
+
+// Counts and cycles of bf16 (the normalisation) and of every row over all layers of j->s.
+static void compute(struct cost_job *j) {
+    struct cost_counts base;
+    struct cost_cycles base_cy;
+    counts_for(&base, j->bf16_flags, &j->s, j->T, j->br, j->bc);
+    cost_cycles(&base_cy, &base, &j->p);
+    for (int i = 0; i < j->n_rows; i++) {
+        counts_for(&j->rows[i].c, j->rows[i].flags, &j->s, j->T, j->br, j->bc);
+        cost_cycles(&j->rows[i].cy, &j->rows[i].c, &j->p);
+    }
+    j->norm = base_cy.cube;
+    j->rnorm = base_cy.critical;
+    j->n_win = 0;
+    for (int l = 0; l < j->s.n_layers; l++) j->n_win += j->s.window[l] > 0 && j->s.window[l] < j->T;
+}
+
+// ---- output ----
+static int print_json(const struct cost_job *j, struct err *e) {
+    const struct mshape *s = &j->s;
+    const double norm = j->norm, rnorm = j->rnorm;
     cJSON *o = cJSON_CreateObject(), *arr = NULL;
     int bad = !o;
     if (o) {
         cJSON *sh = cJSON_AddObjectToObject(o, "shape");
-        bad |= !sh || !cJSON_AddStringToObject(o, "source", source) ||
+        bad |= !sh || !cJSON_AddStringToObject(o, "source", j->source) ||
                !cJSON_AddNumberToObject(sh, "n_layers", s->n_layers) || !cJSON_AddNumberToObject(sh, "n_heads", s->n_heads) ||
                !cJSON_AddNumberToObject(sh, "n_kv_heads", s->n_kv_heads) ||
                !cJSON_AddNumberToObject(sh, "head_dim", s->head_dim) ||
-               !cJSON_AddNumberToObject(sh, "windowed_layers", n_win) || !cJSON_AddNumberToObject(o, "seq", T) ||
-               !cJSON_AddNumberToObject(o, "tile_br", br) || !cJSON_AddNumberToObject(o, "tile_bc", bc) ||
-               !cJSON_AddStringToObject(o, "params", ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
+               !cJSON_AddNumberToObject(sh, "windowed_layers", j->n_win) || !cJSON_AddNumberToObject(o, "seq", j->T) ||
+               !cJSON_AddNumberToObject(o, "tile_br", j->br) || !cJSON_AddNumberToObject(o, "tile_bc", j->bc) ||
+               !cJSON_AddStringToObject(o, "params", j->ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
     }
-    for (int i = 0; !bad && i < n; i++) {
-        const struct row *r = &rows[i];
+    for (int i = 0; !bad && i < j->n_rows; i++) {
+        const struct row *r = &j->rows[i];
         cJSON *m = cJSON_CreateObject();
         bad |= !m || !cJSON_AddItemToArray(arr, m);
         if (bad) { cJSON_Delete(m); break; }
@@ -280,15 +329,17 @@ static int print_json(const struct row *rows, int n, const struct mshape *s, con
     return 0;
 }
 
-static void print_table(const struct row *rows, int n, double norm, double rnorm) {
+// Table 10: one row per mode (and Q-Mean form), the paper's values beside ours.
+static void print_table10(const struct cost_job *j) {
+    const double norm = j->norm, rnorm = j->rnorm;
     int w = 22; // the longest row name
-    for (int i = 0; i < n; i++) w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
+    for (int i = 0; i < j->n_rows; i++) w = (int)strlen(j->rows[i].name) > w ? (int)strlen(j->rows[i].name) : w;
     printf("%-*s | %-14s | %-14s | %-14s | %-16s | %-14s\n", w, "mode", "QK+PV Cube", "Softmax", "Other VL",
            "Bottleneck", "Relative");
     printf("%.*s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", w, "----------------------------------------------------------",
            "--------------", "--------------", "--------------", "----------------", "--------------");
-    for (int i = 0; i < n; i++) {
-        const struct row *r = &rows[i];
+    for (int i = 0; i < j->n_rows; i++) {
+        const struct row *r = &j->rows[i];
         int pr = paper_row(r->mode);
         const char *bn = r->cy.vector_bound ? "Vector" : "Cube";
         char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
@@ -302,21 +353,37 @@ static void print_table(const struct row *rows, int n, double norm, double rnorm
         printf("%-*s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", w, r->name, r->cy.cube / norm, pc,
                r->cy.softmax / norm, ps, r->cy.other / norm, po, bn, pb, r->cy.critical / rnorm, pl);
     }
-    for (int i = 0; i < n; i++)
-        if (strcmp(rows[i].mode, "bf16"))
-            printf("%s: critical path %.1f%% %s bf16%s\n", rows[i].name, fabs(1 - rows[i].cy.critical / rnorm) * 100,
-                   rows[i].cy.critical <= rnorm ? "below" : "above",
-                   !strcmp(rows[i].mode, "hifa4") ? " (paper: 35.4% below)" : "");
-    for (int i = 0; i < n; i++)
-        if (rows[i].qmean == ATTN_QMEAN_CHANNEL)
-            for (int j = 0; j < n; j++)
-                if (rows[j].qmean == ATTN_QMEAN_TOKEN && !strcmp(rows[j].mode, rows[i].mode))
-                    printf("%s: channel form / token form critical path %.3f, softmax %.3f\n", rows[i].mode,
-                           rows[i].cy.critical / rows[j].cy.critical, rows[i].cy.softmax / rows[j].cy.softmax);
-    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean means, O/l, O(T) work; the paper's is undefined, not "
-           "fitted. The paper's values sit beside both Q-Mean forms; the fit used the token form.)\n");
 }
 
+// Table 10 with the paper's values beside ours, the critical-path summary, then every count.
+static void print_text(const struct cost_job *j) {
+    const struct mshape *s = &j->s;
+    const struct row *rw = j->rows;
+    const double rnorm = j->rnorm;
+    printf("emulated Ascend attention cost (spec/cost.md)\n");
+    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", j->source,
+           s->n_layers, s->n_heads, s->n_kv_heads, s->head_dim);
+    if (j->n_win) printf(", %d layers with a sliding window < T", j->n_win);
+    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", j->T, j->br, j->bc, j->ppath, j->p.name);
+    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
+           "critical = max(Cube, Softmax / %d)\n", j->p.n_vector_units);
+    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
+    print_table10(j);
+    for (int i = 0; i < j->n_rows; i++)
+        if (strcmp(rw[i].mode, "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", rw[i].name, fabs(1 - rw[i].cy.critical / rnorm) * 100,
+                   rw[i].cy.critical <= rnorm ? "below" : "above", !strcmp(rw[i].mode, "hifa4") ? " (paper: 35.4% below)" : "");
+    for (int i = 0; i < j->n_rows; i++) // the channel form against the token form of the same mode
+        for (int k = 0; rw[i].qmean == ATTN_QMEAN_CHANNEL && k < j->n_rows; k++)
+            if (rw[k].qmean == ATTN_QMEAN_TOKEN && !strcmp(rw[k].mode, rw[i].mode))
+                printf("%s: channel form / token form critical path %.3f, softmax %.3f\n", rw[i].mode,
+                       rw[i].cy.critical / rw[k].cy.critical, rw[i].cy.softmax / rw[k].cy.softmax);
+    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean means, O/l, O(T) work; the paper's is undefined, not "
+           "fitted. The paper's values sit beside both Q-Mean forms; the fit used the token form.)\n");
+    for (int i = 0; i < j->n_rows; i++) print_counts(rw[i].name, &rw[i].c, &rw[i].cy);
+}
+
+// ---- the command ----
 int cmd_cost(int argc, char **argv, struct err *e) {
     const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL, *qmean_arg = "both";
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
@@ -344,61 +411,21 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         return err_set(e, ERR_USAGE, "--tile-br %d / --tile-bc %d: must be in [1, 65536]", br, bc);
     if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
     if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
-    int forms = 2;
-    if (strcmp(qmean_arg, "both") && (rc = attn_parse_qmean(qmean_arg, &forms, e)))
+
+    static struct cost_job j; // large (rows of counts): not on the stack
+    memset(&j, 0, sizeof j);
+    j.source = model ? model : shape_arg, j.T = T, j.br = br, j.bc = bc, j.forms = 2;
+    if (strcmp(qmean_arg, "both") && attn_parse_qmean(qmean_arg, &j.forms, e))
         return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean_arg);
-
-    char mbuf[1024];
-    snprintf(mbuf, sizeof mbuf, "%s", modes_arg);
-    const char *modes[MAX_MODES];
-    int n_modes = cli_split(mbuf, modes, MAX_MODES, e);
-    if (n_modes < 0) return n_modes;
-    if (n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
-    struct row rows[MAX_MODES * 2];
-    int n_rows = 0;
-    unsigned bf16_flags;
-    for (int i = 0; i < n_modes; i++) {
-        unsigned f = 0;
-        if ((rc = mode_flags(modes[i], &f, e))) return rc;
-        add_rows(rows, &n_rows, modes[i], f, forms);
+    if ((rc = parse_modes(&j, modes_arg, e))) return rc;
+    if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
+    rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
+    if (!rc) {
+        compute(&j);
+        if (as_json) rc = print_json(&j, e);
+        else print_text(&j);
     }
-    if ((rc = mode_flags("bf16", &bf16_flags, e))) return rc;
-
-    char ppath[4096];
-    struct cost_params p;
-    if ((rc = find_params(ppath, sizeof ppath, params_arg, e)) || (rc = cost_params_load(&p, ppath, e))) return rc;
-
-    struct mshape s = {0};
-    rc = shape_arg ? parse_shape(&s, shape_arg, window, e) : read_shape(&s, model, e);
-    if (rc) { free(s.window); return rc; }
-
-    struct cost_counts base;
-    struct cost_cycles base_cy;
-    counts_for(&base, bf16_flags, &s, T, br, bc);
-    cost_cycles(&base_cy, &base, &p);
-    for (int i = 0; i < n_rows; i++) {
-        counts_for(&rows[i].c, rows[i].flags, &s, T, br, bc);
-        cost_cycles(&rows[i].cy, &rows[i].c, &p);
-    }
-    const double norm = base_cy.cube, rnorm = base_cy.critical;
-    int n_win = 0;
-    for (int l = 0; l < s.n_layers; l++) n_win += s.window[l] > 0 && s.window[l] < T;
-
-    if (as_json) {
-        rc = print_json(rows, n_rows, &s, model ? model : shape_arg, T, br, bc, ppath, n_win, norm, rnorm, e);
-        free(s.window);
-        return rc;
-    }
-    printf("emulated Ascend attention cost (spec/cost.md)\n");
-    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", model ? model : shape_arg,
-           s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim);
-    if (n_win) printf(", %d layers with a sliding window < T", n_win);
-    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", T, br, bc, ppath, p.name);
-    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
-           "critical = max(Cube, Softmax / %d)\n", p.n_vector_units);
-    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
-    print_table(rows, n_rows, norm, rnorm);
-    for (int i = 0; i < n_rows; i++) print_counts(rows[i].name, &rows[i].c, &rows[i].cy);
-    free(s.window);
-    return 0;
+    free(j.s.window);
+    j.s.window = NULL;
+    return rc;
 }

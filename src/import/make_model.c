@@ -339,35 +339,30 @@ static void set_put(struct strset *h, char *k, int v) {
     h->vals[i] = v;
 }
 
-int make_tokenizer_json(int vocab_size, char **json, struct err *e) {
-    *json = NULL;
-    if (vocab_size < 257 || vocab_size > 1 << 22)
-        return err_set(e, ERR_USAGE, "tokenizer: vocab size %d must be in [257, %d]", vocab_size, 1 << 22);
-    const int n_norm = vocab_size - 1; // last id: <|endoftext|>
-    char **tok = calloc((size_t)n_norm, sizeof *tok);
-    int (*merge)[2] = calloc((size_t)n_norm, sizeof *merge);
-    struct strset set = {0};
-    set.cap = 1;
-    while (set.cap < 4 * (size_t)vocab_size) set.cap <<= 1;
-    set.keys = calloc(set.cap, sizeof *set.keys);
-    set.vals = calloc(set.cap, sizeof *set.vals);
-    // corpus as words of token ids: a word is an optional leading space + letters, or a digit,
-    // or one other byte (GPT-2 style pre-split, simplified)
+// ---- the vocabulary under construction ----
+struct vocab_build {
+    char **tok;         // [n_norm] token texts (byte-level alphabet), owned
+    int (*merge)[2];    // [n_norm] ids of the two tokens merged into each; -1, -1 for bytes
+    struct strset set;  // token text -> id
+    int n_tok, n_norm;  // tokens so far; ordinary tokens to build (vocab_size - 1)
+};
+
+// Appends token s, the merge of ids a and b.
+static int add_token(struct vocab_build *v, const char *s, int a, int b, struct err *e) {
+    v->tok[v->n_tok] = str_dup(s);
+    if (!v->tok[v->n_tok]) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+    set_put(&v->set, v->tok[v->n_tok], v->n_tok);
+    v->merge[v->n_tok][0] = a, v->merge[v->n_tok][1] = b;
+    v->n_tok++;
+    return 0;
+}
+
+// The corpus as words of token ids into sym (one id per byte) with word w at
+// sym[wstart[w] .. wstart[w + 1]): a word is an optional leading space + letters, or a
+// digit, or one other byte (GPT-2 style pre-split, simplified). Returns the word count.
+static int split_corpus(int *sym, int *wstart) {
     const int clen = (int)sizeof corpus - 1;
-    int *sym = malloc(sizeof(int) * (size_t)clen), *wstart = malloc(sizeof(int) * (size_t)(clen + 1));
-    int *counts = calloc((size_t)LEARN_MAX * LEARN_MAX, sizeof(int));
-    int rc = 0, n_tok = 0, n_sym = 0, n_words = 0;
-    cJSON *root = NULL;
-    if (!tok || !merge || !set.keys || !set.vals || !sym || !wstart || !counts) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
-    for (int b = 0; b < 256; b++) {
-        char s[4] = {0};
-        put_utf8(s, byte_cp(b));
-        tok[n_tok] = str_dup(s);
-        if (!tok[n_tok]) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
-        set_put(&set, tok[n_tok], n_tok);
-        merge[n_tok][0] = merge[n_tok][1] = -1;
-        n_tok++;
-    }
+    int n_sym = 0, n_words = 0;
     for (int i = 0; i < clen;) {
         wstart[n_words++] = n_sym;
         int c0 = (unsigned char)corpus[i];
@@ -381,88 +376,113 @@ int make_tokenizer_json(int vocab_size, char **json, struct err *e) {
         #undef ISALPHA
     }
     wstart[n_words] = n_sym;
-    // learned merges: most frequent adjacent pair within words (ties: smallest ids), until
-    // no pair occurs twice; ids stay below LEARN_MAX so counts fit one flat table
-    while (n_tok < n_norm && n_tok < LEARN_MAX) {
-        int best_a = -1, best_b = -1, best_c = 1;
-        for (int pass = 0; pass < 3; pass++) // 0: count, 1: pick the best, 2: clear
-            for (int w = 0; w < n_words; w++)
-                for (int p = wstart[w]; p + 1 < wstart[w + 1]; p++) {
-                    const int a = sym[p], b = sym[p + 1];
-                    if (a < 0 || b < 0) continue;
-                    int *cnt = &counts[a * LEARN_MAX + b];
-                    if (pass == 0) (*cnt)++;
-                    else if (pass == 2) *cnt = 0;
-                    else if (*cnt > best_c || (*cnt == best_c && *cnt > 1 && (a < best_a || (a == best_a && b < best_b))))
-                        best_a = a, best_b = b, best_c = *cnt;
-                }
+    return n_words;
+}
+
+// The most frequent adjacent pair within words (ties: smallest ids) that occurs at least
+// twice, or *best_a = -1. counts (LEARN_MAX x LEARN_MAX) is all zero before and after.
+static void best_pair(const int *sym, const int *wstart, int n_words, int *counts, int *best_a, int *best_b) {
+    int ba = -1, bb = -1, best_c = 1;
+    for (int pass = 0; pass < 3; pass++) // 0: count, 1: pick the best, 2: clear
+        for (int w = 0; w < n_words; w++)
+            for (int p = wstart[w]; p + 1 < wstart[w + 1]; p++) {
+                const int a = sym[p], b = sym[p + 1];
+                if (a < 0 || b < 0) continue;
+                int *cnt = &counts[a * LEARN_MAX + b];
+                if (pass == 0) (*cnt)++;
+                else if (pass == 2) *cnt = 0;
+                else if (*cnt > best_c || (*cnt == best_c && *cnt > 1 && (a < ba || (a == ba && b < bb))))
+                    ba = a, bb = b, best_c = *cnt;
+            }
+    *best_a = ba, *best_b = bb;
+}
+
+// Replaces every adjacent (a, b) in each word by id, compacting the word (-1 after its end).
+static void apply_merge(int *sym, const int *wstart, int n_words, int a, int b, int id) {
+    for (int w = 0; w < n_words; w++) {
+        int o = wstart[w];
+        for (int p = wstart[w]; p < wstart[w + 1]; p++) {
+            if (sym[p] < 0) continue;
+            int q = p + 1;
+            while (q < wstart[w + 1] && sym[q] < 0) q++;
+            if (sym[p] == a && q < wstart[w + 1] && sym[q] == b) {
+                sym[o++] = id;
+                sym[q] = -1;
+            } else {
+                sym[o++] = sym[p];
+            }
+        }
+        for (int p = o; p < wstart[w + 1]; p++) sym[p] = -1;
+    }
+}
+
+// learned merges: most frequent adjacent pair within words (ties: smallest ids), until
+// no pair occurs twice; ids stay below LEARN_MAX so counts fit one flat table
+static int learn_merges(struct vocab_build *v, int *sym, const int *wstart, int n_words, int *counts,
+                        struct err *e) {
+    while (v->n_tok < v->n_norm && v->n_tok < LEARN_MAX) {
+        int best_a, best_b;
+        best_pair(sym, wstart, n_words, counts, &best_a, &best_b);
         if (best_a < 0) break;
         char s[2 * TOK_MAX_LEN + 1];
-        if (strlen(tok[best_a]) + strlen(tok[best_b]) > TOK_MAX_LEN) break;
-        snprintf(s, sizeof s, "%s%s", tok[best_a], tok[best_b]);
-        if (set_find(&set, s) < 0) {
-            tok[n_tok] = str_dup(s);
-            if (!tok[n_tok]) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
-            set_put(&set, tok[n_tok], n_tok);
-            merge[n_tok][0] = best_a, merge[n_tok][1] = best_b;
-            n_tok++;
+        if (strlen(v->tok[best_a]) + strlen(v->tok[best_b]) > TOK_MAX_LEN) break;
+        snprintf(s, sizeof s, "%s%s", v->tok[best_a], v->tok[best_b]);
+        if (set_find(&v->set, s) < 0) {
+            int rc = add_token(v, s, best_a, best_b, e);
+            if (rc) return rc;
         }
-        const int id = set_find(&set, s);
-        for (int w = 0; w < n_words; w++) { // apply the merge, compacting each word
-            int o = wstart[w];
-            for (int p = wstart[w]; p < wstart[w + 1]; p++) {
-                if (sym[p] < 0) continue;
-                int q = p + 1;
-                while (q < wstart[w + 1] && sym[q] < 0) q++;
-                if (sym[p] == best_a && q < wstart[w + 1] && sym[q] == best_b) {
-                    sym[o++] = id;
-                    sym[q] = -1;
-                } else {
-                    sym[o++] = sym[p];
-                }
-            }
-            for (int p = o; p < wstart[w + 1]; p++) sym[p] = -1;
-        }
+        const int id = set_find(&v->set, s);
+        apply_merge(sym, wstart, n_words, best_a, best_b, id);
     }
-    // systematic merges until full, in rounds over all tokens so far: pairs over an order that
-    // favours word-like tokens ('Ġ', letters, merged tokens, digits, other printable ASCII);
-    // a token starting with 'Ġ' (a space) is never the right part
+    return 0;
+}
+
+// The order in which systematic merges pair tokens: 'Ġ' (the space), letters, merged tokens
+// (256 .. base-1), digits, other printable ASCII. ord has room for base ids; returns the count.
+static int merge_order(int *ord, int base) {
+    int n_ord = 0;
+    ord[n_ord++] = ' ';
+    for (int ch = 'a'; ch <= 'z'; ch++) ord[n_ord++] = ch;
+    for (int ch = 'A'; ch <= 'Z'; ch++) ord[n_ord++] = ch;
+    for (int i = 256; i < base; i++) ord[n_ord++] = i;
+    for (int ch = '0'; ch <= '9'; ch++) ord[n_ord++] = ch;
+    for (int ch = 33; ch <= 126; ch++)
+        if (!((ch | 32) >= 'a' && (ch | 32) <= 'z') && !(ch >= '0' && ch <= '9')) ord[n_ord++] = ch;
+    return n_ord;
+}
+
+// systematic merges until full, in rounds over all tokens so far: pairs over an order that
+// favours word-like tokens (merge_order); a token starting with 'Ġ' (a space) is never the
+// right part. Stops early when a round adds nothing.
+static int systematic_merges(struct vocab_build *v, struct err *e) {
+    char **tok = v->tok;
     const int space0 = (unsigned char)tok[' '][0], space1 = (unsigned char)tok[' '][1];
-    while (n_tok < n_norm) {
-        const int base = n_tok, before = n_tok;
-        int *ord = malloc(sizeof(int) * (size_t)base), n_ord = 0;
-        if (!ord) { rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
-        ord[n_ord++] = ' ';
-        for (int ch = 'a'; ch <= 'z'; ch++) ord[n_ord++] = ch;
-        for (int ch = 'A'; ch <= 'Z'; ch++) ord[n_ord++] = ch;
-        for (int i = 256; i < base; i++) ord[n_ord++] = i;
-        for (int ch = '0'; ch <= '9'; ch++) ord[n_ord++] = ch;
-        for (int ch = 33; ch <= 126; ch++)
-            if (!((ch | 32) >= 'a' && (ch | 32) <= 'z') && !(ch >= '0' && ch <= '9')) ord[n_ord++] = ch;
-        for (int i = 0; i < n_ord && n_tok < n_norm; i++)
-            for (int j = 0; j < n_ord && n_tok < n_norm; j++) {
+    while (v->n_tok < v->n_norm) {
+        const int base = v->n_tok, before = v->n_tok;
+        int *ord = malloc(sizeof(int) * (size_t)base);
+        if (!ord) return err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+        const int n_ord = merge_order(ord, base);
+        for (int i = 0; i < n_ord && v->n_tok < v->n_norm; i++)
+            for (int j = 0; j < n_ord && v->n_tok < v->n_norm; j++) {
                 const int a = ord[i], b = ord[j];
                 const unsigned char *tb = (const unsigned char *)tok[b];
                 if (tb[0] == space0 && tb[1] == space1) continue;
                 if (strlen(tok[a]) + strlen(tok[b]) > TOK_MAX_LEN) continue;
                 char s[2 * TOK_MAX_LEN + 1];
                 snprintf(s, sizeof s, "%s%s", tok[a], tok[b]);
-                if (set_find(&set, s) >= 0) continue;
-                tok[n_tok] = str_dup(s);
-                if (!tok[n_tok]) { free(ord); rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory"); goto done; }
-                set_put(&set, tok[n_tok], n_tok);
-                merge[n_tok][0] = a, merge[n_tok][1] = b;
-                n_tok++;
+                if (set_find(&v->set, s) >= 0) continue;
+                int rc = add_token(v, s, a, b, e);
+                if (rc) { free(ord); return rc; }
             }
         free(ord);
-        if (n_tok == before) break;
+        if (v->n_tok == before) break;
     }
-    if (n_tok < n_norm) {
-        rc = err_set(e, ERR_RANGE, "tokenizer: cannot build %d tokens (%d possible)", vocab_size, n_tok + 1);
-        goto done;
-    }
-    // ---- JSON (HF tokenizers layout) ----
-    root = cJSON_CreateObject();
+    return 0;
+}
+
+// ---- JSON (HF tokenizers layout) ----
+static int vocab_json(const struct vocab_build *v, int vocab_size, char **json, struct err *e) {
+    cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", "1.0");
     cJSON_AddNullToObject(root, "truncation");
     cJSON_AddNullToObject(root, "padding");
@@ -502,24 +522,59 @@ int make_tokenizer_json(int vocab_size, char **json, struct err *e) {
     cJSON_AddBoolToObject(model, "byte_fallback", 0);
     cJSON_AddBoolToObject(model, "ignore_merges", 0);
     cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
-    for (int i = 0; i < n_tok; i++) cJSON_AddNumberToObject(vocab, tok[i], i);
+    for (int i = 0; i < v->n_tok; i++) cJSON_AddNumberToObject(vocab, v->tok[i], i);
     cJSON_AddNumberToObject(vocab, "<|endoftext|>", vocab_size - 1);
     cJSON *merges = cJSON_AddArrayToObject(model, "merges");
-    for (int i = 256; i < n_tok; i++) {
+    for (int i = 256; i < v->n_tok; i++) {
         char s[2 * TOK_MAX_LEN + 2];
-        snprintf(s, sizeof s, "%s %s", tok[merge[i][0]], tok[merge[i][1]]);
+        snprintf(s, sizeof s, "%s %s", v->tok[v->merge[i][0]], v->tok[v->merge[i][1]]);
         cJSON_AddItemToArray(merges, cJSON_CreateString(s));
     }
+    int rc = 0;
     *json = cJSON_Print(root);
     if (!*json) rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
-done:
     cJSON_Delete(root);
-    if (tok)
-        for (int i = 0; i < n_tok; i++) free(tok[i]);
-    free(tok);
-    free(merge);
-    free(set.keys);
-    free(set.vals);
+    return rc;
+}
+
+int make_tokenizer_json(int vocab_size, char **json, struct err *e) {
+    *json = NULL;
+    if (vocab_size < 257 || vocab_size > 1 << 22)
+        return err_set(e, ERR_USAGE, "tokenizer: vocab size %d must be in [257, %d]", vocab_size, 1 << 22);
+    struct vocab_build v = {.n_norm = vocab_size - 1}; // last id: <|endoftext|>
+    v.tok = calloc((size_t)v.n_norm, sizeof *v.tok);
+    v.merge = calloc((size_t)v.n_norm, sizeof *v.merge);
+    v.set.cap = 1;
+    while (v.set.cap < 4 * (size_t)vocab_size) v.set.cap <<= 1;
+    v.set.keys = calloc(v.set.cap, sizeof *v.set.keys);
+    v.set.vals = calloc(v.set.cap, sizeof *v.set.vals);
+    const int clen = (int)sizeof corpus - 1;
+    int *sym = malloc(sizeof(int) * (size_t)clen), *wstart = malloc(sizeof(int) * (size_t)(clen + 1));
+    int *counts = calloc((size_t)LEARN_MAX * LEARN_MAX, sizeof(int));
+    int rc = 0;
+    if (!v.tok || !v.merge || !v.set.keys || !v.set.vals || !sym || !wstart || !counts) {
+        rc = err_set(e, ERR_NOMEM, "tokenizer: out of memory");
+        goto done;
+    }
+    for (int b = 0; b < 256; b++) {
+        char s[4] = {0};
+        put_utf8(s, byte_cp(b));
+        if ((rc = add_token(&v, s, -1, -1, e))) goto done;
+    }
+    const int n_words = split_corpus(sym, wstart);
+    if ((rc = learn_merges(&v, sym, wstart, n_words, counts, e)) || (rc = systematic_merges(&v, e))) goto done;
+    if (v.n_tok < v.n_norm) {
+        rc = err_set(e, ERR_RANGE, "tokenizer: cannot build %d tokens (%d possible)", vocab_size, v.n_tok + 1);
+        goto done;
+    }
+    rc = vocab_json(&v, vocab_size, json, e);
+done:
+    if (v.tok)
+        for (int i = 0; i < v.n_tok; i++) free(v.tok[i]);
+    free(v.tok);
+    free(v.merge);
+    free(v.set.keys);
+    free(v.set.vals);
     free(sym);
     free(wstart);
     free(counts);

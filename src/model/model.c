@@ -275,11 +275,121 @@ void model_free(struct model *m) {
 // <= 0: OMP_NUM_THREADS if set, else all cores (omp_get_max_threads)
 static int n_threads_of(const struct model_opts *o) { return o->n_threads > 0 ? o->n_threads : omp_get_max_threads(); }
 
+// Binds every tensor of the checkpoint (names per architecture) and converts the small ones.
+static int bind_all(struct model *m, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
+    int rc;
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    m->small_n = (size_t)c->n_layers * (4 * (size_t)D + 2 * (size_t)hd + (size_t)qd + 2 * (size_t)kd + 2 * (size_t)D +
+                                        2 * (size_t)F) + (size_t)D;
+    m->small = malloc(m->small_n * sizeof(float));
+    if (!m->layers || !m->small) return err_set(e, ERR_NOMEM, "model: out of memory");
+    int64_t shape[2] = {c->vocab_size, D};
+    if ((rc = st_check(&m->st, "model.embed_tokens.weight", 1, 2, shape, &m->embed, e))) return rc;
+    for (int l = 0; l < c->n_layers; l++)
+        if ((rc = bind_layer(m, l, e))) return rc;
+    if ((rc = bind_vec(m, &m->final_norm, "model.norm.weight", D, e))) return rc;
+    return bind_mat(m, &m->head, c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", c->vocab_size, D, 0,
+                    c->vocab_size, e);
+}
+
+// Weights resident in binary32 (one allocation; aligned F32 tensors used in place) or streamed
+// through one scratch matrix; AUTO decides by MemAvailable. *conv_n: floats converted.
+static int setup_weights(struct model *m, size_t *conv_n, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    size_t max_mat = 0;
+    *conv_n = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < W_COUNT; i++) {
+            const struct wref *r = &m->layers[l].w[i];
+            if (!r->p) *conv_n += r->n;
+            if (r->n > max_mat) max_mat = r->n;
+        }
+    if (!m->head.p) *conv_n += m->head.n;
+    m->weights = m->opts.weights;
+    if (m->weights == MODEL_WEIGHTS_AUTO) {
+        size_t avail = mem_available();
+        m->weights = (double)*conv_n * 4 < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
+        log_debug("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
+                 m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", *conv_n * 4e-9, avail * 1e-9);
+    }
+    if (m->weights == MODEL_WEIGHTS_F32 && *conv_n) {
+        m->wbuf = malloc(*conv_n * sizeof(float));
+        if (!m->wbuf)
+            return err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for binary32 weights (try --weights stream)",
+                           *conv_n * 4e-9);
+        size_t used = 0;
+        for (int l = 0; l <= c->n_layers; l++)
+            for (int i = 0; i < (l < c->n_layers ? W_COUNT : 1); i++) {
+                struct wref *r = l < c->n_layers ? &m->layers[l].w[i] : &m->head;
+                if (r->p) continue;
+                convert(m->wbuf + used, r->t, r->off, r->n, m->opts.n_threads);
+                r->p = m->wbuf + used;
+                used += r->n;
+            }
+    } else if (m->weights == MODEL_WEIGHTS_STREAM) {
+        m->stream_n = max_mat > (size_t)c->dim ? max_mat : (size_t)c->dim;
+        m->sbuf = malloc(m->stream_n * sizeof(float));
+        if (!m->sbuf) return err_set(e, ERR_NOMEM, "model: cannot allocate the weight stream buffer");
+    }
+    return 0;
+}
+
+// Activations (one zeroed allocation), index buffers and the RoPE tables, sized once.
+static int alloc_run_state(struct model *m, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const struct model_opts *op = &m->opts;
+    const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
+    m->pad_rows = m->head.min_rows;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < W_COUNT; i++)
+            if (m->layers[l].w[i].min_rows > m->pad_rows) m->pad_rows = m->layers[l].w[i].min_rows;
+    const size_t T = (size_t)(op->max_tokens > m->pad_rows ? op->max_tokens : m->pad_rows);
+    size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
+    m->run = calloc(n, sizeof(float)); // zeroed: rows past a short batch feed padded GEMMs
+    if (m->head.min_rows > 1) m->lpad = calloc((size_t)m->head.min_rows * c->vocab_size, sizeof(float));
+    if (m->head.min_rows > 1 && !m->lpad) return err_set(e, ERR_NOMEM, "model: out of memory");
+    m->ibuf = malloc(3 * T * sizeof(int));
+    const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
+    m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
+    if (!m->run || !m->ibuf || !m->rope)
+        return err_set(e, ERR_NOMEM, "model: cannot allocate run state for %d tokens", op->max_tokens);
+    float *p = m->run;
+    m->x = p, p += T * D;
+    m->xb = p, p += T * D;
+    m->tmp = p, p += T * D;
+    m->q = p, p += T * qd;
+    m->att = p, p += T * qd;
+    m->k = p, p += T * kd;
+    m->v = p, p += T * kd;
+    m->gate = p, p += T * F;
+    m->up = p, p += T * F;
+    const size_t tab = (size_t)op->max_seq * half;
+    rope_table(c, c->rope_short, m->rope, m->rope + tab, op->max_seq);
+    if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, m->rope + 2 * tab, m->rope + 3 * tab, op->max_seq);
+    return 0;
+}
+
+static void log_opened(const struct model *m, size_t conv_n) {
+    const struct model_config *c = &m->cfg;
+    const struct model_opts *op = &m->opts;
+    const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
+    const double np = (double)cfg_n_params(c);
+    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
+             "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
+             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
+             m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
+             ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
+              m->stream_n * 4) * 1e-9, op->max_tokens);
+}
+
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e) {
     *out = NULL;
     struct model *m = calloc(1, sizeof *m);
     if (!m) return err_set(e, ERR_NOMEM, "model: out of memory");
     int rc;
+    size_t conv_n = 0;
     struct model_config *c = &m->cfg;
     if ((rc = cfg_load(c, dir, e))) goto fail;
     if ((rc = st_open(&m->st, dir, e))) goto fail;
@@ -298,103 +408,9 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         rc = err_set(e, ERR_USAGE, "model: bad weights mode %d", op->weights);
         goto fail;
     }
-    const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
-
-    // ---- bind tensors ----
-    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    m->small_n = (size_t)c->n_layers * (4 * (size_t)D + 2 * (size_t)hd + (size_t)qd + 2 * (size_t)kd + 2 * (size_t)D +
-                                        2 * (size_t)F) + (size_t)D;
-    m->small = malloc(m->small_n * sizeof(float));
-    if (!m->layers || !m->small) { rc = err_set(e, ERR_NOMEM, "model: out of memory"); goto fail; }
-    {
-        int64_t shape[2] = {c->vocab_size, D};
-        if ((rc = st_check(&m->st, "model.embed_tokens.weight", 1, 2, shape, &m->embed, e))) goto fail;
-    }
-    for (int l = 0; l < c->n_layers; l++)
-        if ((rc = bind_layer(m, l, e))) goto fail;
-    if ((rc = bind_vec(m, &m->final_norm, "model.norm.weight", D, e))) goto fail;
-    if ((rc = bind_mat(m, &m->head, c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", c->vocab_size,
-                       D, 0, c->vocab_size, e)))
-        goto fail;
-
-    // ---- weights: resident f32 or streamed ----
-    size_t conv_n = 0, max_mat = 0;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int i = 0; i < W_COUNT; i++) {
-            const struct wref *r = &m->layers[l].w[i];
-            if (!r->p) conv_n += r->n;
-            if (r->n > max_mat) max_mat = r->n;
-        }
-    if (!m->head.p) conv_n += m->head.n;
-    m->weights = op->weights;
-    if (m->weights == MODEL_WEIGHTS_AUTO) {
-        size_t avail = mem_available();
-        m->weights = (double)conv_n * 4 < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
-        log_debug("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
-                 m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", conv_n * 4e-9, avail * 1e-9);
-    }
-    if (m->weights == MODEL_WEIGHTS_F32 && conv_n) {
-        m->wbuf = malloc(conv_n * sizeof(float));
-        if (!m->wbuf) {
-            rc = err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for binary32 weights (try --weights stream)",
-                         conv_n * 4e-9);
-            goto fail;
-        }
-        size_t used = 0;
-        for (int l = 0; l <= c->n_layers; l++)
-            for (int i = 0; i < (l < c->n_layers ? W_COUNT : 1); i++) {
-                struct wref *r = l < c->n_layers ? &m->layers[l].w[i] : &m->head;
-                if (r->p) continue;
-                convert(m->wbuf + used, r->t, r->off, r->n, op->n_threads);
-                r->p = m->wbuf + used;
-                used += r->n;
-            }
-    } else if (m->weights == MODEL_WEIGHTS_STREAM) {
-        m->stream_n = max_mat > (size_t)D ? max_mat : (size_t)D;
-        m->sbuf = malloc(m->stream_n * sizeof(float));
-        if (!m->sbuf) { rc = err_set(e, ERR_NOMEM, "model: cannot allocate the weight stream buffer"); goto fail; }
-    }
-
-    // ---- run state ----
-    {
-        m->pad_rows = m->head.min_rows;
-        for (int l = 0; l < c->n_layers; l++)
-            for (int i = 0; i < W_COUNT; i++)
-                if (m->layers[l].w[i].min_rows > m->pad_rows) m->pad_rows = m->layers[l].w[i].min_rows;
-        const size_t T = (size_t)(op->max_tokens > m->pad_rows ? op->max_tokens : m->pad_rows);
-        size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
-        m->run = calloc(n, sizeof(float)); // zeroed: rows past a short batch feed padded GEMMs
-        if (m->head.min_rows > 1) m->lpad = calloc((size_t)m->head.min_rows * c->vocab_size, sizeof(float));
-        if (m->head.min_rows > 1 && !m->lpad) { rc = err_set(e, ERR_NOMEM, "model: out of memory"); goto fail; }
-        m->ibuf = malloc(3 * T * sizeof(int));
-        const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
-        m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
-        if (!m->run || !m->ibuf || !m->rope) {
-            rc = err_set(e, ERR_NOMEM, "model: cannot allocate run state for %d tokens", op->max_tokens);
-            goto fail;
-        }
-        float *p = m->run;
-        m->x = p, p += T * D;
-        m->xb = p, p += T * D;
-        m->tmp = p, p += T * D;
-        m->q = p, p += T * qd;
-        m->att = p, p += T * qd;
-        m->k = p, p += T * kd;
-        m->v = p, p += T * kd;
-        m->gate = p, p += T * F;
-        m->up = p, p += T * F;
-        const size_t tab = (size_t)op->max_seq * half;
-        rope_table(c, c->rope_short, m->rope, m->rope + tab, op->max_seq);
-        if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, m->rope + 2 * tab, m->rope + 3 * tab, op->max_seq);
-    }
+    if ((rc = bind_all(m, e)) || (rc = setup_weights(m, &conv_n, e)) || (rc = alloc_run_state(m, e))) goto fail;
     if ((rc = model_set_attn(m, "f32", NULL, NULL, e))) goto fail;
-    const double np = (double)cfg_n_params(c);
-    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
-             "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
-             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
-             m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
-             ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
-              m->stream_n * 4) * 1e-9, op->max_tokens);
+    log_opened(m, conv_n);
     *out = m;
     return 0;
 fail:

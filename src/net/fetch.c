@@ -304,20 +304,39 @@ static int curl_retryable(CURLcode rc) {
 
 static int g_curl_ready;
 
-int fetch_url(const char *url, const char *dest, int64_t size, const char *sha256, int use_token,
-              const struct fetch_opts *o, struct fetch_result *r, struct err *e) {
-    struct fetch_result dummy;
-    if (!r) r = &dummy;
-    memset(r, 0, sizeof *r);
+// What every attempt of one fetch_url call shares.
+struct dl {
+    const char *url, *dest;
+    const char *base;              // dest's file name (log lines, progress label)
+    int64_t size;                  // expected size, -1 = unknown
+    int use_token;
+    const struct fetch_opts *o;
+    struct fetch_result *r;
+    char part[PATH_MAX_];          // dest + ".part"
+    char expect[65];               // the caller's sha256 in lower case, "" = none
+    CURL *c;
+    struct curl_slist *hdrs;       // Authorization, or NULL
+};
+
+// Outcomes of the steps of fetch_url other than an error (a negative enum err_code).
+enum { STEP_DONE = 0, STEP_RETRY = 1, STEP_GO_ON = 2 };
+
+// An existing dest is trusted when it is a regular file of the expected size (r->already).
+// Returns 1 when dest exists, 0 when it does not, or an error.
+static int check_existing(const char *dest, int64_t size, struct fetch_result *r, struct err *e) {
     struct stat st;
-    if (stat(dest, &st) == 0) {
-        if (!S_ISREG(st.st_mode)) return err_set(e, ERR_IO, "%s: exists and is not a regular file", dest);
-        if (size >= 0 && (int64_t)st.st_size != size)
-            return err_set(e, ERR_MISMATCH, "%s: has %lld bytes, expected %lld; delete it to download again",
-                           dest, (long long)st.st_size, (long long)size);
-        r->already = 1;
-        return 0;
-    }
+    if (stat(dest, &st) != 0) return 0;
+    if (!S_ISREG(st.st_mode)) return err_set(e, ERR_IO, "%s: exists and is not a regular file", dest);
+    if (size >= 0 && (int64_t)st.st_size != size)
+        return err_set(e, ERR_MISMATCH, "%s: has %lld bytes, expected %lld; delete it to download again",
+                       dest, (long long)st.st_size, (long long)size);
+    r->already = 1;
+    return 1;
+}
+
+// Checks that need no file system and no curl: offline, the expected sha256, the URL scheme.
+static int check_request(const char *url, const char *dest, const char *sha256, const struct fetch_opts *o,
+                         struct err *e) {
     if (o->offline)
         return err_set(e, ERR_NOTFOUND, "offline: missing %s (expected at %s; source %s)",
                        strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest, dest, url);
@@ -325,250 +344,302 @@ int fetch_url(const char *url, const char *dest, int64_t size, const char *sha25
         return err_set(e, ERR_INTERNAL, "fetch %s: expected sha256 '%s' is not 64 hex digits", url, sha256);
     if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
         return err_set(e, ERR_USAGE, "fetch: '%s' is not an http(s) URL", url);
+    return 0;
+}
 
-    char part[PATH_MAX_], dir[PATH_MAX_];
-    if (snprintf(part, sizeof part, "%s.part", dest) >= (int)sizeof part)
-        return err_set(e, ERR_RANGE, "path too long: %s", dest);
-    snprintf(dir, sizeof dir, "%s", dest);
+// d->part = dest + ".part"; creates dest's directory.
+static int make_part_path(struct dl *d, struct err *e) {
+    char dir[PATH_MAX_];
+    if (snprintf(d->part, sizeof d->part, "%s.part", d->dest) >= (int)sizeof d->part)
+        return err_set(e, ERR_RANGE, "path too long: %s", d->dest);
+    snprintf(dir, sizeof dir, "%s", d->dest);
     char *sl = strrchr(dir, '/');
     if (sl && sl != dir) {
         *sl = 0;
         int rc = mkdir_p(dir, e);
         if (rc) return rc;
     }
+    return 0;
+}
+
+static int curl_ready(struct err *e) {
     if (!g_curl_ready) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
             return err_set(e, ERR_NET, "fetch: curl_global_init failed");
         g_curl_ready = 1;
     }
-    CURL *c = curl_easy_init();
-    if (!c) return err_set(e, ERR_NOMEM, "fetch: curl_easy_init failed");
-    struct curl_slist *hdrs = NULL;
-    int rc = 0;
-    if (use_token && o->hf_token) {
-        for (const char *p = o->hf_token; *p; p++)
-            if ((unsigned char)*p < 0x21 || *p == 0x7f) {
-                rc = err_set(e, ERR_USAGE, "HF_TOKEN contains a space or control character");
-                goto done;
-            }
-        char ah[1024];
-        if (snprintf(ah, sizeof ah, "Authorization: Bearer %s", o->hf_token) >= (int)sizeof ah) {
-            rc = err_set(e, ERR_USAGE, "HF_TOKEN is too long");
-            goto done;
-        }
-        hdrs = curl_slist_append(hdrs, ah);
-        if (!hdrs) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); goto done; }
+    return 0;
+}
+
+// The Authorization header when this URL may carry HF_TOKEN; the token goes into a header
+// line, so spaces and control characters are refused.
+static int auth_header(struct curl_slist **hdrs, int use_token, const struct fetch_opts *o, struct err *e) {
+    if (!use_token || !o->hf_token) return 0;
+    for (const char *p = o->hf_token; *p; p++)
+        if ((unsigned char)*p < 0x21 || *p == 0x7f)
+            return err_set(e, ERR_USAGE, "HF_TOKEN contains a space or control character");
+    char ah[1024];
+    if (snprintf(ah, sizeof ah, "Authorization: Bearer %s", o->hf_token) >= (int)sizeof ah)
+        return err_set(e, ERR_USAGE, "HF_TOKEN is too long");
+    *hdrs = curl_slist_append(*hdrs, ah);
+    if (!*hdrs) return err_set(e, ERR_NOMEM, "fetch: out of memory");
+    return 0;
+}
+
+// ---- one attempt ----
+// A .part of the full size (killed between the last byte and the rename): verify it against
+// the manifest's sha256 without the network. STEP_DONE when it matched and became dest,
+// STEP_GO_ON when it did not (the caller starts over), or an error (x->fd closed).
+static int complete_part(struct dl *d, struct xfer *x, struct err *e) {
+    struct sha256 hh;
+    uint8_t dg[32];
+    char got[65];
+    sha256_init(&hh);
+    if (hash_file_prefix(d->part, x->have, &hh) != 0) return STEP_GO_ON;
+    sha256_final(&hh, dg);
+    sha256_to_hex(dg, got);
+    if (strcmp(got, d->expect)) return STEP_GO_ON;
+    close(x->fd);
+    if (rename(d->part, d->dest) != 0)
+        return err_set(e, ERR_IO, "rename %s -> %s: %s", d->part, d->dest, strerror(errno));
+    d->r->verified_sha = 1;
+    memcpy(d->r->sha256, got, 65);
+    d->r->resumed_from = x->have;
+    log_info("%s: complete .part verified, sha256 ok", d->base);
+    return STEP_DONE;
+}
+
+// Opens and locks the .part and sets x up to resume from its bytes (hashed into x->h); a
+// .part at or past the expected size starts over. Returns STEP_GO_ON with x->fd open,
+// STEP_DONE (complete .part verified, see complete_part), or an error with x->fd closed.
+static int open_part(struct xfer *x, struct dl *d, struct err *e) {
+    int rc;
+    memset(x, 0, sizeof *x);
+    x->c = d->c;
+    x->linked_size = -1;
+    x->cr_start = x->cr_total = x->clen = -1;
+    x->fd = open(d->part, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (x->fd < 0) return err_set(e, ERR_IO, "%s: %s", d->part, strerror(errno));
+    // Two processes appending to one .part would interleave bytes: one writer at a time.
+    if (flock(x->fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = err_set(e, ERR_IO, "%s: another process is downloading this file (locked)", d->part);
+        close(x->fd);
+        return rc;
     }
-    const char *base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
-    char expect[65] = "";
+    struct stat ps;
+    if (fstat(x->fd, &ps) != 0) { rc = err_set(e, ERR_IO, "%s: %s", d->part, strerror(errno)); close(x->fd); return rc; }
+    x->have = ps.st_size;
+    if (d->size >= 0 && x->have == d->size && d->expect[0]) {
+        rc = complete_part(d, x, e);
+        if (rc != STEP_GO_ON) return rc;
+    }
+    if (d->size >= 0 && x->have >= d->size) {
+        if (ftruncate(x->fd, 0) != 0) { rc = err_set(e, ERR_IO, "%s: %s", d->part, strerror(errno)); close(x->fd); return rc; }
+        x->have = 0;
+    }
+    sha256_init(&x->h);
+    if (x->have > 0 && hash_file_prefix(d->part, x->have, &x->h) != 0) {
+        rc = err_set(e, ERR_IO, "%s: cannot read partial file", d->part);
+        close(x->fd);
+        return rc;
+    }
+    if (x->have > 0) log_info("resuming %s from byte %lld", d->base, (long long)x->have);
+    x->show = d->o->progress;
+    x->tty = isatty(2);
+    x->label = d->base;
+    x->t0 = time_now();
+    x->last = x->t0;
+    return STEP_GO_ON;
+}
+
+// Sets up the GET of d->url into x (range: the caller's buffer for the Range header).
+static void set_request(struct dl *d, struct xfer *x, char *range, size_t range_n) {
+    CURL *c = d->c;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, d->url);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#endif
+    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "hifa4-eval/0.1 (libcurl)");
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // abort a stalled transfer
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    // curl >= 7.58 drops a custom Authorization header on a redirect to another host
+    // (the Hub redirects LFS files to its CDN), so the token never leaves the endpoint.
+    if (d->hdrs) curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->hdrs);
+    if (x->have > 0) {
+        snprintf(range, range_n, "%lld-", (long long)x->have);
+        curl_easy_setopt(c, CURLOPT_RANGE, range);
+    }
+}
+
+// A 200/206 response ended: checks the size and the sha256 (the caller's, else the server's
+// ETag), then fsyncs the .part and renames it to dest. Returns STEP_DONE; STEP_RETRY with the
+// reason in why when the body is shorter than the server announced (x->fd still open); or
+// an error (a size or sha256 mismatch deletes the .part).
+static int finish_transfer(struct dl *d, struct xfer *x, long code, char *why, size_t why_n, struct err *e) {
+    int64_t total = x->have + x->got;
+    int64_t server_total = code == 206 ? x->cr_total : x->clen;
+    if (server_total < 0) server_total = x->linked_size;
+    if (d->size >= 0 && total != d->size) {
+        close(x->fd);
+        unlink(d->part);
+        return err_set(e, ERR_MISMATCH, "%s: got %lld bytes, expected %lld; the partial file was deleted",
+                       d->url, (long long)total, (long long)d->size);
+    }
+    if (d->size < 0 && server_total >= 0 && total != server_total) {
+        snprintf(why, why_n, "got %lld of %lld bytes", (long long)total, (long long)server_total);
+        return STEP_RETRY;
+    }
+    char want[65] = "", got[65];
+    uint8_t dg[32];
+    sha256_final(&x->h, dg);
+    sha256_to_hex(dg, got);
+    if (d->expect[0]) memcpy(want, d->expect, 65);
+    else if (!etag_sha(x->linked_etag, want) && !etag_sha(x->etag, want)) want[0] = 0;
+    if (want[0] && strcmp(want, got) != 0) {
+        close(x->fd);
+        unlink(d->part);
+        return err_set(e, ERR_MISMATCH, "%s: sha256 mismatch (expected %s from the %s, got %s); the download was deleted",
+                       d->url, want, d->expect[0] ? "manifest" : "server ETag", got);
+    }
+    if (!want[0]) log_info("%s: no sha256 known (manifest or ETag), checked the size only", d->base);
+    if (fsync(x->fd) != 0 || close(x->fd) != 0) return err_set(e, ERR_IO, "%s: %s", d->part, strerror(errno));
+    if (rename(d->part, d->dest) != 0) return err_set(e, ERR_IO, "rename %s -> %s: %s", d->part, d->dest, strerror(errno));
+    d->r->verified_sha = want[0] != 0;
+    memcpy(d->r->sha256, got, 65);
+    log_info("%s: %lld bytes%s", d->base, (long long)total, d->r->verified_sha ? ", sha256 ok" : "");
+    return STEP_DONE;
+}
+
+// A failed transfer (curl error or HTTP status): STEP_RETRY with the reason in why for what
+// may pass on another try (a .part that cannot be resumed is emptied first), else an error.
+static int classify_failure(const struct dl *d, const struct xfer *x, CURLcode cr, long code, char *why,
+                            size_t why_n, struct err *e) {
+    if (x->io_errno) return err_set(e, ERR_IO, "%s: write failed: %s", d->part, strerror(x->io_errno));
+    if (x->bad_range) {
+        snprintf(why, why_n, "server answered Range with a different start");
+        truncate(d->part, 0);
+        return STEP_RETRY;
+    }
+    if (cr == CURLE_HTTP_RETURNED_ERROR || (cr == CURLE_OK && code >= 300)) {
+        if (code == 404) return err_set(e, ERR_NOTFOUND, "%s: HTTP 404 Not Found", d->url);
+        if (code == 401 || code == 403)
+            return err_set(e, ERR_NET, "%s: HTTP %ld %s", d->url, code,
+                           !d->use_token ? "access denied"
+                           : d->o->hf_token ? "HF_TOKEN was rejected or has no access to this repository (gated models: accept the license on the model page first)"
+                                            : "authentication required: the repository is gated or private; accept its license on the model page and set HF_TOKEN");
+        if (code == 416) { // our .part does not fit the server's file: start over
+            truncate(d->part, 0);
+            snprintf(why, why_n, "HTTP 416 for a resumed range");
+            return STEP_RETRY;
+        }
+        if (code >= 500 || code == 429 || code == 408) {
+            snprintf(why, why_n, "HTTP %ld", code);
+            return STEP_RETRY;
+        }
+        return err_set(e, ERR_NET, "%s: HTTP %ld", d->url, code);
+    }
+    if (curl_retryable(cr)) {
+        snprintf(why, why_n, "%s", curl_easy_strerror(cr));
+        return STEP_RETRY;
+    }
+    return err_set(e, ERR_NET, "%s: %s%s", d->url, curl_easy_strerror(cr),
+                   cr == CURLE_COULDNT_RESOLVE_HOST ? " (no network? use --offline with files in the cache)" : "");
+}
+
+// One request resuming from the .part: STEP_DONE (dest is complete), STEP_RETRY (reason in
+// why; the .part is kept unless it cannot be resumed) or an error.
+static int one_attempt(struct dl *d, char *why, size_t why_n, struct err *e) {
+    struct xfer x;
+    int rc = open_part(&x, d, e);
+    if (rc != STEP_GO_ON) return rc;
+    char range[64];
+    set_request(d, &x, range, sizeof range);
+    d->r->requests++;
+    CURLcode cr = curl_easy_perform(d->c);
+    long code = 0;
+    curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &code);
+    if (x.printed) fputc('\n', stderr);
+    d->r->bytes_received += x.got;
+    d->r->resumed_from = x.have;
+    if (cr == CURLE_OK && (code == 200 || code == 206)) {
+        rc = finish_transfer(d, &x, code, why, why_n, e);
+        if (rc != STEP_RETRY) return rc;
+        close(x.fd);
+        return STEP_RETRY;
+    }
+    close(x.fd);
+    return classify_failure(d, &x, cr, code, why, why_n, e);
+}
+
+// ---- retries ----
+// No attempts left: the error names the last reason; a non-empty .part is kept to resume.
+static int give_up(const struct dl *d, int attempt, const char *why, struct err *e) {
+    struct stat ps2;
+    int64_t kept = stat(d->part, &ps2) == 0 ? (int64_t)ps2.st_size : 0;
+    int rc = err_set(e, ERR_NET, "%s: %s after %d attempt%s%s", d->url, why, attempt + 1,
+                     attempt ? "s" : "",
+                     kept > 0 ? "; the partial file is kept, run again to resume" : "");
+    if (kept > 0) log_info("kept %lld bytes in %s", (long long)kept, d->part);
+    return rc;
+}
+
+// Exponential back-off: retry_base_ms * 2^attempt, at most 60 s.
+static void wait_retry(const struct dl *d, int attempt, const char *why) {
+    long delay = (long)d->o->retry_base_ms << (attempt < 16 ? attempt : 16);
+    if (delay > 60000) delay = 60000;
+    log_warn("%s: %s; retry %d/%d in %.1f s", d->base, why, attempt + 1, d->o->retries, delay / 1000.0);
+    sleep_ms(delay);
+}
+
+int fetch_url(const char *url, const char *dest, int64_t size, const char *sha256, int use_token,
+              const struct fetch_opts *o, struct fetch_result *r, struct err *e) {
+    struct fetch_result dummy;
+    if (!r) r = &dummy;
+    memset(r, 0, sizeof *r);
+    int rc = check_existing(dest, size, r, e);
+    if (rc < 0) return rc;
+    if (rc == 1) return 0; // already there
+    if ((rc = check_request(url, dest, sha256, o, e))) return rc;
+    struct dl d = {.url = url, .dest = dest, .size = size, .use_token = use_token, .o = o, .r = r};
+    if ((rc = make_part_path(&d, e)) || (rc = curl_ready(e))) return rc;
+    d.c = curl_easy_init();
+    if (!d.c) return err_set(e, ERR_NOMEM, "fetch: curl_easy_init failed");
+    if ((rc = auth_header(&d.hdrs, use_token, o, e))) goto done;
+    d.base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
     if (sha256 && *sha256)
-        for (int i = 0; i < 65; i++) expect[i] = (char)tolower((unsigned char)sha256[i]);
+        for (int i = 0; i < 65; i++) d.expect[i] = (char)tolower((unsigned char)sha256[i]);
 
     for (int attempt = 0;; attempt++) {
-        struct xfer x;
-        memset(&x, 0, sizeof x);
-        x.c = c;
-        x.linked_size = -1;
-        x.cr_start = x.cr_total = x.clen = -1;
-        x.fd = open(part, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (x.fd < 0) { rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); goto done; }
-        // Two processes appending to one .part would interleave bytes: one writer at a time.
-        if (flock(x.fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = err_set(e, ERR_IO, "%s: another process is downloading this file (locked)", part);
-            close(x.fd);
-            goto done;
-        }
-        struct stat ps;
-        if (fstat(x.fd, &ps) != 0) { rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); close(x.fd); goto done; }
-        x.have = ps.st_size;
-        // A .part of the full size (killed between the last byte and the rename): verify it
-        // against the manifest's sha256 without the network; otherwise start over.
-        if (size >= 0 && x.have == size && expect[0]) {
-            struct sha256 hh;
-            uint8_t d[32];
-            char got[65];
-            sha256_init(&hh);
-            if (hash_file_prefix(part, x.have, &hh) == 0) {
-                sha256_final(&hh, d);
-                sha256_to_hex(d, got);
-                if (!strcmp(got, expect)) {
-                    close(x.fd);
-                    if (rename(part, dest) != 0) { rc = err_set(e, ERR_IO, "rename %s -> %s: %s", part, dest, strerror(errno)); goto done; }
-                    r->verified_sha = 1;
-                    memcpy(r->sha256, got, 65);
-                    r->resumed_from = x.have;
-                    log_info("%s: complete .part verified, sha256 ok", base);
-                    rc = 0;
-                    goto done;
-                }
-            }
-        }
-        if (size >= 0 && x.have >= size) {
-            if (ftruncate(x.fd, 0) != 0) { rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno)); close(x.fd); goto done; }
-            x.have = 0;
-        }
-        sha256_init(&x.h);
-        if (x.have > 0 && hash_file_prefix(part, x.have, &x.h) != 0) {
-            rc = err_set(e, ERR_IO, "%s: cannot read partial file", part);
-            close(x.fd);
-            goto done;
-        }
-        if (x.have > 0) log_info("resuming %s from byte %lld", base, (long long)x.have);
-        x.show = o->progress;
-        x.tty = isatty(2);
-        x.label = base;
-        x.t0 = time_now();
-        x.last = x.t0;
-
-        char range[64];
-        curl_easy_reset(c);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-        curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#endif
-        curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-        curl_easy_setopt(c, CURLOPT_USERAGENT, "hifa4-eval/0.1 (libcurl)");
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // abort a stalled transfer
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
-        // curl >= 7.58 drops a custom Authorization header on a redirect to another host
-        // (the Hub redirects LFS files to its CDN), so the token never leaves the endpoint.
-        if (hdrs) curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-        if (x.have > 0) {
-            snprintf(range, sizeof range, "%lld-", (long long)x.have);
-            curl_easy_setopt(c, CURLOPT_RANGE, range);
-        }
-        r->requests++;
-        CURLcode cr = curl_easy_perform(c);
-        long code = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        if (x.printed) fputc('\n', stderr);
-        r->bytes_received += x.got;
-        r->resumed_from = x.have;
-        int retry = 0;
         char why[512] = "";
-        if (cr == CURLE_OK && (code == 200 || code == 206)) {
-            int64_t total = x.have + x.got;
-            int64_t server_total = code == 206 ? x.cr_total : x.clen;
-            if (server_total < 0) server_total = x.linked_size;
-            if (size >= 0 && total != size) {
-                close(x.fd);
-                unlink(part);
-                rc = err_set(e, ERR_MISMATCH, "%s: got %lld bytes, expected %lld; the partial file was deleted",
-                             url, (long long)total, (long long)size);
-                goto done;
-            }
-            if (size < 0 && server_total >= 0 && total != server_total) {
-                snprintf(why, sizeof why, "got %lld of %lld bytes", (long long)total, (long long)server_total);
-                retry = 1;
-            } else {
-                char want[65] = "", got[65];
-                uint8_t d[32];
-                sha256_final(&x.h, d);
-                sha256_to_hex(d, got);
-                if (expect[0]) memcpy(want, expect, 65);
-                else if (!etag_sha(x.linked_etag, want) && !etag_sha(x.etag, want)) want[0] = 0;
-                if (want[0] && strcmp(want, got) != 0) {
-                    close(x.fd);
-                    unlink(part);
-                    rc = err_set(e, ERR_MISMATCH,
-                                 "%s: sha256 mismatch (expected %s from the %s, got %s); the download was deleted",
-                                 url, want, expect[0] ? "manifest" : "server ETag", got);
-                    goto done;
-                }
-                if (!want[0]) log_info("%s: no sha256 known (manifest or ETag), checked the size only", base);
-                if (fsync(x.fd) != 0 || close(x.fd) != 0) {
-                    rc = err_set(e, ERR_IO, "%s: %s", part, strerror(errno));
-                    goto done;
-                }
-                if (rename(part, dest) != 0) {
-                    rc = err_set(e, ERR_IO, "rename %s -> %s: %s", part, dest, strerror(errno));
-                    goto done;
-                }
-                r->verified_sha = want[0] != 0;
-                memcpy(r->sha256, got, 65);
-                log_info("%s: %lld bytes%s", base, (long long)total, r->verified_sha ? ", sha256 ok" : "");
-                rc = 0;
-                goto done;
-            }
-        } else {
-            close(x.fd);
-            x.fd = -1;
-        }
-        if (x.fd >= 0) close(x.fd);
-        if (!retry) {
-            if (x.io_errno) {
-                rc = err_set(e, ERR_IO, "%s: write failed: %s", part, strerror(x.io_errno));
-                goto done;
-            }
-            if (x.bad_range) {
-                snprintf(why, sizeof why, "server answered Range with a different start");
-                truncate(part, 0);
-                retry = 1;
-            } else if (cr == CURLE_HTTP_RETURNED_ERROR || (cr == CURLE_OK && code >= 300)) {
-                if (code == 404) {
-                    rc = err_set(e, ERR_NOTFOUND, "%s: HTTP 404 Not Found", url);
-                    goto done;
-                }
-                if (code == 401 || code == 403) {
-                    rc = err_set(e, ERR_NET, "%s: HTTP %ld %s", url, code,
-                                 !use_token ? "access denied"
-                                 : o->hf_token ? "HF_TOKEN was rejected or has no access to this repository (gated models: accept the license on the model page first)"
-                                               : "authentication required: the repository is gated or private; accept its license on the model page and set HF_TOKEN");
-                    goto done;
-                }
-                if (code == 416) { // our .part does not fit the server's file: start over
-                    truncate(part, 0);
-                    snprintf(why, sizeof why, "HTTP 416 for a resumed range");
-                    retry = 1;
-                } else if (code >= 500 || code == 429 || code == 408) {
-                    snprintf(why, sizeof why, "HTTP %ld", code);
-                    retry = 1;
-                } else {
-                    rc = err_set(e, ERR_NET, "%s: HTTP %ld", url, code);
-                    goto done;
-                }
-            } else if (curl_retryable(cr)) {
-                snprintf(why, sizeof why, "%s", curl_easy_strerror(cr));
-                retry = 1;
-            } else {
-                rc = err_set(e, ERR_NET, "%s: %s%s", url, curl_easy_strerror(cr),
-                             cr == CURLE_COULDNT_RESOLVE_HOST ? " (no network? use --offline with files in the cache)" : "");
-                goto done;
-            }
-        }
+        rc = one_attempt(&d, why, sizeof why, e);
+        if (rc != STEP_RETRY) break;
         if (attempt >= o->retries) {
-            struct stat ps2;
-            int64_t kept = stat(part, &ps2) == 0 ? (int64_t)ps2.st_size : 0;
-            rc = err_set(e, ERR_NET, "%s: %s after %d attempt%s%s", url, why, attempt + 1,
-                         attempt ? "s" : "",
-                         kept > 0 ? "; the partial file is kept, run again to resume" : "");
-            if (kept > 0) log_info("kept %lld bytes in %s", (long long)kept, part);
-            goto done;
+            rc = give_up(&d, attempt, why, e);
+            break;
         }
-        long delay = (long)o->retry_base_ms << (attempt < 16 ? attempt : 16);
-        if (delay > 60000) delay = 60000;
-        log_warn("%s: %s; retry %d/%d in %.1f s", base, why, attempt + 1, o->retries, delay / 1000.0);
-        sleep_ms(delay);
+        wait_retry(&d, attempt, why);
     }
 done:
     if (rc) { // do not leave an empty .part behind (404, 401, ...)
         struct stat ps3;
-        if (stat(part, &ps3) == 0 && ps3.st_size == 0) unlink(part);
+        if (stat(d.part, &ps3) == 0 && ps3.st_size == 0) unlink(d.part);
     }
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
+    curl_slist_free_all(d.hdrs);
+    curl_easy_cleanup(d.c);
     return rc;
 }
 
@@ -790,13 +861,14 @@ fail:
     return rc;
 }
 
-int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
-    memset(p, 0, sizeof *p);
+// datasets/<task>.json under paths_home into man (which must exist; the error lists the
+// known manifests).
+static int task_manifest(char *man, size_t n, const char *task, struct err *e) {
     int rc = check_simple_name(task, "task", 1, e);
     if (rc) return rc;
-    char home[PATH_MAX_], man[PATH_MAX_], cache[PATH_MAX_];
+    char home[PATH_MAX_];
     if ((rc = paths_home(home, sizeof home, e))) return rc;
-    if (snprintf(man, sizeof man, "%s/datasets/%s.json", home, task) >= (int)sizeof man)
+    if (snprintf(man, n, "%s/datasets/%s.json", home, task) >= (int)n)
         return err_set(e, ERR_RANGE, "path too long");
     if (!file_exists(man)) {
         char known[1024], dir[PATH_MAX_ + 32];
@@ -805,6 +877,117 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
         return err_set(e, ERR_NOTFOUND, "no data manifest for task '%s' (%s); known: %s", task, man,
                        known[0] ? known : "none");
     }
+    return 0;
+}
+
+// One entry of a manifest's "archives" (ctx: "<manifest>: archives[K]" for errors).
+static int plan_archive(struct fetch_plan *p, const cJSON *it, const char *ctx, struct err *e) {
+    const char *id, *path, *url, *fmt, *sha = NULL;
+    int64_t size = -1;
+    int rc;
+    if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
+        (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
+        (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
+        return rc;
+    if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
+    if (strcmp(fmt, "tar")) return err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt);
+    if (sha && !is_hex64(sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha);
+    if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7))
+        return err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
+    struct fetch_entry *x = plan_add(p, e);
+    if (!x) return ERR_NOMEM;
+    x->rel = str_dup(path);
+    x->dest = fmt_dup("%s/%s", p->root, path);
+    x->url = str_dup(url);
+    x->member = str_dup(id); // archives keep their id here
+    x->is_archive = 1;
+    x->size = size;
+    if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
+    if (!x->rel || !x->dest || !x->url || !x->member) return err_set(e, ERR_NOMEM, "fetch: out of memory");
+    x->present = file_exists(x->dest);
+    return 0;
+}
+
+// One entry of a manifest's "files", as read and validated by read_task_file.
+struct task_file {
+    const char *path, *url, *sha, *manual, *arch, *member, *sys, *src_for;
+    const cJSON *alts;
+    int64_t size;
+    int ai; // 1 + index of its archive in the plan, 0 = none
+};
+
+static int read_task_file(struct task_file *f, const struct fetch_plan *p, const cJSON *it, const char *ctx,
+                          const char *top_manual, struct err *e) {
+    memset(f, 0, sizeof *f);
+    f->size = -1;
+    int rc;
+    if ((rc = json_get_str(it, "path", &f->path, 1, ctx, e)) || (rc = json_get_str(it, "url", &f->url, 0, ctx, e)) ||
+        (rc = json_get_str(it, "sha256", &f->sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &f->size, 0, ctx, e)) ||
+        (rc = json_get_str(it, "manual", &f->manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &f->arch, 0, ctx, e)) ||
+        (rc = json_get_str(it, "member", &f->member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &f->alts, 0, ctx, e)) ||
+        (rc = json_get_str(it, "system_path", &f->sys, 0, ctx, e)) ||
+        (rc = json_get_str(it, "source_for", &f->src_for, 0, ctx, e)))
+        return rc;
+    if ((rc = fetch_check_relpath(f->path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
+    if (f->sha && !is_hex64(f->sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, f->sha);
+    if (f->url && strncmp(f->url, "https://", 8) && strncmp(f->url, "http://", 7))
+        return err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, f->url);
+    const char *sys = f->sys;
+    if (sys && (sys[0] != '/' || strstr(sys, "/../") || strstr(sys, "/./")))
+        return err_set(e, ERR_FORMAT, "%s: system_path '%s': expected a clean absolute path", ctx, sys);
+    if (f->arch) {
+        for (int i = 0; i < p->n; i++)
+            if (p->v[i].is_archive && !strcmp(p->v[i].member, f->arch)) f->ai = i + 1;
+        if (!f->ai) return err_set(e, ERR_FORMAT, "%s: archive '%s' is not in 'archives'", ctx, f->arch);
+        if (!f->member) return err_set(e, ERR_FORMAT, "%s: 'archive' needs 'member'", ctx);
+        if ((rc = fetch_check_relpath(f->member, "member", e))) { err_prefix(e, "%s", ctx); return rc; }
+    }
+    if (!f->url && !f->ai && !f->manual && !top_manual)
+        return err_set(e, ERR_FORMAT, "%s: needs 'url', 'archive' or 'manual'", ctx);
+    return 0;
+}
+
+// Adds a validated files[] entry. It counts as present when its destination, one of its
+// alt_paths, or (source_for) the earlier file it only serves to make is there.
+static int plan_task_file(struct fetch_plan *p, const struct task_file *f, const char *ctx, const char *top_manual,
+                          struct err *e) {
+    struct fetch_entry *x = plan_add(p, e);
+    if (!x) return ERR_NOMEM;
+    const char *man_txt = f->manual ? f->manual : top_manual;
+    x->rel = str_dup(f->path);
+    x->dest = f->sys ? str_dup(f->sys) : fmt_dup("%s/%s", p->root, f->path);
+    x->url = f->url ? str_dup(f->url) : NULL;
+    x->manual = man_txt ? str_dup(man_txt) : NULL;
+    x->member = f->member ? str_dup(f->member) : NULL;
+    x->archive = f->ai;
+    x->system = f->sys != NULL;
+    x->size = f->size;
+    if (f->sha) snprintf(x->sha256, sizeof x->sha256, "%s", f->sha);
+    if (!x->rel || !x->dest || (f->url && !x->url) || (man_txt && !x->manual) || (f->member && !x->member))
+        return err_set(e, ERR_NOMEM, "fetch: out of memory");
+    x->present = f->sys ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest);
+    const cJSON *a;
+    if (f->alts) cJSON_ArrayForEach(a, f->alts) {
+        char ap[PATH_MAX_ + 8];
+        if (!cJSON_IsString(a) || fetch_check_relpath(a->valuestring, "alt_paths", e))
+            return err_set(e, ERR_FORMAT, "%s: alt_paths: bad entry %s", ctx, json_brief(a));
+        snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
+        if (file_exists(ap)) x->present = 1;
+    }
+    if (f->src_for) { // only needed to make an earlier-listed file that is missing
+        int found = 0;
+        for (int i = 0; i < p->n - 1; i++)
+            if (!strcmp(p->v[i].rel, f->src_for)) { found = 1; if (p->v[i].present) x->present = 1; }
+        if (!found) return err_set(e, ERR_FORMAT, "%s: source_for '%s': no earlier file with that path", ctx, f->src_for);
+    }
+    return 0;
+}
+
+int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
+    memset(p, 0, sizeof *p);
+    char man[PATH_MAX_], cache[PATH_MAX_];
+    int rc = task_manifest(man, sizeof man, task, e);
+    if (rc) return rc;
     if ((rc = paths_cache(cache, sizeof cache, e))) return rc;
     if (snprintf(p->root, sizeof p->root, "%s/datasets", cache) >= (int)sizeof p->root)
         return err_set(e, ERR_RANGE, "cache path too long");
@@ -824,101 +1007,15 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     if (archives) cJSON_ArrayForEach(it, archives) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: archives[%d]", man, k++);
-        const char *id, *path, *url, *fmt, *sha = NULL;
-        int64_t size = -1;
-        if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
-            (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
-            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
-            goto fail;
-        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        if (strcmp(fmt, "tar")) { rc = err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt); goto fail; }
-        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
-        if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
-            goto fail;
-        }
-        struct fetch_entry *x = plan_add(p, e);
-        if (!x) { rc = ERR_NOMEM; goto fail; }
-        x->rel = str_dup(path);
-        x->dest = fmt_dup("%s/%s", p->root, path);
-        x->url = str_dup(url);
-        x->member = str_dup(id); // archives keep their id here
-        x->is_archive = 1;
-        x->size = size;
-        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || !x->url || !x->member) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); goto fail; }
-        x->present = file_exists(x->dest);
+        if ((rc = plan_archive(p, it, ctx, e))) goto fail;
     }
     k = 0;
     cJSON_ArrayForEach(it, files) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: files[%d]", man, k++);
-        const char *path, *url = NULL, *sha = NULL, *manual = NULL, *arch = NULL, *member = NULL, *sys = NULL;
-        const char *src_for = NULL;
-        const cJSON *alts = NULL;
-        int64_t size = -1;
-        if ((rc = json_get_str(it, "path", &path, 1, ctx, e)) || (rc = json_get_str(it, "url", &url, 0, ctx, e)) ||
-            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)) ||
-            (rc = json_get_str(it, "manual", &manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &arch, 0, ctx, e)) ||
-            (rc = json_get_str(it, "member", &member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &alts, 0, ctx, e)) ||
-            (rc = json_get_str(it, "system_path", &sys, 0, ctx, e)) ||
-            (rc = json_get_str(it, "source_for", &src_for, 0, ctx, e)))
+        struct task_file f;
+        if ((rc = read_task_file(&f, p, it, ctx, top_manual, e)) || (rc = plan_task_file(p, &f, ctx, top_manual, e)))
             goto fail;
-        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
-        if (url && strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
-            goto fail;
-        }
-        if (sys && (sys[0] != '/' || strstr(sys, "/../") || strstr(sys, "/./"))) {
-            rc = err_set(e, ERR_FORMAT, "%s: system_path '%s': expected a clean absolute path", ctx, sys);
-            goto fail;
-        }
-        int ai = 0;
-        if (arch) {
-            for (int i = 0; i < p->n; i++)
-                if (p->v[i].is_archive && !strcmp(p->v[i].member, arch)) ai = i + 1;
-            if (!ai) { rc = err_set(e, ERR_FORMAT, "%s: archive '%s' is not in 'archives'", ctx, arch); goto fail; }
-            if (!member) { rc = err_set(e, ERR_FORMAT, "%s: 'archive' needs 'member'", ctx); goto fail; }
-            if ((rc = fetch_check_relpath(member, "member", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        }
-        if (!url && !ai && !manual && !top_manual) {
-            rc = err_set(e, ERR_FORMAT, "%s: needs 'url', 'archive' or 'manual'", ctx);
-            goto fail;
-        }
-        struct fetch_entry *x = plan_add(p, e);
-        if (!x) { rc = ERR_NOMEM; goto fail; }
-        const char *man_txt = manual ? manual : top_manual;
-        x->rel = str_dup(path);
-        x->dest = sys ? str_dup(sys) : fmt_dup("%s/%s", p->root, path);
-        x->url = url ? str_dup(url) : NULL;
-        x->manual = man_txt ? str_dup(man_txt) : NULL;
-        x->member = member ? str_dup(member) : NULL;
-        x->archive = ai;
-        x->system = sys != NULL;
-        x->size = size;
-        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || (url && !x->url) || (man_txt && !x->manual) || (member && !x->member)) {
-            rc = err_set(e, ERR_NOMEM, "fetch: out of memory");
-            goto fail;
-        }
-        x->present = sys ? (file_exists(x->dest) || dir_exists(x->dest)) : file_exists(x->dest);
-        const cJSON *a;
-        if (alts) cJSON_ArrayForEach(a, alts) {
-            char ap[PATH_MAX_ + 8];
-            if (!cJSON_IsString(a) || fetch_check_relpath(a->valuestring, "alt_paths", e)) {
-                rc = err_set(e, ERR_FORMAT, "%s: alt_paths: bad entry %s", ctx, json_brief(a));
-                goto fail;
-            }
-            snprintf(ap, sizeof ap, "%s/%s", p->root, a->valuestring);
-            if (file_exists(ap)) x->present = 1;
-        }
-        if (src_for) { // only needed to make an earlier-listed file that is missing
-            int found = 0;
-            for (int i = 0; i < p->n - 1; i++)
-                if (!strcmp(p->v[i].rel, src_for)) { found = 1; if (p->v[i].present) x->present = 1; }
-            if (!found) { rc = err_set(e, ERR_FORMAT, "%s: source_for '%s': no earlier file with that path", ctx, src_for); goto fail; }
-        }
     }
     if (p->n == 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'files' is empty", man); goto fail; }
     cJSON_Delete(j);

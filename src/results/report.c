@@ -132,24 +132,29 @@ static int has_metric(const cJSON *task, const char *m) {
 }
 
 // ---- per-run tables ----
-// Column/row name of mode k of summary.json's "modes": run.json's display name ("hifa4 (channel)",
-// "direct [qdq-skip p]"), or the mode name for run.json files written before it existed.
+// Each table builder adds its grids at g[*n_g] on and returns 0, or nonzero when a grid
+// call ran out of memory (the OR of their codes); run_tables turns that into the error.
+// Modes are named as run.json's display names ("hifa4 (channel)", "direct [qdq-skip p]"; the
+// mode name for run.json files written before them), so rows B-E say their Q-Mean form.
+
+// Column/row name of mode k of summary.json's "modes".
 static const char *mode_col(const cJSON *run, const cJSON *modes, int k) {
     return results_mode_display(run, cJSON_GetArrayItem(modes, k)->valuestring);
 }
 
-// Accuracy of every multiple-choice task, and perplexity of the perplexity tasks (if any).
-static int acc_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
-    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *m;
-    int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl = 0;
+// Accuracy per task and mode; perplexity tasks are only counted, in *n_ppl.
+static int acc_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
+    const cJSON *t, *m;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], b[64], c[64];
     struct grid *acc = &g[(*n_g)++];
     grid_init(acc, "accuracy", "Accuracy (%, +- stderr; acc_norm where the task reports it)", 1 + nm);
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
     for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", mode_col(run, modes, k));
+    *n_ppl = 0;
     cJSON_ArrayForEach(t, tasks) {
-        if (has_metric(t, "ppl")) { n_ppl++; continue; }
+        if (has_metric(t, "ppl")) { (*n_ppl)++; continue; }
         rc |= grid_row(acc);
         rc |= grid_set(acc, 0, "%s (%d)", t->string, (int)jnum(t, "n"));
         int k = 0;
@@ -166,7 +171,12 @@ static int acc_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
             k++;
         }
     }
-    if (!n_ppl) return rc;
+    return rc;
+}
+
+static int ppl_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
+    const cJSON *t, *m;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *pp = &g[(*n_g)++];
     grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
     rc |= grid_row(pp);
@@ -185,13 +195,54 @@ static int acc_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
     return rc;
 }
 
-// Against the reference: flips (paper Table 3), hurts/helps (Table 6), token level, margins.
-static int cmp_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
-    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t;
-    const char *ref = jstr(sum, "reference", "?");
+// Task t's rows of the flips, hurts/helps and token tables (perplexity tasks: token only)
+// and of the margins table (not for perplexity tasks).
+static int vs_ref_rows(struct grid *fl, struct grid *hh, struct grid *tk, struct grid *mg, const cJSON *t,
+                       const cJSON *modes) {
     int nm = cJSON_GetArraySize(modes), rc = 0;
-    char a[64], b[64], c[64], title[256];
+    char a[64], b[64], c[64];
+    struct grid *gs[3] = {fl, hh, tk};
+    int ppl = has_metric(t, "ppl");
+    for (int q = 0; q < 3; q++) {
+        if (ppl && q < 2) continue;
+        rc |= grid_row(gs[q]);
+        rc |= grid_set(gs[q], 0, "%s", t->string);
+    }
+    for (int k = 1; k < nm; k++) {
+        const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
+        const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
+        if (ppl) {
+            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+            continue;
+        }
+        fmt_pct(a, sizeof a, jnum(v, "pfr"));
+        fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
+        fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
+        rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
+        fmt_pct(a, sizeof a, jnum(v, "d_acc"));
+        rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
+        fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
+        rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
+    }
+    if (ppl) return rc;
+    const cJSON *mj = jget(t, "margins_all_correct");
+    rc |= grid_row(mg);
+    rc |= grid_set(mg, 0, "%s", t->string);
+    rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
+    for (int k = 0; k < nm; k++) {
+        const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
+        rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
+    }
+    return rc;
+}
+
+// flips (paper Table 3), hurts/helps (Table 6), token level, margins
+static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, const char *ref) {
+    const cJSON *t;
+    int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
+    char title[256];
     snprintf(title, sizeof title, "Flip rate vs %s (PFR %%, Wilson 95%% interval; flips/N)", ref);
     grid_init(fl, "flips", title, nm);
     snprintf(title, sizeof title, "Quant Hurts / Helps vs %s (dAcc %%, McNemar exact p)", ref);
@@ -209,43 +260,14 @@ static int cmp_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
     rc |= grid_set(mg, 0, "task");
     rc |= grid_set(mg, 1, "n");
     for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", mode_col(run, modes, k));
-    cJSON_ArrayForEach(t, tasks) {
-        int ppl = has_metric(t, "ppl");
-        for (int q = 0; q < 3; q++) {
-            if (ppl && q < 2) continue;
-            rc |= grid_row(gs[q]);
-            rc |= grid_set(gs[q], 0, "%s", t->string);
-        }
-        for (int k = 1; k < nm; k++) {
-            const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
-            const cJSON *v = jget(jget(t, "vs_reference"), mn), *tok = jget(v, "token");
-            fmt_pct(a, sizeof a, jnum(tok, "same_top1"));
-            rc |= grid_set(tk, k, "%.3g / %.3g (%s)", jnum(tok, "kl_mean"), jnum(tok, "kl_p99"), a);
-            if (ppl) continue;
-            fmt_pct(a, sizeof a, jnum(v, "pfr"));
-            fmt_pct(b, sizeof b, jnum(v, "pfr_lo"));
-            fmt_pct(c, sizeof c, jnum(v, "pfr_hi"));
-            rc |= grid_set(fl, k, "%s [%s, %s] (%d/%d)", a, b, c, (int)jnum(v, "flips"), (int)jnum(v, "n"));
-            fmt_pct(a, sizeof a, jnum(v, "d_acc"));
-            rc |= grid_set(hh, k, "%d / %d (%s, p=%.3g)", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), a, jnum(v, "mcnemar_p"));
-        }
-        if (ppl) continue;
-        const cJSON *mj = jget(t, "margins_all_correct");
-        rc |= grid_row(mg);
-        rc |= grid_set(mg, 0, "%s", t->string);
-        rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
-        for (int k = 0; k < nm; k++) {
-            const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
-            rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
-        }
-    }
+    cJSON_ArrayForEach(t, tasks) rc |= vs_ref_rows(fl, hh, tk, mg, t, modes);
     return rc;
 }
 
-// Per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval); left
-// out when no task has 2..200 subjects.
-static int subject_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
-    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks"), *t, *s;
+// per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval);
+// no grid when no task has 2..200 subjects
+static int subject_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
+    const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64];
     struct grid *sb = &g[(*n_g)++];
@@ -254,7 +276,7 @@ static int subject_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON
     rc |= grid_set(sb, 0, "task/subject (n)");
     for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) {
-        const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects");
+        const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
         if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
         cJSON_ArrayForEach(s, subj) {
             rc |= grid_row(sb);
@@ -270,22 +292,21 @@ static int subject_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON
     return rc;
 }
 
-// Accuracy gap across tasks (paper Table 5).
-static int gap_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run) {
-    const cJSON *modes = jget(sum, "modes");
+// across tasks (paper Table 5)
+static int across_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *sum, const cJSON *modes, const char *ref) {
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], title[256];
     struct grid *dw = &g[(*n_g)++];
-    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items",
-             jstr(sum, "reference", "?"));
+    snprintf(title, sizeof title, "Accuracy gap (mode minus %s) across tasks, percentage points: D_avg plain mean, D_w weighted by items", ref);
     grid_init(dw, "d_avg_w", title, 5);
     rc |= grid_row(dw);
     rc |= grid_set(dw, 0, "mode"); rc |= grid_set(dw, 1, "D_avg"); rc |= grid_set(dw, 2, "D_w");
     rc |= grid_set(dw, 3, "D_avg (acc_norm)"); rc |= grid_set(dw, 4, "D_w (acc_norm)");
     for (int k = 1; k < nm; k++) {
-        const cJSON *x = jget(jget(sum, "across_tasks"), cJSON_GetArrayItem(modes, k)->valuestring);
+        const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
+        const cJSON *x = jget(jget(sum, "across_tasks"), mn);
         rc |= grid_row(dw);
-        rc |= grid_set(dw, 0, "%s", mode_col(run, modes, k));
+        rc |= grid_set(dw, 0, "%s", results_mode_display(run, mn));
         fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(dw, 1, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(dw, 2, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
@@ -294,11 +315,21 @@ static int gap_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *ru
     return rc;
 }
 
+// The tables of one run's summary.json, in report order: accuracy, perplexity (if any task
+// has it), then with a second mode flips, hurts/helps, token level, margins, subjects (if
+// any) and the across-task gaps.
 static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run, struct err *e) {
+    const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks");
+    const char *ref = jstr(sum, "reference", "?");
+    int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl;
     *n_g = 0;
-    int rc = acc_tables(g, n_g, sum, run);
-    if (cJSON_GetArraySize(jget(sum, "modes")) >= 2)
-        rc |= cmp_tables(g, n_g, sum, run) | subject_table(g, n_g, sum, run) | gap_table(g, n_g, sum, run);
+    rc |= acc_table(g, n_g, run, modes, tasks, &n_ppl);
+    if (n_ppl) rc |= ppl_table(g, n_g, run, modes, tasks);
+    if (nm >= 2) {
+        rc |= vs_ref_tables(g, n_g, run, modes, tasks, ref);
+        rc |= subject_table(g, n_g, run, modes, tasks);
+        rc |= across_table(g, n_g, run, sum, modes, ref);
+    }
     if (rc) return err_set(e, ERR_NOMEM, "report: out of memory");
     return 0;
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_demo_identity.sh: the demo's pipeline at a small scale (make-model with the demo's
+# planted-outlier Qwen3 shape, calibrate on Debian's GPL-3 text, `run --task exam --limit 60
+# --attn all`) must reproduce the committed samples files in tests/data/demo_identity/ byte for
+# byte. The fixture was made by the binary of commit fae9478, before the layout change of
+# issue 10 (src/ in layer folders, the run module): this test is the evidence that the move
+# changed no bit; from then on it guards that refactorings leave results untouched. It is a
+# regression check, not a numerics check (those are the golden tests). Skipped when the exam
+# pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${HIFA4_BIN:-./hifa4-eval}
+TMP=${HIFA4_TMP:-build/tmp}/demo_identity
+FIX=tests/data/demo_identity
+pass=0; fail=0; skip=0
+if [ ! -d /usr/share/hamexam ] && [ ! -d /usr/share/fccexam ]; then
+    echo "SKIP test_demo_identity: the exam pools (Debian packages hamexam, fccexam) are not installed"; skip=1
+elif [ ! -f /usr/share/common-licenses/GPL-3 ]; then
+    echo "SKIP test_demo_identity: /usr/share/common-licenses/GPL-3 is missing"; skip=1
+else
+    rm -rf "$TMP"; mkdir -p "$TMP"
+    if "$BIN" --quiet make-model --arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 128 --ffn 256 \
+            --seed 7 --plant-outlier 0:51:34 --out "$TMP/model" >/dev/null &&
+       "$BIN" --quiet calibrate --model "$TMP/model" --calib /usr/share/common-licenses/GPL-3 --calib-samples 32 \
+            --calib-len 128 --threads 2 --out "$TMP/scales.safetensors" >/dev/null 2>&1 &&
+       "$BIN" --quiet run --model "$TMP/model" --task exam --limit 60 --attn all --scales "$TMP/scales.safetensors" \
+            --threads 2 --out "$TMP/run" >/dev/null; then
+        pass=$((pass + 1))
+    else
+        echo "FAIL the demo pipeline did not run (see above)"; fail=$((fail + 1))
+    fi
+    n_fix=$(ls "$FIX"/samples-*.zst 2>/dev/null | wc -l)
+    if [ "$n_fix" -ne 7 ]; then echo "FAIL $FIX holds $n_fix samples files, expected the 7 modes of --attn all"; fail=$((fail + 1)); fi
+    for f in "$FIX"/samples-*.zst "$FIX"/scales.safetensors; do
+        b=$(basename "$f")
+        if [ "$b" = scales.safetensors ]; then got="$TMP/$b"; else got="$TMP/run/$b"; fi
+        if cmp -s "$f" "$got"; then pass=$((pass + 1)); else echo "FAIL $got differs from $f"; fail=$((fail + 1)); fi
+    done
+fi
+if [ $skip -gt 0 ]; then echo "test_demo_identity: $pass passed, $fail failed, $skip skipped"
+else echo "test_demo_identity: $pass passed, $fail failed"; fi
+[ $fail -eq 0 ]
