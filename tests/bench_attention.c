@@ -39,8 +39,15 @@ static double run_once(struct attn_ctx *ctx, int T, int H, int Hkv, int d, const
 
 int main(void) {
     const int H = 32, Hkv = 8, d = 128;
-    const char *modes[] = {"bf16", "direct", "hifa4", "direct+qmean", "direct+qmean+sqk", "direct+qmean+preorder"};
-    const int n_modes = 6;
+    // the first four run at every length, the ablations at the short one; /ch = the channel form
+    const struct { const char *mode; int qmean; } modes[] = {
+        {"bf16", ATTN_QMEAN_TOKEN},         {"direct", ATTN_QMEAN_TOKEN},
+        {"hifa4", ATTN_QMEAN_TOKEN},        {"hifa4", ATTN_QMEAN_CHANNEL},
+        {"direct+qmean", ATTN_QMEAN_TOKEN}, {"direct+qmean", ATTN_QMEAN_CHANNEL},
+        {"direct+qmean+sqk", ATTN_QMEAN_TOKEN}, {"direct+qmean+sqk", ATTN_QMEAN_CHANNEL},
+        {"direct+qmean+preorder", ATTN_QMEAN_TOKEN}, {"direct+qmean+preorder", ATTN_QMEAN_CHANNEL},
+    };
+    const int n_modes = (int)(sizeof modes / sizeof modes[0]);
     int Ts[8], nT = 0;
     const char *env = getenv("BENCH_T");
     char buf[128];
@@ -60,16 +67,17 @@ int main(void) {
         // modes interleaved, best of reps: a fair ratio even when other jobs share the cores
         int reps = T <= 512 ? 5 : 2;
         for (int th = 1; th <= 2; th++) {
-            struct attn_ctx *ctx[8] = {0};
-            double wall[8], cpu[8];
+            struct attn_ctx *ctx[16] = {0};
+            double wall[16], cpu[16];
             int nm = 0;
             for (int m = 0; m < n_modes; m++) {
-                if (T > 512 && m >= 3) break; // ablations only at the short length
+                if (T > 512 && m >= 4) break; // ablations only at the short length
                 struct attn_opts o;
                 attn_opts_default(&o);
                 o.n_threads = th;
+                o.qmean = modes[m].qmean;
                 struct err e = {0};
-                if (attn_ctx_init(&ctx[m], modes[m], &o, 1, H, Hkv, d, T, sc, &e)) {
+                if (attn_ctx_init(&ctx[m], modes[m].mode, &o, 1, H, Hkv, d, T, sc, &e)) {
                     fprintf(stderr, "bench_attention: %s\n", e.msg);
                     return 1;
                 }
@@ -83,8 +91,13 @@ int main(void) {
                     cpu[m] = c < cpu[m] ? c : cpu[m];
                 }
             for (int m = 0; m < nm; m++) {
-                printf("  T=%-5d threads=%d  %-22s wall %8.1f ms (%5.2fx bf16)  cpu %8.1f ms (%5.2fx bf16)\n", T, th,
-                       modes[m], wall[m] * 1e3, wall[m] / wall[0], cpu[m] * 1e3, cpu[m] / cpu[0]);
+                char name[64];
+                snprintf(name, sizeof name, "%s%s", modes[m].mode, modes[m].qmean == ATTN_QMEAN_CHANNEL ? "/ch" : "");
+                printf("  T=%-5d threads=%d  %-24s wall %8.1f ms (%5.2fx bf16)  cpu %8.1f ms (%5.2fx bf16)", T, th, name,
+                       wall[m] * 1e3, wall[m] / wall[0], cpu[m] * 1e3, cpu[m] / cpu[0]);
+                if (modes[m].qmean == ATTN_QMEAN_CHANNEL) // the token form is the entry before
+                    printf("  channel/token cpu %.3f", cpu[m] / cpu[m - 1]);
+                printf("\n");
                 attn_ctx_free(ctx[m]);
             }
             fflush(stdout);

@@ -16,6 +16,8 @@ static const unsigned F_BF16 = ATTN_F_ROUND_INPUT | ATTN_F_TILED;
 static const unsigned F_DIRECT = ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT;
 static const unsigned F_HIFA4 = ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN |
                                 ATTN_F_SQK | ATTN_F_PREORDER;
+static const unsigned F_HIFA4_CH = ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN |
+                                   ATTN_F_SQK | ATTN_F_PREORDER | ATTN_F_QMEAN_CH;
 
 // Independent count: walk every visible (i, j) and mark its (row block, key tile) pair.
 static int64_t brute_tiles(int T, int W, int Br, int Bc) {
@@ -123,6 +125,34 @@ static void test_counts_worked(void) {
     CHECK(h.elems4 == 65536 && h.bytes4 == 36864.0 && h.elems16 == 32768 && h.bytes16 == 65536,
           "hifa4 bytes4 %.1f bytes16 %lld", h.bytes4, (long long)h.bytes16);
 
+    // The channel form of Q-Mean on the same shape: the same score-element ops, plus the mu . K^T
+    // GEMV per visited tile (6 tiles x Bc 128 keys x d 64 = 49152 multiply-adds), and a column
+    // mean over each query tile (2 tiles x Br 128 rows x H 2 x d 64 = 32768) instead of the row
+    // means and kappa (32768 + 16384 = 49152). Everything else equal.
+    struct cost_counts ch = {0};
+    cost_count_call(&ch, F_HIFA4_CH, 256, 2, 1, 64, 0, 128, 128);
+    CHECK(ch.vop[COST_V_QMEAN_GEMV] == 49152 && ch.vop[COST_V_QMEAN] == 32768 && ch.vop[COST_V_ADD] == 98304 &&
+              h.vop[COST_V_QMEAN_GEMV] == 0,
+          "channel form: gemv %lld qmean %lld add %lld", (long long)ch.vop[COST_V_QMEAN_GEMV],
+          (long long)ch.vop[COST_V_QMEAN], (long long)ch.vop[COST_V_ADD]);
+    {
+        struct cost_counts x = ch;
+        x.vop[COST_V_QMEAN_GEMV] = h.vop[COST_V_QMEAN_GEMV], x.vop[COST_V_QMEAN] = h.vop[COST_V_QMEAN];
+        CHECK(memcmp(&x, &h, sizeof x) == 0, "channel form: counts other than qmean_gemv and qmean differ from the token form");
+    }
+    // a partial last query tile counts like a full one (T = 200: tiles [0,128), [128,200) padded to
+    // 128 rows): column mean 2 x 128 x 2 x 64 = 32768, not T*H*d = 25600; 3 pairs x 2 heads = 6 tiles
+    struct cost_counts rag = {0};
+    cost_count_call(&rag, F_HIFA4_CH, 200, 2, 1, 64, 0, 128, 128);
+    CHECK(rag.vop[COST_V_QMEAN] == 32768 && rag.vop[COST_V_QMEAN_GEMV] == 6 * 128 * 64 && rag.tiles == 6,
+          "channel form, T=200: qmean %lld gemv %lld tiles %lld", (long long)rag.vop[COST_V_QMEAN],
+          (long long)rag.vop[COST_V_QMEAN_GEMV], (long long)rag.tiles);
+    // ATTN_F_QMEAN_CH without ATTN_F_QMEAN counts nothing extra
+    struct cost_counts d1 = {0}, d2 = {0};
+    cost_count_call(&d1, F_DIRECT | ATTN_F_QMEAN_CH, 256, 2, 1, 64, 0, 128, 128);
+    cost_count_call(&d2, F_DIRECT, 256, 2, 1, 64, 0, 128, 128);
+    CHECK(memcmp(&d1, &d2, sizeof d1) == 0, "ATTN_F_QMEAN_CH alone changed the counts");
+
     struct cost_counts dq = {0};
     cost_count_call(&dq, F_DIRECT, 256, 2, 1, 64, 0, 128, 128);
     CHECK(dq.mac4_ones == 0 && dq.vop[COST_V_SUM] == 98304 && dq.vop[COST_V_ADD] == 0 && dq.vop[COST_V_SMOOTH] == 0 &&
@@ -138,12 +168,14 @@ static void test_counts_general(void) {
     };
     int bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (unsigned f = 0; f < 64; f++) {
+        for (unsigned f = 0; f < 128; f++) { // every combination of the 7 flags, channel form included
             const int *x = shapes[s];
             int64_t T = x[0], H = x[1], Hkv = x[2], d = x[3], Br = x[5], Bc = x[6];
             int64_t Nt = brute_tiles(x[0], x[4], x[5], x[6]);
             int64_t E = Nt * H * Br * Bc, R = Nt * H * Br;
             int q = !!(f & ATTN_F_QUANT), p = !!(f & ATTN_F_PREORDER), m = !!(f & ATTN_F_QMEAN), k = !!(f & ATTN_F_SQK);
+            int ch = m && (f & ATTN_F_QMEAN_CH);
+            int64_t qmean_other = !m ? 0 : ch ? (T + Br - 1) / Br * Br * H * d : T * H * d + T * Hkv * d;
             struct cost_counts c = {0};
             cost_count_call(&c, f, x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
             int64_t mac16 = q ? 0 : E * d, mac4 = q ? E * d : 0, ones = p ? E : 0;
@@ -152,10 +184,11 @@ static void test_counts_general(void) {
                      c.vop[COST_V_MAX] == E && c.vop[COST_V_SUB] == E && c.vop[COST_V_EXP] == E &&
                      c.vop[COST_V_SUM] == (p ? 0 : E) && c.vop[COST_V_CAST] == (q ? 0 : E) &&
                      c.vop[COST_V_QDQ] == (q ? E : 0) && c.vop[COST_V_ADD] == (m ? E : 0) &&
+                     c.vop[COST_V_QMEAN_GEMV] == (ch ? Nt * H * Bc * d : 0) &&
                      c.vop[COST_V_ROW_MR] == 2 * R && c.vop[COST_V_ROW_MR_EXP] == R && c.vop[COST_V_ROW_L] == 2 * R &&
                      c.vop[COST_V_ROW_O] == R * d && c.vop[COST_V_QKV_QDQ] == (q ? T * H * d + 2 * T * Hkv * d : 0) &&
                      c.vop[COST_V_SMOOTH] == (k ? T * (H + Hkv) * d : 0) &&
-                     c.vop[COST_V_QMEAN] == (m ? T * H * d + T * Hkv * d : 0) && c.vop[COST_V_FINAL] == T * H * d &&
+                     c.vop[COST_V_QMEAN] == qmean_other && c.vop[COST_V_FINAL] == T * H * d &&
                      c.elems16 + c.elems4 == 2 * T * H * d + 2 * T * Hkv * d && c.elems4 == (q ? T * (H + 2 * Hkv) * d : 0) &&
                      c.bytes16 == 2 * c.elems16 && c.bytes4 * 16 == (double)c.elems4 * 9;
             if (!ok && bad++ < 5) fprintf(stderr, "shape %zu flags 0x%x: counts differ from the closed forms\n", s, f);
@@ -217,6 +250,11 @@ static void test_counts_json(void) {
     CHECK(cost_counts_from_json(&back, j, "run.json", &e) < 0 && strstr(e.msg, "run.json: vector_ops") &&
               strstr(e.msg, "'qdq'"),
           "negative count: %s", e.msg);
+    // run.json files written before the channel form have no qmean_gemv: read as 0
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "vector_ops"), "qdq", cJSON_CreateNumber(98304));
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "vector_ops"), "qmean_gemv");
+    CHECK(cost_counts_from_json(&back, j, "run.json", &e) == 0 && memcmp(&back, &c, sizeof c) == 0,
+          "without qmean_gemv: %s", e.msg);
     cJSON_DeleteItemFromObjectCaseSensitive(j, "tiles");
     CHECK(cost_counts_from_json(&back, j, "run.json", &e) < 0 && strstr(e.msg, "'tiles'"), "missing field: %s", e.msg);
     cJSON_Delete(j);
@@ -409,12 +447,30 @@ static void test_cli(void) {
     CHECK(rc == 0, "cost --shape failed");
     if (!rc) {
         const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
-        CHECK(cJSON_GetArraySize(modes) == 3, "default modes bf16,direct,hifa4");
-        const cJSON *h = cJSON_GetArrayItem(modes, 2);
+        // default modes bf16,direct,hifa4, and hifa4 in both Q-Mean forms (token first)
+        CHECK(cJSON_GetArraySize(modes) == 4, "default rows bf16, direct, hifa4 token, hifa4 channel: %d",
+              cJSON_GetArraySize(modes));
+        const cJSON *h = cJSON_GetArrayItem(modes, 2), *hc = cJSON_GetArrayItem(modes, 3);
+        const cJSON *qt = cJSON_GetObjectItemCaseSensitive(h, "qmean"), *qc = cJSON_GetObjectItemCaseSensitive(hc, "qmean");
+        CHECK(cJSON_IsString(qt) && !strcmp(qt->valuestring, "token") && cJSON_IsString(qc) &&
+                  !strcmp(qc->valuestring, "channel") &&
+                  cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(modes, 1), "qmean")),
+              "qmean fields of the rows");
         CHECK_CLOSE(jnum(h, "table10", "relative"), 0.65, 0.02, 0);
         CHECK_CLOSE(jnum(h, "table10", "softmax"), 1.29, 0.02, 0);
+        // the channel form's extra GEMV: 36 layers x 51360 tiles x 32 heads x Bc 128 x d 128
+        const cJSON *vec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hc, "counts"), "vector_ops");
+        CHECK(jnum(vec, "qmean_gemv", NULL) == 36.0 * 51360 * 32 * 128 * 128 && jnum(vec, "qmean", NULL) == 36.0 * 40960 * 32 * 128,
+              "hifa4 channel form: qmean_gemv %.17g qmean %.17g", jnum(vec, "qmean_gemv", NULL), jnum(vec, "qmean", NULL));
+        printf("cost hifa4 (Qwen3-8B, T=40960): token form softmax %.3f relative %.3f, channel form softmax %.3f relative %.3f\n",
+               jnum(h, "table10", "softmax"), jnum(h, "table10", "relative"), jnum(hc, "table10", "softmax"),
+               jnum(hc, "table10", "relative"));
+        CHECK(jnum(hc, "table10", "relative") > jnum(h, "table10", "relative"), "the channel form's GEMV costs nothing?");
         cJSON_Delete(j);
     }
+    rc = run_json("--shape 36:32:8:128 --seq 4096 --attn direct+qmean,direct --qmean channel", &j);
+    CHECK(rc == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "modes")) == 2, "--qmean channel: one row per mode");
+    cJSON_Delete(j);
     // a Qwen3-8B config.json (the published shape fields, no weights), written here
     {
         char dir[512], cfg[600];
@@ -455,6 +511,10 @@ static void test_cli(void) {
              bin && bin[0] ? bin : "hifa4-eval");
     st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown mode must be a usage error (status %d)", st);
+    snprintf(cmd, sizeof cmd, "./%s cost --shape 2:2:1:64 --seq 10 --qmean mean 2>/dev/null >/dev/null",
+             bin && bin[0] ? bin : "hifa4-eval");
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "--qmean mean must be a usage error (status %d)", st);
 }
 
 int main(void) {

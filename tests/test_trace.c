@@ -224,6 +224,68 @@ static void test_outlier(void) {
     free(set.ids);
 }
 
+// Q-Mean forms side by side (--qmean both) and --qdq-skip: entries, names, and that each entry
+// is the run of its own form.
+static void test_qmean_forms(void) {
+    if (!QMODEL && outlier_model()) return;
+    struct trace_set set = make_set();
+    const char *modes[] = {"direct", "direct+qmean", "hifa4"};
+    struct trace_opts o;
+    trace_opts_default(&o);
+    o.scales = QSCALES;
+    o.threads = 2;
+    o.qmean = TRACE_QMEAN_BOTH;
+    struct trace_result r, rc1, rs;
+    struct err e = {0};
+    int rc = trace_run(&r, QMODEL, &set, 1, modes, 3, &o, &e);
+    CHECK(rc == 0, "trace_run --qmean both: %s", e.msg);
+    if (rc) { free(set.seq_len); free(set.ids); return; }
+    static const char *const want[5] = {"direct", "direct+qmean (token)", "direct+qmean (channel)", "hifa4 (token)",
+                                        "hifa4 (channel)"};
+    CHECK(r.n_modes == 5, "5 entries, got %d", r.n_modes);
+    for (int m = 0; m < r.n_modes && m < 5; m++) {
+        CHECK(!strcmp(r.display[m], want[m]), "entry %d: '%s', want '%s'", m, r.display[m], want[m]);
+        CHECK(r.qmean[m] == (m == 0 ? -1 : (m + 1) % 2) && !!(r.mode_flags[m] & ATTN_F_QMEAN_CH) == (r.qmean[m] == 1),
+              "entry %d: qmean %d flags 0x%x", m, r.qmean[m], r.mode_flags[m]);
+    }
+    const struct trace_cell *tok = trace_cell(&r, 3, 0), *ch = trace_cell(&r, 4, 0), *dq = trace_cell(&r, 1, 0);
+    CHECK(tok->layer[0].rel_l2 != ch->layer[0].rel_l2 && tok->total.eps_tiles == ch->total.eps_tiles,
+          "hifa4 token %.6g vs channel %.6g rel-L2 must differ on the same (row, tile) pairs", tok->layer[0].rel_l2,
+          ch->layer[0].rel_l2);
+    printf("%s layer-0 rel-L2 vs f32: direct %.4g; direct+qmean token %.4g channel %.4g; hifa4 token %.4g "
+           "channel %.4g\n", QMODEL, trace_cell(&r, 0, 0)->layer[0].rel_l2, dq->layer[0].rel_l2, trace_cell(&r, 2, 0)->layer[0].rel_l2,
+           tok->layer[0].rel_l2, ch->layer[0].rel_l2);
+    // --qmean channel alone gives the same numbers as the channel entries of --qmean both
+    o.qmean = ATTN_QMEAN_CHANNEL;
+    rc = trace_run(&rc1, QMODEL, &set, 1, modes + 2, 1, &o, &e);
+    CHECK(rc == 0 && rc1.n_modes == 1 && !strcmp(rc1.display[0], "hifa4 (channel)") &&
+              !memcmp(trace_cell(&rc1, 0, 0)->layer, ch->layer, (size_t)r.n_layers * sizeof *ch->layer),
+          "--qmean channel == the channel entry of --qmean both: %s", rc ? e.msg : "");
+    if (!rc) trace_result_free(&rc1);
+    // --qdq-skip q,k,v: only P quantized; the output error shrinks, the name says so
+    o.qmean = ATTN_QMEAN_TOKEN;
+    o.qdq_skip = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V;
+    rc = trace_run(&rs, QMODEL, &set, 1, modes, 1, &o, &e);
+    CHECK(rc == 0 && !strcmp(rs.display[0], "direct [qdq-skip q,k,v]") &&
+              trace_cell(&rs, 0, 0)->layer[0].rel_l2 < 0.5 * trace_cell(&r, 0, 0)->layer[0].rel_l2,
+          "direct with only P quantized: rel-L2 %.4g vs all quantized %.4g (%s)",
+          rc ? 0 : trace_cell(&rs, 0, 0)->layer[0].rel_l2, trace_cell(&r, 0, 0)->layer[0].rel_l2, rc ? e.msg : "");
+    if (!rc) {
+        char *js = NULL;
+        if (trace_json_text(&rs, &js, &e) == 0) {
+            cJSON *j = cJSON_Parse(js);
+            const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(j, "qdq_skip"));
+            CHECK(k && !strcmp(k, "q,k,v"), "trace.json records the qdq skip: %s", k ? k : "(none)");
+            cJSON_Delete(j);
+            free(js);
+        }
+        trace_result_free(&rs);
+    }
+    trace_result_free(&r);
+    free(set.seq_len);
+    free(set.ids);
+}
+
 static cJSON *read_json(const char *path) {
     char *buf = NULL;
     size_t n = 0;
@@ -311,7 +373,7 @@ static void test_cli(void) {
         snprintf(out, sizeof out, "%s/trace-golden", tmp);
         snprintf(cmd, sizeof cmd,
                  "%s --quiet trace --model %s --tokenizer %s --text %s --ctx 256 "
-                 "--limit 1 --attn direct,hifa4 --scales %s --out %s > %s 2>&1",
+                 "--limit 1 --attn direct,hifa4 --qmean both --scales %s --out %s > %s 2>&1",
                  bin, gmodel, mdir, test_text(), gscales, out, log);
         CHECK(run(cmd) == 0, "trace --tokenizer on qwen3-outlier (see %s)", log);
         snprintf(path, sizeof path, "%s/trace.json", out);
@@ -327,6 +389,11 @@ static void test_cli(void) {
         }
         CHECK(rel[1] < 0.5 * rel[0], "qwen3-outlier text window: layer-0 rel-L2 hifa4 %.3g < direct/2 %.3g", rel[1],
               rel[0] / 2);
+        const cJSON *m2 = cJSON_GetArrayItem(ms, 2); // --qmean both: hifa4 once more, in the channel form
+        CHECK(cJSON_GetArraySize(ms) == 3 && m2 && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m2, "qmean")), "channel") &&
+                  !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m2, "display")), "hifa4 (channel)") &&
+                  cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 0), "qmean")),
+              "trace --qmean both: direct, hifa4 (token), hifa4 (channel) in trace.json");
         cJSON_Delete(j);
     }
 
@@ -377,6 +444,7 @@ int main(void) {
     mkdir_p(tmp, &e);
     if (!bin) bin = "./hifa4-eval";
     test_outlier();
+    test_qmean_forms();
     test_cli();
     return test_summary("test_trace");
 }

@@ -43,11 +43,19 @@ const char *attn_mode_names(void) {
     return buf;
 }
 
+unsigned attn_mode_run_flags(const struct attn_mode *m, int qmean) {
+    unsigned f = m->flags;
+    if ((f & ATTN_F_QMEAN) && qmean == ATTN_QMEAN_CHANNEL) f |= ATTN_F_QMEAN_CH;
+    return f;
+}
+
 void attn_opts_default(struct attn_opts *o) {
     memset(o, 0, sizeof *o);
     o->tile = 128;
     o->v_group = ATTN_VGROUP_TOKEN;
     o->qformat = ATTN_QFORMAT_HIF4;
+    o->qmean = ATTN_QMEAN_TOKEN;
+    o->qdq_skip = 0;
 }
 
 int attn_parse_vgroup(const char *s, int *out, struct err *e) {
@@ -62,8 +70,53 @@ int attn_parse_qformat(const char *s, int *out, struct err *e) {
     else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4 or hif4-a6", s);
     return 0;
 }
+int attn_parse_qmean(const char *s, int *out, struct err *e) {
+    if (!strcmp(s, "token")) *out = ATTN_QMEAN_TOKEN;
+    else if (!strcmp(s, "channel")) *out = ATTN_QMEAN_CHANNEL;
+    else return err_set(e, ERR_USAGE, "--qmean '%s': expected token or channel", s);
+    return 0;
+}
+
+static const char qdq_operands[4] = {'q', 'k', 'v', 'p'}; // bit i of enum attn_qdq_skip
+
+int attn_parse_qdq_skip(const char *s, unsigned *out, struct err *e) {
+    *out = 0;
+    if (!strcmp(s, "none")) return 0;
+    const char *p = s;
+    while (1) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        int bit = -1;
+        for (int i = 0; i < 4 && n == 1; i++)
+            if (p[0] == qdq_operands[i]) bit = i;
+        if (bit < 0)
+            return err_set(e, ERR_USAGE, "--qdq-skip '%s': '%.*s' is not an operand (expected a comma list of q, k, v, p, "
+                           "or none)", s, (int)n, p);
+        if (*out & (1u << bit)) return err_set(e, ERR_USAGE, "--qdq-skip '%s': '%c' given twice", s, p[0]);
+        *out |= 1u << bit;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 const char *attn_vgroup_name(int v) { return v == ATTN_VGROUP_CHANNEL ? "channel" : "token"; }
 const char *attn_qformat_name(int q) { return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : "hif4"; }
+const char *attn_qmean_name(int q) { return q == ATTN_QMEAN_CHANNEL ? "channel" : "token"; }
+
+const char *attn_qdq_skip_name(unsigned skip) {
+    static const char *const names[16] = {"none", "q", "k", "q,k", "v", "q,v", "k,v", "q,k,v",
+                                          "p", "q,p", "k,p", "q,k,p", "v,p", "q,v,p", "k,v,p", "q,k,v,p"};
+    return names[skip & ATTN_QDQ_SKIP_ALL];
+}
+
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip) {
+    int k = snprintf(buf, n, "%s", m->name);
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QMEAN))
+        k += snprintf(buf + k, n - (size_t)k, " (%s)", attn_qmean_name(qmean));
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && (qdq_skip & ATTN_QDQ_SKIP_ALL))
+        snprintf(buf + k, n - (size_t)k, " [qdq-skip %s]", attn_qdq_skip_name(qdq_skip));
+}
 
 // ---- context ----
 struct attn_ctx {
@@ -77,7 +130,7 @@ struct attn_ctx {
     attn_hook_fn hook;
     void *hook_user;
     struct attn_stats stats;
-    unsigned qdq_skip;             // test hook (attn_ctx_set_qdq_skip)
+    unsigned qdq_skip;             // opts.qdq_skip, or attn_ctx_set_qdq_skip's
     // diagnostics (opts.diag only)
     struct attn_diag *diag;        // per-layer results
     struct attn_diag_acc *dacc;    // (n_threads) per-thread accumulators of one call
@@ -96,6 +149,10 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
                        n_layers, H, Hkv, d, max_T);
     if (o->tile < 64 || o->tile % 64)
         return err_set(e, ERR_USAGE, "--tile %d: must be a positive multiple of 64", o->tile);
+    if (o->qmean != ATTN_QMEAN_TOKEN && o->qmean != ATTN_QMEAN_CHANNEL)
+        return err_set(e, ERR_USAGE, "attention: Q-Mean form %d (expected token or channel)", o->qmean);
+    if (o->qdq_skip & ~(unsigned)ATTN_QDQ_SKIP_ALL)
+        return err_set(e, ERR_USAGE, "attention: qdq skip mask 0x%x (operands q, k, v, p only)", o->qdq_skip);
     if ((m->flags & ATTN_F_SQK) && !scales)
         return err_set(e, ERR_USAGE, "attention mode '%s' uses Smooth-QK and needs a scales file (--scales)", mode);
     struct attn_ctx *c = calloc(1, sizeof *c);
@@ -108,9 +165,10 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
     c->d = d;
     c->max_T = max_T;
     c->scales = scales;
+    c->qdq_skip = o->qdq_skip & ATTN_QDQ_SKIP_ALL;
     c->n_threads = o->n_threads > 0 ? o->n_threads : omp_get_max_threads();
     struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile,
-                             .v_group = o->v_group, .qformat = o->qformat};
+                             .v_group = o->v_group, .qformat = o->qformat, .qmean = o->qmean};
     size_t sb = m->scratch_bytes(&call);
     if (o->diag) {
         size_t rb = attn_mode_f32.scratch_bytes(&call); // the f32 comparison runs in the same scratch
@@ -293,7 +351,8 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
         struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
                               .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
                               .tile = ctx->opts.tile, .v_group = ctx->opts.v_group,
-                              .qformat = ctx->opts.qformat, .scales = scales, .qdq_skip = ctx->qdq_skip,
+                              .qformat = ctx->opts.qformat, .qmean = ctx->opts.qmean, .scales = scales,
+                              .qdq_skip = ctx->qdq_skip,
                               .diag = ctx->dacc ? &ctx->dacc[th] : NULL};
         void *scratch = ctx->scratch + (size_t)th * ctx->scratch_per_thread;
         ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c, h0, h1,

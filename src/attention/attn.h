@@ -20,15 +20,46 @@ enum attn_flag {
     ATTN_F_QMEAN = 1u << 3,       // Q-Mean
     ATTN_F_SQK = 1u << 4,         // Smooth-QK (needs scales)
     ATTN_F_PREORDER = 1u << 5,    // P-Reordering (row sum of qdq(P))
+    // Q-Mean in its channel form `qmean-ch` (spec section 4; only together with ATTN_F_QMEAN).
+    // No registered mode carries it: a run picks the form with attn_opts.qmean, and
+    // attn_mode_run_flags() adds this bit to every mode that includes Q-Mean.
+    ATTN_F_QMEAN_CH = 1u << 6,
 };
 
 enum attn_vgroup { ATTN_VGROUP_TOKEN = 0, ATTN_VGROUP_CHANNEL = 1 };
 enum attn_qformat { ATTN_QFORMAT_HIF4 = 0, ATTN_QFORMAT_HIF4_A6 = 1 };
+// Q-Mean form of every mode that includes Q-Mean (CLI --qmean): `token` is the paper's Alg. 1
+// (one scalar mean over d per query row, spec `qmean`), `channel` the per-channel mean over the
+// rows of a query tile (SageAttention2's Q smoothing, spec `qmean-ch`).
+enum attn_qmean { ATTN_QMEAN_TOKEN = 0, ATTN_QMEAN_CHANNEL = 1 };
+
+// ---- query tiles of the channel form (spec/attention.md section 4, `qmean-ch`) ----
+// The rows of a sequence are cut into query tiles of Br = Bc (the --tile) rows aligned to the
+// sequence's absolute position 0: tile b holds rows [b*Br, min((b+1)*Br, T)), so a partial tile
+// can only be the last one, and its mean is over its n < Br rows. The channel mean mu_c of a
+// tile is over all of the tile's rows, and its correction delta_j = mu . ks_j is added to the
+// score of every row of the tile. Choices the spec leaves open (written down here):
+//  - Br = Bc: the spec's Br is the row block of section 2, which the other modes do not see;
+//    one --tile fixes both, so `--tile 64|128` names the whole tiling;
+//  - mu_c = fp16(f32(sum_i qs_{i,c}) / (float)n): a binary32 sum over the tile's rows in
+//    ascending order from +0, one binary32 division by the row count n, then fp16 (spec 7.5);
+//    masked keys do not matter (the mean is over query rows, the window only masks keys);
+//  - delta_j = fp16(sum_c f32(mu_c * ks_{j,c})): ks is the smoothed K *before* qdq (as kappa of
+//    the token form), the binary32 sum runs c = 0..d-1 from +0, and delta_j is rounded to fp16
+//    once, before it is added: S_ij = f32(sm * f32(dot(qx_i, kx_j) + delta_j)).
+// Continuations (a KV cache, not implemented yet) must form the same tiles: a call whose first
+// query row is absolute position q0 > 0, with keys [0, q0 + n), still cuts tiles at multiples
+// of Br from position 0. If q0 is inside a tile, the tile's mean needs the rows [q0 / Br * Br,
+// q0) of the cached prefix too (flash.c's query loop takes absolute rows and computes each mean
+// over its whole aligned tile), and the tile's mean over min(Br, q0 + n - start) rows changes
+// when a later continuation adds rows to it: like V's 64-token groups (section 8.6), outputs
+// are prefix-exact only for prefixes that end on a multiple of Br.
 
 struct attn_ctx; // opaque: scratch, statistics, hooks (allocated once, see attn_ctx_init)
 
-// Test hook (spec/attention.md 8.1, 8.4): operands whose HiF4 qdq is replaced by the identity.
-// Always 0 in production; set only through attn_ctx_set_qdq_skip.
+// Operands whose HiF4 qdq is replaced by the identity: the invariants of spec/attention.md 8.1
+// and 8.4, and a research option (--qdq-skip q,k,v,p, attn_opts.qdq_skip) that isolates one
+// operand's quantization error (e.g. only P quantized). 0 = every operand quantized.
 enum attn_qdq_skip {
     ATTN_QDQ_SKIP_Q = 1u << 0,
     ATTN_QDQ_SKIP_K = 1u << 1,
@@ -82,8 +113,9 @@ struct attn_call {
     int tile;          // Bc, multiple of 64
     int v_group;       // enum attn_vgroup
     int qformat;       // enum attn_qformat
+    int qmean;         // enum attn_qmean: the form of modes with ATTN_F_QMEAN
     const float *scales; // Smooth-QK scales of this layer [Hkv][d] (required with ATTN_F_SQK)
-    unsigned qdq_skip;   // enum attn_qdq_skip: test hook, 0 in production
+    unsigned qdq_skip;   // enum attn_qdq_skip (0: every operand quantized)
     struct attn_diag_acc *diag; // NULL unless diagnostics are on; this thread's accumulator
 };
 
@@ -104,12 +136,17 @@ const struct attn_mode *attn_mode_at(int i);
 const struct attn_mode *attn_mode_find(const char *name); // NULL if unknown
 // "exact, f32, bf16, direct, ..." for error messages and `list` (static storage).
 const char *attn_mode_names(void);
+// The flags a mode runs with under a Q-Mean form: m->flags, plus ATTN_F_QMEAN_CH when the mode
+// includes Q-Mean and qmean is ATTN_QMEAN_CHANNEL (for the cost counter and reports).
+unsigned attn_mode_run_flags(const struct attn_mode *m, int qmean);
 
 // ---- run-level options ----
 struct attn_opts {
     int tile;        // Bc (default 128)
     int v_group;     // enum attn_vgroup (default token)
     int qformat;     // enum attn_qformat (default hif4)
+    int qmean;       // enum attn_qmean (default token, the paper's Algorithm 1)
+    unsigned qdq_skip; // enum attn_qdq_skip (default 0: all quantized; quantized modes only)
     int n_threads;   // OpenMP threads for the (sequence, head) loop; <= 0: omp default
     int diag;        // 1: collect diagnostics of spec/attention.md section 5 (slower)
 };
@@ -118,8 +155,20 @@ void attn_opts_default(struct attn_opts *o);
 // ERR_USAGE naming the option, the value and the accepted ones.
 int attn_parse_vgroup(const char *s, int *out, struct err *e);
 int attn_parse_qformat(const char *s, int *out, struct err *e);
+// "token" | "channel" (--qmean).
+int attn_parse_qmean(const char *s, int *out, struct err *e);
+// --qdq-skip: a comma list of q, k, v, p (each at most once; order free) or "none".
+int attn_parse_qdq_skip(const char *s, unsigned *out, struct err *e);
 const char *attn_vgroup_name(int v);
 const char *attn_qformat_name(int q);
+const char *attn_qmean_name(int q);
+// "none" or the skipped operands in the order q,k,v,p, e.g. "k,p" (static storage per mask).
+const char *attn_qdq_skip_name(unsigned skip);
+// The name reports and tables show for mode m under a Q-Mean form and a qdq skip: the mode's
+// name, "(token)" or "(channel)" after it for modes with Q-Mean, and "[qdq-skip k,p]" for
+// quantized modes with operands left unquantized, e.g. "hifa4 (channel) [qdq-skip p]". At most
+// n bytes, NUL-terminated.
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip);
 
 // Per-layer constants supplied by the model for each attn_forward call.
 struct attn_layer {
@@ -160,8 +209,8 @@ void attn_ctx_reset_stats(struct attn_ctx *ctx); // also clears the diagnostics
 // made with attn_opts.diag. Owned by the context, valid until attn_ctx_free. The rel-L2 and
 // cosine compare against mode `f32` run inside the context on the same (bf16) inputs.
 const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx);
-// Test hook only (spec/attention.md 8.1, 8.4): replace the qdq of the given operands (enum
-// attn_qdq_skip) by the identity in every later attn_forward call.
+// Replaces attn_opts.qdq_skip of the context (enum attn_qdq_skip) for every later attn_forward
+// call (tests of spec/attention.md 8.1, 8.4).
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip);
 
 // One layer for a packed batch. q [Ttot][H][d], k, v [Ttot][Hkv][d], out [Ttot][H][d];

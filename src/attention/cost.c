@@ -11,12 +11,12 @@
 
 // ---- names ----
 static const char *const vop_names[COST_V_COUNT] = {
-    "max", "sub", "exp", "sum", "cast", "qdq", "add",
+    "max", "sub", "exp", "sum", "cast", "qdq", "add", "qmean_gemv",
     "row_mr", "row_mr_exp", "row_l", "row_o",
     "qkv_qdq", "smooth", "qmean", "final",
 };
 static const int vop_kind[COST_V_COUNT] = {
-    COST_K_MAX, COST_K_SUB, COST_K_EXP, COST_K_SUM, COST_K_CAST, COST_K_QDQ, COST_K_ADD,
+    COST_K_MAX, COST_K_SUB, COST_K_EXP, COST_K_SUM, COST_K_CAST, COST_K_QDQ, COST_K_ADD, COST_K_QMEAN,
     COST_K_ROW, COST_K_EXP, COST_K_ROW, COST_K_ROW,
     COST_K_QDQ, COST_K_SMOOTH, COST_K_QMEAN, COST_K_FINAL,
 };
@@ -53,6 +53,7 @@ void cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H,
     const int quant = (mode_flags & ATTN_F_QUANT) != 0;
     const int preorder = (mode_flags & ATTN_F_PREORDER) != 0;
     const int qmean = (mode_flags & ATTN_F_QMEAN) != 0;
+    const int qmean_ch = qmean && (mode_flags & ATTN_F_QMEAN_CH) != 0;
     const int sqk = (mode_flags & ATTN_F_SQK) != 0;
     const int64_t tiles = cost_visited_tiles(T, window, Br, Bc) * H;
     const int64_t el = tiles * Br * Bc; // score elements
@@ -74,13 +75,15 @@ void cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H,
     if (quant) v[COST_V_QDQ] += el;
     else v[COST_V_CAST] += el;
     if (qmean) v[COST_V_ADD] += el;
+    if (qmean_ch) v[COST_V_QMEAN_GEMV] += tiles * Bc * d; // delta of the tile's keys, per (row block, key tile)
     v[COST_V_ROW_MR] += 2 * rows;
     v[COST_V_ROW_MR_EXP] += rows;
     v[COST_V_ROW_L] += 2 * rows;
     v[COST_V_ROW_O] += rows * d;
     if (quant) v[COST_V_QKV_QDQ] += q_el + 2 * kv_el;
     if (sqk) v[COST_V_SMOOTH] += q_el + kv_el;
-    if (qmean) v[COST_V_QMEAN] += q_el + kv_el;
+    if (qmean) // token: row means and kappa; channel: a column mean per query tile (padded like the tiles)
+        v[COST_V_QMEAN] += qmean_ch ? (t + Br - 1) / Br * Br * H * d : q_el + kv_el;
     v[COST_V_FINAL] += q_el;
 
     // Q, K, V read once, O written once; O is always 16-bit (out = bf16(...)).
@@ -155,8 +158,10 @@ int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *c
         (rc = get_count(cube, "pv4", &c->mac4_pv, sub, e)) || (rc = get_count(cube, "ones4", &c->mac4_ones, sub, e)))
         return rc;
     snprintf(sub, sizeof sub, "%s: vector_ops", ctx);
-    for (int k = 0; k < COST_V_COUNT; k++)
+    for (int k = 0; k < COST_V_COUNT; k++) {
+        if (k == COST_V_QMEAN_GEMV && !cJSON_GetObjectItemCaseSensitive(vec, vop_names[k])) continue; // older files
         if ((rc = get_count(vec, vop_names[k], &c->vop[k], sub, e))) return rc;
+    }
     snprintf(sub, sizeof sub, "%s: bytes", ctx);
     if ((rc = get_count(bytes, "elems16", &c->elems16, sub, e)) || (rc = get_count(bytes, "elems4", &c->elems4, sub, e)) ||
         (rc = get_count(bytes, "bytes16", &c->bytes16, sub, e)) || (rc = json_get_num(bytes, "bytes4", &c->bytes4, 1, sub, e)))

@@ -22,7 +22,11 @@ enum cost_vop {
     COST_V_SUM,       // row sum of P (absent under ATTN_F_PREORDER: fused into the Cube)
     COST_V_CAST,      // P -> 16-bit PV operand (absent under ATTN_F_QUANT)
     COST_V_QDQ,       // HiF4 qdq of P (ATTN_F_QUANT)
-    COST_V_ADD,       // Q-Mean correction + mu*kappa (ATTN_F_QMEAN)
+    COST_V_ADD,       // Q-Mean correction per score: + fp16(mu*kappa) (token form) or + delta_j
+                      // (channel form) (ATTN_F_QMEAN)
+    // softmax stage, per visited tile and query head, not per score element
+    COST_V_QMEAN_GEMV,// channel form (ATTN_F_QMEAN_CH): delta = mu . K^T over the tile's Bc keys,
+                      // Bc*d multiply-adds (charged like the Q-Mean reductions, kind qmean)
     // softmax stage, per tile row (Br rows per visited tile and query head)
     COST_V_ROW_MR,    // m_new = max(m, m_t), m - m_new: 2 per row
     COST_V_ROW_MR_EXP,// r = exp(m - m_new): 1 per row
@@ -31,14 +35,16 @@ enum cost_vop {
     // other stage, outside the tile loop, per call
     COST_V_QKV_QDQ,   // HiF4 of Q, K, V: T*H*d + 2*T*Hkv*d (ATTN_F_QUANT)
     COST_V_SMOOTH,    // Smooth-QK scaling: T*(H+Hkv)*d (ATTN_F_SQK)
-    COST_V_QMEAN,     // Q-Mean mean and kappa: T*H*d + T*Hkv*d (ATTN_F_QMEAN)
+    COST_V_QMEAN,     // Q-Mean means: token form the row means and kappa, T*H*d + T*Hkv*d; channel
+                      // form a column mean over each query tile's Br rows x d, ceil(T/Br)*Br*H*d
     COST_V_FINAL,     // final O / l: T*H*d
     COST_V_COUNT
 };
 #define COST_V_FIRST_ROW COST_V_ROW_MR
 #define COST_V_FIRST_OTHER COST_V_QKV_QDQ
 
-// Short JSON/CLI name of a vector op ("max", "row_mr", "qkv_qdq", ...); static storage.
+// Short JSON/CLI name of a vector op ("max", "qmean_gemv", "row_mr", "qkv_qdq", ...); static
+// storage.
 const char *cost_vop_name(int vop);
 
 // Exact counts. Everything is an integer count except bytes4, which is elements * 4.5 / 8
@@ -69,11 +75,16 @@ struct cost_counts {
 int64_t cost_visited_tiles(int T, int window, int Br, int Bc);
 
 // Adds one attention call (one sequence, one layer, all H query heads) of a mode with
-// `mode_flags` (enum attn_flag of attention/attn.h) to *acc. Per visited tile and query head
-// it counts Br*Bc score elements and Br rows (spec/cost.md section 1); flags without
-// ATTN_F_QUANT count as the 16-bit kernel (the reference modes f32/exact are charged like
-// bf16). Cheap: O(T / Br), no allocation, thread-safe for distinct acc. Does nothing when a
-// dimension is <= 0 (callers validate shapes before they call).
+// `mode_flags` (enum attn_flag of attention/attn.h; attn_mode_run_flags gives the channel
+// form's ATTN_F_QMEAN_CH) to *acc. Per visited tile and query head it counts Br*Bc score
+// elements and Br rows (spec/cost.md section 1); flags without ATTN_F_QUANT count as the
+// 16-bit kernel (the reference modes f32/exact are charged like bf16). The channel form of
+// Q-Mean (issue 15; not in spec/cost.md yet) replaces the token form's per-row mean and kappa
+// by a column mean per query tile (Br rows x d, other stage) and adds a mu . K^T GEMV per
+// visited tile (Bc x d, softmax stage: it runs on the vector units beside the scores); the
+// per-score correction add is the same in both forms. Cheap: O(T / Br), no allocation,
+// thread-safe for distinct acc. Does nothing when a dimension is <= 0 (callers validate shapes
+// before they call).
 void cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
                      int window, int Br, int Bc);
 
@@ -85,7 +96,8 @@ void cost_add(struct cost_counts *a, const struct cost_counts *b);
 cJSON *cost_counts_json(const struct cost_counts *c);
 
 // Reads an object written by cost_counts_json back (e.g. from a run.json), validating every
-// field (present, integer, >= 0); errors name ctx (the file) and the field.
+// field (present, integer, >= 0; vector_ops.qmean_gemv may be absent, as in run.json files
+// written before the channel form: 0); errors name ctx (the file) and the field.
 int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *ctx, struct err *e);
 
 // ---- parameters (configs/ascend/*.json; spec/cost.md section 2) ----

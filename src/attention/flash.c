@@ -4,6 +4,10 @@
 // every binary32 operation and its order is the same, only the loops are arranged so that
 // SIMD lanes hold different keys (QK^T) or different output channels (PV), each lane
 // accumulating in the spec's fixed sequential order (7.2). Quantization goes through hif4.h.
+// Q-Mean runs in either form (token: a scalar per row; channel: per query tile of Br = Bc rows
+// aligned to position 0, attn.h). Layout: per kv head prep_k/prep_v, then per query head
+// head_rows -> query tiles (tile_qmean) -> blocks of BR rows (block_begin, block_tile per key
+// tile, block_end).
 #include <math.h>
 #include <string.h>
 
@@ -26,7 +30,10 @@ static inline size_t up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 struct layout {
     size_t Tp, dp;         // T rounded up to 64, d rounded up to PW
     float *kP;             // (Tp/PW, d, PW) K operand in panels of PW keys: kP[(j/PW)*d*PW + c*PW + j%PW]
-    float *kappa;          // (Tp)      fp16(sum_c ks_j) (Q-Mean)
+    float *ksP;            // (Tp/PW, d, PW) smoothed K before qdq, same panels (channel form: delta)
+    float *kappa;          // (Tp)      fp16(sum_c ks_j) (token form)
+    float *delta;          // (Tp)      fp16(mu . ks_j) of the current query tile (channel form)
+    float *mu;             // (dp)      mu_c of the current query tile (channel form)
     float *vP;             // (dp/PW, Tp, PW) V operand in panels of PW channels, zero padded
     float *tmp;            // (Tp + dp + 64) row / column staging
     float *qx;             // (BR, dp)  Q operand of the block's rows
@@ -45,7 +52,10 @@ static size_t layout_floats(const struct attn_call *c, struct layout *L, float *
         n += up((cnt), VL);                                                                        \
     } while (0)
     TAKE(kP, d * Tp);
+    TAKE(ksP, d * Tp);
     TAKE(kappa, Tp);
+    TAKE(delta, Tp);
+    TAKE(mu, dp);
     TAKE(vP, Tp * dp);
     TAKE(tmp, Tp + dp + 64);
     TAKE(qx, BR * dp);
@@ -62,43 +72,85 @@ size_t attn_flash_scratch(const struct attn_call *c) {
     return layout_floats(c, NULL, NULL) * sizeof(float) + 64;
 }
 
+// ---- one call's constants ----
+enum { QM_NONE, QM_TOKEN, QM_CHANNEL }; // Q-Mean form (spec section 4: `qmean`, `qmean-ch`)
+
+struct fwd {
+    const struct attn_call *c;
+    struct layout L;
+    const float *s;        // Smooth-QK scales of the current kv head [d], or NULL
+    int H, Hkv, d, Bc, W;
+    int quant, qm, preorder, st32;
+    int qq, qk, qv, qp;    // qdq applied to Q, K, V, P (not skipped)
+    enum hif4_recipe rec;
+    float sm, cap;
+};
+
+static void fwd_init(struct fwd *F, const struct attn_call *c, void *scratch, unsigned flags) {
+    memset(F, 0, sizeof *F);
+    F->c = c;
+    layout_floats(c, &F->L, (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63));
+    F->H = c->H, F->Hkv = c->Hkv, F->d = c->d, F->Bc = c->tile, F->W = c->window;
+    F->quant = (flags & ATTN_F_QUANT) != 0;
+    F->qm = !(flags & ATTN_F_QMEAN) ? QM_NONE : (flags & ATTN_F_QMEAN_CH) ? QM_CHANNEL : QM_TOKEN;
+    F->preorder = (flags & ATTN_F_PREORDER) != 0;
+    F->st32 = (flags & ATTN_FI_STATE_F32) != 0;
+    F->qq = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), F->qk = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
+    F->qv = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), F->qp = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
+    F->rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
+    F->sm = c->sm, F->cap = c->softcap;
+}
+
 // qdq of n contiguous values in 64-groups from element 0, zero-padded tail
 static void qdq_row(float *x, int n, enum hif4_recipe rec) { hif4_qdq(x, x, n, rec); }
 
-// ---- K and V of one kv head: smoothing, kappa, qdq, layout for the GEMM loops ----
-static void prep_kv(const struct layout *L, const float *k, const float *v, const struct attn_call *c,
-                    int kh, unsigned flags, enum hif4_recipe rec, int qk, int qv) {
-    const int T = c->T, Hkv = c->Hkv, d = c->d;
-    const size_t Tp = L->Tp, dp = L->dp;
-    const float *s = (flags & ATTN_F_SQK) ? c->scales + (size_t)kh * d : NULL;
-    float *row = L->tmp;
-    float kmax = 0;
+// ---- K and V of one kv head (keys [0, T)): smoothing, kappa, qdq, layout for the GEMM loops ----
+// ks_j = bf16(k_j / s) (7.6) or k_j; kappa_j = fp16(sum_c ks_j) (token form); the channel form
+// keeps ks in ksP for its delta GEMV; kx = qdq(ks) into kP.
+static void prep_k(const struct fwd *F, const float *k, int kh) {
+    const int T = F->c->T, Hkv = F->Hkv, d = F->d;
+    const struct layout *L = &F->L;
+    float *row = L->tmp, kmax = 0;
     for (int j = 0; j < T; j++) {
         const float *kr = k + ((size_t)j * Hkv + kh) * d;
-        if (s)
-            for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / s[ch]); // bf16(k/s), 7.6
+        if (F->s)
+            for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / F->s[ch]);
         else
             memcpy(row, kr, (size_t)d * sizeof(float));
-        if (flags & ATTN_F_QMEAN) {
+        if (F->qm == QM_TOKEN) {
             float sum = 0; // sequential, 7.6
             for (int ch = 0; ch < d; ch++) sum += row[ch];
             L->kappa[j] = kern_fp16(sum);
         }
-        if (c->diag)
+        if (F->c->diag)
             for (int ch = 0; ch < d; ch++) kmax = fabsf(row[ch]) > kmax ? fabsf(row[ch]) : kmax;
-        if (qk) qdq_row(row, d, rec);
         float *kp = L->kP + (size_t)(j / PW) * d * PW + j % PW;
+        if (F->qm == QM_CHANNEL)
+            for (int ch = 0; ch < d; ch++) L->ksP[(size_t)(j / PW) * d * PW + (size_t)ch * PW + j % PW] = row[ch];
+        if (F->qk) qdq_row(row, d, F->rec);
         for (int ch = 0; ch < d; ch++) kp[(size_t)ch * PW] = row[ch];
     }
-    for (size_t j = (size_t)T; j < Tp; j++)
-        for (int ch = 0; ch < d; ch++) L->kP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
-    if (c->diag && kmax > c->diag->k_maxabs) c->diag->k_maxabs = kmax;
+    for (size_t j = (size_t)T; j < L->Tp; j++)
+        for (int ch = 0; ch < d; ch++) {
+            L->kP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
+            if (F->qm == QM_CHANNEL) L->ksP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
+        }
+    if (F->c->diag && kmax > F->c->diag->k_maxabs) F->c->diag->k_maxabs = kmax;
+}
 
+// V of one kv head into panels; qdq along tokens in groups from position 0 (spec section 3), or
+// along d per token with --v-group channel
+static void prep_v(const struct fwd *F, const float *v, int kh) {
+    const int T = F->c->T, Hkv = F->Hkv, d = F->d;
+    const struct layout *L = &F->L;
+    const size_t Tp = L->Tp, dp = L->dp;
+    const int by_channel = F->c->v_group == ATTN_VGROUP_CHANNEL;
+    float *row = L->tmp;
     for (int j = 0; j < T; j++) {
         const float *vr = v + ((size_t)j * Hkv + kh) * d;
-        if (qv && c->v_group == ATTN_VGROUP_CHANNEL) { // groups along d per token
+        if (F->qv && by_channel) { // groups along d per token
             memcpy(row, vr, (size_t)d * sizeof(float));
-            qdq_row(row, d, rec);
+            qdq_row(row, d, F->rec);
             vr = row;
         }
         for (size_t p = 0; p < dp / PW; p++) {
@@ -111,27 +163,75 @@ static void prep_kv(const struct layout *L, const float *k, const float *v, cons
     for (size_t p = 0; p < dp / PW; p++) {
         float *panel = L->vP + p * Tp * PW;
         memset(panel + (size_t)T * PW, 0, (Tp - (size_t)T) * PW * sizeof(float));
-        // groups of 64 positions from position 0 per channel (spec section 3, V)
         int w = (int)((size_t)d - p * PW < PW ? (size_t)d - p * PW : PW);
-        if (qv && c->v_group != ATTN_VGROUP_CHANNEL) hif4_qdq_cols(panel, PW, panel, PW, T, w, rec);
+        if (F->qv && !by_channel) hif4_qdq_cols(panel, PW, panel, PW, T, w, F->rec);
     }
 }
 
-// ---- Q of one row: smoothing, Q-Mean, qdq (spec section 4) ----
-static float prep_q(float *qx, const float *qi, const float *s, int d, unsigned flags,
-                    enum hif4_recipe rec, int qq) {
+// ---- Q (spec section 4) ----
+// qs of one row: bf16(q * s) with Smooth-QK (7.6), else q
+static void smooth_q(float *qs, const float *qi, const float *s, int d) {
     if (s)
-        for (int ch = 0; ch < d; ch++) qx[ch] = round_bf16(qi[ch] * s[ch]); // bf16(q*s), 7.6
+        for (int ch = 0; ch < d; ch++) qs[ch] = round_bf16(qi[ch] * s[ch]);
     else
-        memcpy(qx, qi, (size_t)d * sizeof(float));
+        memcpy(qs, qi, (size_t)d * sizeof(float));
+}
+
+// delta[j] = fp16(sum_c f32(mu_c * ks_{j,c})) for keys [ja, jb) (multiples of VL): lanes hold
+// keys, each accumulating c = 0..d-1 in order from +0 (attn.h); two panels per pass = four
+// independent chains (one chain is add-latency bound)
+static void delta_gemv(float *delta, const float *ksP, const float *mu, int d, int ja, int jb) {
+    int j = ja;
+    for (; j % PW == 0 && j + 2 * PW <= jb; j += 2 * PW) {
+        const float *p0 = ksP + (size_t)(j / PW) * d * PW, *p1 = p0 + (size_t)d * PW;
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int ch = 0; ch < d; ch++) {
+            const float m = mu[ch];
+            a0 += ld16(p0 + (size_t)ch * PW) * m, a1 += ld16(p0 + (size_t)ch * PW + VL) * m;
+            a2 += ld16(p1 + (size_t)ch * PW) * m, a3 += ld16(p1 + (size_t)ch * PW + VL) * m;
+        }
+        v16 acc[4] = {a0, a1, a2, a3};
+        for (int u = 0; u < 4 * VL; u++) delta[j + u] = kern_fp16(acc[u / VL][u % VL]);
+    }
+    for (; j < jb; j += VL) {
+        const float *kp = ksP + (size_t)(j / PW) * d * PW + j % PW;
+        v16 a = {0};
+        for (int ch = 0; ch < d; ch++) a += ld16(kp + (size_t)ch * PW) * mu[ch];
+        for (int u = 0; u < VL; u++) delta[j + u] = kern_fp16(a[u]);
+    }
+}
+
+// Channel form: mu_c of the query tile [ts, te) of head h (absolute rows; lanes hold channels,
+// each summing the rows in ascending order from +0) and delta_j for every key a row of the
+// tile can see, [max(0, ts - W + 1), te)
+static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int te) {
+    const int d = F->d;
+    float *mu = F->L.mu, *row = F->L.tmp;
+    for (int ch = 0; ch < d; ch++) mu[ch] = 0;
+    for (int i = ts; i < te; i++) {
+        smooth_q(row, q + ((size_t)i * F->H + h) * d, F->s, d);
+        for (int ch = 0; ch < d; ch++) mu[ch] += row[ch];
+    }
+    const float n = (float)(te - ts);
+    for (int ch = 0; ch < d; ch++) mu[ch] = kern_fp16(mu[ch] / n);
+    const int ka = F->W > 0 && ts - F->W + 1 > 0 ? ts - F->W + 1 : 0;
+    delta_gemv(F->L.delta, F->L.ksP, mu, d, ka / VL * VL, (int)up((size_t)te, VL));
+}
+
+// qx = qdq(qs - mu) of one row; returns the token form's mu (0 otherwise)
+static float prep_q(const struct fwd *F, float *qx, const float *qi) {
+    const int d = F->d;
+    smooth_q(qx, qi, F->s, d);
     float mu = 0;
-    if (flags & ATTN_F_QMEAN) {
+    if (F->qm == QM_TOKEN) {
         float sum = 0;
         for (int ch = 0; ch < d; ch++) sum += qx[ch];
         mu = kern_fp16(sum / (float)d);
         for (int ch = 0; ch < d; ch++) qx[ch] = qx[ch] - mu;
+    } else if (F->qm == QM_CHANNEL) {
+        for (int ch = 0; ch < d; ch++) qx[ch] = qx[ch] - F->L.mu[ch];
     }
-    if (qq) qdq_row(qx, d, rec);
+    if (F->qq) qdq_row(qx, d, F->rec);
     return mu;
 }
 
@@ -234,126 +334,168 @@ static float vmax(const float *x, int n) {
     return m;
 }
 
+// ---- a block of BR query rows through its key tiles ----
+struct blk {
+    int i0, nr;            // rows [i0, i0 + nr), nr <= BR, inside one query tile
+    float mu[BR];          // token form: each row's mu
+    float m[BR], l[BR], r[BR]; // online-softmax state (section 2)
+    int jlo[BR];           // each row's first visible key (sliding window)
+    int va[BR], vb[BR], active[BR]; // each row's visible keys [va, vb] in the current key tile
+};
+
+static void block_begin(const struct fwd *F, struct blk *B, const float *q, int h, int i0, int nr) {
+    const size_t dp = F->L.dp;
+    B->i0 = i0, B->nr = nr;
+    for (int rr = 0; rr < BR; rr++) {
+        float *qr = F->L.qx + rr * dp;
+        B->mu[rr] = 0;
+        if (rr < nr) B->mu[rr] = prep_q(F, qr, q + ((size_t)(i0 + rr) * F->H + h) * F->d);
+        else memset(qr, 0, dp * sizeof(float));
+        B->m[rr] = -INFINITY;
+        B->l[rr] = 0;
+        B->r[rr] = 0;
+        const int i = i0 + rr;
+        B->jlo[rr] = F->W > 0 && i - F->W + 1 > 0 ? i - F->W + 1 : 0;
+    }
+    memset(F->L.O, 0, BR * dp * sizeof(float));
+}
+
+// Row rr's scores over its visible keys of the tile at t0 (Q-Mean correction, scale, soft-cap;
+// 7.4, 7.6), the state update (m, r), P = fp16(exp(S - m_new)) (0 for masked keys) and the PV
+// operand Pc unless it is qdq(P), which the tile forms for all rows at once
+static void row_softmax(const struct fwd *F, struct blk *B, int rr, int t0) {
+    const int Bc = F->Bc, va = B->va[rr], vb = B->vb[rr], nv = vb - va + 1;
+    const float sm = F->sm, cap = F->cap;
+    float *Pr = F->L.P + (size_t)rr * Bc, *Pcr = F->L.Pc + (size_t)rr * Bc;
+    float *Sv = F->L.S + (size_t)rr * Bc + (va - t0), *Pv = Pr + (va - t0);
+    if (F->qm == QM_TOKEN) {
+        const float *kap = F->L.kappa + va, mur = B->mu[rr];
+        for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + kern_fp16(mur * kap[j]));
+    } else if (F->qm == QM_CHANNEL) {
+        const float *dl = F->L.delta + va;
+        for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + dl[j]);
+    } else {
+        for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j];
+    }
+    if (cap > 0) { // cap * tanh(S / cap), true division (7.4)
+        float *u = Pv; // P of this row is written only below: free as staging
+        for (int j = 0; j < nv; j++) u[j] = Sv[j] / cap;
+        kern_tanh_n(Sv, u, nv);
+        for (int j = 0; j < nv; j++) Sv[j] = cap * Sv[j];
+    }
+    const float mt = vmax(Sv, nv), mtile = F->st32 ? mt : kern_fp16(mt);
+    const float mnew = B->m[rr] > mtile ? B->m[rr] : mtile;
+    B->r[rr] = B->m[rr] == -INFINITY ? 0.0f
+             : F->st32 ? kern_exp(B->m[rr] - mnew) : kern_fp16(kern_exp(B->m[rr] - mnew));
+    B->m[rr] = mnew;
+    for (int j = 0; j < nv; j++) Sv[j] = Sv[j] - mnew;
+    kern_exp_n(Pv, Sv, nv);
+    if (!F->st32)
+        for (int j = 0; j < nv; j++) Pv[j] = kern_fp16(Pv[j]);
+    memset(Pr, 0, (size_t)(va - t0) * sizeof(float));
+    memset(Pv + nv, 0, (size_t)(t0 + Bc - 1 - vb) * sizeof(float));
+    if (!F->quant)
+        for (int u = 0; u < Bc; u++) Pcr[u] = kern_bf16(Pr[u]);
+    else if (!F->qp)
+        memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
+}
+
+// PV operand qdq(P) in 64-key groups of the tile (masked keys enter as 0; groups with no visible
+// key quantize to 0 and are skipped); inactive rows get 0 (their O is not updated)
+static void tile_pc(const struct fwd *F, const struct blk *B, int t0) {
+    const int Bc = F->Bc;
+    for (int rr = 0; rr < BR; rr++) {
+        float *Pcr = F->L.Pc + (size_t)rr * Bc;
+        if (!B->active[rr]) {
+            memset(Pcr, 0, (size_t)Bc * sizeof(float));
+            continue;
+        }
+        if (!F->qp) continue;
+        const int ga = (B->va[rr] - t0) / HIF4_GROUP * HIF4_GROUP;
+        const int gb = (B->vb[rr] - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
+        memset(Pcr, 0, (size_t)ga * sizeof(float));
+        hif4_qdq(Pcr + ga, F->L.P + (size_t)rr * Bc + ga, gb - ga, F->rec);
+        memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
+    }
+}
+
+// One key tile [t0, t0 + Bc) for the block: QK^T, softmax rows, PV operand, l and O updates
+static void block_tile(const struct fwd *F, struct blk *B, int t0) {
+    const struct layout *L = &F->L;
+    const int Bc = F->Bc, ilast = B->i0 + B->nr - 1;
+    // keys any row of the block sees in this tile, widened to whole vectors
+    const int ka = B->jlo[0] > t0 ? B->jlo[0] : t0, kb = ilast + 1 < t0 + Bc ? ilast + 1 : t0 + Bc;
+    qk_block(L->S, (size_t)Bc, L->qx, L->dp, L->kP, F->d, t0, ka / VL * VL, (int)up((size_t)kb, VL));
+    int ua = kb, ub = ka; // union of the active rows' visible keys
+    for (int rr = 0; rr < BR; rr++) {
+        const int i = B->i0 + rr;
+        B->va[rr] = B->jlo[rr] > t0 ? B->jlo[rr] : t0;
+        B->vb[rr] = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
+        B->active[rr] = rr < B->nr && B->va[rr] <= B->vb[rr];
+        if (!B->active[rr]) continue;
+        if (B->va[rr] < ua) ua = B->va[rr];
+        if (B->vb[rr] + 1 > ub) ub = B->vb[rr] + 1;
+        row_softmax(F, B, rr, t0);
+    }
+    tile_pc(F, B, t0);
+    // row sums, sequential over the tile's keys (7.2). Run over the union of the rows' visible
+    // keys: the others hold +0, and adding +0 to a sum of non-negative terms changes no bit;
+    // the BR rows are independent chains.
+    const struct attn_call *c = F->c;
+    float sumP[BR] = {0}, sumPc[BR] = {0};
+    if (!F->preorder || c->diag) rowsums(sumP, L->P, (size_t)Bc, t0, ua, ub);
+    if (F->preorder || (c->diag && F->quant)) rowsums(sumPc, L->Pc, (size_t)Bc, t0, ua, ub);
+    for (int rr = 0; rr < BR; rr++) {
+        if (!B->active[rr]) continue;
+        const float rowsum = F->preorder ? sumPc[rr] : sumP[rr];
+        B->l[rr] = F->st32 ? B->r[rr] * B->l[rr] + rowsum : kern_fp16(B->r[rr] * B->l[rr] + kern_fp16(rowsum));
+        if (c->diag && F->quant && sumP[rr] > 0) kern_eps_add(c->diag, (double)sumPc[rr] / (double)sumP[rr] - 1.0);
+    }
+    if (ua < ub) pv_block(L->O, L->Pc, (size_t)Bc, L->vP, L->Tp, L->dp, t0, ua, ub, B->r, B->active);
+}
+
+// out = bf16(fp16(O / l)) of the block's rows (binary32 O / l with ATTN_FI_RAW_OUT)
+static void block_end(const struct fwd *F, const struct blk *B, float *out, int h, int raw) {
+    const int d = F->d;
+    for (int rr = 0; rr < B->nr; rr++) {
+        float *oi = out + ((size_t)(B->i0 + rr) * F->H + h) * d;
+        const float *o = F->L.O + rr * F->L.dp;
+        if (raw)
+            for (int ch = 0; ch < d; ch++) oi[ch] = o[ch] / B->l[rr];
+        else
+            for (int ch = 0; ch < d; ch++) oi[ch] = kern_bf16(kern_fp16(o[ch] / B->l[rr]));
+    }
+}
+
+// Query rows [q0, q1) of query head h against keys [0, q1) (prepared by prep_k/prep_v). Rows are
+// absolute positions: q and out address row 0 of the sequence. Query tiles of Br = Bc rows start
+// at multiples of Br from position 0 (attn.h), and a channel-form mean is over the whole tile, so
+// rows [q0 / Br * Br, q0) of q must be readable too (a KV-cache continuation passes its cached
+// prefix's rows of that tile); row blocks never straddle a query tile.
+static void head_rows(const struct fwd *F, float *out, const float *q, int h, int q0, int q1, int raw) {
+    const int Br = F->Bc;
+    for (int ts = q0 / Br * Br; ts < q1; ts += Br) {
+        const int te = ts + Br < q1 ? ts + Br : q1;
+        if (F->qm == QM_CHANNEL) tile_qmean(F, q, h, ts, te);
+        for (int i0 = ts > q0 ? ts : q0; i0 < te; i0 += BR) {
+            struct blk B;
+            block_begin(F, &B, q, h, i0, te - i0 < BR ? te - i0 : BR);
+            for (int t0 = B.jlo[0] / F->Bc * F->Bc; t0 < B.i0 + B.nr; t0 += F->Bc) block_tile(F, &B, t0);
+            block_end(F, &B, out, h, raw);
+        }
+    }
+}
+
 void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
                         const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags) {
-    const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, Bc = c->tile;
-    const int W = c->window;
-    const int quant = (flags & ATTN_F_QUANT) != 0, qmean = (flags & ATTN_F_QMEAN) != 0;
-    const int preorder = (flags & ATTN_F_PREORDER) != 0, st32 = (flags & ATTN_FI_STATE_F32) != 0;
-    const enum hif4_recipe rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
-    const int qq = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), qk = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
-    const int qv = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), qp = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
-    const float sm = c->sm, cap = c->softcap;
-    struct layout L;
-    float *base = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    layout_floats(c, &L, base);
-    const size_t dp = L.dp;
-
+    const int g = c->H / c->Hkv;
+    struct fwd F;
+    fwd_init(&F, c, scratch, flags);
     for (int kh = h0 / g; kh <= (h1 - 1) / g; kh++) {
-        prep_kv(&L, k, v, c, kh, flags, rec, qk, qv);
-        const float *s = (flags & ATTN_F_SQK) ? c->scales + (size_t)kh * d : NULL;
-        int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
-        for (int h = ha; h < hb; h++)
-            for (int i0 = 0; i0 < T; i0 += BR) {
-                const int nr = T - i0 < BR ? T - i0 : BR;
-                float mu[BR] = {0}, m[BR], l[BR], r[BR] = {0};
-                int jlo[BR], active[BR];
-                for (int rr = 0; rr < BR; rr++) {
-                    float *qr = L.qx + rr * dp;
-                    if (rr < nr) mu[rr] = prep_q(qr, q + ((size_t)(i0 + rr) * H + h) * d, s, d, flags, rec, qq);
-                    else memset(qr, 0, dp * sizeof(float));
-                    m[rr] = -INFINITY;
-                    l[rr] = 0;
-                    int i = i0 + rr;
-                    jlo[rr] = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0;
-                }
-                memset(L.O, 0, BR * dp * sizeof(float));
-                const int ilast = i0 + nr - 1;
-                for (int t0 = jlo[0] / Bc * Bc; t0 <= ilast; t0 += Bc) {
-                    // keys any row of the block sees in this tile, widened to whole vectors
-                    int ka = jlo[0] > t0 ? jlo[0] : t0, kb = ilast + 1 < t0 + Bc ? ilast + 1 : t0 + Bc;
-                    qk_block(L.S, (size_t)Bc, L.qx, dp, L.kP, d, t0, ka / VL * VL,
-                             (int)up((size_t)kb, VL));
-                    int ua = kb, ub = ka; // union of the active rows' visible keys
-                    for (int rr = 0; rr < BR; rr++) {
-                        const int i = i0 + rr;
-                        float *Sr = L.S + (size_t)rr * Bc, *Pr = L.P + (size_t)rr * Bc;
-                        float *Pcr = L.Pc + (size_t)rr * Bc;
-                        const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
-                        active[rr] = rr < nr && va <= vb;
-                        if (!active[rr]) continue;
-                        if (va < ua) ua = va;
-                        if (vb + 1 > ub) ub = vb + 1;
-                        // scores: Q-Mean correction, scale, soft-cap (7.4, 7.6); masked -> P = 0
-                        const int nv = vb - va + 1;
-                        float *Sv = Sr + (va - t0), *Pv = Pr + (va - t0);
-                        if (qmean) {
-                            const float *kap = L.kappa + va, mur = mu[rr];
-                            for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + kern_fp16(mur * kap[j]));
-                        } else {
-                            for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j];
-                        }
-                        if (cap > 0) { // cap * tanh(S / cap), true division (7.4)
-                            float *u = Pv; // P of this row is written only below: free as staging
-                            for (int j = 0; j < nv; j++) u[j] = Sv[j] / cap;
-                            kern_tanh_n(Sv, u, nv);
-                            for (int j = 0; j < nv; j++) Sv[j] = cap * Sv[j];
-                        }
-                        const float mt = vmax(Sv, nv);
-                        const float mtile = st32 ? mt : kern_fp16(mt);
-                        const float mnew = m[rr] > mtile ? m[rr] : mtile;
-                        r[rr] = m[rr] == -INFINITY ? 0.0f
-                              : st32 ? kern_exp(m[rr] - mnew) : kern_fp16(kern_exp(m[rr] - mnew));
-                        m[rr] = mnew;
-                        for (int j = 0; j < nv; j++) Sv[j] = Sv[j] - mnew;
-                        kern_exp_n(Pv, Sv, nv);
-                        if (!st32)
-                            for (int j = 0; j < nv; j++) Pv[j] = kern_fp16(Pv[j]);
-                        memset(Pr, 0, (size_t)(va - t0) * sizeof(float));
-                        memset(Pv + nv, 0, (size_t)(t0 + Bc - 1 - vb) * sizeof(float));
-                        if (!quant)
-                            for (int u = 0; u < Bc; u++) Pcr[u] = kern_bf16(Pr[u]);
-                        else if (!qp)
-                            memcpy(Pcr, Pr, (size_t)Bc * sizeof(float));
-                    }
-                    // PV operand: qdq(P) in 64-key groups of the tile, masked keys enter as 0;
-                    // groups with no visible key quantize to 0 and are skipped
-                    for (int rr = 0; qp && rr < BR; rr++) {
-                        if (!active[rr]) continue;
-                        const int i = i0 + rr;
-                        const int va = jlo[rr] > t0 ? jlo[rr] : t0, vb = i < t0 + Bc - 1 ? i : t0 + Bc - 1;
-                        const int ga = (va - t0) / HIF4_GROUP * HIF4_GROUP;
-                        const int gb = (vb - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
-                        float *Pcr = L.Pc + (size_t)rr * Bc;
-                        memset(Pcr, 0, (size_t)ga * sizeof(float));
-                        hif4_qdq(Pcr + ga, L.P + (size_t)rr * Bc + ga, gb - ga, rec);
-                        memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
-                    }
-                    for (int rr = 0; rr < BR; rr++) // inactive rows: PV operand 0 (their O is not updated)
-                        if (!active[rr]) memset(L.Pc + (size_t)rr * Bc, 0, (size_t)Bc * sizeof(float));
-                    // row sums, sequential over the tile's keys (7.2). Run over the union of the
-                    // rows' visible keys: the others hold +0, and adding +0 to a sum of
-                    // non-negative terms changes no bit; the BR rows are independent chains.
-                    float sumP[BR] = {0}, sumPc[BR] = {0};
-                    if (!preorder || c->diag) rowsums(sumP, L.P, (size_t)Bc, t0, ua, ub);
-                    if (preorder || (c->diag && quant)) rowsums(sumPc, L.Pc, (size_t)Bc, t0, ua, ub);
-                    for (int rr = 0; rr < BR; rr++) {
-                        if (!active[rr]) continue;
-                        const float rowsum = preorder ? sumPc[rr] : sumP[rr];
-                        l[rr] = st32 ? r[rr] * l[rr] + rowsum : kern_fp16(r[rr] * l[rr] + kern_fp16(rowsum));
-                        if (c->diag && quant && sumP[rr] > 0)
-                            kern_eps_add(c->diag, (double)sumPc[rr] / (double)sumP[rr] - 1.0);
-                    }
-                    if (ua < ub) pv_block(L.O, L.Pc, (size_t)Bc, L.vP, L.Tp, dp, t0, ua, ub, r, active);
-                }
-                for (int rr = 0; rr < nr; rr++) {
-                    float *oi = out + ((size_t)(i0 + rr) * H + h) * d;
-                    const float *o = L.O + rr * dp;
-                    if (flags & ATTN_FI_RAW_OUT)
-                        for (int ch = 0; ch < d; ch++) oi[ch] = o[ch] / l[rr];
-                    else
-                        for (int ch = 0; ch < d; ch++) oi[ch] = kern_bf16(kern_fp16(o[ch] / l[rr]));
-                }
-            }
+        F.s = (flags & ATTN_F_SQK) ? c->scales + (size_t)kh * c->d : NULL;
+        prep_k(&F, k, kh);
+        prep_v(&F, v, kh);
+        const int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
+        for (int h = ha; h < hb; h++) head_rows(&F, out, q, h, 0, c->T, (flags & ATTN_FI_RAW_OUT) != 0);
     }
 }

@@ -1,149 +1,236 @@
 // flash_ref.c: the tiled attention of spec/attention.md sections 2-4 and 7 written literally,
 // one query row, one tile and one key at a time, with plain scalar loops. It is the reference
 // the fast kernel (flash.c) is tested against bit for bit (STYLE.md section 5); it is not
-// registered as a mode and is far too slow for evaluation.
+// registered as a mode and is far too slow for evaluation. Both Q-Mean forms: `qmean` (a
+// scalar mean per row) and `qmean-ch` (a channel mean per query tile of Br = Bc rows aligned to
+// position 0; the choices the spec leaves open are written down in attn.h).
 #include <math.h>
 
 #include "attention/kern.h"
 #include "attention/modes.h"
 #include "attention/hif4.h"
 
-// scratch: K/V of one kv head after smoothing/quantization plus one row's buffers
-size_t attn_flash_ref_scratch(const struct attn_call *c) {
-    size_t T = (size_t)c->T, d = (size_t)c->d, Bc = (size_t)c->tile;
-    return (2 * T * d + T + 3 * d + 3 * Bc + 64) * sizeof(float);
-}
-
 static float fp16(float x) { return round_fp16(x); }
 static float bf16(float x) { return round_bf16(x); }
 static float exp_cr(float x) { return (float)exp((double)x); }
 static float tanh_cr(float x) { return (float)tanh((double)x); }
 
+// scratch: K and V of one kv head, the channel form's tile mean and corrections, one row's buffers
+size_t attn_flash_ref_scratch(const struct attn_call *c) {
+    size_t T = (size_t)c->T, d = (size_t)c->d, Bc = (size_t)c->tile;
+    return (3 * T * d + 2 * T + 4 * d + 3 * Bc) * sizeof(float);
+}
+
+struct ref {
+    const struct attn_call *c;
+    int T, d, quant, qmean, channel, sqk, preorder, st32;
+    int qq, qk, qv, qp;  // qdq applied to Q, K, V, P (not skipped)
+    enum hif4_recipe rec;
+    const float *s;      // Smooth-QK scales of the current kv head [d]
+    float *ks;           // (T, d) smoothed K: bf16(k / s), or k
+    float *kx;           // (T, d) K operand: qdq(ks)
+    float *vx;           // (T, d) V operand
+    float *kappa;        // (T) token form: fp16(sum_c ks_j)
+    float *delta;        // (T) channel form: fp16(mu . ks_j) of the current query tile
+    float *mu;           // (d) channel form: mu_c of the current query tile
+    float *qs, *qx, *o;  // (d) one query row: smoothed, operand, output accumulator
+    float *S, *P, *Pc;   // (Bc) one tile of one row
+};
+
+static void ref_init(struct ref *R, const struct attn_call *c, void *scratch, unsigned flags) {
+    R->c = c;
+    R->T = c->T, R->d = c->d;
+    R->quant = (flags & ATTN_F_QUANT) != 0, R->qmean = (flags & ATTN_F_QMEAN) != 0;
+    R->channel = R->qmean && (flags & ATTN_F_QMEAN_CH) != 0;
+    R->sqk = (flags & ATTN_F_SQK) != 0, R->preorder = (flags & ATTN_F_PREORDER) != 0;
+    R->st32 = (flags & ATTN_FI_STATE_F32) != 0;
+    R->qq = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), R->qk = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
+    R->qv = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), R->qp = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
+    R->rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
+    size_t T = (size_t)c->T, d = (size_t)c->d;
+    R->ks = scratch;
+    R->kx = R->ks + T * d;
+    R->vx = R->kx + T * d;
+    R->kappa = R->vx + T * d;
+    R->delta = R->kappa + T;
+    R->mu = R->delta + T;
+    R->qs = R->mu + d;
+    R->qx = R->qs + d;
+    R->o = R->qx + d;
+    R->S = R->o + d;
+    R->P = R->S + c->tile;
+    R->Pc = R->P + c->tile;
+}
+
+// qdq of a vector of n values in 64-groups along it (the tail group zero-padded)
+static void qdq_vec(float *x, int n, enum hif4_recipe rec) {
+    for (int g0 = 0; g0 < n; g0 += 64) hif4_qdq_group(x + g0, x + g0, n - g0 < 64 ? n - g0 : 64, rec, NULL, NULL);
+}
+
+// ---- K of kv head kh: smoothing (bf16(k/s)), kappa, qdq along d ----
+static void ref_prep_k(struct ref *R, const float *k, int kh) {
+    const int T = R->T, d = R->d, Hkv = R->c->Hkv;
+    R->s = R->c->scales ? R->c->scales + (size_t)kh * d : NULL;
+    for (int j = 0; j < T; j++) {
+        float *kr = R->ks + (size_t)j * d, *kq = R->kx + (size_t)j * d;
+        for (int ch = 0; ch < d; ch++) {
+            float x = k[((size_t)j * Hkv + kh) * d + ch];
+            kr[ch] = R->sqk ? bf16(x / R->s[ch]) : x;
+        }
+        float sum = 0;
+        for (int ch = 0; ch < d; ch++) sum += kr[ch];
+        R->kappa[j] = fp16(sum);
+        if (R->c->diag)
+            for (int ch = 0; ch < d; ch++)
+                if (fabsf(kr[ch]) > R->c->diag->k_maxabs) R->c->diag->k_maxabs = fabsf(kr[ch]);
+        for (int ch = 0; ch < d; ch++) kq[ch] = kr[ch];
+        if (R->qk) qdq_vec(kq, d, R->rec);
+    }
+}
+
+// ---- V: qdq along tokens in groups from position 0 (or along d with --v-group channel) ----
+static void ref_prep_v(struct ref *R, const float *v, int kh) {
+    const int T = R->T, d = R->d, Hkv = R->c->Hkv;
+    float *vx = R->vx;
+    for (int j = 0; j < T; j++)
+        for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = v[((size_t)j * Hkv + kh) * d + ch];
+    if (R->qv && R->c->v_group == ATTN_VGROUP_CHANNEL) {
+        for (int j = 0; j < T; j++) qdq_vec(vx + (size_t)j * d, d, R->rec);
+    } else if (R->qv) {
+        float grp[64];
+        for (int ch = 0; ch < d; ch++)
+            for (int t0 = 0; t0 < T; t0 += 64) {
+                int n = T - t0 < 64 ? T - t0 : 64;
+                for (int t = 0; t < n; t++) grp[t] = vx[(size_t)(t0 + t) * d + ch];
+                hif4_qdq_group(grp, grp, n, R->rec, NULL, NULL);
+                for (int t = 0; t < n; t++) vx[(size_t)(t0 + t) * d + ch] = grp[t];
+            }
+    }
+}
+
+// qs of query row i, head h: bf16(q * s) with Smooth-QK, else q
+static float q_smoothed(const struct ref *R, const float *q, int i, int h, int ch) {
+    float x = q[((size_t)i * R->c->H + h) * R->d + ch];
+    return R->sqk ? bf16(x * R->s[ch]) : x;
+}
+
+// ---- channel form: the query tile [ts, te) of head h ----
+// mu_c = fp16(f32(sum_{i in tile} qs_{i,c}) / n), the rows summed in ascending order;
+// delta_j = fp16(sum_c f32(mu_c * ks_{j,c})) for every key j < te
+static void ref_tile_mean(struct ref *R, const float *q, int h, int ts, int te) {
+    const int d = R->d;
+    for (int ch = 0; ch < d; ch++) {
+        float sum = 0;
+        for (int i = ts; i < te; i++) sum += q_smoothed(R, q, i, h, ch);
+        R->mu[ch] = fp16(sum / (float)(te - ts));
+    }
+    for (int j = 0; j < te; j++) {
+        float sum = 0;
+        for (int ch = 0; ch < d; ch++) sum += R->mu[ch] * R->ks[(size_t)j * d + ch];
+        R->delta[j] = fp16(sum);
+    }
+}
+
+// ---- Q row i of head h: smoothing, Q-Mean, qdq; returns the token form's mu (else 0) ----
+static float ref_q_row(struct ref *R, const float *q, int i, int h) {
+    const int d = R->d;
+    for (int ch = 0; ch < d; ch++) R->qs[ch] = q_smoothed(R, q, i, h, ch);
+    float mu = 0;
+    if (R->qmean && !R->channel) {
+        float sum = 0;
+        for (int ch = 0; ch < d; ch++) sum += R->qs[ch];
+        mu = fp16(sum / (float)d);
+    }
+    for (int ch = 0; ch < d; ch++)
+        R->qx[ch] = !R->qmean ? R->qs[ch] : R->channel ? R->qs[ch] - R->mu[ch] : R->qs[ch] - mu;
+    if (R->qq) qdq_vec(R->qx, d, R->rec);
+    return mu;
+}
+
+// ---- the score of query row i (operand R->qx, token mu) and key j; -inf when j is masked ----
+static float ref_score(const struct ref *R, int i, int j, float mu) {
+    const struct attn_call *c = R->c;
+    int jlo = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
+    if (j < jlo || j > i) return -INFINITY;
+    const float *kr = R->kx + (size_t)j * R->d;
+    float dot = 0;
+    for (int ch = 0; ch < R->d; ch++) dot += R->qx[ch] * kr[ch];
+    float sc = !R->qmean ? c->sm * dot : R->channel ? c->sm * (dot + R->delta[j]) : c->sm * (dot + fp16(mu * R->kappa[j]));
+    if (c->softcap > 0) sc = c->softcap * tanh_cr(sc / c->softcap);
+    return sc;
+}
+
+// ---- online softmax of row i over its tiles (section 2) into out_i ----
+static void ref_row(struct ref *R, float *oi, int i, float mu, unsigned flags) {
+    const struct attn_call *c = R->c;
+    const int d = R->d, Bc = c->tile;
+    float m = -INFINITY, l = 0, *o = R->o, *S = R->S, *P = R->P, *Pc = R->Pc;
+    for (int ch = 0; ch < d; ch++) o[ch] = 0;
+    int jlo = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
+    for (int J0 = 0; J0 <= i; J0 += Bc) {
+        if (J0 + Bc - 1 < jlo) continue; // no visible key in this tile
+        float mt = -INFINITY;
+        for (int u = 0; u < Bc; u++) {
+            S[u] = ref_score(R, i, J0 + u, mu);
+            if (S[u] > mt) mt = S[u];
+        }
+        float mtile = R->st32 ? mt : fp16(mt);
+        float mnew = m > mtile ? m : mtile;
+        float r = m == -INFINITY ? 0.0f : (R->st32 ? exp_cr(m - mnew) : fp16(exp_cr(m - mnew)));
+        for (int u = 0; u < Bc; u++) {
+            if (S[u] == -INFINITY) { P[u] = 0; continue; }
+            P[u] = R->st32 ? exp_cr(S[u] - mnew) : fp16(exp_cr(S[u] - mnew));
+        }
+        if (R->qp) {
+            for (int u = 0; u < Bc; u += 64) hif4_qdq_group(Pc + u, P + u, 64, R->rec, NULL, NULL);
+        } else {
+            for (int u = 0; u < Bc; u++) Pc[u] = R->quant ? P[u] : bf16(P[u]);
+        }
+        float sumP = 0, sumPc = 0;
+        for (int u = 0; u < Bc; u++) {
+            sumP += P[u];
+            sumPc += Pc[u];
+        }
+        float rowsum = R->preorder ? sumPc : sumP;
+        l = R->st32 ? r * l + rowsum : fp16(r * l + fp16(rowsum));
+        for (int ch = 0; ch < d; ch++) {
+            float acc = 0;
+            for (int u = 0; u < Bc && J0 + u < R->T; u++) acc += Pc[u] * R->vx[(size_t)(J0 + u) * d + ch];
+            o[ch] = r * o[ch] + acc;
+        }
+        m = mnew;
+        if (c->diag && R->quant && sumP > 0) kern_eps_add(c->diag, (double)sumPc / (double)sumP - 1.0);
+    }
+    for (int ch = 0; ch < d; ch++) oi[ch] = (flags & ATTN_FI_RAW_OUT) ? o[ch] / l : bf16(fp16(o[ch] / l));
+}
+
 void attn_flash_ref_forward(float *out, const float *q, const float *k, const float *v,
                             const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags) {
-    const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, Bc = c->tile;
-    const int quant = (flags & ATTN_F_QUANT) != 0, qmean = (flags & ATTN_F_QMEAN) != 0;
-    const int sqk = (flags & ATTN_F_SQK) != 0, preorder = (flags & ATTN_F_PREORDER) != 0;
-    const int st32 = (flags & ATTN_FI_STATE_F32) != 0;
-    const enum hif4_recipe rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
-    const int qq = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), qk = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
-    const int qv = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), qp = quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
-    float *ks = scratch;        // (T, d) smoothed K
-    float *vx = ks + (size_t)T * d; // (T, d) V operand
-    float *kappa = vx + (size_t)T * d; // (T)
-    float *qs = kappa + T;      // (d)
-    float *qx = qs + d;         // (d)
-    float *o = qx + d;          // (d)
-    float *S = o + d;           // (Bc)
-    float *P = S + Bc;          // (Bc)
-    float *Pc = P + Bc;         // (Bc)
-    float *kx = Pc + Bc;        // (64) unused slack
-    (void)kx;
+    const int T = c->T, H = c->H, d = c->d, g = H / c->Hkv, Br = c->tile;
+    struct ref R;
+    ref_init(&R, c, scratch, flags);
     for (int kh = h0 / g; kh <= (h1 - 1) / g; kh++) {
-        const float *s = c->scales ? c->scales + (size_t)kh * d : NULL;
-        // ---- K: smoothing (bf16(k/s)), kappa, qdq along d ----
-        for (int j = 0; j < T; j++) {
-            float *kr = ks + (size_t)j * d;
-            for (int ch = 0; ch < d; ch++) {
-                float x = k[((size_t)j * Hkv + kh) * d + ch];
-                kr[ch] = sqk ? bf16(x / s[ch]) : x;
-            }
-            float sum = 0;
-            for (int ch = 0; ch < d; ch++) sum += kr[ch];
-            kappa[j] = fp16(sum);
-            if (c->diag)
-                for (int ch = 0; ch < d; ch++)
-                    if (fabsf(kr[ch]) > c->diag->k_maxabs) c->diag->k_maxabs = fabsf(kr[ch]);
-            if (qk)
-                for (int g0 = 0; g0 < d; g0 += 64)
-                    hif4_qdq_group(kr + g0, kr + g0, d - g0 < 64 ? d - g0 : 64, rec, NULL, NULL);
-        }
-        // ---- V: qdq along tokens from position 0 (or along d with --v-group channel) ----
-        for (int j = 0; j < T; j++)
-            for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = v[((size_t)j * Hkv + kh) * d + ch];
-        if (qv && c->v_group == ATTN_VGROUP_CHANNEL) {
-            for (int j = 0; j < T; j++)
-                for (int g0 = 0; g0 < d; g0 += 64)
-                    hif4_qdq_group(vx + (size_t)j * d + g0, vx + (size_t)j * d + g0,
-                                   d - g0 < 64 ? d - g0 : 64, rec, NULL, NULL);
-        } else if (qv) {
-            float grp[64];
-            for (int ch = 0; ch < d; ch++)
-                for (int t0 = 0; t0 < T; t0 += 64) {
-                    int n = T - t0 < 64 ? T - t0 : 64;
-                    for (int t = 0; t < n; t++) grp[t] = vx[(size_t)(t0 + t) * d + ch];
-                    hif4_qdq_group(grp, grp, n, rec, NULL, NULL);
-                    for (int t = 0; t < n; t++) vx[(size_t)(t0 + t) * d + ch] = grp[t];
-                }
-        }
+        ref_prep_k(&R, k, kh);
+        ref_prep_v(&R, v, kh);
         int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
         for (int h = ha; h < hb; h++)
             for (int i = 0; i < T; i++) {
-                // ---- Q: smoothing, Q-Mean, qdq ----
-                const float *qi = q + ((size_t)i * H + h) * d;
-                for (int ch = 0; ch < d; ch++) qs[ch] = sqk ? bf16(qi[ch] * s[ch]) : qi[ch];
-                float mu = 0;
-                if (qmean) {
-                    float sum = 0;
-                    for (int ch = 0; ch < d; ch++) sum += qs[ch];
-                    mu = fp16(sum / (float)d);
-                }
-                for (int ch = 0; ch < d; ch++) qx[ch] = qmean ? qs[ch] - mu : qs[ch];
-                if (qq)
-                    for (int g0 = 0; g0 < d; g0 += 64)
-                        hif4_qdq_group(qx + g0, qx + g0, d - g0 < 64 ? d - g0 : 64, rec, NULL, NULL);
-                // ---- online softmax over tiles ----
-                float m = -INFINITY, l = 0;
-                for (int ch = 0; ch < d; ch++) o[ch] = 0;
-                int jlo = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
-                for (int J0 = 0; J0 <= i; J0 += Bc) {
-                    if (J0 + Bc - 1 < jlo) continue; // no visible key in this tile
-                    float mt = -INFINITY;
-                    for (int u = 0; u < Bc; u++) {
-                        int j = J0 + u;
-                        if (j < jlo || j > i) { S[u] = -INFINITY; continue; }
-                        const float *kr = ks + (size_t)j * d;
-                        float dot = 0;
-                        for (int ch = 0; ch < d; ch++) dot += qx[ch] * kr[ch];
-                        float sc = qmean ? c->sm * (dot + fp16(mu * kappa[j])) : c->sm * dot;
-                        if (c->softcap > 0) sc = c->softcap * tanh_cr(sc / c->softcap);
-                        S[u] = sc;
-                        if (sc > mt) mt = sc;
-                    }
-                    float mtile = st32 ? mt : fp16(mt);
-                    float mnew = m > mtile ? m : mtile;
-                    float r = m == -INFINITY ? 0.0f : (st32 ? exp_cr(m - mnew) : fp16(exp_cr(m - mnew)));
-                    for (int u = 0; u < Bc; u++) {
-                        if (S[u] == -INFINITY) { P[u] = 0; continue; }
-                        P[u] = st32 ? exp_cr(S[u] - mnew) : fp16(exp_cr(S[u] - mnew));
-                    }
-                    if (qp) {
-                        for (int u = 0; u < Bc; u += 64) hif4_qdq_group(Pc + u, P + u, 64, rec, NULL, NULL);
-                    } else if (quant) {
-                        for (int u = 0; u < Bc; u++) Pc[u] = P[u];
-                    } else {
-                        for (int u = 0; u < Bc; u++) Pc[u] = bf16(P[u]);
-                    }
-                    float sumP = 0, sumPc = 0;
-                    for (int u = 0; u < Bc; u++) {
-                        sumP += P[u];
-                        sumPc += Pc[u];
-                    }
-                    float rowsum = preorder ? sumPc : sumP;
-                    l = st32 ? r * l + rowsum : fp16(r * l + fp16(rowsum));
-                    for (int ch = 0; ch < d; ch++) {
-                        float acc = 0;
-                        for (int u = 0; u < Bc && J0 + u < T; u++)
-                            acc += Pc[u] * vx[(size_t)(J0 + u) * d + ch];
-                        o[ch] = r * o[ch] + acc;
-                    }
-                    m = mnew;
-                    if (c->diag && quant && sumP > 0) kern_eps_add(c->diag, (double)sumPc / (double)sumP - 1.0);
-                }
-                float *oi = out + ((size_t)i * H + h) * d;
-                for (int ch = 0; ch < d; ch++)
-                    oi[ch] = (flags & ATTN_FI_RAW_OUT) ? o[ch] / l : bf16(fp16(o[ch] / l));
+                // query tiles of Br rows from position 0; the last one may be partial
+                if (R.channel && i % Br == 0) ref_tile_mean(&R, q, h, i, i + Br < T ? i + Br : T);
+                float mu = ref_q_row(&R, q, i, h);
+                ref_row(&R, out + ((size_t)i * H + h) * d, i, mu, flags);
             }
     }
+}
+
+void attn_flash_ref_scores(float *S, const float *q, const float *k, const struct attn_call *c, int h, int i,
+                           void *scratch, unsigned flags) {
+    const int T = c->T, Br = c->tile;
+    struct ref R;
+    ref_init(&R, c, scratch, flags);
+    ref_prep_k(&R, k, h / (c->H / c->Hkv));
+    if (R.channel) ref_tile_mean(&R, q, h, i / Br * Br, i / Br * Br + Br < T ? i / Br * Br + Br : T);
+    float mu = ref_q_row(&R, q, i, h);
+    for (int j = 0; j < T; j++) S[j] = ref_score(&R, i, j, mu);
 }

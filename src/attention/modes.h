@@ -26,7 +26,11 @@ enum attn_iflag {
 
 // ---- the tiled kernel (flash.c: fast; flash_ref.c: the literal scalar reference) ----
 // Same contract as struct attn_mode.forward, with the mode's flags (enum attn_flag plus
-// enum attn_iflag) passed explicitly. Both must agree bit for bit for every flag set.
+// enum attn_iflag) passed explicitly; the Q-Mean form is the flag ATTN_F_QMEAN_CH (tiled.c sets
+// it from attn_call.qmean). Both must agree bit for bit for every flag set. Query tiles of the
+// channel form are aligned to position 0 of the sequence (attn.h); inside flash.c the query loop
+// already takes absolute row ranges [q0, q1) against keys [0, q1), the shape a KV-cache
+// continuation needs.
 size_t attn_flash_scratch(const struct attn_call *c);
 void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
                         const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags);
@@ -34,6 +38,12 @@ size_t attn_flash_ref_scratch(const struct attn_call *c);
 void attn_flash_ref_forward(float *out, const float *q, const float *k, const float *v,
                             const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags);
+// The literal reference's scores of query row i of query head h, S[j] for keys j in [0, T)
+// (-inf where masked): the values its online softmax consumes, after the Q-Mean correction, the
+// scale and the soft-cap (tests: the algebraic identity of spec section 4). scratch as for
+// attn_flash_ref_forward.
+void attn_flash_ref_scores(float *S, const float *q, const float *k, const struct attn_call *c, int h, int i,
+                           void *scratch, unsigned flags);
 
 // ---- the binary64 reference (modes exact and f32) ----
 // ref_fast.c: blocked SIMD version the modes run; ref.c: the literal version for tests.

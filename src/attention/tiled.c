@@ -1,12 +1,16 @@
 // tiled.c: the descriptors of the FlashAttention-tiled modes (spec/attention.md section 3-4,
 // paper Table 7 rows A-E). Each mode is its flag set over the shared kernel in flash.c; a new
-// tiled mode is one TILED_MODE line here plus one registry line in attn.c.
+// tiled mode is one TILED_MODE line here plus one registry line in attn.c. The Q-Mean form is a
+// run option (attn_call.qmean), not a mode: a mode with ATTN_F_QMEAN runs the channel form
+// `qmean-ch` when the call asks for it.
 #include "attention/modes.h"
 
 #define TILED_MODE(ident, mname, mlabel, mflags)                                                   \
     static void fwd_##ident(float *out, const float *q, const float *k, const float *v,            \
                             const struct attn_call *c, int h0, int h1, void *scratch) {            \
-        attn_flash_forward(out, q, k, v, c, h0, h1, scratch, (mflags));                            \
+        unsigned f_ = (mflags);                                                                    \
+        if ((f_ & ATTN_F_QMEAN) && c->qmean == ATTN_QMEAN_CHANNEL) f_ |= ATTN_F_QMEAN_CH;          \
+        attn_flash_forward(out, q, k, v, c, h0, h1, scratch, f_);                                  \
     }                                                                                              \
     const struct attn_mode attn_mode_##ident = {                                                   \
         .name = mname, .label = mlabel, .flags = (mflags),                                         \

@@ -22,6 +22,7 @@ void trace_opts_default(struct trace_opts *o) {
     o->tile = 128;
     o->v_group = ATTN_VGROUP_TOKEN;
     o->qformat = ATTN_QFORMAT_HIF4;
+    o->qmean = ATTN_QMEAN_TOKEN;
     o->act_bf16 = 1;
     o->batch_tokens = 8192;
 }
@@ -205,6 +206,22 @@ static int next_batch(const struct trace_set *s, int s0, int batch_tokens, int64
     return nb;
 }
 
+// The entries of one mode: once, or per Q-Mean form (token first) for a mode with Q-Mean.
+static int add_entries(struct trace_result *r, const struct attn_mode *md, const struct trace_opts *o, struct err *e) {
+    for (int q = ATTN_QMEAN_TOKEN; q <= ATTN_QMEAN_CHANNEL; q++) {
+        const int has = (md->flags & ATTN_F_QMEAN) != 0;
+        if (has ? !(o->qmean == TRACE_QMEAN_BOTH || o->qmean == q) : q != ATTN_QMEAN_TOKEN) continue;
+        if (r->n_modes == TRACE_MAX_MODES)
+            return err_set(e, ERR_USAGE, "trace: more than %d (mode, Q-Mean form) entries", TRACE_MAX_MODES);
+        const int k = r->n_modes++;
+        snprintf(r->modes[k], sizeof r->modes[k], "%s", md->name);
+        r->mode_flags[k] = attn_mode_run_flags(md, q);
+        r->qmean[k] = has ? q : -1;
+        attn_mode_display(r->display[k], sizeof r->display[k], md, q, o->qdq_skip);
+    }
+    return 0;
+}
+
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
               const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -255,7 +272,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
             goto fail;
         log_info("trace: Smooth-QK scales from %s", r->scales);
     }
-    // ---- modes ----
+    // ---- modes (x Q-Mean forms) ----
     for (int i = 0; i < n_modes; i++) {
         const struct attn_mode *md = attn_mode_find(modes[i]);
         if ((md->flags & ATTN_F_SQK) && !scales) {
@@ -265,8 +282,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
             snprintf(r->skipped + l, sizeof r->skipped - l, "%s%s", l ? "," : "", modes[i]);
             continue;
         }
-        snprintf(r->modes[r->n_modes], sizeof r->modes[0], "%s", modes[i]);
-        r->mode_flags[r->n_modes++] = md->flags;
+        if ((rc = add_entries(r, md, o, e))) goto fail;
     }
     if (!r->n_modes) { rc = err_set(e, ERR_USAGE, "trace: every requested mode needs Smooth-QK scales (--scales)"); goto fail; }
     r->cells = calloc((size_t)r->n_modes * n_sets, sizeof *r->cells);
@@ -280,9 +296,12 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     ao.tile = o->tile;
     ao.v_group = o->v_group;
     ao.qformat = o->qformat;
+    ao.qdq_skip = o->qdq_skip;
     ao.n_threads = o->threads;
     ao.diag = 1;
+    r->qdq_skip = o->qdq_skip;
     for (int mi = 0; mi < r->n_modes; mi++) {
+        ao.qmean = r->qmean[mi] == ATTN_QMEAN_CHANNEL ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
         if ((rc = model_set_attn(m, r->modes[mi], &ao, scales, e))) goto fail;
         for (int si = 0; si < n_sets; si++) {
             const struct trace_set *s = &sets[si];
@@ -294,7 +313,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
                 int64_t tok;
                 int nb = next_batch(s, s0, o->batch_tokens, &tok);
                 if ((rc = model_forward(m, s->ids + off, s->seq_len + s0, nb, NULL, 0, NULL, e))) {
-                    err_prefix(e, "trace: mode %s, %s", r->modes[mi], s->name);
+                    err_prefix(e, "trace: mode %s, %s", r->display[mi], s->name);
                     goto fail;
                 }
                 s0 += nb;
@@ -305,7 +324,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
             if (!dg) { rc = err_set(e, ERR_INTERNAL, "trace: attention context without diagnostics"); goto fail; }
             memcpy(cell->layer, dg->layer, (size_t)c->n_layers * sizeof *cell->layer);
             for (int l = 0; l < c->n_layers; l++) attn_diag_acc_merge(&cell->total, &cell->layer[l].acc);
-            log_info("trace: %-24s %-10s layer-0 rel-L2 %.4g (%.1f s)", r->modes[mi], s->name, cell->layer[0].rel_l2,
+            log_info("trace: %-24s %-10s layer-0 rel-L2 %.4g (%.1f s)", r->display[mi], s->name, cell->layer[0].rel_l2,
                      cell->forward_s);
         }
     }
@@ -321,13 +340,13 @@ fail:
 
 // ---- summary ----
 void trace_print(FILE *f, const struct trace_result *r) {
-    fprintf(f, "trace: %s (model hash %.12s), tile %d, activations %s, scales %s%s%s\n", r->model_id, r->model_hash,
-            r->tile, r->act_bf16 ? "bf16" : "f32", r->scales[0] ? r->scales : "none",
+    fprintf(f, "trace: %s (model hash %.12s), tile %d, activations %s, qdq skipped %s, scales %s%s%s\n", r->model_id,
+            r->model_hash, r->tile, r->act_bf16 ? "bf16" : "f32", attn_qdq_skip_name(r->qdq_skip), r->scales[0] ? r->scales : "none",
             r->skipped[0] ? "; skipped (no scales): " : "", r->skipped);
     const int L = r->n_layers;
     int w[TRACE_MAX_MODES]; // column widths: the mode name or 13
     for (int mi = 0; mi < r->n_modes; mi++) {
-        w[mi] = (int)strlen(r->modes[mi]);
+        w[mi] = (int)strlen(r->display[mi]);
         if (w[mi] < 13) w[mi] = 13;
     }
     for (int si = 0; si < r->n_sets; si++) {
@@ -335,7 +354,7 @@ void trace_print(FILE *f, const struct trace_result *r) {
         fprintf(f, "\n== %s: %d sequences, %lld tokens (attention output vs f32 on the same inputs) ==\n", s->name,
                 s->n_seq, (long long)s->n_tokens);
         fprintf(f, "%-26s", "");
-        for (int mi = 0; mi < r->n_modes; mi++) fprintf(f, " %*s", w[mi], r->modes[mi]);
+        for (int mi = 0; mi < r->n_modes; mi++) fprintf(f, " %*s", w[mi], r->display[mi]);
         fputc('\n', f);
         char b[64];
         double v[TRACE_MAX_MODES];
@@ -446,6 +465,7 @@ static cJSON *result_json(const struct trace_result *r) {
     cJSON_AddNumberToObject(m, "n_kv_heads", r->Hkv);
     cJSON_AddNumberToObject(m, "head_dim", r->d);
     cJSON_AddNumberToObject(j, "tile", r->tile);
+    cJSON_AddStringToObject(j, "qdq_skip", attn_qdq_skip_name(r->qdq_skip));
     cJSON_AddStringToObject(j, "activations", r->act_bf16 ? "bf16" : "f32");
     if (r->scales[0]) cJSON_AddStringToObject(j, "scales", r->scales);
     else cJSON_AddNullToObject(j, "scales");
@@ -470,6 +490,9 @@ static cJSON *result_json(const struct trace_result *r) {
         const struct attn_mode *md = attn_mode_find(r->modes[mi]);
         cJSON_AddStringToObject(o, "mode", r->modes[mi]);
         cJSON_AddStringToObject(o, "label", md ? md->label : "");
+        if (r->qmean[mi] >= 0) cJSON_AddStringToObject(o, "qmean", attn_qmean_name(r->qmean[mi]));
+        else cJSON_AddNullToObject(o, "qmean");
+        cJSON_AddStringToObject(o, "display", r->display[mi]);
         cJSON *runs = cJSON_AddArrayToObject(o, "inputs");
         for (int si = 0; si < r->n_sets; si++) {
             cJSON *c = cell_json(r, trace_cell(r, mi, si));
@@ -513,7 +536,7 @@ static int eps_svg(const struct trace_result *r, int si, char **svg, struct err 
     double *buf = malloc((size_t)nb * (size_t)(nq + 1) * sizeof *buf);
     if (!buf) return err_set(e, ERR_NOMEM, "trace: out of memory");
     struct plot_xy_series ser[TRACE_MAX_MODES];
-    char labels[TRACE_MAX_MODES][128];
+    char labels[TRACE_MAX_MODES][160];
     const double w = (ATTN_EPS_HI - ATTN_EPS_LO) / ATTN_EPS_BINS;
     for (int b = 0; b < nb; b++) buf[b] = ATTN_EPS_LO + (first + b + 0.5) * w;
     int k = 0;
@@ -522,7 +545,7 @@ static int eps_svg(const struct trace_result *r, int si, char **svg, struct err 
         if (!c->total.eps_tiles) continue;
         double *y = buf + (size_t)(k + 1) * nb;
         for (int b = 0; b < nb; b++) y[b] = (double)c->total.eps_hist[first + b + 1] / (double)c->total.eps_tiles;
-        snprintf(labels[k], sizeof labels[k], "%s (%.1f%% < 0)", r->modes[mi],
+        snprintf(labels[k], sizeof labels[k], "%s (%.1f%% < 0)", r->display[mi],
                  100.0 * c->total.eps_below_zero / c->total.eps_tiles);
         ser[k] = (struct plot_xy_series){labels[k], buf, y, nb, 0};
         k++;
@@ -545,7 +568,7 @@ static int rel_svg(const struct trace_result *r, int si, char **svg, struct err 
     for (int mi = 0; mi < r->n_modes; mi++) {
         double *y = buf + (size_t)(mi + 1) * L;
         for (int l = 0; l < L; l++) y[l] = trace_cell(r, mi, si)->layer[l].rel_l2;
-        ser[mi] = (struct plot_xy_series){r->modes[mi], buf, y, L, 1};
+        ser[mi] = (struct plot_xy_series){r->display[mi], buf, y, L, 1};
     }
     char title[512];
     snprintf(title, sizeof title, "%s, %s: attention-output rel-L2 vs f32 per layer", r->model_id, r->sets[si].name);

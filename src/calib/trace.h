@@ -40,9 +40,13 @@ int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *
 int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *task,
                     const char *data_dir, int limit, struct err *e);
 
+#define TRACE_QMEAN_BOTH 2 // trace_opts.qmean: every mode with Q-Mean in both forms, token first
+
 struct trace_opts {
     int tile;            // Bc (default 128)
     int v_group, qformat;// enum attn_vgroup / attn_qformat (defaults token / hif4)
+    int qmean;           // enum attn_qmean, or TRACE_QMEAN_BOTH (default token)
+    unsigned qdq_skip;   // enum attn_qdq_skip: operands left unquantized (default 0)
     int threads;         // <= 0: all cores
     int act_bf16;        // activation rounding of the forward pass (default 1, as `run`)
     int batch_tokens;    // tokens per forward batch (default 8192; a longer sequence runs alone)
@@ -62,16 +66,20 @@ struct trace_result {
     char scales[4096];             // scales file used ("" if none)
     int n_layers, H, Hkv, d;
     int tile, act_bf16;
-    int n_modes;
-    char modes[TRACE_MAX_MODES][64];   // modes run, in order
-    unsigned mode_flags[TRACE_MAX_MODES];
+    int n_modes;                       // entries run: a mode, in both Q-Mean forms with TRACE_QMEAN_BOTH
+    char modes[TRACE_MAX_MODES][64];   // mode of each entry, in order
+    unsigned mode_flags[TRACE_MAX_MODES]; // its flags (with ATTN_F_QMEAN_CH in the channel form)
+    int qmean[TRACE_MAX_MODES];        // its enum attn_qmean, -1 for a mode without Q-Mean
+    char display[TRACE_MAX_MODES][128];// its name in tables and plots: "hifa4 (channel)" (attn_mode_display)
+    unsigned qdq_skip;                 // trace_opts.qdq_skip
     char skipped[512];                 // modes skipped for lack of scales, comma separated
     int n_sets;
     const struct trace_set *sets;      // borrowed from the caller
     struct trace_cell *cells;          // [n_modes][n_sets]
 };
 
-// Runs every mode over every set. Unknown mode or tile: ERR_USAGE. Modes with Smooth-QK are
+// Runs every mode over every set, a mode with Q-Mean in the form(s) o->qmean asks for (more
+// than TRACE_MAX_MODES entries: ERR_USAGE). Unknown mode or tile: ERR_USAGE. Modes with Smooth-QK are
 // skipped with a warning when no scales file is given or found; a scales file that does not
 // match the model (shape, hash) is an error. Results are independent of the thread count and
 // of batch_tokens (the diagnostics sum in sequence order).

@@ -11,6 +11,7 @@
 
 int cmd_attn(int argc, char **argv, struct err *e) {
     const char *case_path = NULL, *mode = "bf16", *out_path = NULL, *vgroup = "token", *qformat = "hif4";
+    const char *qmean = "token", *qdq_skip = "none";
     int tile = 128, threads = 0, help = 0;
     struct cli_opt opts[] = {
         {"case", CLI_STR, &case_path, "FILE: case safetensors (q, k, v, scales, metadata params)"},
@@ -18,6 +19,8 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         {"tile", CLI_INT, &tile, "N: key tile Bc, a multiple of 64 (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: HiF4 grouping axis of V (default token)"},
         {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: QDQ recipe (default hif4)"},
+        {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token = paper Alg. 1)"},
+        {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
         {"threads", CLI_INT, &threads, "N: threads (default: OpenMP default)"},
         {"out", CLI_STR, &out_path, "FILE: output safetensors with tensor out [T][H][d]"},
         {"help", CLI_FLAG, &help, "show this help"},
@@ -26,7 +29,8 @@ int cmd_attn(int argc, char **argv, struct err *e) {
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) {
-        cli_usage("attn", "--case F.safetensors --attn MODE [--tile N] --out OUT.safetensors", opts, n_opts);
+        cli_usage("attn", "--case F.safetensors --attn MODE [--tile N] [--qmean token|channel] --out OUT.safetensors",
+                  opts, n_opts);
         return 0;
     }
     if (!case_path || !out_path) return err_set(e, ERR_USAGE, "attn: --case and --out are required");
@@ -34,7 +38,8 @@ int cmd_attn(int argc, char **argv, struct err *e) {
     attn_opts_default(&o);
     o.tile = tile;
     o.n_threads = threads;
-    if ((rc = attn_parse_vgroup(vgroup, &o.v_group, e)) || (rc = attn_parse_qformat(qformat, &o.qformat, e)))
+    if ((rc = attn_parse_vgroup(vgroup, &o.v_group, e)) || (rc = attn_parse_qformat(qformat, &o.qformat, e)) ||
+        (rc = attn_parse_qmean(qmean, &o.qmean, e)) || (rc = attn_parse_qdq_skip(qdq_skip, &o.qdq_skip, e)))
         return rc;
     if (!attn_mode_find(mode))
         return err_set(e, ERR_USAGE, "--attn '%s': unknown mode (known: %s)", mode, attn_mode_names());
@@ -53,11 +58,12 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         char tile_s[32];
         snprintf(tile_s, sizeof tile_s, "%d", o.tile);
         const char *meta[] = {"mode", mode, "tile", tile_s, "v_group", attn_vgroup_name(o.v_group),
-                              "qformat", attn_qformat_name(o.qformat), "case", case_path};
+                              "qformat", attn_qformat_name(o.qformat), "qmean", attn_qmean_name(o.qmean),
+                              "qdq_skip", attn_qdq_skip_name(o.qdq_skip), "case", case_path};
         struct st_wtensor t = {"out", ST_F32, 3, {c.T, c.H, c.d}, out};
-        rc = st_write(out_path, &t, 1, meta, 5, e);
-        if (!rc) log_info("attn: %s on %s (T=%d H=%d Hkv=%d d=%d, tile %d) in %.3f s -> %s", mode, case_path, c.T,
-                          c.H, c.Hkv, c.d, o.tile, dt, out_path);
+        rc = st_write(out_path, &t, 1, meta, 7, e);
+        if (!rc) log_info("attn: %s (Q-Mean %s) on %s (T=%d H=%d Hkv=%d d=%d, tile %d) in %.3f s -> %s", mode,
+                          attn_qmean_name(o.qmean), case_path, c.T, c.H, c.Hkv, c.d, o.tile, dt, out_path);
     }
     free(out);
     attn_case_free(&c);

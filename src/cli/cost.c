@@ -215,44 +215,71 @@ static void print_counts(const char *mode, const struct cost_counts *c, const st
            (long long)c->elems16, c->bytes4, (long long)c->elems4);
 }
 
-// ---- one cost computation: what cmd_cost parsed, and every mode's counts and cycles ----
+// ---- one cost computation: what cmd_cost parsed, and every row's counts and cycles ----
+// A row is a mode, and for modes with Q-Mean one row per form asked for (--qmean).
+struct row {
+    const char *mode;
+    int qmean;             // enum attn_qmean, or -1 for a mode without Q-Mean
+    char name[64];         // "hifa4", "hifa4 [qmean channel]"
+    unsigned flags;        // with ATTN_F_QMEAN_CH for the channel form
+    struct cost_counts c;
+    struct cost_cycles cy;
+};
+
 struct cost_job {
     const char *source;             // --model or --shape as given (printed as "model ...")
     int T, br, bc;                  // tokens, cost tiling
+    int forms;                      // Q-Mean forms: 0 token, 1 channel, 2 both
     char ppath[4096];               // the parameter file used
     struct cost_params p;
     struct mshape s;                // s.window owned
-    char mbuf[1024];                // storage of modes[]
-    const char *modes[MAX_MODES];
-    int n_modes;
-    unsigned flags[MAX_MODES], bf16_flags;
-    struct cost_counts c[MAX_MODES];
-    struct cost_cycles cy[MAX_MODES];
+    char mbuf[1024];                // storage of the mode names
+    struct row rows[MAX_MODES * 2];
+    int n_rows;
+    unsigned bf16_flags;
     double norm, rnorm;             // bf16 Cube cycles and bf16 critical path: Table 10's units
     int n_win;                      // layers with a sliding window < T
 };
 
-// Splits --attn into j->modes and looks up each mode's flags, and bf16's (the reference row).
+// The rows of one mode: once, or per Q-Mean form (token first) for a mode with Q-Mean.
+static void add_rows(struct cost_job *j, const char *mode, unsigned flags) {
+    for (int q = 0; q < 2; q++) {
+        const int has = (flags & ATTN_F_QMEAN) != 0;
+        if (has ? !(j->forms == 2 || j->forms == q) : q > 0) continue;
+        struct row *r = &j->rows[j->n_rows++];
+        memset(r, 0, sizeof *r);
+        r->mode = mode;
+        r->qmean = has ? q : -1;
+        r->flags = flags | (has && q == ATTN_QMEAN_CHANNEL ? ATTN_F_QMEAN_CH : 0);
+        if (has && j->forms == 2) snprintf(r->name, sizeof r->name, "%s [qmean %s]", mode, attn_qmean_name(q));
+        else snprintf(r->name, sizeof r->name, "%s", mode);
+    }
+}
+
+// Splits --attn into rows (each mode's flags looked up) and finds bf16's (the reference row).
 static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e) {
+    const char *modes[MAX_MODES];
     snprintf(j->mbuf, sizeof j->mbuf, "%s", modes_arg);
-    j->n_modes = cli_split(j->mbuf, j->modes, MAX_MODES, e);
-    if (j->n_modes < 0) return j->n_modes;
-    if (j->n_modes == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
-    int rc;
-    for (int i = 0; i < j->n_modes; i++)
-        if ((rc = mode_flags(j->modes[i], &j->flags[i], e))) return rc;
+    int n = cli_split(j->mbuf, modes, MAX_MODES, e), rc;
+    if (n < 0) return n;
+    if (n == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
+    for (int i = 0; i < n; i++) {
+        unsigned f = 0;
+        if ((rc = mode_flags(modes[i], &f, e))) return rc;
+        add_rows(j, modes[i], f);
+    }
     return mode_flags("bf16", &j->bf16_flags, e);
 }
 
-// Counts and cycles of bf16 (the normalisation) and of every mode over all layers of j->s.
+// Counts and cycles of bf16 (the normalisation) and of every row over all layers of j->s.
 static void compute(struct cost_job *j) {
     struct cost_counts base;
     struct cost_cycles base_cy;
     counts_for(&base, j->bf16_flags, &j->s, j->T, j->br, j->bc);
     cost_cycles(&base_cy, &base, &j->p);
-    for (int i = 0; i < j->n_modes; i++) {
-        counts_for(&j->c[i], j->flags[i], &j->s, j->T, j->br, j->bc);
-        cost_cycles(&j->cy[i], &j->c[i], &j->p);
+    for (int i = 0; i < j->n_rows; i++) {
+        counts_for(&j->rows[i].c, j->rows[i].flags, &j->s, j->T, j->br, j->bc);
+        cost_cycles(&j->rows[i].cy, &j->rows[i].c, &j->p);
     }
     j->norm = base_cy.cube;
     j->rnorm = base_cy.critical;
@@ -276,21 +303,23 @@ static int print_json(const struct cost_job *j, struct err *e) {
                !cJSON_AddNumberToObject(o, "tile_br", j->br) || !cJSON_AddNumberToObject(o, "tile_bc", j->bc) ||
                !cJSON_AddStringToObject(o, "params", j->ppath) || !(arr = cJSON_AddArrayToObject(o, "modes"));
     }
-    for (int i = 0; !bad && i < j->n_modes; i++) {
+    for (int i = 0; !bad && i < j->n_rows; i++) {
+        const struct row *r = &j->rows[i];
         cJSON *m = cJSON_CreateObject();
         bad |= !m || !cJSON_AddItemToArray(arr, m);
         if (bad) { cJSON_Delete(m); break; }
-        cJSON *cj = cost_counts_json(&j->c[i]), *yj = cost_cycles_json(&j->cy[i]);
-        bad |= !cJSON_AddStringToObject(m, "mode", j->modes[i]) || !cj || !yj;
+        cJSON *cj = cost_counts_json(&r->c), *yj = cost_cycles_json(&r->cy);
+        bad |= !cJSON_AddStringToObject(m, "mode", r->mode) || !cj || !yj ||
+               !(r->qmean >= 0 ? cJSON_AddStringToObject(m, "qmean", attn_qmean_name(r->qmean)) : cJSON_AddNullToObject(m, "qmean"));
         if (bad) { cJSON_Delete(cj); cJSON_Delete(yj); break; }
         cJSON_AddItemToObject(m, "counts", cj);
         cJSON_AddItemToObject(m, "cycles", yj);
         cJSON *t = cJSON_AddObjectToObject(m, "table10");
-        bad |= !t || !cJSON_AddNumberToObject(t, "cube", j->cy[i].cube / norm) ||
-               !cJSON_AddNumberToObject(t, "softmax", j->cy[i].softmax / norm) ||
-               !cJSON_AddNumberToObject(t, "other", j->cy[i].other / norm) ||
-               !cJSON_AddStringToObject(t, "bottleneck", j->cy[i].vector_bound ? "Vector" : "Cube") ||
-               !cJSON_AddNumberToObject(t, "relative", j->cy[i].critical / rnorm);
+        bad |= !t || !cJSON_AddNumberToObject(t, "cube", r->cy.cube / norm) ||
+               !cJSON_AddNumberToObject(t, "softmax", r->cy.softmax / norm) ||
+               !cJSON_AddNumberToObject(t, "other", r->cy.other / norm) ||
+               !cJSON_AddStringToObject(t, "bottleneck", r->cy.vector_bound ? "Vector" : "Cube") ||
+               !cJSON_AddNumberToObject(t, "relative", r->cy.critical / rnorm);
     }
     char *txt = bad ? NULL : cJSON_Print(o);
     cJSON_Delete(o);
@@ -300,26 +329,19 @@ static int print_json(const struct cost_job *j, struct err *e) {
     return 0;
 }
 
-// Table 10 with the paper's values beside ours, the critical-path summary, then every count.
-static void print_text(const struct cost_job *j) {
-    const struct mshape *s = &j->s;
-    const struct cost_cycles *cy = j->cy;
+// Table 10: one row per mode (and Q-Mean form), the paper's values beside ours.
+static void print_table10(const struct cost_job *j) {
     const double norm = j->norm, rnorm = j->rnorm;
-    printf("emulated Ascend attention cost (spec/cost.md)\n");
-    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", j->source,
-           s->n_layers, s->n_heads, s->n_kv_heads, s->head_dim);
-    if (j->n_win) printf(", %d layers with a sliding window < T", j->n_win);
-    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", j->T, j->br, j->bc, j->ppath, j->p.name);
-    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
-           "critical = max(Cube, Softmax / %d)\n", j->p.n_vector_units);
-    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
-    printf("%-22s | %-14s | %-14s | %-14s | %-16s | %-14s\n", "mode", "QK+PV Cube", "Softmax", "Other VL",
+    int w = 22; // the longest row name
+    for (int i = 0; i < j->n_rows; i++) w = (int)strlen(j->rows[i].name) > w ? (int)strlen(j->rows[i].name) : w;
+    printf("%-*s | %-14s | %-14s | %-14s | %-16s | %-14s\n", w, "mode", "QK+PV Cube", "Softmax", "Other VL",
            "Bottleneck", "Relative");
-    printf("%-22s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", "----------------------", "--------------",
-           "--------------", "--------------", "----------------", "--------------");
-    for (int i = 0; i < j->n_modes; i++) {
-        int pr = paper_row(j->modes[i]);
-        const char *bn = cy[i].vector_bound ? "Vector" : "Cube";
+    printf("%.*s-+-%-14s-+-%-14s-+-%-14s-+-%-16s-+-%-14s\n", w, "----------------------------------------------------------",
+           "--------------", "--------------", "--------------", "----------------", "--------------");
+    for (int i = 0; i < j->n_rows; i++) {
+        const struct row *r = &j->rows[i];
+        int pr = paper_row(r->mode);
+        const char *bn = r->cy.vector_bound ? "Vector" : "Cube";
         char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
         if (pr >= 0) {
             snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
@@ -328,22 +350,42 @@ static void print_text(const struct cost_job *j) {
             snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
             snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
         }
-        printf("%-22s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", j->modes[i],
-               cy[i].cube / norm, pc, cy[i].softmax / norm, ps, cy[i].other / norm, po, bn, pb,
-               cy[i].critical / rnorm, pl);
+        printf("%-*s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", w, r->name, r->cy.cube / norm, pc,
+               r->cy.softmax / norm, ps, r->cy.other / norm, po, bn, pb, r->cy.critical / rnorm, pl);
     }
-    for (int i = 0; i < j->n_modes; i++)
-        if (strcmp(j->modes[i], "bf16"))
-            printf("%s: critical path %.1f%% %s bf16%s\n", j->modes[i], fabs(1 - cy[i].critical / rnorm) * 100,
-                   cy[i].critical <= rnorm ? "below" : "above",
-                   !strcmp(j->modes[i], "hifa4") ? " (paper: 35.4% below)" : "");
-    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean, O/l, O(T) work; the paper's is undefined, not fitted)\n");
-    for (int i = 0; i < j->n_modes; i++) print_counts(j->modes[i], &j->c[i], &cy[i]);
+}
+
+// Table 10 with the paper's values beside ours, the critical-path summary, then every count.
+static void print_text(const struct cost_job *j) {
+    const struct mshape *s = &j->s;
+    const struct row *rw = j->rows;
+    const double rnorm = j->rnorm;
+    printf("emulated Ascend attention cost (spec/cost.md)\n");
+    printf("model %s: %d layers, %d query heads, %d kv heads, head_dim %d", j->source,
+           s->n_layers, s->n_heads, s->n_kv_heads, s->head_dim);
+    if (j->n_win) printf(", %d layers with a sliding window < T", j->n_win);
+    printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", j->T, j->br, j->bc, j->ppath, j->p.name);
+    printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
+           "critical = max(Cube, Softmax / %d)\n", j->p.n_vector_units);
+    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
+    print_table10(j);
+    for (int i = 0; i < j->n_rows; i++)
+        if (strcmp(rw[i].mode, "bf16"))
+            printf("%s: critical path %.1f%% %s bf16%s\n", rw[i].name, fabs(1 - rw[i].cy.critical / rnorm) * 100,
+                   rw[i].cy.critical <= rnorm ? "below" : "above", !strcmp(rw[i].mode, "hifa4") ? " (paper: 35.4% below)" : "");
+    for (int i = 0; i < j->n_rows; i++) // the channel form against the token form of the same mode
+        for (int k = 0; rw[i].qmean == ATTN_QMEAN_CHANNEL && k < j->n_rows; k++)
+            if (rw[k].qmean == ATTN_QMEAN_TOKEN && !strcmp(rw[k].mode, rw[i].mode))
+                printf("%s: channel form / token form critical path %.3f, softmax %.3f\n", rw[i].mode,
+                       rw[i].cy.critical / rw[k].cy.critical, rw[i].cy.softmax / rw[k].cy.softmax);
+    printf("\n(Other VL: ours = HiF4 of Q/K/V, Smooth-QK, Q-Mean means, O/l, O(T) work; the paper's is undefined, not "
+           "fitted. The paper's values sit beside both Q-Mean forms; the fit used the token form.)\n");
+    for (int i = 0; i < j->n_rows; i++) print_counts(rw[i].name, &rw[i].c, &rw[i].cy);
 }
 
 // ---- the command ----
 int cmd_cost(int argc, char **argv, struct err *e) {
-    const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL;
+    const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL, *qmean_arg = "both";
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model, "M: model directory or config.json (shape only, no weights)"},
@@ -351,6 +393,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         {"window", CLI_INT, &window, "W: sliding window of every layer with --shape (0 = none)"},
         {"seq", CLI_INT, &T, "T: tokens of the sequence (required)"},
         {"attn", CLI_STR, &modes_arg, "MODES: comma list (default " DEFAULT_MODES ")"},
+        {"qmean", CLI_STR, &qmean_arg, "token|channel|both: Q-Mean form(s) of modes with Q-Mean (default both)"},
         {"params", CLI_STR, &params_arg, "FILE: cost-model parameters (default " DEFAULT_PARAMS ")"},
         {"tile-br", CLI_INT, &br, "N: cost tiling query rows (default 128)"},
         {"tile-bc", CLI_INT, &bc, "N: cost tiling keys (default 128)"},
@@ -358,7 +401,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--params FILE]";
+    const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--qmean both] [--params FILE]";
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) { cli_usage("cost", synopsis, opts, n_opts); return 0; }
@@ -369,7 +412,11 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
     if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
 
-    struct cost_job j = {.source = model ? model : shape_arg, .T = T, .br = br, .bc = bc};
+    static struct cost_job j; // large (rows of counts): not on the stack
+    memset(&j, 0, sizeof j);
+    j.source = model ? model : shape_arg, j.T = T, j.br = br, j.bc = bc, j.forms = 2;
+    if (strcmp(qmean_arg, "both") && attn_parse_qmean(qmean_arg, &j.forms, e))
+        return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean_arg);
     if ((rc = parse_modes(&j, modes_arg, e))) return rc;
     if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
     rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
@@ -379,5 +426,6 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         else print_text(&j);
     }
     free(j.s.window);
+    j.s.window = NULL;
     return rc;
 }

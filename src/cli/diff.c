@@ -63,7 +63,9 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         if (!m) { rc = err_set(e, ERR_USAGE, "%s has one mode only: name the modes to compare (RUN:MODE)", b.dir); goto done; }
         snprintf(b.mode, sizeof b.mode, "%s", m);
     }
-    printf("diff %s:%s (A) vs %s:%s (B)\n\n", a.dir, a.mode, b.dir, b.mode);
+    // with the Q-Mean form and qdq skip of each side, e.g. "hifa4 (channel)" vs "hifa4 (token)"
+    printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
+           results_mode_display(b.run, b.mode));
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const cJSON *ta, *tb;

@@ -52,8 +52,11 @@ int cmd_list(int argc, char **argv, struct err *e) {
     printf("attention modes (--attn):\n");
     for (int i = 0; i < attn_mode_count(); i++) {
         const struct attn_mode *m = attn_mode_at(i);
-        printf("  %-24s %s%s\n", m->name, m->label, (m->flags & ATTN_F_SQK) ? "  [needs --scales]" : "");
+        printf("  %-24s %s%s%s\n", m->name, m->label, (m->flags & ATTN_F_QMEAN) ? "  [--qmean token|channel]" : "",
+               (m->flags & ATTN_F_SQK) ? "  [needs --scales]" : "");
     }
+    printf("  Q-Mean forms (--qmean): token = per-row scalar mean (paper Alg. 1, default); channel = per-channel mean\n"
+           "  over each query tile of --tile rows (SageAttention2's Q smoothing, spec qmean-ch)\n");
     printf("\ntasks (--task):\n");
     for (int i = 0; i < task_count(); i++) printf("  %-16s %s\n", task_at(i)->name, task_at(i)->desc);
     printf("\nnamed models (--model NAME; any checkpoint directory works too):\n");

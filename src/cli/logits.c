@@ -53,7 +53,7 @@ static int parse_ids(const char *s, int32_t **ids, int *T, struct err *e) {
 int cmd_logits(int argc, char **argv, struct err *e) {
     int help = 0, tile = 128, threads = 0;
     const char *model_dir = NULL, *ids_s = NULL, *ids_file = NULL, *attn = "f32", *act = "bf16", *scales = NULL;
-    const char *weights = "auto", *out = NULL;
+    const char *weights = "auto", *out = NULL, *qmean = "token";
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
         {"model", CLI_STR, &model_dir, "DIR: checkpoint directory (config.json + safetensors)"},
@@ -62,6 +62,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"attn", CLI_STR, &attn, "MODE: attention mode (default f32)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
         {"tile", CLI_INT, &tile, "N: attention tile Bc (default 128)"},
+        {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
         {"weights", CLI_STR, &weights, "auto|f32|stream: weight residency (default auto)"},
         {"threads", CLI_INT, &threads, "N: threads (default all cores)"},
@@ -82,6 +83,10 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     if ((mo.weights = model_weights_parse(weights)) < 0)
         return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", weights);
     mo.n_threads = threads;
+    struct attn_opts ao;
+    attn_opts_default(&ao);
+    ao.tile = tile;
+    if ((rc = attn_parse_qmean(qmean, &ao.qmean, e))) return rc;
 
     int32_t *ids = NULL;
     int T = 0;
@@ -96,9 +101,6 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     // scales file: checked against the model's shape and fingerprint (attn_scales_load)
     if (scales && (rc = attn_scales_load(&sc, scales, c->n_layers, c->n_kv_heads, c->head_dim, model_hash(m), e)))
         goto done;
-    struct attn_opts ao;
-    attn_opts_default(&ao);
-    ao.tile = tile;
     ao.n_threads = model_get_opts(m)->n_threads;
     if ((rc = model_set_attn(m, attn, &ao, sc, e))) goto done;
     const int V = c->vocab_size;
@@ -108,8 +110,9 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     for (int i = 0; i < T; i++) pos[i] = i;
     if ((rc = model_forward(m, ids, &T, 1, pos, T, lg, e))) goto done;
     struct st_wtensor t = {.name = "logits", .dtype = ST_F32, .ndim = 2, .shape = {T, V}, .data = lg};
-    const char *meta[] = {"model", model_dir, "model_hash", model_hash(m), "attn", attn, "act", act};
-    if ((rc = st_write(out, &t, 1, meta, 4, e))) goto done;
+    const char *meta[] = {"model", model_dir, "model_hash", model_hash(m), "attn", attn, "act", act,
+                          "qmean", attn_qmean_name(ao.qmean)};
+    if ((rc = st_write(out, &t, 1, meta, 5, e))) goto done;
     const struct model_stats *s = model_stats(m);
     log_info("logits: %d positions x %d vocab -> %s (%.3f s, %.0f tokens/s)", T, V, out, s->forward_s,
              T / (s->forward_s > 0 ? s->forward_s : 1e-9));

@@ -18,7 +18,7 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat, *niah_lengths, *shard;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *shard;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
     int64_t seed;
 };
@@ -86,6 +86,8 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->attn.tile = o->tile;
     if (o->v_group && (rc = attn_parse_vgroup(o->v_group, &ro->attn.v_group, e))) return rc;
     if (o->qformat && (rc = attn_parse_qformat(o->qformat, &ro->attn.qformat, e))) return rc;
+    if (o->qmean && (rc = attn_parse_qmean(o->qmean, &ro->attn.qmean, e))) return rc;
+    if (o->qdq_skip && (rc = attn_parse_qdq_skip(o->qdq_skip, &ro->attn.qdq_skip, e))) return rc;
     if (o->threads > 0) omp_set_num_threads(o->threads);
     ro->n_threads = o->threads > 0 ? o->threads : omp_get_max_threads();
     ro->attn.n_threads = o->threads;
@@ -188,6 +190,10 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
+        {"qmean", CLI_STR, &o.qmean, "token|channel: Q-Mean form of every mode with Q-Mean (default token = paper Alg. 1; "
+                                     "channel = per-channel mean per query tile, SageAttention2)"},
+        {"qdq-skip", CLI_STR, &o.qdq_skip, "q,k,v,p|none: operands left unquantized in the HiF4 modes (default none; "
+                                           "e.g. q,k,v quantizes only P)"},
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
@@ -198,7 +204,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &o.help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    const char *syn = "--model M --task a,b [--attn bf16,direct,hifa4] [--limit N] [--out DIR] [--resume]";
+    const char *syn = "--model M --task a,b [--attn bf16,direct,hifa4|all] [--qmean token|channel] [--limit N] [--out DIR] "
+                      "[--resume]";
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (o.help) { cli_usage("run", syn, opts, n_opts); return 0; }

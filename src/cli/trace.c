@@ -12,6 +12,7 @@
 int cmd_trace(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *task = NULL, *data_dir = NULL, *text = NULL, *ctx_s = NULL, *attn = NULL;
     const char *scales = NULL, *out = NULL, *tokenizer = NULL, *act = "bf16", *vgroup = "token", *qformat = "hif4";
+    const char *qmean = "token", *qdq_skip = "none";
     int limit = -1, tile = 128, threads = 0, batch_tokens = 8192, offline = 0, help = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: model directory or name from configs/models (required)"},
@@ -26,6 +27,9 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         {"tile", CLI_INT, &tile, "N: key tile Bc (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: V grouping (default token)"},
         {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: HiF4 rounding recipe (default hif4)"},
+        {"qmean", CLI_STR, &qmean, "token|channel|both: Q-Mean form of modes with Q-Mean (default token; both = each "
+                                   "such mode in both forms, side by side)"},
+        {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
         {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
@@ -35,7 +39,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *syn = "--model M (--task T [--data-dir D] [--limit N] | --text FILE [--ctx 4096,16384]) "
-                      "[--attn direct,hifa4] [--scales F] [--out DIR]";
+                      "[--attn direct,hifa4] [--qmean token|channel|both] [--scales F] [--out DIR]";
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) { cli_usage("trace", syn, opts, n_opts); return 0; }
@@ -48,7 +52,11 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     if (!strcmp(act, "bf16")) o.act_bf16 = 1;
     else if (!strcmp(act, "f32")) o.act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", act);
-    if ((rc = attn_parse_vgroup(vgroup, &o.v_group, e)) || (rc = attn_parse_qformat(qformat, &o.qformat, e))) return rc;
+    if ((rc = attn_parse_vgroup(vgroup, &o.v_group, e)) || (rc = attn_parse_qformat(qformat, &o.qformat, e)) ||
+        (rc = attn_parse_qdq_skip(qdq_skip, &o.qdq_skip, e)))
+        return rc;
+    if (!strcmp(qmean, "both")) o.qmean = TRACE_QMEAN_BOTH;
+    else if (attn_parse_qmean(qmean, &o.qmean, e)) return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean);
     o.tile = tile;
     o.threads = threads;
     o.batch_tokens = batch_tokens;

@@ -56,6 +56,9 @@ static int load_shards(const char *const *shards, int n, cJSON **runs, int *orde
         char key[65];
         results_config_key(key, runs[i], 0);
         if (!key0[0]) memcpy(key0, key, sizeof key);
+        else if (strcmp(results_run_qmean(runs[i]), results_run_qmean(runs[0])))
+            return err_set(e, ERR_MISMATCH, "%s: made with --qmean %s, %s with --qmean %s: a run holds one Q-Mean form", path,
+                           results_run_qmean(runs[i]), shards[0], results_run_qmean(runs[0]));
         else if (strcmp(key, key0)) return err_set(e, ERR_MISMATCH, "%s: made with another model, tokenizer, modes, options or task data than %s", path, shards[0]);
     }
     return 0;

@@ -384,7 +384,7 @@ static void count_mode(struct run *r, int m) {
     for (int l = 0; l < cfg->n_layers && l < ATTN_MAX_LAYERS; l++) acc->calls_per_layer[l] += st->calls_per_layer[l];
     attn_ctx_reset_stats(model_attn(r->model));
     // cost counts are exact functions of the call shapes (spec/cost.md 1)
-    const unsigned fl = attn_mode_find(r->o.modes[m])->flags;
+    const unsigned fl = attn_mode_run_flags(attn_mode_find(r->o.modes[m]), r->o.attn.qmean); // the Q-Mean form's work
     for (int s = 0; s < r->batch.n_seq; s++)
         for (int l = 0; l < cfg->n_layers; l++)
             cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,

@@ -77,8 +77,18 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON_AddNumberToObject(aj, "tile", o->attn.tile);
     cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(o->attn.v_group));
     cJSON_AddStringToObject(aj, "qformat", attn_qformat_name(o->attn.qformat));
+    // one Q-Mean form and one qdq skip per run directory (part of the configuration key)
+    cJSON_AddStringToObject(aj, "qmean", attn_qmean_name(o->attn.qmean));
+    cJSON_AddStringToObject(aj, "qdq_skip", attn_qdq_skip_name(o->attn.qdq_skip));
     cJSON *lj = cJSON_AddObjectToObject(aj, "labels");
     for (int m = 0; m < o->n_modes; m++) cJSON_AddStringToObject(lj, o->modes[m], attn_mode_find(o->modes[m])->label);
+    // what reports and `tables` call each mode: "hifa4 (channel)", "direct [qdq-skip p]"
+    cJSON *dj = cJSON_AddObjectToObject(aj, "display");
+    for (int m = 0; m < o->n_modes; m++) {
+        char name[160];
+        attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qmean, o->attn.qdq_skip);
+        cJSON_AddStringToObject(dj, o->modes[m], name);
+    }
     if (o->scales) {
         cJSON *sj = cJSON_AddObjectToObject(run, "scales");
         cJSON_AddStringToObject(sj, "path", o->scales);
@@ -142,7 +152,13 @@ static int check_resume(struct run *r, cJSON *old, const char *key, struct err *
             if (x) cJSON_AddItemToObject(r->carry, keep_fields[k], cJSON_Duplicate(x, 1));
         }
     }
+    char was[16] = "", now[16];
+    snprintf(now, sizeof now, "%s", results_run_qmean(r->json));
+    if (!same) snprintf(was, sizeof was, "%s", results_run_qmean(old));
     cJSON_Delete(old);
+    if (!same && strcmp(was, now)) // the one difference a user is most likely to make on purpose
+        return err_set(e, ERR_MISMATCH, "--resume: %s was made with --qmean %s, this run asks for --qmean %s; a run "
+                       "directory holds one Q-Mean form: use another --out", r->json_path, was, now);
     if (!same)
         return err_set(e, ERR_MISMATCH, "--resume: %s was made with a different model, tokenizer, modes, options or task "
                        "data; use another --out", r->json_path);

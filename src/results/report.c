@@ -134,9 +134,16 @@ static int has_metric(const cJSON *task, const char *m) {
 // ---- per-run tables ----
 // Each table builder adds its grids at g[*n_g] on and returns 0, or nonzero when a grid
 // call ran out of memory (the OR of their codes); run_tables turns that into the error.
+// Modes are named as run.json's display names ("hifa4 (channel)", "direct [qdq-skip p]"; the
+// mode name for run.json files written before them), so rows B-E say their Q-Mean form.
+
+// Column/row name of mode k of summary.json's "modes".
+static const char *mode_col(const cJSON *run, const cJSON *modes, int k) {
+    return results_mode_display(run, cJSON_GetArrayItem(modes, k)->valuestring);
+}
 
 // Accuracy per task and mode; perplexity tasks are only counted, in *n_ppl.
-static int acc_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
+static int acc_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
     const cJSON *t, *m;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], b[64], c[64];
@@ -144,7 +151,7 @@ static int acc_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *
     grid_init(acc, "accuracy", "Accuracy (%, +- stderr; acc_norm where the task reports it)", 1 + nm);
     rc |= grid_row(acc);
     rc |= grid_set(acc, 0, "task (n)");
-    for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    for (int k = 0; k < nm; k++) rc |= grid_set(acc, 1 + k, "%s", mode_col(run, modes, k));
     *n_ppl = 0;
     cJSON_ArrayForEach(t, tasks) {
         if (has_metric(t, "ppl")) { (*n_ppl)++; continue; }
@@ -167,14 +174,14 @@ static int acc_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *
     return rc;
 }
 
-static int ppl_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks) {
+static int ppl_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
     const cJSON *t, *m;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *pp = &g[(*n_g)++];
     grid_init(pp, "perplexity", "Perplexity (token) and bits per byte", 1 + nm);
     rc |= grid_row(pp);
     rc |= grid_set(pp, 0, "task (windows)");
-    for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    for (int k = 0; k < nm; k++) rc |= grid_set(pp, 1 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) {
         if (!has_metric(t, "ppl")) continue;
         rc |= grid_row(pp);
@@ -231,7 +238,7 @@ static int vs_ref_rows(struct grid *fl, struct grid *hh, struct grid *tk, struct
 }
 
 // flips (paper Table 3), hurts/helps (Table 6), token level, margins
-static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks, const char *ref) {
+static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, const char *ref) {
     const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
@@ -247,19 +254,19 @@ static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *modes, const cJS
     for (int q = 0; q < 3; q++) {
         rc |= grid_row(gs[q]);
         rc |= grid_set(gs[q], 0, "task");
-        for (int k = 1; k < nm; k++) rc |= grid_set(gs[q], k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+        for (int k = 1; k < nm; k++) rc |= grid_set(gs[q], k, "%s", mode_col(run, modes, k));
     }
     rc |= grid_row(mg);
     rc |= grid_set(mg, 0, "task");
     rc |= grid_set(mg, 1, "n");
-    for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    for (int k = 0; k < nm; k++) rc |= grid_set(mg, 2 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) rc |= vs_ref_rows(fl, hh, tk, mg, t, modes);
     return rc;
 }
 
 // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval);
 // no grid when no task has 2..200 subjects
-static int subject_table(struct grid *g, int *n_g, const cJSON *modes, const cJSON *tasks) {
+static int subject_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
     const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64];
@@ -267,7 +274,7 @@ static int subject_table(struct grid *g, int *n_g, const cJSON *modes, const cJS
     grid_init(sb, "subjects", "Accuracy per subject / cell (%)", 1 + nm);
     rc |= grid_row(sb);
     rc |= grid_set(sb, 0, "task/subject (n)");
-    for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", cJSON_GetArrayItem(modes, k)->valuestring);
+    for (int k = 0; k < nm; k++) rc |= grid_set(sb, 1 + k, "%s", mode_col(run, modes, k));
     cJSON_ArrayForEach(t, tasks) {
         const cJSON *subj = jget(jget(jget(t, "modes"), cJSON_GetArrayItem(modes, 0)->valuestring), "subjects"), *s;
         if (cJSON_GetArraySize(subj) < 2 || cJSON_GetArraySize(subj) > 200) continue;
@@ -286,7 +293,7 @@ static int subject_table(struct grid *g, int *n_g, const cJSON *modes, const cJS
 }
 
 // across tasks (paper Table 5)
-static int across_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON *modes, const char *ref) {
+static int across_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *sum, const cJSON *modes, const char *ref) {
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], title[256];
     struct grid *dw = &g[(*n_g)++];
@@ -299,7 +306,7 @@ static int across_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON 
         const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
         const cJSON *x = jget(jget(sum, "across_tasks"), mn);
         rc |= grid_row(dw);
-        rc |= grid_set(dw, 0, "%s", mn);
+        rc |= grid_set(dw, 0, "%s", results_mode_display(run, mn));
         fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(dw, 1, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(dw, 2, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
@@ -311,17 +318,17 @@ static int across_table(struct grid *g, int *n_g, const cJSON *sum, const cJSON 
 // The tables of one run's summary.json, in report order: accuracy, perplexity (if any task
 // has it), then with a second mode flips, hurts/helps, token level, margins, subjects (if
 // any) and the across-task gaps.
-static int run_tables(struct grid *g, int *n_g, const cJSON *sum, struct err *e) {
+static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run, struct err *e) {
     const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks");
     const char *ref = jstr(sum, "reference", "?");
     int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl;
     *n_g = 0;
-    rc |= acc_table(g, n_g, modes, tasks, &n_ppl);
-    if (n_ppl) rc |= ppl_table(g, n_g, modes, tasks);
+    rc |= acc_table(g, n_g, run, modes, tasks, &n_ppl);
+    if (n_ppl) rc |= ppl_table(g, n_g, run, modes, tasks);
     if (nm >= 2) {
-        rc |= vs_ref_tables(g, n_g, modes, tasks, ref);
-        rc |= subject_table(g, n_g, modes, tasks);
-        rc |= across_table(g, n_g, sum, modes, ref);
+        rc |= vs_ref_tables(g, n_g, run, modes, tasks, ref);
+        rc |= subject_table(g, n_g, run, modes, tasks);
+        rc |= across_table(g, n_g, run, sum, modes, ref);
     }
     if (rc) return err_set(e, ERR_NOMEM, "report: out of memory");
     return 0;
@@ -403,7 +410,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (!rc) rc = json_parse_file(&sum, path, e);
     if (!rc && (!cJSON_IsArray(jget(sum, "modes")) || !cJSON_IsObject(jget(sum, "tasks"))))
         rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
-    if (!rc) rc = run_tables(g, &n_g, sum, e);
+    if (!rc) rc = run_tables(g, &n_g, sum, run, e);
     if (!rc) rc = path_join(sub, sizeof sub, dir, "tables", e);
     if (!rc) rc = mkdir_p(sub, e);
     for (int i = 0; i < n_g && !rc; i++) rc = grid_csv(&g[i], sub, e);
@@ -420,12 +427,19 @@ int report_render(const char *dir, char **headline, struct err *e) {
     rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
     rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
     rc |= results_buf_printf(&o, "- modes: ");
-    const cJSON *m;
+    const cJSON *m, *att = jget(run, "attention");
     int k = 0;
     cJSON_ArrayForEach(m, jget(sum, "modes")) {
-        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", m->valuestring, k == 0 ? " (reference)" : "");
+        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", results_mode_display(run, m->valuestring),
+                                 k == 0 ? " (reference)" : "");
         k++;
     }
+    if (jget(att, "qmean")) // one Q-Mean form and one qdq skip per run directory
+        rc |= results_buf_printf(&o, "\n- attention: tile %d, V groups %s, qformat %s, Q-Mean form **%s** (%s), "
+                                 "qdq skipped: %s", (int)jnum(att, "tile"), jstr(att, "v_group", "?"), jstr(att, "qformat", "?"),
+                                 jstr(att, "qmean", "?"), strcmp(jstr(att, "qmean", ""), "channel") ?
+                                 "per-row scalar mean, paper Alg. 1" : "per-channel mean over each query tile, SageAttention2",
+                                 jstr(att, "qdq_skip", "?"));
     rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
                              jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
     // data provenance per task (run.json): source, template, rows skipped, truncation
@@ -533,8 +547,10 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                 const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
                 char vs[160] = "";
                 if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
-                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", m->valuestring, label, is_ref ? " (ref)" : "", vs);
-                else rc |= grid_set(G, 1, "%s%s%s", m->valuestring, is_ref ? " (ref)" : "", vs);
+                // "direct+qmean (channel): Direct + Q-Mean (B)": the Q-Mean form says which rows B-E these are
+                const char *name = results_mode_display(rj[r], m->valuestring);
+                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", name, label, is_ref ? " (ref)" : "", vs);
+                else rc |= grid_set(G, 1, "%s%s%s", name, is_ref ? " (ref)" : "", vs);
                 char a[64];
                 if (q == 1) {
                     const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);

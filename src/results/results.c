@@ -396,12 +396,29 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
             cJSON_ArrayForEach(t, d) for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
                 cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
         }
+        if (!strcmp(keys[i], "attention")) { // defaults and derived names out: older run.json keep their key
+            const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "qmean"), *k = cJSON_GetObjectItemCaseSensitive(d, "qdq_skip");
+            if (cJSON_IsString(q) && !strcmp(q->valuestring, "token")) cJSON_DeleteItemFromObjectCaseSensitive(d, "qmean");
+            if (cJSON_IsString(k) && !strcmp(k->valuestring, "none")) cJSON_DeleteItemFromObjectCaseSensitive(d, "qdq_skip");
+            cJSON_DeleteItemFromObjectCaseSensitive(d, "display");
+        }
         cJSON_AddItemToObject(k, keys[i], d);
     }
     char *s = cJSON_PrintUnformatted(k);
     sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
     free(s);
     cJSON_Delete(k);
+}
+
+const char *results_run_qmean(const cJSON *run) {
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "attention"), "qmean");
+    return cJSON_IsString(q) ? q->valuestring : "token";
+}
+
+const char *results_mode_display(const cJSON *run, const char *mode) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(run, "attention");
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "display"), mode);
+    return cJSON_IsString(x) ? x->valuestring : mode;
 }
 
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {

@@ -81,8 +81,18 @@ int results_write_json(const char *path, const cJSON *j, struct err *e);
 // sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
 // window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
 // request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
-// Equal keys: a run may be resumed over another, or shards merged.
+// Equal keys: a run may be resumed over another, or shards merged. The attention options
+// include the Q-Mean form and the qdq skip (so runs of different forms never mix); their
+// defaults ("token", "none") and the derived "display" names are left out, so a run.json
+// written before those fields existed keeps its key.
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
+// The Q-Mean form a run.json records (attention.qmean): "token" or "channel"; "token" for
+// files written before the option existed (the paper's Alg. 1 was the only form). Static or
+// run-owned storage.
+const char *results_run_qmean(const cJSON *run);
+// What a report calls mode `mode` of a run: attention.display[mode] ("hifa4 (channel)"), or the
+// mode name for older files. Points into run (or is mode).
+const char *results_mode_display(const cJSON *run, const char *mode);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
