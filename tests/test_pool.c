@@ -45,6 +45,43 @@ static void check_once(int n, int threads, int max_threads) {
     free(c.runs);
 }
 
+// Which OS threads ran tasks: after pool_set_threads changes the count, the old workers must be
+// gone (a worker left behind keeps its slot number and shares a new worker's scratch).
+struct who_ctx {
+    pthread_t ids[64];
+    _Atomic int n;
+    _Atomic int busy[64], overlap;
+};
+static void who_task(void *p, int task, int slot) {
+    (void)task;
+    struct who_ctx *w = p;
+    if (atomic_exchange(&w->busy[slot], 1)) atomic_fetch_add(&w->overlap, 1);
+    double t0 = time_now();
+    while (time_now() - t0 < 20e-6) {}
+    pthread_t me = pthread_self();
+    int n = atomic_load(&w->n), seen = 0;
+    for (int i = 0; i < n && i < 64; i++) seen |= pthread_equal(w->ids[i], me);
+    if (!seen) { int k = atomic_fetch_add(&w->n, 1); if (k < 64) w->ids[k] = me; }
+    atomic_store(&w->busy[slot], 0);
+}
+static void check_threads_after_resize(void) {
+    for (int round = 0; round < 6; round++) {
+        int want = 1 + round % 3;
+        pool_set_threads(want);
+        struct who_ctx w;
+        memset(&w, 0, sizeof w);
+        for (int j = 0; j < 50; j++) pool_for(16, who_task, &w, 0);
+        int distinct = 0;
+        for (int i = 0; i < atomic_load(&w.n) && i < 64; i++) {
+            int dup = 0;
+            for (int k = 0; k < i; k++) dup |= pthread_equal(w.ids[k], w.ids[i]);
+            distinct += !dup;
+        }
+        CHECK(distinct <= want, "after pool_set_threads(%d): %d threads ran tasks (old workers left behind)", want, distinct);
+        CHECK(atomic_load(&w.overlap) == 0, "after pool_set_threads(%d): a slot ran two tasks at once", want);
+    }
+}
+
 struct nest_ctx { _Atomic long sum; };
 static void inner(void *p, int task, int slot) {
     (void)slot;
@@ -85,6 +122,7 @@ int main(void) {
             check_once(ns[i], t, 0);
             check_once(ns[i], t, 2);
         }
+    check_threads_after_resize();
     pool_set_threads(3);
     struct nest_ctx nc = {0};
     pool_for(8, outer, &nc, 0);

@@ -96,9 +96,9 @@ static void *worker(void *arg) {
 static void start(void) {
     if (!P.registered) { atexit(pool_shutdown); P.registered = 1; }
     P.stop = 0;
-    P.started = 1;
-    for (int i = 1; i < P.n_threads; i++)
-        if (pthread_create(&P.th[i], NULL, worker, (void *)(intptr_t)i) != 0) { P.started = i; break; }
+    int i = 1;
+    while (i < P.n_threads && pthread_create(&P.th[i], NULL, worker, (void *)(intptr_t)i) == 0) i++;
+    P.started = i; // threads running, the caller included (fewer if a create failed)
 }
 
 void pool_shutdown(void) {
