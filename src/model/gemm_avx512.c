@@ -1,0 +1,227 @@
+// gemm_avx512.c: the AVX-512F path. Micro-kernel MR rows x NP panels (16 columns each, one
+// zmm accumulator per row and panel, one lane per output element), k ascending, X rows
+// broadcast from a small packed copy, W panels read as packed. Compiled for AVX-512F
+// through a target pragma, so the file is correct whatever -march the project uses; only
+// called after the CPU check in gemm.c.
+#pragma GCC target("avx512f,avx2,fma,f16c")
+#include <immintrin.h>
+
+#include "model/gemm_internal.h"
+
+#ifndef AVX512_MR
+#define AVX512_MR 14  // rows per micro-tile: 14 x 2 panels = 28 accumulators + 2 W + 1 broadcast
+#endif
+
+// ---- micro-kernel ----
+struct kargs {
+    int kc;
+    const float *xp;   // (kc, 16) packed X rows (lanes < mr used); for mr = 1 the row itself
+    const float *w;    // first panel at k0; panel j at w + j*ws
+    size_t ws;         // panel stride in floats (K*16)
+    float *y;          // tile origin (row i0, column p*16)
+    size_t ldy;
+    const float *bias; // bias at column p*16, or NULL
+    __mmask16 mk[4];      // lanes of each panel inside [n0, n1)
+    int first, last, bf16;
+};
+
+static inline __attribute__((always_inline)) __m512 epilogue(__m512 v, const float *bias, __mmask16 m, int bf16) {
+    if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32((int)GEMM_QNAN)));
+    if (bf16) { // RNE on the bit pattern; NaN is canonical here and maps to itself
+        __m512i u = _mm512_castps_si512(v);
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+        v = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32((int)0xffff0000u)));
+    }
+    return v;
+}
+
+// mr and np are compile-time constants at every call site (the table below), so the
+// accumulator array lives in registers.
+static inline __attribute__((always_inline)) void kern(const int mr, const int np, const struct kargs *a) {
+    __m512 acc[14][4]; // table maximum; only [mr][np] is used (<= 28 registers)
+    const float *xp = a->xp, *w = a->w;
+    const size_t ws = a->ws;
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++)
+            acc[i][j] = a->first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(a->mk[j], a->y + i * a->ldy + j * 16);
+    for (int k = 0; k < a->kc; k++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+    }
+    if (a->last) {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++)
+                acc[i][j] = epilogue(acc[i][j], a->bias ? a->bias + j * 16 : NULL, a->mk[j], a->bf16);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
+}
+
+typedef void (*kern_fn)(const struct kargs *a);
+#define K1(m, n) static void k_##m##_##n(const struct kargs *a) { kern(m, n, a); }
+#define KROW2(m) K1(m, 1) K1(m, 2)
+#define KROW4(m) K1(m, 1) K1(m, 2) K1(m, 3) K1(m, 4)
+KROW4(1) KROW4(2) KROW4(3) KROW4(4) KROW4(5) KROW4(6) KROW2(7) KROW2(8)
+KROW2(9) KROW2(10) KROW2(11) KROW2(12) KROW2(13) KROW2(14)
+#define T2(m) {k_##m##_1, k_##m##_2, NULL, NULL}
+#define T4(m) {k_##m##_1, k_##m##_2, k_##m##_3, k_##m##_4}
+// ktab[mr-1][np-1]: up to 6 rows take 4 panels (more independent chains and W streams for
+// small batches), more rows take 2 (14 x 2 = 28 accumulators).
+static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2(7),
+                                    T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
+_Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
+
+// ---- macro-kernel ----
+// In-register transpose of 16 rows of 16 floats: r[i] lane c -> r[c] lane i.
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) { // pairs of rows interleaved within 128-bit lanes
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; g++) { // u[4g+c] lane L = rows 4g..4g+3 of column 4L+c
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) { // gather the four 128-bit lanes of each column
+        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        __m512 v2 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee), v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+        r[c] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(v0, v1, 0xdd);
+        r[8 + c] = _mm512_shuffle_f32x4(v2, v3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(v2, v3, 0xdd);
+    }
+}
+
+// xp (kc, 16) = transpose of x rows [0, mr), columns [0, kc); lanes >= mr are zero.
+static void pack_x(float *restrict xp, const float *restrict x, size_t ldx, int mr, int kc) {
+    for (int k = 0; k < kc; k += 16) {
+        const int kt = kc - k < 16 ? kc - k : 16;
+        const __mmask16 km = (__mmask16)((1u << kt) - 1u);
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = i < mr ? _mm512_maskz_loadu_ps(km, x + i * ldx + k) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < kt; i++) _mm512_store_ps(xp + (size_t)(k + i) * 16, r[i]);
+    }
+}
+
+static __mmask16 lanes(int p, int n0, int n1) {
+    int lo = n0 - p * 16, hi = n1 - p * 16;
+    if (lo < 0) lo = 0;
+    if (hi > 16) hi = 16;
+    if (hi <= lo) return 0;
+    return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
+static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
+    float xp[16 * GEMM_KC_MAX] __attribute__((aligned(64)));
+    const int K = a->K;
+    // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y)
+    const int nkb = K > a->kc ? (K + a->kc - 1) / a->kc : 1;
+    const int KC = (K + nkb - 1) / nkb;
+    struct kargs ka;
+    ka.ws = (size_t)K * 16;
+    ka.ldy = a->ldy;
+    ka.bf16 = a->bf16;
+    for (int k0 = 0;; k0 += KC) {
+        ka.kc = K - k0 < KC ? K - k0 : KC;
+        ka.first = k0 == 0;
+        ka.last = k0 + ka.kc >= K;
+        for (int i = m0; i < m1; i += AVX512_MR) {
+            const int mr = m1 - i < AVX512_MR ? m1 - i : AVX512_MR;
+            if (mr == 1) ka.xp = a->x + (size_t)i * a->ldx + k0;
+            else {
+                pack_x(xp, a->x + (size_t)i * a->ldx + k0, a->ldx, mr, ka.kc);
+                ka.xp = xp;
+            }
+            const int npmax = mr <= 6 ? 4 : 2;
+            for (int p = p0; p < p1; p += npmax) {
+                const int np = p1 - p < npmax ? p1 - p : npmax;
+                for (int j = 0; j < np; j++) ka.mk[j] = lanes(p + j, a->n0, a->n1);
+                ka.w = a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
+                ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
+                ka.bias = a->bias ? a->bias + (size_t)p * 16 : NULL;
+                ktab[mr - 1][np - 1](&ka);
+            }
+        }
+        if (ka.last) break;
+    }
+}
+
+// ---- packing ----
+// 16 consecutive source elements of a row as f32 (n < 16: the rest are zero).
+static inline __attribute__((always_inline)) __m512 load16(const void *row, int type, size_t j, int n) {
+    if (n < 16) {
+        float t[16] = {0};
+        for (int i = 0; i < n; i++) t[i] = gemm_src_at(row, type, j + i);
+        return _mm512_loadu_ps(t);
+    }
+    if (type == GEMM_SRC_F32) return _mm512_loadu_ps((const float *)row + j);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)row + j));
+    __m512i u = _mm512_cvtepu16_epi32(h);
+    if (type == GEMM_SRC_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+    // vcvtph2ps is exact but quiets signalling NaNs; f16_to_f32 keeps them: clear the quiet
+    // bit again where the source was a signalling NaN (exponent 31, bit 9 clear, payload != 0).
+    __m512 f = _mm512_cvtph_ps(h);
+    __mmask16 sn = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7e00)), _mm512_set1_epi32(0x7c00)) &
+                   _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x1ff));
+    return _mm512_castsi512_ps(_mm512_mask_and_epi32(_mm512_castps_si512(f), sn, _mm512_castps_si512(f),
+                                                     _mm512_set1_epi32(~0x00400000)));
+}
+
+// One panel: rows[c] (c < nrow) are the source rows, the rest zero. Full 16-row blocks of 16
+// k take the fast path (type is a constant in each instance).
+static inline __attribute__((always_inline)) void pack_panel(float *restrict d, const void *const rows[16], int nrow,
+                                                             int type, int K) {
+    int k = 0;
+    if (nrow == 16)
+        for (; k + 16 <= K; k += 16) {
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) r[c] = load16(rows[c], type, (size_t)k, 16);
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) _mm512_store_ps(d + (size_t)(k + i) * 16, r[i]);
+        }
+    for (; k < K; k += 16) {
+        const int kt = K - k < 16 ? K - k : 16;
+        __m512 r[16];
+        for (int c = 0; c < 16; c++) r[c] = c < nrow ? load16(rows[c], type, (size_t)k, kt) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < kt; i++) _mm512_store_ps(d + (size_t)(k + i) * 16, r[i]);
+    }
+}
+
+static void pack(float *dst, const void *src, int type, size_t ld, int N, int K, int pa, int pb) {
+    for (int p = pa; p < pb; p++) {
+        float *d = dst + (size_t)(p - pa) * K * 16;
+        const void *rows[16];
+        const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, type, ld, (size_t)p * 16 + c);
+        if (type == GEMM_SRC_F32) pack_panel(d, rows, nrow, GEMM_SRC_F32, K);
+        else if (type == GEMM_SRC_BF16) pack_panel(d, rows, nrow, GEMM_SRC_BF16, K);
+        else pack_panel(d, rows, nrow, GEMM_SRC_F16, K);
+    }
+}
+
+// Task shape 56 rows x 32 panels (512 columns), K blocks <= 1024: measured best of
+// mc 28..224, pc 16..192, kc 128..1024 (README.md, tuning).
+const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 32, 1024, block, pack};

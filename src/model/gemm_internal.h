@@ -1,0 +1,83 @@
+// gemm_internal.h: the interface between gemm.c (validation, dispatch, threading, reference)
+// and one file per instruction set (gemm_avx512.c, gemm_avx2.c, the scalar path in gemm.c).
+// Not part of the public contract.
+#ifndef HIFA4_GEMM_INTERNAL_H
+#define HIFA4_GEMM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "model/gemm.h"
+
+// One GEMM call, as the block functions see it (validated by gemm_run).
+struct gemm_args {
+    float *y;           // (M, ldy), columns indexed absolutely
+    size_t ldy;
+    const float *x;     // (M, ldx)
+    size_t ldx;
+    const float *w;     // packed panels (ceil(N/16), K, 16)
+    int K;
+    int n0, n1;         // column range written
+    const float *bias;  // (N) or NULL, absolute columns
+    int bf16;
+    int kc;             // max k per K block (K is split evenly), 1..GEMM_KC_MAX
+};
+#define GEMM_KC_MAX 1024
+
+// A path: computes rows [m0, m1) x panels [p0, p1) (clipped to [n0, n1)) over all of K, and
+// packs panels [pa, pb) of W into dst (panel pa at dst). mr: rows per micro-tile; mc, pc,
+// kc: the default task shape (rows, panels) and K block, tuned per path (README.md).
+struct gemm_isa {
+    const char *name;
+    int mr, mc, pc, kc;
+    void (*block)(const struct gemm_args *a, int m0, int m1, int p0, int p1);
+    void (*pack)(float *dst, const void *src, int type, size_t ld, int N, int K, int pa, int pb);
+};
+
+extern const struct gemm_isa gemm_isa_avx512, gemm_isa_avx2, gemm_isa_scalar;
+
+// Overrides the driver's block shape (rows per block, panels per block; 0 = default) and the
+// work (multiply-adds) below which a call stays on one thread (< 0 = default). For tests
+// (many blocks on small shapes) and tuning runs only; not thread-safe against gemm_run.
+void gemm_set_blocking(int mc, int pc, double min_par);
+void gemm_set_kc(int kc);
+// 1: blocks dealt to threads in turn (static) instead of a shared counter. Experiments only.
+void gemm_set_static(int on);
+
+// Shared epilogue helpers (scalar, the definition of the contract's epilogue).
+static inline uint32_t gemm_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static inline float gemm_float(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+#define GEMM_QNAN 0x7fc00000u
+// bias add, NaN canonicalisation, optional RNE to bf16 (common.h round_bf16 semantics: the
+// NaN branch there maps the canonical NaN to itself, so integer rounding covers every case).
+static inline float gemm_epi1(float acc, const float *bias, int n, int bf16) {
+    if (bias) acc = acc + bias[n];
+    uint32_t u = gemm_bits(acc);
+    if ((u & 0x7fffffffu) > 0x7f800000u) u = GEMM_QNAN;
+    if (bf16) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    return gemm_float(u);
+}
+// Exact widening, same bits as common.h bf16_to_f32 / f16_to_f32.
+static inline float gemm_bf16_f32(uint16_t h) { return gemm_float((uint32_t)h << 16); }
+static inline float gemm_f16_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return gemm_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-8f; // m * 2^-24, exact
+        return sign ? -v : v;
+    }
+    return gemm_float(sign | ((e + 112) << 23) | (m << 13));
+}
+// Element j of a source row of the given type, as f32.
+static inline float gemm_src_at(const void *row, int type, size_t j) {
+    if (type == GEMM_SRC_F32) return ((const float *)row)[j];
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)row + 2 * j, 2);
+    return type == GEMM_SRC_BF16 ? gemm_bf16_f32(h) : gemm_f16_f32(h);
+}
+static inline const void *gemm_src_row(const void *src, int type, size_t ld, size_t r) {
+    return (const unsigned char *)src + r * ld * (type == GEMM_SRC_F32 ? 4 : 2);
+}
+
+#endif
