@@ -7,7 +7,7 @@ OPT ?= -O3 -march=native
 CFLAGS += -std=c11 -Wall -Wextra -g -pthread -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
           -D_DEFAULT_SOURCE -Isrc $(OPT)
 LDFLAGS += -pthread -fopenmp
-LDLIBS = -lopenblas -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
+LDLIBS = -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
 BUILD ?= build
 BIN ?= hifa4-eval
 
@@ -44,6 +44,11 @@ test: $(BIN) $(TEST_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
 	  ./tests/run_tests.sh $(TEST_BINS) $(TEST_SCRIPTS)
+
+# benches compare the deterministic GEMM with OpenBLAS (a bench-only dependency)
+$(BUILD)/tests/bench_%: tests/bench_%.c $(BUILD)/libhifa4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS) -lopenblas
 
 bench: $(BIN) $(BENCH_BINS)
 	@mkdir -p $(BUILD)/tmp

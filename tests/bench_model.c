@@ -2,8 +2,9 @@
 // (28 layers, dim 1024, 16/8 heads of 128, FFN 3072, vocab 151936, tied; ~0.6B parameters,
 // bf16 on disk, made once in $HIFA4_TMP and reused) on one packed batch of 512 tokens
 // (4 sequences x 128, logits at 8 rows per sequence). Prints forward tokens/s and the
-// forward's total sgemm time as a ratio to the same GEMM shapes timed alone with
-// cblas_sgemm (the ceiling: 1.00 means the forward loses nothing around its GEMMs).
+// forward's total GEMM time as a ratio to the same GEMM shapes timed alone: with the forward's
+// own deterministic kernel on the worker pool (1.00 means the forward loses nothing around its
+// GEMMs), and with OpenBLAS's cblas_sgemm on its own threads for comparison (bench-only link).
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 
 #include "import/make_model.h"
 #include "attention/attn.h"
+#include "base/pool.h"
+#include "model/gemm.h"
 #include "model/model.h"
 #include "model/ops.h"
 
@@ -22,11 +25,17 @@ static void fill(float *x, size_t n, uint64_t s) {
 }
 
 // Seconds for `count` GEMMs Y(M,N) = X(M,K) W(N,K)^T on fresh buffers (after one warm-up):
-// nt = 0 calls cblas_sgemm with OpenBLAS's own threads, nt > 0 the model's ops_matmul_mt.
+// nt = 0 calls cblas_sgemm with OpenBLAS's own threads, nt > 0 the forward's kernel (gemm.h
+// on packed W, tasks on the pool with nt threads; packing not timed).
 static double cpu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void gemm_task(void *p, int t, int slot) {
+    (void)slot;
+    gemm_plan_task(p, t);
 }
 
 // *cpu receives the process CPU seconds of the same calls.
@@ -36,14 +45,22 @@ static double time_gemm(int M, int N, int K, int count, int nt, double *cpu) {
     if (!x || !w || !y) { free(x), free(w), free(y); return -1; }
     fill(x, (size_t)M * K, 1);
     fill(w, (size_t)N * K, 2);
+    struct gemm_w pw = {0};
+    if (nt && gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, 1)) { free(x), free(w), free(y); return -1; }
     double t0 = 0, c0 = 0;
     for (int i = -1; i < count; i++) {
         if (i == 0) t0 = time_now(), c0 = cpu_now();
-        if (nt) ops_matmul_mt(y, x, w, M, N, K, N, nt);
-        else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+        if (nt) {
+            struct gemm_plan p;
+            gemm_plan_init(&p, y, (size_t)N, x, (size_t)K, &pw, M, 0, N, NULL, 0);
+            pool_for(p.n_tasks, gemm_task, &p, nt < p.max_threads ? nt : p.max_threads);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+        }
     }
     double t = time_now() - t0;
     *cpu = cpu_now() - c0;
+    gemm_w_free(&pw);
     free(x), free(w), free(y);
     return t;
 }
@@ -116,7 +133,7 @@ int main(void) {
         {T, qd, D, L}, {T, kd, D, 2 * L}, {T, D, qd, L}, {T, F, D, 2 * L}, {T, D, F, L}, {n_out, c->vocab_size, D, 1},
     };
     // the ceiling: the same shapes alone with cblas_sgemm on OpenBLAS's own threads (same core
-    // count), and with the forward's own split (ops_matmul_mt, OpenBLAS at one thread)
+    // count), and with the forward's own kernel and split (gemm.h tasks on the pool)
     const int nt = model_get_opts(m)->n_threads;
     double ceiling = 0, ceiling_mt = 0, flop = 0, ceiling_cpu = 0, ceiling_mt_cpu = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -143,18 +160,18 @@ int main(void) {
     printf("bench_model: Qwen3-0.6B shape (%.2fB params, %s weights), %d threads, attention %s, act bf16\n",
            cfg_n_params(c) * 1e-9, model_weights_mode(m) == MODEL_WEIGHTS_F32 ? "f32" : "stream",
            model_get_opts(m)->n_threads, mode);
-    printf("  open (mmap + bf16->f32): %.2f s\n", t_open);
+    printf("  open (mmap + bf16 -> packed f32): %.2f s; GEMM path %s\n", t_open, gemm_isa_name());
     printf("  forward (fastest of 3), %d packed tokens (%d x %d), logits at %d rows: %.3f s = %.1f tokens/s\n", T, N_SEQ, SEQ, n_out, fwd,
            T / fwd);
-    printf("  of which sgemm %.3f s (%.1f GFLOP/s), attention %.3f s, other %.3f s\n", gemm, s->gemm_flop / reps / gemm * 1e-9,
+    printf("  of which GEMMs %.3f s (%.1f GFLOP/s), attention %.3f s, other %.3f s\n", gemm, s->gemm_flop / reps / gemm * 1e-9,
            attn, fwd - gemm - attn);
     printf("  same GEMM shapes alone, cblas_sgemm on %d OpenBLAS threads: %.3f s (%.1f GFLOP/s)\n", nt, ceiling,
            flop / ceiling * 1e-9);
-    printf("  same GEMM shapes alone, split over %d OpenMP threads (as the forward): %.3f s (%.1f GFLOP/s)\n", nt,
+    printf("  same GEMM shapes alone, gemm.h on %d pool threads (as the forward): %.3f s (%.1f GFLOP/s)\n", nt,
            ceiling_mt, flop / ceiling_mt * 1e-9);
     printf("  forward GEMM time / ceiling: %.3f (vs OpenBLAS threads), %.3f (vs the same split alone)\n",
            gemm / ceiling, gemm / ceiling_mt);
-    printf("  in process CPU seconds (robust to other load): forward %.3f (%.1f tokens per CPU-s), sgemm %.3f;\n"
+    printf("  in process CPU seconds (robust to other load): forward %.3f (%.1f tokens per CPU-s), GEMMs %.3f;\n"
            "    GEMM CPU / ceiling CPU: %.3f (vs OpenBLAS threads, %.3f CPU-s), %.3f (vs the same split, %.3f CPU-s)\n",
            s->forward_cpu_s, T / s->forward_cpu_s, s->gemm_cpu_s, s->gemm_cpu_s / ceiling_cpu, ceiling_cpu,
            s->gemm_cpu_s / ceiling_mt_cpu, ceiling_mt_cpu);

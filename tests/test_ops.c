@@ -2,11 +2,11 @@
 // independently here (STYLE.md section 7): RMSNorm (plain and 1+w, f32 and bf16 rounding),
 // RoPE (rotate half, partial rotary), SiLU / GELU-tanh / GELU gates, soft-capping, residual add,
 // and sgemm against the naive reference.
-#include <cblas.h>
 #include <stdlib.h>
 
 #include "base/common.h"
 #include "model/config.h"
+#include "model/gemm.h"
 #include "model/ops.h"
 #include "test.h"
 
@@ -192,6 +192,9 @@ static void test_softcap_add(void) {
     CHECK(a[0] == 1.0f && a[1] == round_bf16(1.001f) && a[2] == 0, "add bf16: %g %g %g", a[0], a[1], a[2]);
 }
 
+// The deterministic GEMM of the forward pass (gemm.h, bit-exact against its fmaf reference in
+// test_gemm) against the independent binary64 product: same math, different rounding; error
+// bounded by ~sqrt(K) eps |x||w| for these inputs.
 static void test_matmul(void) {
     const int Ms[] = {1, 7, 33}, Ns[] = {5, 64, 129}, Ks[] = {3, 128, 301};
     for (int mi = 0; mi < 3; mi++)
@@ -202,79 +205,28 @@ static void test_matmul(void) {
                 float *y = malloc(sizeof(float) * M * ldy), *r = malloc(sizeof(float) * M * ldy);
                 fill(x, (size_t)M * K, 1.0);
                 fill(w, (size_t)N * K, 1.0);
-                fill_nan(y, (size_t)M * ldy);
                 for (int i = 0; i < M * ldy; i++) r[i] = y[i] = -7.0f; // padding columns stay untouched
-                ops_matmul(y, x, w, M, N, K, ldy);
+                struct gemm_w pw = {0};
+                CHECK(gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, 1) == 0, "pack %dx%d", N, K);
+                CHECK(gemm_run(y, (size_t)ldy, x, (size_t)K, &pw, M, 0, N, NULL, 0, 1) == 0, "gemm %dx%dx%d", M, N, K);
                 ops_matmul_ref(r, x, w, M, N, K, ldy);
                 int bad = 0;
                 double num = 0, den = 0;
                 for (int m = 0; m < M; m++)
                     for (int n = 0; n < ldy; n++) {
                         float g = y[m * ldy + n], f = r[m * ldy + n];
-                        // tight test: same math, different summation order; error ~ sqrt(K) eps |x||w|
                         bad += !(fabs(g - f) <= 1e-5 * sqrt((double)K));
                         num += (double)(g - f) * (g - f);
                         den += (double)f * f;
                     }
                 CHECK(bad == 0, "matmul %dx%dx%d: %d entries off (NMSE %.3g)", M, N, K, bad, num / den);
+                gemm_w_free(&pw);
                 free(x), free(w), free(y), free(r);
             }
-    // the column split over threads gives exactly ops_matmul's bits (sizes above the
-    // single-thread cutoff, N not a multiple of the slice width, ldy > N)
-    {
-        openblas_set_num_threads(1);
-        const int M = 64, N = 300, K = 257, ldy = 307;
-        float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K);
-        float *y1 = malloc(sizeof(float) * M * ldy), *y2 = malloc(sizeof(float) * M * ldy);
-        fill(x, (size_t)M * K, 1.0);
-        fill(w, (size_t)N * K, 1.0);
-        fill_nan(y1, (size_t)M * ldy);
-        ops_matmul(y1, x, w, M, N, K, ldy);
-        for (int nt = 1; nt <= 3; nt++) {
-            fill_nan(y2, (size_t)M * ldy);
-            ops_matmul_mt(y2, x, w, M, N, K, ldy, nt);
-            int diff = 0;
-            for (int m = 0; m < M; m++) diff += memcmp(y1 + (size_t)m * ldy, y2 + (size_t)m * ldy, sizeof(float) * N) != 0;
-            CHECK(diff == 0, "ops_matmul_mt with %d threads: %d rows differ from ops_matmul", nt, diff);
-            // epilogue: + bias, bf16 rounding on every column, whatever the split
-            float bias[300];
-            fill(bias, 300, 0.5);
-            fill_nan(y2, (size_t)M * ldy);
-            ops_matmul_mt_ex(y2, x, w, M, N, K, ldy, nt, bias, 1);
-            diff = 0;
-            for (int m = 0; m < M; m++)
-                for (int n = 0; n < N; n++) diff += y2[(size_t)m * ldy + n] != round_bf16(y1[(size_t)m * ldy + n] + bias[n]);
-            CHECK(diff == 0, "ops_matmul_mt_ex with %d threads: %d outputs differ from bf16(y + bias)", nt, diff);
-        }
-        free(x), free(w), free(y1), free(y2);
-    }
-    // a row's bits do not depend on the batch when products run on >= ops_gemm_min_rows rows
-    // (checks the OpenBLAS small-matrix rule this machine's library follows)
-    {
-        openblas_set_num_threads(1);
-        const int NK[][2] = {{128, 128}, {512, 128}, {1024, 512}, {32, 128}, {256, 64}, {1024, 1024}};
-        for (int c = 0; c < 6; c++) {
-            const int N = NK[c][0], K = NK[c][1], B = 80, P = ops_gemm_min_rows(N, K);
-            float *x = malloc(sizeof(float) * B * K), *w = malloc(sizeof(float) * N * K);
-            float *yb = malloc(sizeof(float) * B * N), *ys = malloc(sizeof(float) * B * N);
-            fill(x, (size_t)B * K, 1.0);
-            fill(w, (size_t)N * K, 1.0);
-            ops_matmul(yb, x, w, B, N, K, N);
-            int diff = 0;
-            for (int M = 1; M <= 40; M++) {
-                ops_matmul(ys, x, w, M < P ? P : M, N, K, N);
-                diff += memcmp(ys, yb, sizeof(float) * (size_t)M * N) != 0;
-            }
-            CHECK(diff == 0 && P <= B, "N=%d K=%d: %d batch sizes change the bits even padded to %d rows", N, K, diff, P);
-            free(x), free(w), free(yb), free(ys);
-        }
-    }
     // the reference itself on a hand case: [1 2; 3 4] * [5 6; 7 8]^T = [17 23; 39 53]
     float x[4] = {1, 2, 3, 4}, w[4] = {5, 6, 7, 8}, y[4];
     ops_matmul_ref(y, x, w, 2, 2, 2, 2);
     CHECK(y[0] == 17 && y[1] == 23 && y[2] == 39 && y[3] == 53, "matmul_ref: %g %g %g %g", y[0], y[1], y[2], y[3]);
-    ops_matmul(y, x, w, 2, 2, 2, 2);
-    CHECK(y[0] == 17 && y[1] == 23 && y[2] == 39 && y[3] == 53, "matmul: %g %g %g %g", y[0], y[1], y[2], y[3]);
 }
 
 int main(void) {

@@ -3,8 +3,9 @@
 // groups. Owns no numerics: every mode's arithmetic lives in its own file.
 #include "attention/attn.h"
 
+#include "base/pool.h"
+
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -166,7 +167,7 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
     c->max_T = max_T;
     c->scales = scales;
     c->qdq_skip = o->qdq_skip & ATTN_QDQ_SKIP_ALL;
-    c->n_threads = o->n_threads > 0 ? o->n_threads : omp_get_max_threads();
+    c->n_threads = o->n_threads > 0 ? o->n_threads : pool_threads();
     struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile,
                              .v_group = o->v_group, .qformat = o->qformat, .qmean = o->qmean};
     size_t sb = m->scratch_bytes(&call);
@@ -241,6 +242,34 @@ static void task_of(int t, int Hkv, int g, int split, int *s, int *h0, int *h1) 
     *h1 = kh * g + (part + 1) * g / split;
 }
 
+// One attention call as pool tasks: task t = (sequence, kv head, slice of its query heads).
+struct attn_job {
+    const struct attn_ctx *ctx;
+    const struct attn_mode *mode;
+    float *out;
+    const float *q, *k, *v, *scales;
+    const int *seq_off, *seq_len;
+    const struct attn_layer *l;
+    int split, full; // full: the mode's options (else the f32 diagnostics reference)
+};
+static void attn_task(void *p, int t, int slot) {
+    const struct attn_job *j = p;
+    const struct attn_ctx *ctx = j->ctx;
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d;
+    int s, h0, h1;
+    task_of(t, Hkv, H / Hkv, j->split, &s, &h0, &h1);
+    const size_t o = (size_t)j->seq_off[s];
+    const struct attn_layer *l = j->l;
+    struct attn_call c = {.T = j->seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer, .sm = l->sm,
+                          .sm64 = l->sm64, .softcap = l->softcap, .window = l->window, .tile = ctx->opts.tile};
+    if (j->full) {
+        c.v_group = ctx->opts.v_group, c.qformat = ctx->opts.qformat, c.qmean = ctx->opts.qmean;
+        c.scales = j->scales, c.qdq_skip = ctx->qdq_skip, c.diag = ctx->dacc ? &ctx->dacc[slot] : NULL;
+    }
+    void *scratch = ctx->scratch + (size_t)slot * ctx->scratch_per_thread;
+    j->mode->forward(j->out + o * H * d, j->q + o * H * d, j->k + o * Hkv * d, j->v + o * Hkv * d, &c, h0, h1, scratch);
+}
+
 // ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
 void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
     for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
@@ -269,19 +298,9 @@ static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, 
         ctx->dref = nb;
         ctx->dref_cap = need;
     }
-    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads)
-    for (int t = 0; t < n_tasks; t++) {
-        int s, h0, h1;
-        task_of(t, Hkv, g, split, &s, &h0, &h1);
-        size_t o = (size_t)seq_off[s];
-        struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
-                              .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
-                              .tile = ctx->opts.tile};
-        void *scratch = ctx->scratch + (size_t)omp_get_thread_num() * ctx->scratch_per_thread;
-        attn_mode_f32.forward(ctx->dref + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c,
-                              h0, h1, scratch);
-    }
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads);
+    struct attn_job j = {ctx, &attn_mode_f32, ctx->dref, q, k, v, NULL, seq_off, seq_len, l, split, 0};
+    pool_for(n_seq * Hkv * split, attn_task, &j, ctx->n_threads);
     struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
     for (int s = 0; s < n_seq; s++) {
         size_t a = (size_t)seq_off[s] * H * d, b = a + (size_t)seq_len[s] * H * d;
@@ -311,21 +330,18 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                            s, seq_len[s], ctx->max_T);
         if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
     }
-    // Small batches run on the calling thread: an OpenMP region costs more than the work when
-    // a core is busy elsewhere (spin, then sleep), and results never depend on the thread
-    // count (spec section 8.5, tested). work = visible (query, key) pairs x heads x d.
-    size_t elems = 0;
+    // Small batches run on the calling thread: handing out tasks costs more than the work, and
+    // results never depend on the thread count (spec section 8.5, tested). work = visible
+    // (query, key) pairs x heads x d.
     double work = 0;
     for (int s = 0; s < n_seq; s++) {
         double T = seq_len[s], pairs = T * (T + 1) / 2;
         if (l->window > 0 && T > l->window) pairs = (double)l->window * (l->window + 1) / 2 + (T - l->window) * l->window;
         work += pairs * H * d;
-        elems += (size_t)seq_len[s] * (size_t)(H + 2 * Hkv) * (size_t)d;
     }
-    const int par_round = elems >= ((size_t)1 << 16), par_attn = work >= 4.0e6;
+    const int par_attn = work >= 4.0e6;
     // Kernel inputs are 16-bit (attention.md 1): round in place, rows of sequences only.
     if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
-#pragma omp parallel for schedule(static) num_threads(ctx->n_threads) if (par_round)
         for (int s = 0; s < n_seq; s++) {
             size_t o = (size_t)seq_off[s], T = (size_t)seq_len[s];
             round_bf16_rows(q + o * H * d, T * H * d);
@@ -339,25 +355,11 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
             ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
                       seq_len[s], H, Hkv, d);
         }
-    const int split = head_split(n_seq, Hkv, g, ctx->n_threads), n_tasks = n_seq * Hkv * split;
+    const int split = head_split(n_seq, Hkv, g, ctx->n_threads);
     const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
     if (ctx->dacc) memset(ctx->dacc, 0, (size_t)ctx->n_threads * sizeof *ctx->dacc);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx->n_threads) if (par_attn)
-    for (int t = 0; t < n_tasks; t++) {
-        int s, h0, h1;
-        task_of(t, Hkv, g, split, &s, &h0, &h1);
-        size_t o = (size_t)seq_off[s];
-        int th = omp_get_thread_num();
-        struct attn_call c = {.T = seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer,
-                              .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
-                              .tile = ctx->opts.tile, .v_group = ctx->opts.v_group,
-                              .qformat = ctx->opts.qformat, .qmean = ctx->opts.qmean, .scales = scales,
-                              .qdq_skip = ctx->qdq_skip,
-                              .diag = ctx->dacc ? &ctx->dacc[th] : NULL};
-        void *scratch = ctx->scratch + (size_t)th * ctx->scratch_per_thread;
-        ctx->mode->forward(out + o * H * d, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d, &c, h0, h1,
-                           scratch);
-    }
+    struct attn_job j = {ctx, ctx->mode, out, q, k, v, scales, seq_off, seq_len, l, split, 1};
+    pool_for(n_seq * Hkv * split, attn_task, &j, par_attn ? ctx->n_threads : 1);
     // Emulated Ascend cost counts (spec/cost.md) are a function of the call shapes only:
     // callers count them with cost_count_call from the same seq_len / window (run.c).
 

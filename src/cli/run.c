@@ -3,12 +3,12 @@
 // drives the run module (src/eval/run.h), which scores the tasks under every mode and writes
 // the run directory. Progress lines go to stderr.
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "attention/scales.h"
+#include "base/pool.h"
 #include "base/paths.h"
 #include "cli/cli.h"
 #include "eval/eval.h"
@@ -88,8 +88,8 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     if (o->qformat && (rc = attn_parse_qformat(o->qformat, &ro->attn.qformat, e))) return rc;
     if (o->qmean && (rc = attn_parse_qmean(o->qmean, &ro->attn.qmean, e))) return rc;
     if (o->qdq_skip && (rc = attn_parse_qdq_skip(o->qdq_skip, &ro->attn.qdq_skip, e))) return rc;
-    if (o->threads > 0) omp_set_num_threads(o->threads);
-    ro->n_threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    if (o->threads > 0) pool_set_threads(o->threads);
+    ro->n_threads = pool_threads();
     ro->attn.n_threads = o->threads;
     ro->model.n_threads = o->threads;
     ro->model.max_tokens = o->batch_tokens;

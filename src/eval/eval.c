@@ -4,8 +4,9 @@
 // threads cannot change results.
 #include "eval/eval.h"
 
+#include "base/pool.h"
+
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -154,6 +155,25 @@ static int cmp_int(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+// Tokenization of items in parallel (encode functions are thread-safe): one task per item.
+struct build_job {
+    struct item_build *ib;
+    const struct eval_item *items;
+    const struct eval_plan_opts *o;
+    eval_encode_fn enc;
+    void *enc_user;
+};
+static void build_task(void *p, int i, int slot) {
+    (void)slot;
+    const struct build_job *j = p;
+    if (j->items[i].n_choices <= 0) {
+        j->ib[i].rc = err_set(&j->ib[i].err, ERR_FORMAT, "eval: item '%s' has no choices",
+                              j->items[i].id ? j->items[i].id : "?");
+        return;
+    }
+    j->ib[i].rc = build_item(&j->ib[i], &j->items[i], j->o, j->enc, j->enc_user);
+}
+
 int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_items,
                     const struct eval_plan_opts *o, eval_encode_fn enc, void *enc_user,
                     struct err *e) {
@@ -161,15 +181,8 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
     if (o->window <= 0) return err_set(e, ERR_RANGE, "eval: context window %d", o->window);
     struct item_build *ib = calloc((size_t)(n_items > 0 ? n_items : 1), sizeof *ib);
     if (!ib) return err_set(e, ERR_NOMEM, "eval: out of memory");
-    int nt = o->n_threads > 0 ? o->n_threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 8) num_threads(nt)
-    for (int i = 0; i < n_items; i++) {
-        if (items[i].n_choices <= 0) {
-            ib[i].rc = err_set(&ib[i].err, ERR_FORMAT, "eval: item '%s' has no choices", items[i].id ? items[i].id : "?");
-            continue;
-        }
-        ib[i].rc = build_item(&ib[i], &items[i], o, enc, enc_user);
-    }
+    struct build_job job = {ib, items, o, enc, enc_user};
+    pool_for(n_items, build_task, &job, o->n_threads);
     int rc = 0;
     for (int i = 0; i < n_items && !rc; i++)
         if (ib[i].rc) { rc = ib[i].rc; if (e) *e = ib[i].err; }
@@ -381,15 +394,39 @@ void eval_score_free(struct eval_score *s) {
     memset(s, 0, sizeof *s);
 }
 
+// Row statistics in parallel: log-sum-exp and argmax (score), or KL and top-1 agreement
+// against the reference (compare); 8 rows per task, each row computed whole by one thread.
+struct rows_job {
+    const float *a, *b;
+    int vocab, n;
+    double *val;
+    int *idx, *same;
+};
+enum { ROWS_PER_TASK = 8 };
+static void lse_task(void *p, int t, int slot) {
+    (void)slot;
+    const struct rows_job *j = p;
+    for (int r = t * ROWS_PER_TASK; r < j->n && r < (t + 1) * ROWS_PER_TASK; r++)
+        j->val[r] = row_lse(j->a + (size_t)r * j->vocab, j->vocab, &j->idx[r]);
+}
+static void kl_task(void *p, int t, int slot) {
+    (void)slot;
+    const struct rows_job *j = p;
+    for (int r = t * ROWS_PER_TASK; r < j->n && r < (t + 1) * ROWS_PER_TASK; r++) {
+        const float *a = j->a + (size_t)r * j->vocab, *c = j->b + (size_t)r * j->vocab;
+        j->val[r] = metrics_kl_logits(a, c, j->vocab);
+        j->same[r] = metrics_argmax_f(a, j->vocab) == metrics_argmax_f(c, j->vocab);
+    }
+}
+
 int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
                      const float *logits, int vocab, int n_threads, struct err *e) {
     int n = b->item1 - b->item0, rc = 0;
     double *lse = malloc(sizeof *lse * (size_t)(b->n_out ? b->n_out : 1));
     int *amax = malloc(sizeof *amax * (size_t)(b->n_out ? b->n_out : 1));
     if (!lse || !amax) { free(lse); free(amax); return err_set(e, ERR_NOMEM, "eval: out of memory"); }
-    int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int r = 0; r < b->n_out; r++) lse[r] = row_lse(logits + (size_t)r * vocab, vocab, &amax[r]);
+    struct rows_job rj = {.a = logits, .vocab = vocab, .n = b->n_out, .val = lse, .idx = amax};
+    pool_for((b->n_out + ROWS_PER_TASK - 1) / ROWS_PER_TASK, lse_task, &rj, n_threads);
     for (int i = 0; i < n && !rc; i++) {
         struct eval_score *s = &out[i];
         eval_score_free(s);
@@ -435,15 +472,8 @@ int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const 
     double *kl = malloc(sizeof *kl * (size_t)(b->n_out ? b->n_out : 1));
     int *same = malloc(sizeof *same * (size_t)(b->n_out ? b->n_out : 1));
     if (!kl || !same) { free(kl); free(same); return err_set(e, ERR_NOMEM, "eval: out of memory"); }
-    int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int r = 0; r < b->n_out; r++) {
-        const float *a = ref + (size_t)r * vocab, *c = q + (size_t)r * vocab;
-        double s = metrics_kl_logits(a, c, vocab);
-        int am_a = metrics_argmax_f(a, vocab), am_c = metrics_argmax_f(c, vocab);
-        kl[r] = s;
-        same[r] = am_a == am_c;
-    }
+    struct rows_job rj = {.a = ref, .b = q, .vocab = vocab, .n = b->n_out, .val = kl, .same = same};
+    pool_for((b->n_out + ROWS_PER_TASK - 1) / ROWS_PER_TASK, kl_task, &rj, n_threads);
     int rc = 0;
     for (int i = 0; i < n; i++) {
         struct eval_score *s = &out[i];

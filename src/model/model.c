@@ -1,30 +1,31 @@
 // model.c: weight binding for the six architectures, the run state and the batched forward
 // pass (see model.h). Per layer: RMSNorm -> q/k/v GEMMs (+bias) -> [Qwen3 q/k norm] -> RoPE
 // -> attn_forward (all sequences) -> o GEMM -> [Gemma2 post norm] -> residual -> norm ->
-// gate/up GEMMs -> act*up -> down GEMM -> [Gemma2 post norm] -> residual. One thread pool:
-// GEMMs are split by output columns over the OpenMP team with OpenBLAS at one thread (see
-// gemm()); element-wise loops and the attention dispatcher use the same team.
+// gate/up GEMMs -> act*up -> down GEMM -> [Gemma2 post norm] -> residual. Every linear layer
+// is the deterministic GEMM of gemm.h on weights packed once at load (or packed per GEMM from
+// the mapping in stream mode): a row's bits depend on nothing but that row, so no batch size,
+// row offset, thread count or CPU changes a result. Loops run on the worker pool (base/pool.h).
 #include "model/model.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/pool.h"
+#include "model/gemm.h"
 #include "model/ops.h"
 #include "io/safetensors.h"
 
 // ---- weights ----
 // A matrix (rows, cols) inside a checkpoint tensor (fused tensors hold several, at element
-// offset `off`). p: resident binary32 copy (or the F32 mapping itself), NULL when streamed.
+// offset `off`). pw: its packed binary32 copy (gemm.h) when resident; pw.p NULL when streamed.
 struct wref {
     const struct st_tensor *t;
     size_t off, n;
     int rows, cols;
-    int min_rows;  // GEMMs run on at least this many rows (ops_gemm_min_rows; 1 for real models)
-    const float *p;
+    struct gemm_w pw;
 };
 
 enum { W_Q, W_K, W_V, W_O, W_GATE, W_UP, W_DOWN, W_COUNT };
@@ -49,15 +50,14 @@ struct model {
     const struct st_tensor *embed; // (vocab, dim)
     struct wref head;            // lm_head (or embed when tied)
     const float *final_norm;     // (dim)
-    float *wbuf;                 // resident converted matrices (one allocation)
+    void *wbuf;                  // resident packed matrices (one 64-byte aligned allocation)
     float *small;                // norms and biases (one allocation)
     size_t small_n, small_used;
-    float *sbuf;                 // stream scratch (stream_n floats)
-    size_t stream_n;
+    void *sbuf;                  // stream scratch: one packed chunk of stream_rows rows
+    size_t stream_bytes;
+    int stream_rows;
     // ---- run state (one allocation, sized at open) ----
-    float *run;                  // run-state rows R = max(max_tokens, pad_rows)
-    int pad_rows;                // max min_rows of the layer matrices and lm_head
-    float *lpad;                 // (head.min_rows, vocab) logits scratch when n_out < head.min_rows
+    float *run;                  // run-state rows (max_tokens)
     float *x, *xb, *tmp;         // (max_tokens, dim)
     float *q, *att;              // (max_tokens, n_heads*head_dim)
     float *k, *v;                // (max_tokens, n_kv_heads*head_dim)
@@ -93,32 +93,46 @@ const struct model_stats *model_stats(const struct model *m) { return &m->stats;
 void model_reset_stats(struct model *m) { memset(&m->stats, 0, sizeof m->stats); }
 
 // Exact widening of n elements of t starting at element off (data may be unaligned).
-static void convert(float *dst, const struct st_tensor *t, size_t off, size_t n, int nt) {
+static void convert(float *dst, const struct st_tensor *t, size_t off, size_t n) {
     const unsigned char *src = (const unsigned char *)t->data;
-    const long long nn = (long long)n;
     if (t->dtype == ST_F32) {
         memcpy(dst, src + off * 4, n * 4);
-    } else if (t->dtype == ST_BF16) {
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536)
-        for (long long i = 0; i < nn; i++) {
-            uint16_t h;
-            memcpy(&h, src + (off + (size_t)i) * 2, 2);
-            dst[i] = bf16_to_f32(h);
-        }
-    } else {
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536)
-        for (long long i = 0; i < nn; i++) {
-            uint16_t h;
-            memcpy(&h, src + (off + (size_t)i) * 2, 2);
-            dst[i] = f16_to_f32(h);
-        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + (off + i) * 2, 2);
+        dst[i] = t->dtype == ST_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
     }
 }
 
-static int in_place(const struct wref *r) {
-    return r->t->dtype == ST_F32 && ((uintptr_t)((const float *)r->t->data + r->off) % 4 == 0) &&
-           ((uintptr_t)r->t->data % 4 == 0);
+// ---- packing (gemm.h): rows [r0, r0 + nr) of a matrix into mem, panels spread over the pool ----
+struct pack_job {
+    struct gemm_w *w;
+    const void *src;
+    int type, per, n_panels;
+    size_t ld;
+};
+static void pack_task(void *ctx, int t, int slot) {
+    (void)slot;
+    const struct pack_job *j = ctx;
+    const int pa = t * j->per, pb = pa + j->per < j->n_panels ? pa + j->per : j->n_panels;
+    gemm_pack_panels(j->w, j->src, j->type, j->ld, pa, pb);
 }
+
+static int pack_rows(struct model *m, struct gemm_w *w, void *mem, size_t bytes, const struct wref *r, int r0, int nr,
+                     struct err *e) {
+    const int type = r->t->dtype == ST_F32 ? GEMM_SRC_F32 : r->t->dtype == ST_BF16 ? GEMM_SRC_BF16 : GEMM_SRC_F16;
+    const size_t esize = r->t->dtype == ST_F32 ? 4 : 2;
+    if (gemm_w_init(w, mem, bytes, nr, r->cols))
+        return err_set(e, ERR_INTERNAL, "model: cannot pack %s rows %d..%d", r->t->name, r0, r0 + nr - 1);
+    const unsigned char *src = (const unsigned char *)r->t->data + (r->off + (size_t)r0 * r->cols) * esize;
+    struct pack_job j = {w, src, type, 8, (nr + GEMM_NR - 1) / GEMM_NR, (size_t)r->cols};
+    pool_for((j.n_panels + j.per - 1) / j.per, pack_task, &j, m->opts.n_threads);
+    return 0;
+}
+
+static size_t packed_bytes(const struct wref *r) { return (gemm_packed_bytes(r->rows, r->cols) + 63) & ~(size_t)63; }
 
 // ---- binding ----
 static int bind_mat(struct model *m, struct wref *r, const char *name, int rows, int cols, int row_off,
@@ -132,8 +146,6 @@ static int bind_mat(struct model *m, struct wref *r, const char *name, int rows,
     r->cols = cols;
     r->off = (size_t)row_off * (size_t)cols;
     r->n = (size_t)rows * (size_t)cols;
-    r->min_rows = ops_gemm_min_rows(rows, cols);
-    r->p = in_place(r) ? (const float *)t->data + r->off : NULL;
     return 0;
 }
 
@@ -146,7 +158,7 @@ static int bind_vec(struct model *m, const float **out, const char *name, int n,
     if (m->small_used + (size_t)n > m->small_n)
         return err_set(e, ERR_INTERNAL, "model: small-tensor arena too small at %s", name);
     float *dst = m->small + m->small_used;
-    convert(dst, t, 0, (size_t)n, 1);
+    convert(dst, t, 0, (size_t)n);
     m->small_used += (size_t)n;
     *out = dst;
     return 0;
@@ -261,7 +273,6 @@ void model_free(struct model *m) {
     if (!m) return;
     attn_ctx_free(m->attn);
     free(m->run);
-    free(m->lpad);
     free(m->ibuf);
     free(m->rope);
     free(m->sbuf);
@@ -272,8 +283,8 @@ void model_free(struct model *m) {
     free(m);
 }
 
-// <= 0: OMP_NUM_THREADS if set, else all cores (omp_get_max_threads)
-static int n_threads_of(const struct model_opts *o) { return o->n_threads > 0 ? o->n_threads : omp_get_max_threads(); }
+// <= 0: the pool's thread count (OMP_NUM_THREADS if set, else all cores)
+static int n_threads_of(const struct model_opts *o) { return o->n_threads > 0 ? o->n_threads : pool_threads(); }
 
 // Binds every tensor of the checkpoint (names per architecture) and converts the small ones.
 static int bind_all(struct model *m, struct err *e) {
@@ -294,43 +305,45 @@ static int bind_all(struct model *m, struct err *e) {
                     c->vocab_size, e);
 }
 
-// Weights resident in binary32 (one allocation; aligned F32 tensors used in place) or streamed
-// through one scratch matrix; AUTO decides by MemAvailable. *conv_n: floats converted.
-static int setup_weights(struct model *m, size_t *conv_n, struct err *e) {
+// Weights resident as packed binary32 (one 64-byte aligned allocation, packed from the
+// checkpoint's dtype) or streamed: each GEMM packs its matrix, in row chunks, into one scratch
+// just before use. AUTO decides by MemAvailable. *res_bytes: resident bytes.
+static int setup_weights(struct model *m, size_t *res_bytes, struct err *e) {
     const struct model_config *c = &m->cfg;
-    size_t max_mat = 0;
-    *conv_n = 0;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int i = 0; i < W_COUNT; i++) {
-            const struct wref *r = &m->layers[l].w[i];
-            if (!r->p) *conv_n += r->n;
-            if (r->n > max_mat) max_mat = r->n;
+    size_t total = 0, max_mat = 0;
+    for (int l = 0; l <= c->n_layers; l++)
+        for (int i = 0; i < (l < c->n_layers ? W_COUNT : 1); i++) {
+            const struct wref *r = l < c->n_layers ? &m->layers[l].w[i] : &m->head;
+            total += packed_bytes(r);
+            if (l < c->n_layers && packed_bytes(r) > max_mat) max_mat = packed_bytes(r);
         }
-    if (!m->head.p) *conv_n += m->head.n;
     m->weights = m->opts.weights;
     if (m->weights == MODEL_WEIGHTS_AUTO) {
         size_t avail = mem_available();
-        m->weights = (double)*conv_n * 4 < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
-        log_debug("model: weights %s (%.2f GB of binary32 conversions, %.2f GB available)",
-                 m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", *conv_n * 4e-9, avail * 1e-9);
+        m->weights = (double)total < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
+        log_debug("model: weights %s (%.2f GB packed binary32, %.2f GB available)",
+                  m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", total * 1e-9, avail * 1e-9);
     }
-    if (m->weights == MODEL_WEIGHTS_F32 && *conv_n) {
-        m->wbuf = malloc(*conv_n * sizeof(float));
+    *res_bytes = 0;
+    if (m->weights == MODEL_WEIGHTS_F32) {
+        m->wbuf = aligned_alloc(64, total ? total : 64);
         if (!m->wbuf)
             return err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for binary32 weights (try --weights stream)",
-                           *conv_n * 4e-9);
+                           total * 1e-9);
         size_t used = 0;
         for (int l = 0; l <= c->n_layers; l++)
             for (int i = 0; i < (l < c->n_layers ? W_COUNT : 1); i++) {
                 struct wref *r = l < c->n_layers ? &m->layers[l].w[i] : &m->head;
-                if (r->p) continue;
-                convert(m->wbuf + used, r->t, r->off, r->n, m->opts.n_threads);
-                r->p = m->wbuf + used;
-                used += r->n;
+                int rc = pack_rows(m, &r->pw, (char *)m->wbuf + used, packed_bytes(r), r, 0, r->rows, e);
+                if (rc) return rc;
+                used += packed_bytes(r);
             }
-    } else if (m->weights == MODEL_WEIGHTS_STREAM) {
-        m->stream_n = max_mat > (size_t)c->dim ? max_mat : (size_t)c->dim;
-        m->sbuf = malloc(m->stream_n * sizeof(float));
+        *res_bytes = total;
+    } else {
+        // chunks of whole panels; at least one panel of the widest matrix (lm_head streams in chunks)
+        size_t floor_bytes = (size_t)GEMM_NR * (size_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim) * 4;
+        m->stream_bytes = max_mat > floor_bytes ? max_mat : floor_bytes;
+        m->sbuf = aligned_alloc(64, m->stream_bytes);
         if (!m->sbuf) return err_set(e, ERR_NOMEM, "model: cannot allocate the weight stream buffer");
     }
     return 0;
@@ -341,15 +354,9 @@ static int alloc_run_state(struct model *m, struct err *e) {
     const struct model_config *c = &m->cfg;
     const struct model_opts *op = &m->opts;
     const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
-    m->pad_rows = m->head.min_rows;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int i = 0; i < W_COUNT; i++)
-            if (m->layers[l].w[i].min_rows > m->pad_rows) m->pad_rows = m->layers[l].w[i].min_rows;
-    const size_t T = (size_t)(op->max_tokens > m->pad_rows ? op->max_tokens : m->pad_rows);
+    const size_t T = (size_t)op->max_tokens;
     size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
-    m->run = calloc(n, sizeof(float)); // zeroed: rows past a short batch feed padded GEMMs
-    if (m->head.min_rows > 1) m->lpad = calloc((size_t)m->head.min_rows * c->vocab_size, sizeof(float));
-    if (m->head.min_rows > 1 && !m->lpad) return err_set(e, ERR_NOMEM, "model: out of memory");
+    m->run = calloc(n, sizeof(float));
     m->ibuf = malloc(3 * T * sizeof(int));
     const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
     m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
@@ -371,17 +378,17 @@ static int alloc_run_state(struct model *m, struct err *e) {
     return 0;
 }
 
-static void log_opened(const struct model *m, size_t conv_n) {
+static void log_opened(const struct model *m, size_t res_bytes) {
     const struct model_config *c = &m->cfg;
     const struct model_opts *op = &m->opts;
     const int D = c->dim, hd = c->head_dim, qd = c->n_heads * hd, kd = c->n_kv_heads * hd, F = c->hidden_dim;
     const double np = (double)cfg_n_params(c);
     log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
              "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
-             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", m->weights == MODEL_WEIGHTS_F32 ? conv_n * 4e-9 : 0.0,
+             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", res_bytes * 1e-9,
              m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
              ((size_t)op->max_tokens * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F) * 4 +
-              m->stream_n * 4) * 1e-9, op->max_tokens);
+              m->stream_bytes) * 1e-9, op->max_tokens);
 }
 
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e) {
@@ -389,7 +396,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
     struct model *m = calloc(1, sizeof *m);
     if (!m) return err_set(e, ERR_NOMEM, "model: out of memory");
     int rc;
-    size_t conv_n = 0;
+    size_t res_bytes = 0;
     struct model_config *c = &m->cfg;
     if ((rc = cfg_load(c, dir, e))) goto fail;
     if ((rc = st_open(&m->st, dir, e))) goto fail;
@@ -403,14 +410,14 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
     if (op->max_seq <= 0) op->max_seq = op->max_tokens < c->max_seq ? op->max_tokens : c->max_seq;
     if (op->max_seq > op->max_tokens) op->max_seq = op->max_tokens;
     op->n_threads = n_threads_of(o);
-    openblas_set_num_threads(1); // GEMMs are split over the OpenMP team (see gemm())
+    if (op->n_threads != pool_threads()) pool_set_threads(op->n_threads);
     if (op->weights < MODEL_WEIGHTS_AUTO || op->weights > MODEL_WEIGHTS_STREAM) {
         rc = err_set(e, ERR_USAGE, "model: bad weights mode %d", op->weights);
         goto fail;
     }
-    if ((rc = bind_all(m, e)) || (rc = setup_weights(m, &conv_n, e)) || (rc = alloc_run_state(m, e))) goto fail;
+    if ((rc = bind_all(m, e)) || (rc = setup_weights(m, &res_bytes, e)) || (rc = alloc_run_state(m, e))) goto fail;
     if ((rc = model_set_attn(m, "f32", NULL, NULL, e))) goto fail;
-    log_opened(m, conv_n);
+    log_opened(m, res_bytes);
     *out = m;
     return 0;
 fail:
@@ -441,44 +448,69 @@ static double cpu_now(void) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-// Threads for an element-wise loop over `work` elements: a parallel region costs a barrier,
-// and on a loaded machine a descheduled team member stalls it, so small loops run serially.
-static int nt_for(const struct model *m, size_t work) { return work < ((size_t)1 << 15) ? 1 : m->opts.n_threads; }
+// ---- data-parallel loops on the pool: rows [i0, i1) per task ----
+struct rows_job {
+    void (*fn)(struct model *m, const void *ctx, int i0, int i1);
+    struct model *m;
+    const void *ctx;
+    int T, chunk;
+};
+static void rows_task(void *p, int t, int slot) {
+    (void)slot;
+    const struct rows_job *j = p;
+    const int i0 = t * j->chunk, i1 = i0 + j->chunk < j->T ? i0 + j->chunk : j->T;
+    j->fn(j->m, j->ctx, i0, i1);
+}
+// Small loops (work elements below 2^15) run on the calling thread: a task hand-off costs more.
+static void par_rows(struct model *m, int T, size_t row_work, void (*fn)(struct model *, const void *, int, int),
+                     const void *ctx) {
+    const int nt = m->opts.n_threads;
+    if (T <= 0) return;
+    if (nt <= 1 || (size_t)T * row_work < ((size_t)1 << 15)) { fn(m, ctx, 0, T); return; }
+    struct rows_job j = {fn, m, ctx, T, (T + 4 * nt - 1) / (4 * nt)};
+    pool_for((T + j.chunk - 1) / j.chunk, rows_task, &j, nt);
+}
 
-// One thread pool: GEMMs run as ops_matmul_mt over the OpenMP team (OpenBLAS's own threads
-// would spin against the OpenMP workers between regions; measured on 2 cores: the forward's
-// GEMMs 1.8x slower than alone). Any thread count gives the same bits. The bias add and bf16
-// rounding run inside the same parallel region (fewer barriers).
-static void gemm(const struct model *m, float *y, const float *x, const float *w, int M, int N, int K, int ldy,
-                 const float *bias, int bf16) {
-    ops_matmul_mt_ex(y, x, w, M, N, K, ldy, m->opts.n_threads, bias, bf16);
+static void gemm_task(void *p, int t, int slot) {
+    (void)slot;
+    gemm_plan_task(p, t);
+}
+
+// y (M, n1-n0 columns of w at column n0..) = x (M, K) W^T (+ bias) on the pool.
+static int gemm(struct model *m, float *y, int ldy, const float *x, const struct gemm_w *w, int M, const float *bias,
+                int bf16, struct err *e) {
+    struct gemm_plan p;
+    int rc = gemm_plan_init(&p, y, (size_t)ldy, x, (size_t)w->K, w, M, 0, w->N, bias, bf16);
+    if (rc) return err_set(e, ERR_INTERNAL, "model: GEMM %dx%dx%d refused (%d)", M, w->N, w->K, rc);
+    const int nt = m->opts.n_threads < p.max_threads ? m->opts.n_threads : p.max_threads;
+    pool_for(p.n_tasks, gemm_task, &p, nt);
+    return 0;
 }
 
 // y (M, r->rows) = x (M, r->cols) W^T (+ bias), rounded to bf16 when asked; ldy row stride.
-// Streamed matrices are converted just before the GEMM, in row chunks if the scratch is smaller.
-// x and y have at least r->min_rows rows (run state, or the logits scratch for lm_head): a
-// short batch is computed on min_rows rows (rows past M are zeros or stale finite values, and
-// results past M are discarded) so every row gets the same kernel, whatever the batch size.
-static void linear(struct model *m, float *y, const float *x, const struct wref *r, const float *bias, int M, int ldy,
-                   int bf16) {
-    const int nt = m->opts.n_threads;
-    if (M <= 0) return;
-    if (M < r->min_rows) M = r->min_rows;
-    if (r->p) {
+// A row's bits depend on nothing but that row (gemm.h): any M, any offset. Streamed matrices
+// are packed just before the GEMM, in chunks of whole panels that fit the scratch.
+static int linear(struct model *m, float *y, const float *x, const struct wref *r, const float *bias, int M, int ldy,
+                  int bf16, struct err *e) {
+    int rc = 0;
+    if (M <= 0) return 0;
+    if (r->pw.p) {
         double t0 = time_now(), c0 = cpu_now();
-        gemm(m, y, x, r->p, M, r->rows, r->cols, ldy, bias, bf16);
+        rc = gemm(m, y, ldy, x, &r->pw, M, bias, bf16, e);
         m->stats.gemm_s += time_now() - t0;
         m->stats.gemm_cpu_s += cpu_now() - c0;
         m->stats.n_gemm++;
     } else {
-        int chunk = (int)(m->stream_n / (size_t)r->cols);
+        int chunk = (int)(m->stream_bytes / ((size_t)r->cols * 4) / GEMM_NR * GEMM_NR);
+        if (chunk < GEMM_NR) chunk = GEMM_NR;
         if (chunk > r->rows) chunk = r->rows;
-        for (int r0 = 0; r0 < r->rows; r0 += chunk) {
-            int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
+        for (int r0 = 0; r0 < r->rows && !rc; r0 += chunk) {
+            const int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
+            struct gemm_w w;
             double t0 = time_now();
-            convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt);
+            if ((rc = pack_rows(m, &w, m->sbuf, m->stream_bytes, r, r0, nr, e))) break;
             double t1 = time_now(), c1 = cpu_now();
-            gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy, bias ? bias + r0 : NULL, bf16);
+            rc = gemm(m, y + r0, ldy, x, &w, M, bias ? bias + r0 : NULL, bf16, e);
             m->stats.convert_s += t1 - t0;
             m->stats.gemm_s += time_now() - t1;
             m->stats.gemm_cpu_s += cpu_now() - c1;
@@ -486,37 +518,109 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
         }
     }
     m->stats.gemm_flop += 2.0 * M * r->rows * r->cols;
+    return rc;
 }
+
+// ---- row loops of the forward pass (each a function of its rows only) ----
+struct rows_args {
+    float *out, *x;
+    const float *y, *w;
+    const int32_t *tokens;
+    const int *pos, *lng;
+    const struct layer_w *L;
+    int n;
+};
 
 // Row-wise RMSNorm of rows (T, n) with row stride n; in and out may alias.
-static void norm_rows(struct model *m, float *out, const float *x, const float *w, int T, int n) {
+static void norm_fn(struct model *m, const void *p, int i0, int i1) {
+    const struct rows_args *a = p;
     const struct model_config *c = &m->cfg;
-    const int bf16 = m->opts.act_bf16;
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
-    for (int i = 0; i < T; i++)
-        ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
+    for (int i = i0; i < i1; i++)
+        ops_rmsnorm(a->out + (size_t)i * a->n, a->x + (size_t)i * a->n, a->w, a->n, c->norm_eps, c->norm_plus_one,
+                    m->opts.act_bf16);
+}
+static void norm_rows(struct model *m, float *out, float *x, const float *w, int T, int n) {
+    struct rows_args a = {.out = out, .x = x, .w = w, .n = n};
+    par_rows(m, T, (size_t)n, norm_fn, &a);
 }
 
-// Residual add x += y, then (w != NULL) out = RMSNorm(x) for the next block, in one region.
-static void add_norm_rows(struct model *m, float *x, const float *y, float *out, const float *w, int T, int n) {
+// Residual add x += y, then (w != NULL) out = RMSNorm(x) for the next block, in one loop.
+static void add_norm_fn(struct model *m, const void *p, int i0, int i1) {
+    const struct rows_args *a = p;
     const struct model_config *c = &m->cfg;
-    const int bf16 = m->opts.act_bf16;
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * n))
-    for (int i = 0; i < T; i++) {
-        ops_add(x + (size_t)i * n, y + (size_t)i * n, (size_t)n, bf16);
-        if (w) ops_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, c->norm_eps, c->norm_plus_one, bf16);
+    const int bf16 = m->opts.act_bf16, n = a->n;
+    for (int i = i0; i < i1; i++) {
+        ops_add(a->x + (size_t)i * n, a->y + (size_t)i * n, (size_t)n, bf16);
+        if (a->w) ops_rmsnorm(a->out + (size_t)i * n, a->x + (size_t)i * n, a->w, n, c->norm_eps, c->norm_plus_one, bf16);
+    }
+}
+static void add_norm_rows(struct model *m, float *x, const float *y, float *out, const float *w, int T, int n) {
+    struct rows_args a = {.out = out, .x = x, .y = y, .w = w, .n = n};
+    par_rows(m, T, (size_t)n, add_norm_fn, &a);
+}
+
+// Embedding rows (Gemma2: x sqrt(dim); HF rounds the normalizer to the activation dtype).
+static void embed_fn(struct model *m, const void *p, int i0, int i1) {
+    const struct rows_args *a = p;
+    const struct model_config *c = &m->cfg;
+    const int D = c->dim, bf16 = m->opts.act_bf16;
+    const double norm64 = sqrt((double)D);
+    const float normb = round_bf16((float)norm64);
+    for (int t = i0; t < i1; t++) {
+        float *x = m->x + (size_t)t * D;
+        convert(x, m->embed, (size_t)a->tokens[t] * D, (size_t)D);
+        if (c->embed_scale)
+            for (int i = 0; i < D; i++) x[i] = bf16 ? round_bf16(x[i] * normb) : (float)(x[i] * norm64);
     }
 }
 
-int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
-                  float *logits, struct err *e) {
+// Qwen3's per-head q/k RMSNorm, then RoPE at each row's position (long factors per sequence).
+static void qk_rope_fn(struct model *m, const void *p, int i0, int i1) {
+    const struct rows_args *a = p;
     const struct model_config *c = &m->cfg;
-    const int D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, qd = H * hd, kd = Hkv * hd;
-    const int F = c->hidden_dim, V = c->vocab_size, bf16 = m->opts.act_bf16;
-    const double t_start = time_now(), c_start = cpu_now();
+    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, qd = H * hd, kd = Hkv * hd, bf16 = m->opts.act_bf16;
+    const size_t half = (size_t)c->rope_dim / 2, tab = (size_t)m->opts.max_seq * half;
+    for (int t = i0; t < i1; t++) {
+        float *q = m->q + (size_t)t * qd, *k = m->k + (size_t)t * kd;
+        if (c->qk_norm) {
+            for (int h = 0; h < H; h++) ops_rmsnorm(q + h * hd, q + h * hd, a->L->q_norm, hd, c->norm_eps, 0, bf16);
+            for (int h = 0; h < Hkv; h++) ops_rmsnorm(k + h * hd, k + h * hd, a->L->k_norm, hd, c->norm_eps, 0, bf16);
+        }
+        const double *cs = m->rope + (a->lng[t] ? 2 * tab : 0) + (size_t)a->pos[t] * half;
+        const double *sn = cs + tab;
+        ops_rope(q, cs, sn, H, hd, c->rope_dim, bf16);
+        ops_rope(k, cs, sn, Hkv, hd, c->rope_dim, bf16);
+    }
+}
+
+static void round_fn(struct model *m, const void *p, int i0, int i1) {
+    (void)m;
+    const struct rows_args *a = p;
+    for (int t = i0; t < i1; t++) round_bf16_n(a->x + (size_t)t * a->n, (size_t)a->n);
+}
+
+static void act_fn(struct model *m, const void *p, int i0, int i1) {
+    (void)p;
+    const int F = m->cfg.hidden_dim;
+    for (int t = i0; t < i1; t++)
+        ops_act_mul(m->gate + (size_t)t * F, m->gate + (size_t)t * F, m->up + (size_t)t * F, (size_t)F, m->cfg.act,
+                    m->opts.act_bf16);
+}
+
+static void softcap_fn(struct model *m, const void *p, int i0, int i1) {
+    const struct rows_args *a = p;
+    for (int i = i0; i < i1; i++)
+        ops_softcap(a->x + (size_t)i * a->n, (size_t)a->n, m->cfg.final_softcap, m->opts.act_bf16);
+}
+
+// ---- forward ----
+// Checks the packed batch and fills seq_off / pos / lng (ibuf). *T: packed rows.
+static int check_batch(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos,
+                       int n_out, int *T, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    int *seq_off = m->ibuf, *pos = m->ibuf + m->opts.max_tokens, *lng = m->ibuf + 2 * m->opts.max_tokens;
     if (!m->attn) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
     if (n_seq <= 0) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
-    int *seq_off = m->ibuf, *pos = m->ibuf + m->opts.max_tokens, *lng = m->ibuf + 2 * m->opts.max_tokens;
     int64_t T64 = 0;
     for (int s = 0; s < n_seq; s++) {
         if (seq_len[s] <= 0 || seq_len[s] > m->opts.max_seq)
@@ -526,15 +630,16 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
             return err_set(e, ERR_RANGE, "model_forward: batch exceeds max_tokens %d", m->opts.max_tokens);
         T64 += seq_len[s];
     }
-    const int T = (int)T64;
+    *T = (int)T64;
     if (n_out < 0 || n_out > m->opts.max_tokens)
         return err_set(e, ERR_RANGE, "model_forward: %d output rows (max %d)", n_out, m->opts.max_tokens);
     for (int i = 0; i < n_out; i++)
-        if (out_pos[i] < 0 || out_pos[i] >= T)
-            return err_set(e, ERR_RANGE, "model_forward: out_pos[%d] = %d outside the %d packed rows", i, out_pos[i], T);
-    for (int t = 0; t < T; t++)
-        if (tokens[t] < 0 || tokens[t] >= V)
-            return err_set(e, ERR_RANGE, "model_forward: token %d at row %d outside the vocabulary (%d)", tokens[t], t, V);
+        if (out_pos[i] < 0 || out_pos[i] >= *T)
+            return err_set(e, ERR_RANGE, "model_forward: out_pos[%d] = %d outside the %d packed rows", i, out_pos[i], *T);
+    for (int t = 0; t < *T; t++)
+        if (tokens[t] < 0 || tokens[t] >= c->vocab_size)
+            return err_set(e, ERR_RANGE, "model_forward: token %d at row %d outside the vocabulary (%d)", tokens[t], t,
+                           c->vocab_size);
     for (int s = 0, o = 0; s < n_seq; o += seq_len[s], s++) {
         seq_off[s] = o;
         for (int i = 0; i < seq_len[s]; i++) {
@@ -542,79 +647,83 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
             lng[o + i] = c->rope_type == ROPE_LONGROPE && seq_len[s] > c->rope_orig_max; // HF longrope: per length
         }
     }
+    return 0;
+}
 
-    // ---- embedding (Gemma2: x sqrt(dim); HF rounds the normalizer to the activation dtype) ----
-    const double norm64 = sqrt((double)D);
-    const float normb = round_bf16((float)norm64);
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * D))
-    for (int t = 0; t < T; t++) {
-        float *x = m->x + (size_t)t * D;
-        convert(x, m->embed, (size_t)tokens[t] * D, (size_t)D, 1);
-        if (c->embed_scale)
-            for (int i = 0; i < D; i++) x[i] = bf16 ? round_bf16(x[i] * normb) : (float)(x[i] * norm64);
+// Layer l's attention block: q/k/v, norms and RoPE, attention, o projection, residual + the
+// MLP's input norm (layer 0's input norm runs before it, later ones fuse with the residual).
+static int attention_block(struct model *m, int l, const int *seq_len, int n_seq, int T, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const struct layer_w *L = &m->layers[l];
+    const int D = c->dim, qd = c->n_heads * c->head_dim, kd = c->n_kv_heads * c->head_dim, bf16 = m->opts.act_bf16;
+    const int *seq_off = m->ibuf;
+    int rc;
+    if ((rc = linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16, e)) ||
+        (rc = linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16, e)) ||
+        (rc = linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16, e)))
+        return rc;
+    struct rows_args ra = {.pos = m->ibuf + m->opts.max_tokens, .lng = m->ibuf + 2 * m->opts.max_tokens, .L = L};
+    par_rows(m, T, (size_t)(qd + kd), qk_rope_fn, &ra);
+    const double sm64 = 1.0 / sqrt(c->query_pre_attn_scalar);
+    struct attn_layer al = {.layer = l, .sm = (float)sm64, .sm64 = sm64, .softcap = (float)c->attn_softcap,
+                            .window = c->window[l]};
+    double t0 = time_now();
+    rc = attn_forward(m->attn, m->att, m->q, m->k, m->v, seq_off, seq_len, n_seq, &al, e);
+    m->stats.attn_s += time_now() - t0;
+    if (rc) return err_prefix(e, "layer %d", l);
+    if (bf16) {
+        struct rows_args rr = {.x = m->att, .n = qd};
+        par_rows(m, T, (size_t)qd, round_fn, &rr);
     }
+    if ((rc = linear(m, m->tmp, m->att, &L->w[W_O], L->b[B_O], T, D, bf16, e))) return rc;
+    if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_attn_norm, T, D);
+    add_norm_rows(m, m->x, m->tmp, m->xb, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
+    return 0;
+}
 
-    const size_t half = (size_t)c->rope_dim / 2, tab = (size_t)m->opts.max_seq * half;
-    for (int l = 0; l < c->n_layers; l++) {
-        const struct layer_w *L = &m->layers[l];
-        // ---- attention block (layer 0's input norm here; later ones fused with the residual add) ----
-        if (l == 0) norm_rows(m, m->xb, m->x, L->in_norm, T, D);
-        linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16);
-        linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16);
-        linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16);
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * (qd + kd)))
-        for (int t = 0; t < T; t++) {
-            float *q = m->q + (size_t)t * qd, *k = m->k + (size_t)t * kd;
-            if (c->qk_norm) { // Qwen3: per-head RMSNorm before RoPE
-                for (int h = 0; h < H; h++) ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->norm_eps, 0, bf16);
-                for (int h = 0; h < Hkv; h++) ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->norm_eps, 0, bf16);
-            }
-            const double *cs = m->rope + (lng[t] ? 2 * tab : 0) + (size_t)pos[t] * half;
-            const double *sn = cs + tab;
-            ops_rope(q, cs, sn, H, hd, c->rope_dim, bf16);
-            ops_rope(k, cs, sn, Hkv, hd, c->rope_dim, bf16);
-        }
-        const double sm64 = 1.0 / sqrt(c->query_pre_attn_scalar);
-        struct attn_layer al = {.layer = l, .sm = (float)sm64, .sm64 = sm64, .softcap = (float)c->attn_softcap,
-                                .window = c->window[l]};
-        double t0 = time_now();
-        int rc = attn_forward(m->attn, m->att, m->q, m->k, m->v, seq_off, seq_len, n_seq, &al, e);
-        m->stats.attn_s += time_now() - t0;
-        if (rc) return err_prefix(e, "layer %d", l);
-        if (bf16) {
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * qd))
-            for (int t = 0; t < T; t++) round_bf16_n(m->att + (size_t)t * qd, (size_t)qd);
-        }
-        linear(m, m->tmp, m->att, &L->w[W_O], L->b[B_O], T, D, bf16);
-        if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_attn_norm, T, D);
-        // ---- MLP block (residual add fused with its input norm) ----
-        add_norm_rows(m, m->x, m->tmp, m->xb, c->sandwich_norm ? L->pre_ffn_norm : L->post_attn_norm, T, D);
-        linear(m, m->gate, m->xb, &L->w[W_GATE], L->b[B_GATE], T, F, bf16);
-        linear(m, m->up, m->xb, &L->w[W_UP], L->b[B_UP], T, F, bf16);
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * F))
-        for (int t = 0; t < T; t++)
-            ops_act_mul(m->gate + (size_t)t * F, m->gate + (size_t)t * F, m->up + (size_t)t * F, (size_t)F, c->act, bf16);
-        linear(m, m->tmp, m->gate, &L->w[W_DOWN], L->b[B_DOWN], T, D, bf16);
-        if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_ffn_norm, T, D);
-        // residual add fused with the next layer's input norm
-        add_norm_rows(m, m->x, m->tmp, m->xb, l + 1 < c->n_layers ? m->layers[l + 1].in_norm : NULL, T, D);
-    }
+// Layer l's MLP block: gate/up, act*up, down, residual fused with the next layer's input norm.
+static int mlp_block(struct model *m, int l, int T, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const struct layer_w *L = &m->layers[l];
+    const int D = c->dim, F = c->hidden_dim, bf16 = m->opts.act_bf16;
+    int rc;
+    if ((rc = linear(m, m->gate, m->xb, &L->w[W_GATE], L->b[B_GATE], T, F, bf16, e)) ||
+        (rc = linear(m, m->up, m->xb, &L->w[W_UP], L->b[B_UP], T, F, bf16, e)))
+        return rc;
+    par_rows(m, T, (size_t)F, act_fn, NULL);
+    if ((rc = linear(m, m->tmp, m->gate, &L->w[W_DOWN], L->b[B_DOWN], T, D, bf16, e))) return rc;
+    if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_ffn_norm, T, D);
+    add_norm_rows(m, m->x, m->tmp, m->xb, l + 1 < c->n_layers ? m->layers[l + 1].in_norm : NULL, T, D);
+    return 0;
+}
 
-    // ---- final norm and vocab projection at the requested rows only ----
-    if (n_out > 0) {
-        for (int i = 0; i < n_out; i++) memcpy(m->xb + (size_t)i * D, m->x + (size_t)out_pos[i] * D, (size_t)D * 4);
-        norm_rows(m, m->xb, m->xb, m->final_norm, n_out, D);
-        if (n_out < m->head.min_rows) { // tiny vocab x dim: padded product into the scratch
-            linear(m, m->lpad, m->xb, &m->head, NULL, n_out, V, bf16);
-            memcpy(logits, m->lpad, sizeof(float) * (size_t)n_out * V);
-        } else {
-            linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
-        }
-        if (c->final_softcap > 0) {
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)n_out * V))
-            for (int i = 0; i < n_out; i++) ops_softcap(logits + (size_t)i * V, (size_t)V, c->final_softcap, bf16);
-        }
+// Final norm and vocab projection at the requested rows only.
+static int head(struct model *m, const int *out_pos, int n_out, float *logits, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int D = c->dim, V = c->vocab_size;
+    if (n_out <= 0) return 0;
+    for (int i = 0; i < n_out; i++) memcpy(m->xb + (size_t)i * D, m->x + (size_t)out_pos[i] * D, (size_t)D * 4);
+    norm_rows(m, m->xb, m->xb, m->final_norm, n_out, D);
+    int rc = linear(m, logits, m->xb, &m->head, NULL, n_out, V, m->opts.act_bf16, e);
+    if (!rc && c->final_softcap > 0) {
+        struct rows_args a = {.x = logits, .n = V};
+        par_rows(m, n_out, (size_t)V, softcap_fn, &a);
     }
+    return rc;
+}
+
+int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
+                  float *logits, struct err *e) {
+    const double t_start = time_now(), c_start = cpu_now();
+    int T = 0, rc;
+    if ((rc = check_batch(m, tokens, seq_len, n_seq, out_pos, n_out, &T, e))) return rc;
+    struct rows_args ea = {.tokens = tokens};
+    par_rows(m, T, (size_t)m->cfg.dim, embed_fn, &ea);
+    norm_rows(m, m->xb, m->x, m->layers[0].in_norm, T, m->cfg.dim);
+    for (int l = 0; l < m->cfg.n_layers && !rc; l++)
+        if (!(rc = attention_block(m, l, seq_len, n_seq, T, e))) rc = mlp_block(m, l, T, e);
+    if (!rc) rc = head(m, out_pos, n_out, logits, e);
+    if (rc) return rc;
     m->stats.n_forward++;
     m->stats.tokens += T;
     m->stats.forward_s += time_now() - t_start;

@@ -28,14 +28,13 @@ int model_weights_parse(const char *s);
 struct model;
 
 // Opens DIR (config.json + model.safetensors or its sharded index). Weights: with
-// MODEL_WEIGHTS_F32 every matrix is converted to binary32 once (aligned F32 tensors are used
-// in place); with STREAM each matrix is converted into one scratch buffer just before its
-// GEMM (the vocab projection in row chunks), so an 8B bf16 checkpoint needs ~1 GB beyond the
-// mapping; AUTO picks F32 when that fits in 60% of MemAvailable. The attention context is
-// created with mode "f32" and default options (change it with model_set_attn). Threads: the
-// GEMMs are split over the OpenMP team, so model_open sets OpenBLAS to one thread
-// (openblas_set_num_threads(1), process-wide). Errors name the file, tensor and shape; *out
-// is NULL on error.
+// MODEL_WEIGHTS_F32 every matrix is packed once into binary32 GEMM panels (gemm.h, from its
+// dtype); with STREAM each matrix is packed into one scratch buffer just before its GEMM (in
+// chunks of panels), so an 8B bf16 checkpoint needs ~1 GB beyond the mapping; AUTO picks F32
+// when the packed weights fit in 60% of MemAvailable. The attention context is created with
+// mode "f32" and default options (change it with model_set_attn). Threads: every loop runs on
+// the worker pool (base/pool.h) with up to n_threads threads. Errors name the file, tensor
+// and shape; *out is NULL on error.
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e);
 void model_free(struct model *m); // safe on NULL
 
@@ -55,8 +54,9 @@ struct attn_ctx *model_attn(struct model *m); // for hooks and statistics
 // padding between them). Writes logits [n_out][vocab] for the packed row indices out_pos[]
 // (n_out may be 0). No allocation inside; errors (ERR_RANGE) if the batch exceeds the
 // capacities or a token id / row index is out of range. A sequence's logits are bit-identical
-// whatever else is in the batch, its position in it, the batch size and the thread count
-// (short batches run padded GEMMs, see ops_gemm_min_rows; tested on every golden model).
+// whatever else is in the batch, its position in it, the batch size, the thread count and the
+// CPU (every GEMM is gemm.h's canonical fmaf chain per element; the attention kernels' order
+// is fixed by spec/attention.md): tested at SmolLM2's shape under every GEMM ISA path.
 // Logits of sequences longer than a Phi3 longrope original_max use the long factors (HF).
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq,
                   const int *out_pos, int n_out, float *logits, struct err *e);
@@ -65,9 +65,9 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
 struct model_stats {
     int64_t n_forward, tokens, n_gemm;
     double forward_s; // whole model_forward
-    double gemm_s;    // inside cblas_sgemm
+    double gemm_s;    // inside the GEMMs
     double attn_s;    // inside attn_forward
-    double convert_s; // bf16/f16 -> f32 weight conversion (stream mode)
+    double convert_s; // packing bf16/f16/f32 weights into GEMM panels (stream mode)
     double gemm_flop; // 2*M*N*K summed
     // process CPU seconds (all threads) of the whole forward and of the sgemm calls: robust
     // against other processes on a shared machine, where wall time is not

@@ -3,9 +3,7 @@
 // where HF PyTorch rounds a bf16 tensor.
 #include "model/ops.h"
 
-#include <cblas.h>
 #include <math.h>
-#include <omp.h>
 
 #include "base/common.h"
 #include "model/config.h"
@@ -94,53 +92,6 @@ void ops_add(float *x, const float *y, size_t n, int bf16) {
         for (size_t i = 0; i < n; i++) x[i] += y[i];
     else
         for (size_t i = 0; i < n; i++) x[i] = round_bf16(x[i] + y[i]);
-}
-
-void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, ldy);
-}
-
-// Columns [n0, n1) of every row: y += bias, then round to bf16 (the GEMM epilogue).
-static void epilogue(float *y, const float *bias, int M, int n0, int n1, int ldy, int bf16) {
-    for (int m = 0; m < M; m++) {
-        float *ym = y + (size_t)m * ldy;
-        if (bias)
-            for (int n = n0; n < n1; n++) ym[n] += bias[n];
-        if (bf16)
-            for (int n = n0; n < n1; n++) ym[n] = round_bf16(ym[n]);
-    }
-}
-
-void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
-                      const float *bias, int bf16) {
-    int nt = n_threads;
-    // slices keep M*N_slice*K >= 2e6, so no slice falls into the small-matrix kernel either
-    while (nt > 1 && (double)M * N * K < 2e6 * nt) nt--;
-    if (N < 32 * nt) nt = 1;
-    if (nt <= 1) {
-        ops_matmul(y, x, w, M, N, K, ldy);
-        if (bias || bf16) epilogue(y, bias, M, 0, N, ldy, bf16);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num(), n = omp_get_num_threads();
-        const int per = ((N + n - 1) / n + 15) / 16 * 16; // slices of multiples of 16 columns
-        const int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
-        if (n0 < n1) {
-            ops_matmul(y + n0, x, w + (size_t)n0 * K, M, n1 - n0, K, ldy);
-            if (bias || bf16) epilogue(y, bias, M, n0, n1, ldy, bf16);
-        }
-    }
-}
-
-void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads) {
-    ops_matmul_mt_ex(y, x, w, M, N, K, ldy, n_threads, NULL, 0);
-}
-
-int ops_gemm_min_rows(int N, int K) {
-    if ((double)N * K > 1e6 || K < 32 || N > 1200) return 1;
-    return 1200 / N + 1;
 }
 
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy) {

@@ -1,5 +1,6 @@
 // ops.h: stateless kernels of the forward pass (STYLE.md section 5): RMSNorm, RoPE (rotate
-// half), SiLU/GELU gated products, soft-capping, the sgemm wrapper and its naive reference.
+// half), SiLU/GELU gated products, soft-capping and a binary64 matmul reference (the GEMMs
+// themselves are gemm.h's).
 // Output first, then const inputs, then dims. No allocation, no I/O, no globals.
 //
 // `bf16` arguments select the rounding of a BF16 PyTorch model (DESIGN.md section 3: every
@@ -41,24 +42,9 @@ void ops_softcap(float *x, size_t n, double cap, int bf16);
 // ---- residual add: x += y (bf16: result rounded) (n) ----
 void ops_add(float *x, const float *y, size_t n, int bf16);
 
-// ---- matmul: Y(M,N) = X(M,K) * W(N,K)^T, ldy = row stride of Y (>= N) ----
-// One cblas_sgemm(RowMajor, NoTrans, Trans). Must not be called inside an OpenMP parallel
-// region unless OpenBLAS runs on one thread (STYLE.md section 5).
-void ops_matmul(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
-// The same product split by output columns over n_threads OpenMP threads, each running a
-// single-threaded sgemm on its slice of W's rows (OpenBLAS must be at one thread). Small
-// products run on one thread. Per-element results do not depend on the split (same kernel
-// and K blocking), so the bits are those of ops_matmul for any n_threads.
-void ops_matmul_mt(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads);
-// ops_matmul_mt with an epilogue on each thread's columns: y += bias (N values, may be
-// NULL), then every output rounded to bf16 when bf16 = 1 (one parallel region in all).
-void ops_matmul_mt_ex(float *y, const float *x, const float *w, int M, int N, int K, int ldy, int n_threads,
-                      const float *bias, int bf16);
-// Rows a product with W(N,K) must have so that OpenBLAS takes its regular kernel: 0.3.x on
-// AVX-512 routes small products (M*N <= 1200 and M*N*K <= 1e6, K >= 32) to a "small matrix"
-// kernel whose bits differ, which would make a row's result depend on how many rows are in
-// the batch. Returns 1 when no padding is needed (always for N*K > 1e6: every real model).
-int ops_gemm_min_rows(int N, int K);
+// ---- matmul reference: Y(M,N) = X(M,K) * W(N,K)^T, ldy = row stride of Y (>= N) ----
+// The forward pass's GEMMs are gemm.h's deterministic kernel (bit-exact against its own fmaf
+// reference, gemm_ref); this binary64 product is the independent tolerance reference.
 // Naive reference with binary64 accumulation (tests only).
 void ops_matmul_ref(float *y, const float *x, const float *w, int M, int N, int K, int ldy);
 
