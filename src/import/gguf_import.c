@@ -79,7 +79,8 @@ struct job {
 };
 
 struct plan {
-    struct gguf g;
+    struct gguf own;          // the file gguf_import opened (g points here), or unused
+    const struct gguf *g;
     struct model_config c;
     const char *A;            // general.architecture (NUL-terminated copy in arch_buf)
     char arch_buf[32];
@@ -112,11 +113,11 @@ static int meta_int(struct plan *p, const char *suffix, int *out, int required, 
     char key[128];
     snprintf(key, sizeof key, "%s.%s", p->A, suffix);
     int64_t v = *out;
-    int rc = gguf_get_int(&p->g, key, &v, required, e);
+    int rc = gguf_get_int(p->g, key, &v, required, e);
     if (rc) return rc;
-    if (!gguf_find_kv(&p->g, key)) return 0;
+    if (!gguf_find_kv(p->g, key)) return 0;
     if (v < lo || v > hi)
-        return err_set(e, ERR_FORMAT, "%s: key '%s' = %lld is out of range [%lld, %lld]", p->g.path, key, (long long)v,
+        return err_set(e, ERR_FORMAT, "%s: key '%s' = %lld is out of range [%lld, %lld]", p->g->path, key, (long long)v,
                        (long long)lo, (long long)hi);
     *out = (int)v;
     return 0;
@@ -125,8 +126,8 @@ static int meta_int(struct plan *p, const char *suffix, int *out, int required, 
 static int meta_float(struct plan *p, const char *suffix, double *out, int required, struct err *e) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", p->A, suffix);
-    int rc = gguf_get_float(&p->g, key, out, required, e);
-    if (!rc && !isfinite(*out)) return err_set(e, ERR_FORMAT, "%s: key '%s' = %g is not finite", p->g.path, key, *out);
+    int rc = gguf_get_float(p->g, key, out, required, e);
+    if (!rc && !isfinite(*out)) return err_set(e, ERR_FORMAT, "%s: key '%s' = %g is not finite", p->g->path, key, *out);
     return rc;
 }
 
@@ -150,12 +151,12 @@ static int read_sizes(struct plan *p, struct err *e) {
     if ((!key_len && c->dim % c->n_heads) || (val_len && val_len != c->head_dim) || c->n_heads % c->n_kv_heads ||
         c->head_dim % 2)
         return err_set(e, ERR_FORMAT, "%s: inconsistent attention sizes: embedding %d, heads %d/%d, key_length %d, "
-                       "value_length %d", p->g.path, c->dim, c->n_heads, c->n_kv_heads, key_len, val_len);
+                       "value_length %d", p->g->path, c->dim, c->n_heads, c->n_kv_heads, key_len, val_len);
     c->rope_dim = c->head_dim;
     if ((rc = meta_int(p, "rope.dimension_count", &c->rope_dim, 0, 2, c->head_dim, e))) return rc;
     if (c->rope_dim % 2 || (c->rope_dim != c->head_dim && c->arch != ARCH_PHI3))
         return err_set(e, ERR_UNSUPPORTED, "%s: key '%s.rope.dimension_count' = %d: partial rotary (head_dim %d) is "
-                       "supported for phi3 only", p->g.path, p->A, c->rope_dim, c->head_dim);
+                       "supported for phi3 only", p->g->path, p->A, c->rope_dim, c->head_dim);
     if (window)
         for (int l = 0; l < c->n_layers; l++)
             c->window[l] = c->arch == ARCH_GEMMA2 ? (l % 2 == 0 ? window : 0) : c->arch == ARCH_PHI3 ? window : 0;
@@ -172,19 +173,19 @@ static int read_config(struct plan *p, struct err *e) {
         (rc = meta_float(p, "attention.layer_norm_rms_epsilon", &c->norm_eps, 1, e)))
         return rc;
     if (!(c->rope_theta > 0) || !(c->norm_eps >= 0 && c->norm_eps < 1))
-        return err_set(e, ERR_FORMAT, "%s: rope.freq_base %g / layer_norm_rms_epsilon %g out of range", p->g.path,
+        return err_set(e, ERR_FORMAT, "%s: rope.freq_base %g / layer_norm_rms_epsilon %g out of range", p->g->path,
                        c->rope_theta, c->norm_eps);
     struct gguf_str st = {0};
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", p->A);
-    if ((rc = gguf_get_str(&p->g, key, &st, 0, e))) return rc;
+    if ((rc = gguf_get_str(p->g, key, &st, 0, e))) return rc;
     double factor = 1;
     if ((rc = meta_float(p, "rope.scaling.factor", &factor, 0, e))) return rc;
     int plain = !st.len || (st.len == 4 && !memcmp(st.s, "none", 4)) ||
                 (((st.len == 6 && !memcmp(st.s, "linear", 6)) || (st.len == 4 && !memcmp(st.s, "yarn", 4))) && factor == 1);
     if (!plain && !(c->arch == ARCH_PHI3 && ((st.len == 8 && !memcmp(st.s, "longrope", 8)) || (st.len == 2 && !memcmp(st.s, "su", 2)))))
         return err_set(e, ERR_UNSUPPORTED, "%s: key '%s' = '%.*s' (factor %g) is not supported (none; llama3 and longrope "
-                       "factors come as tensors)", p->g.path, key, (int)(st.len < 40 ? st.len : 40), st.s, factor);
+                       "factors come as tensors)", p->g->path, key, (int)(st.len < 40 ? st.len : 40), st.s, factor);
     c->act = c->arch == ARCH_GEMMA2 ? ACT_GELU_TANH : ACT_SILU;
     c->rope_type = ROPE_DEFAULT, c->rope_factor = 1, c->rope_attn_factor = 1;
     c->query_pre_attn_scalar = c->head_dim;
@@ -227,7 +228,7 @@ static int rope_llama3(struct plan *p, const struct gguf_tensor *t, struct err *
         }
         if (!(fabs(f[i] - want) <= 1e-5 * want))
             return err_set(e, ERR_UNSUPPORTED, "%s: tensor 'rope_freqs.weight'[%d] = %g is not Llama 3 rope scaling "
-                           "(factor %g, low 1, high 4, original %d gives %g)", p->g.path, i, f[i], F, orig, want);
+                           "(factor %g, low 1, high 4, original %d gives %g)", p->g->path, i, f[i], F, orig, want);
     }
     if (F > 1) {
         c->rope_type = ROPE_LLAMA3;
@@ -239,7 +240,7 @@ static int rope_llama3(struct plan *p, const struct gguf_tensor *t, struct err *
 static int rope_longrope(struct plan *p, const struct gguf_tensor *lt, const struct gguf_tensor *st, struct err *e) {
     struct model_config *c = &p->c;
     if (!lt || !st)
-        return err_set(e, ERR_FORMAT, "%s: tensor 'rope_factors_%s.weight' is missing (LongRoPE needs both)", p->g.path,
+        return err_set(e, ERR_FORMAT, "%s: tensor 'rope_factors_%s.weight' is missing (LongRoPE needs both)", p->g->path,
                        lt ? "short" : "long");
     int n = c->rope_dim / 2, orig = 0, rc;
     float fl[CFG_MAX_ROPE_FACTORS], fs[CFG_MAX_ROPE_FACTORS];
@@ -263,9 +264,9 @@ static int check_shape(struct plan *p, const struct gguf_tensor *t, const struct
     char got[96] = "";
     for (int d = 0, o = 0; d < t->n_dims; d++) o += snprintf(got + o, sizeof got - (size_t)o, "%s%lld", d ? ", " : "", (long long)t->ne[d]);
     if (m->cols == D_0)
-        return err_set(e, ERR_FORMAT, "%s: tensor '%s' has ne [%s], expected [%lld] from the metadata", p->g.path, t->name,
+        return err_set(e, ERR_FORMAT, "%s: tensor '%s' has ne [%s], expected [%lld] from the metadata", p->g->path, t->name,
                        got, (long long)rows);
-    return err_set(e, ERR_FORMAT, "%s: tensor '%s' has ne [%s], expected [%lld, %lld] from the metadata", p->g.path,
+    return err_set(e, ERR_FORMAT, "%s: tensor '%s' has ne [%s], expected [%lld, %lld] from the metadata", p->g->path,
                    t->name, got, (long long)cols, (long long)rows);
 }
 
@@ -306,23 +307,23 @@ static const struct tmap *find_map(const struct tmap *m, int n, const char *name
 // Maps every GGUF tensor (an unknown one is an error), checks shapes, then that every
 // required tensor of every layer is there.
 static int map_tensors(struct plan *p, unsigned char *seen, struct err *e) {
-    for (int64_t i = 0; i < p->g.n_tensors; i++) {
-        const struct gguf_tensor *t = &p->g.tensors[i];
+    for (int64_t i = 0; i < p->g->n_tensors; i++) {
+        const struct gguf_tensor *t = &p->g->tensors[i];
         const char *suffix = NULL;
         int l = layer_of(t->name, &suffix);
         const struct tmap *m = l >= 0 ? find_map(layer_map, N_LAYER_MAP, suffix, p->abit)
                                       : find_map(global_map, N_GLOBAL_MAP, t->name, p->abit);
         if (!m || l >= p->c.n_layers)
             return err_set(e, ERR_UNSUPPORTED, "%s: tensor '%s' is not part of a %s model with %d layers (as llama.cpp "
-                           "names them)", p->g.path, t->name, p->A, p->c.n_layers);
+                           "names them)", p->g->path, t->name, p->A, p->c.n_layers);
         int rc = check_shape(p, t, m, e);
         if (rc) return rc;
         if (l >= 0) seen[(size_t)l * N_LAYER_MAP + (size_t)(m - layer_map)] = 1;
         if (m->need == N_CONFIG) p->cfg_t[m - global_map] = t;
         else add_job(p, t, m->hf, l);
     }
-    if (!gguf_find_tensor(&p->g, "output_norm.weight"))
-        return err_set(e, ERR_FORMAT, "%s: missing tensor 'output_norm.weight'", p->g.path);
+    if (!gguf_find_tensor(p->g, "output_norm.weight"))
+        return err_set(e, ERR_FORMAT, "%s: missing tensor 'output_norm.weight'", p->g->path);
     const struct tmap *qb = find_map(layer_map, N_LAYER_MAP, "attn_q.bias", p->abit);
     p->bias = qb && qb->need == N_OPT_BIAS && seen[qb - layer_map]; // layer 0 decides for all
     for (int l = 0; l < p->c.n_layers; l++)
@@ -331,30 +332,30 @@ static int map_tensors(struct plan *p, unsigned char *seen, struct err *e) {
             if (!(m->archs & p->abit) || seen[(size_t)l * N_LAYER_MAP + k] ||
                 (m->need != N_REQ && !(m->need == N_OPT_BIAS && p->bias)))
                 continue;
-            return err_set(e, ERR_FORMAT, "%s: missing tensor 'blk.%d.%s'%s", p->g.path, l, m->gguf,
+            return err_set(e, ERR_FORMAT, "%s: missing tensor 'blk.%d.%s'%s", p->g->path, l, m->gguf,
                            m->need == N_OPT_BIAS ? " (other layers have attention biases)" : "");
         }
     return 0;
 }
 
 static int build_plan(struct plan *p, struct err *e) {
-    const struct gguf_tensor *emb = gguf_find_tensor(&p->g, "token_embd.weight");
-    if (!emb) return err_set(e, ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", p->g.path);
+    const struct gguf_tensor *emb = gguf_find_tensor(p->g, "token_embd.weight");
+    if (!emb) return err_set(e, ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", p->g->path);
     if (emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1 << 24))
-        return err_set(e, ERR_FORMAT, "%s: tensor 'token_embd.weight' must be 2-D with 1..16777216 rows", p->g.path);
+        return err_set(e, ERR_FORMAT, "%s: tensor 'token_embd.weight' must be 2-D with 1..16777216 rows", p->g->path);
     p->c.vocab_size = (int)emb->ne[1];
     int vs = p->c.vocab_size, rc;
     if ((rc = meta_int(p, "vocab_size", &vs, 0, 1, 1 << 24, e))) return rc;
     if (vs != p->c.vocab_size)
-        return err_set(e, ERR_FORMAT, "%s: key '%s.vocab_size' = %d but token_embd.weight has %d rows", p->g.path, p->A, vs,
+        return err_set(e, ERR_FORMAT, "%s: key '%s.vocab_size' = %d but token_embd.weight has %d rows", p->g->path, p->A, vs,
                        p->c.vocab_size);
-    p->jobs = calloc((size_t)(p->g.n_tensors ? p->g.n_tensors : 1), sizeof *p->jobs);
+    p->jobs = calloc((size_t)(p->g->n_tensors ? p->g->n_tensors : 1), sizeof *p->jobs);
     unsigned char *seen = calloc((size_t)p->c.n_layers * N_LAYER_MAP, 1);
-    if (!p->jobs || !seen) { free(seen); return err_set(e, ERR_NOMEM, "%s: out of memory", p->g.path); }
+    if (!p->jobs || !seen) { free(seen); return err_set(e, ERR_NOMEM, "%s: out of memory", p->g->path); }
     rc = map_tensors(p, seen, e);
     free(seen);
     if (rc) return rc;
-    p->c.tie_embeddings = !gguf_find_tensor(&p->g, "output.weight");
+    p->c.tie_embeddings = !gguf_find_tensor(p->g, "output.weight");
     p->c.qkv_bias |= p->bias;
     p->c.o_bias = p->bias;
     const struct gguf_tensor *rf = p->cfg_t[3], *fl = p->cfg_t[4], *fs = p->cfg_t[5]; // global_map order
@@ -364,7 +365,7 @@ static int build_plan(struct plan *p, struct err *e) {
         const struct gguf_tensor *t = p->jobs[i].t;
         if (!ggml_can_dequantize(t->type))
             return err_set(e, ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which is not supported (supported: %s)",
-                           p->g.path, t->name, ggml_type_name(t->type), ggml_supported_names());
+                           p->g->path, t->name, ggml_type_name(t->type), ggml_supported_names());
     }
     return 0;
 }
@@ -376,7 +377,7 @@ static int fill(void *ctx, int i, void *dst, struct err *e) {
     const struct gguf_tensor *t = j->t;
     size_t n = (size_t)t->numel;
     int rc = ggml_dequantize(p->scratch, t->data, t->type, t->numel, e);
-    if (rc) return err_prefix(e, "%s: tensor '%s'", p->g.path, t->name);
+    if (rc) return err_prefix(e, "%s: tensor '%s'", p->g->path, t->name);
     float *src = p->scratch;
     if (j->xf == X_PERM) { // HF row h*hd + i <- row h*hd + 2i, HF row h*hd + hd/2 + i <- row h*hd + 2i + 1
         size_t rows = (size_t)(t->n_dims == 2 ? t->ne[1] : t->ne[0]), cols = n / rows, hd = rows / (size_t)j->perm_heads;
@@ -446,16 +447,16 @@ static int write_text(const char *dir, const char *name, const char *text, struc
 static int config_text(struct plan *p, const char *prov_json, char **out, struct err *e) {
     size_t n = strlen(prov_json) + 64;
     char *extra = malloc(n);
-    if (!extra) return err_set(e, ERR_NOMEM, "%s: out of memory", p->g.path);
+    if (!extra) return err_set(e, ERR_NOMEM, "%s: out of memory", p->g->path);
     snprintf(extra, n, "{\"torch_dtype\": \"%s\", \"_gguf\": %s}", p->bf16 ? "bfloat16" : "float32", prov_json);
     int rc = cfg_to_json(&p->c, extra, out, e);
     free(extra);
     if (rc) return rc;
     struct model_config back;
-    if ((rc = cfg_parse(&back, *out, strlen(*out), "config.json (import-gguf)", e))) return err_prefix(e, "%s", p->g.path);
+    if ((rc = cfg_parse(&back, *out, strlen(*out), "config.json (import-gguf)", e))) return err_prefix(e, "%s", p->g->path);
     if (back.dim != p->c.dim || back.n_layers != p->c.n_layers || back.head_dim != p->c.head_dim ||
         back.rope_dim != p->c.rope_dim || back.tie_embeddings != p->c.tie_embeddings || back.vocab_size != p->c.vocab_size)
-        return err_set(e, ERR_INTERNAL, "%s: config.json does not read back as written", p->g.path);
+        return err_set(e, ERR_INTERNAL, "%s: config.json does not read back as written", p->g->path);
     return 0;
 }
 
@@ -472,7 +473,7 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
     }
     p->scratch = malloc(maxn * sizeof(float));
     p->perm = malloc(maxperm * sizeof(float));
-    if (!ts || !p->scratch || !p->perm) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", p->g.path); goto done; }
+    if (!ts || !p->scratch || !p->perm) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", p->g->path); goto done; }
     for (int i = 0; i < p->n_jobs; i++) {
         const struct gguf_tensor *t = p->jobs[i].t;
         ts[i] = (struct st_wtensor){.name = p->jobs[i].hf, .dtype = p->bf16 ? ST_BF16 : ST_F32, .ndim = t->n_dims};
@@ -495,14 +496,14 @@ static void plan_free(struct plan *p) {
     free(p->jobs);
     free(p->scratch);
     free(p->perm);
-    gguf_close(&p->g);
+    gguf_close(&p->own);
 }
 
-static int open_plan(struct plan *p, const char *gguf_path, struct err *e) {
-    int rc = gguf_open(&p->g, gguf_path, e);
-    if (rc) return rc;
+// Architecture, config and tensor plan of p->g (already parsed).
+static int make_plan(struct plan *p, struct err *e) {
+    int rc;
     struct gguf_str a = {0};
-    if ((rc = gguf_get_str(&p->g, "general.architecture", &a, 1, e))) return rc;
+    if ((rc = gguf_get_str(p->g, "general.architecture", &a, 1, e))) return rc;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (strlen(archs[i].gguf) == a.len && !memcmp(archs[i].gguf, a.s, a.len)) {
             snprintf(p->arch_buf, sizeof p->arch_buf, "%s", archs[i].gguf);
@@ -510,7 +511,7 @@ static int open_plan(struct plan *p, const char *gguf_path, struct err *e) {
         }
     if (!p->A)
         return err_set(e, ERR_UNSUPPORTED, "%s: key 'general.architecture' = '%.*s' is not supported (supported: %s)",
-                       p->g.path, (int)(a.len < 40 ? a.len : 40), a.s, gguf_import_arch_names());
+                       p->g->path, (int)(a.len < 40 ? a.len : 40), a.s, gguf_import_arch_names());
     if ((rc = read_config(p, e)) || (rc = build_plan(p, e))) return rc;
     return 0;
 }
@@ -522,25 +523,26 @@ int gguf_import(const char *gguf_path, const char *out_dir, const struct gguf_im
     struct gguf_import_info inf = {0};
     memset(&p, 0, sizeof p);
     p.bf16 = o && o->bf16;
-    int rc = open_plan(&p, gguf_path, e);
-    if (rc) goto done;
-    if ((rc = gguf_tokenizer_build(&p.g, o ? o->tok_policy : GGUF_TOK_PUBLISHED, &tok, e))) goto done;
+    p.g = &p.own;
+    int rc = gguf_open(&p.own, gguf_path, e);
+    if (rc || (rc = make_plan(&p, e))) goto done;
+    if ((rc = gguf_tokenizer_build(p.g, o ? o->tok_policy : GGUF_TOK_PUBLISHED, &tok, e))) goto done;
     if (tok.n_vocab > p.c.vocab_size) {
-        rc = err_set(e, ERR_FORMAT, "%s: %d tokens but token_embd.weight has only %d rows", p.g.path, tok.n_vocab,
+        rc = err_set(e, ERR_FORMAT, "%s: %d tokens but token_embd.weight has only %d rows", p.g->path, tok.n_vocab,
                      p.c.vocab_size);
         goto done;
     }
     p.c.bos_id = tok.bos_id, p.c.eos_id = tok.eos_id;
     int64_t ft = -1;
     struct err ig = {0};
-    gguf_get_int(&p.g, "general.file_type", &ft, 0, &ig);
+    gguf_get_int(p.g, "general.file_type", &ft, 0, &ig);
     char base[256], ver[16];
     path_basename(base, sizeof base, gguf_path);
     snprintf(inf.arch, sizeof inf.arch, "%s", cfg_arch_name(p.c.arch));
-    gguf_sha256(&p.g, inf.sha256);
+    gguf_sha256(p.g, inf.sha256);
     type_counts(&p, inf.types, sizeof inf.types);
     file_type_name(ft, inf.file_type, sizeof inf.file_type);
-    snprintf(ver, sizeof ver, "%u", p.g.version);
+    snprintf(ver, sizeof ver, "%u", p.g->version);
     inf.n_tensors = p.n_jobs, inf.tied = p.c.tie_embeddings, inf.n_vocab = tok.n_vocab;
     const char *wdt = p.bf16 ? "BF16 (dequantized to F32, then rounded to nearest even)" : "F32 (dequantized exactly)";
     const char *perm = p.c.arch == ARCH_LLAMA ? "llama.cpp Q/K row permutation undone" : "none";
@@ -553,11 +555,23 @@ int gguf_import(const char *gguf_path, const char *out_dir, const struct gguf_im
     for (int i = 4; i < 22; i += 2) cJSON_AddStringToObject(pj, meta[i], meta[i + 1]);
     char *pjs = cJSON_PrintUnformatted(pj);
     cJSON_Delete(pj);
-    if (!pjs) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", p.g.path); goto done; }
+    if (!pjs) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", p.g->path); goto done; }
     rc = write_all(&p, out_dir, &tok, meta, 11, pjs, e);
     free(pjs);
     if (!rc && info) *info = inf;
 done:
+    gguf_tok_out_free(&tok);
+    plan_free(&p);
+    return rc;
+}
+
+int gguf_import_check(const struct gguf *g, enum gguf_tok_policy policy, struct err *e) {
+    struct plan p;
+    struct gguf_tok_out tok = {0};
+    memset(&p, 0, sizeof p);
+    p.g = g;
+    int rc = make_plan(&p, e);
+    if (!rc) rc = gguf_tokenizer_build(g, policy, &tok, e);
     gguf_tok_out_free(&tok);
     plan_free(&p);
     return rc;

@@ -40,6 +40,11 @@ struct gguf_import_info {
 int gguf_import(const char *gguf_path, const char *out_dir, const struct gguf_import_opts *o,
                 struct gguf_import_info *info, struct err *e);
 
+// Everything gguf_import checks before writing (architecture, config, tensor plan and types,
+// tokenizer) on an already parsed file, writing nothing. Used by the fuzz target.
+struct gguf;
+int gguf_import_check(const struct gguf *g, enum gguf_tok_policy policy, struct err *e);
+
 // Supported general.architecture values, comma separated (static storage).
 const char *gguf_import_arch_names(void);
 
