@@ -3,7 +3,7 @@
 // exactly sized buffer, typed metadata getters on every key, then gguf_import_check (the
 // architecture, config.json values, tensor plan and tokenizer.json synthesis).
 // fuzz-seeds: tests/data/fuzz/seeds/gguf/*
-// fuzz-max-len: 65536
+// fuzz-max-len: 131072
 #include <stdint.h>
 #include <stdlib.h>
 
