@@ -618,30 +618,16 @@ static void smollm2_logits(const char *dir) {
     cJSON_Delete(ref);
 }
 
-// The "text" string of a reference line, decoded from JSON by hand: cJSON would cut it at \u0000.
-static size_t json_text(const char *line, char *out, size_t cap) {
-    const char *s = strstr(line, "\"text\": \"");
-    size_t o = 0;
-    if (!s) return 0;
-    for (s += 9; *s && *s != '"' && o + 4 < cap; s++) {
-        if (*s != '\\') { out[o++] = *s; continue; }
-        s++;
-        const char *esc = strchr("\"\"\\\\//b\bf\fn\nr\rt\t", *s);
-        if (*s != 'u' && esc) { out[o++] = esc[1]; continue; }
-        unsigned cp = (unsigned)strtoul((char[]){s[1], s[2], s[3], s[4], 0}, NULL, 16);
-        s += 4;
-        if (cp >= 0xd800 && cp < 0xdc00 && s[1] == '\\' && s[2] == 'u') {
-            unsigned lo = (unsigned)strtoul((char[]){s[3], s[4], s[5], s[6], 0}, NULL, 16);
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            s += 6;
-        }
-        if (cp < 0x80) out[o++] = (char)cp;
-        else if (cp < 0x800) out[o++] = (char)(0xc0 | cp >> 6), out[o++] = (char)(0x80 | (cp & 63));
-        else if (cp < 0x10000) out[o++] = (char)(0xe0 | cp >> 12), out[o++] = (char)(0x80 | ((cp >> 6) & 63)), out[o++] = (char)(0x80 | (cp & 63));
-        else out[o++] = (char)(0xf0 | cp >> 18), out[o++] = (char)(0x80 | ((cp >> 12) & 63)), out[o++] = (char)(0x80 | ((cp >> 6) & 63)), out[o++] = (char)(0x80 | (cp & 63));
+// The reference's text as bytes: its "utf8_hex" field (cJSON would cut "text" at a \u0000).
+static size_t hex_text(const cJSON *j, char *out, size_t cap) {
+    const cJSON *h = cJSON_GetObjectItem(j, "utf8_hex");
+    size_t n = cJSON_IsString(h) ? strlen(h->valuestring) / 2 : 0;
+    for (size_t i = 0; i < n && i < cap; i++) {
+        unsigned v = 0;
+        sscanf(h->valuestring + 2 * i, "%2x", &v);
+        out[i] = (char)v;
     }
-    out[o] = 0;
-    return o;
+    return n < cap ? n : cap;
 }
 
 static int ids_equal(const int32_t *a, int n, const cJSON *ref) {
@@ -693,7 +679,7 @@ static void smollm2_tokenizer(const char *gguf_path, const char *dir) {
     int n = 0, ok_pub = 0, ok_tf = 0, same_as_tf = 0, n_cli = 0, ok_cli = 0;
     for (char *line = strtok(ref, "\n"); line; line = strtok(NULL, "\n"), n++) {
         cJSON *j = cJSON_Parse(line);
-        size_t tl = json_text(line, text, 1 << 16);
+        size_t tl = hex_text(j, text, 1 << 16);
         const cJSON *ids_tf = cJSON_GetObjectItem(j, "ids"), *alt = cJSON_GetObjectItem(j, "ids_smollm_pre");
         int32_t *a = NULL, *b = NULL, cli[4096];
         int na = 0, nb = 0;
@@ -726,10 +712,11 @@ static int enc_fn(void *user, const char *text, size_t len, int32_t **ids, int *
 // ARC-Easy under lm-eval's protocol (context + " " + choice; the continuation is what the
 // whole string adds to the context's tokens): (a) our request tokens equal the ones lm-eval's
 // HFLM built (needs the ARC data from ../shared), (b) the option log-likelihoods of the first
-// SMOLLM2_ARC_ITEMS items, computed from those tokens with exact attention and f32 activations,
-// equal lm-eval's (transformers float32) within 1e-3.
+// SMOLLM2_ARC_ITEMS items (all 200 with HIFA4_ARC_ITEMS=200), computed from those tokens with
+// exact attention and f32 activations, equal lm-eval's (transformers float32) within 1e-3.
 #define SMOLLM2_ARC_ITEMS 100
 static void smollm2_arc(const char *dir) {
+    const int want = getenv("HIFA4_ARC_ITEMS") ? atoi(getenv("HIFA4_ARC_ITEMS")) : SMOLLM2_ARC_ITEMS;
     char *ref = NULL, data[1024];
     size_t len = 0;
     struct err e = {0};
@@ -773,7 +760,7 @@ static void smollm2_arc(const char *dir) {
     int V = model_cfg(m)->vocab_size, n_opt = 0, greedy_same = 0, n_done = 0;
     double max_diff = 0;
     float *lg = malloc(sizeof(float) * 1024 * (size_t)V);
-    for (int i = 0; i < n_items && i < SMOLLM2_ARC_ITEMS; i++, n_done++) {
+    for (int i = 0; i < n_items && i < want; i++, n_done++) {
         const cJSON *ctx = cJSON_GetObjectItem(items[i], "ctx_ids"), *conts = cJSON_GetObjectItem(items[i], "cont_ids");
         int nc = cJSON_GetArraySize(ctx), no = cJSON_GetArraySize(conts), tot = 0, nrow = 0, seq_len[16];
         int32_t tokens[2048];
@@ -803,7 +790,7 @@ static void smollm2_arc(const char *dir) {
             greedy_same += greedy == cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(items[i], "is_greedy"), k));
         }
     }
-    CHECK(n_done >= SMOLLM2_ARC_ITEMS && max_diff <= 1e-3 && greedy_same == n_opt,
+    CHECK(n_done >= want && want >= SMOLLM2_ARC_ITEMS && max_diff <= 1e-3 && greedy_same == n_opt,
           "ARC-Easy log-likelihoods: max |diff| %.3g over %d options of %d items, is_greedy %d/%d", max_diff, n_opt, n_done,
           greedy_same, n_opt);
     printf("ARC-Easy option log-likelihoods vs lm-eval/transformers f32: max |diff| %.2e over %d options of %d items, "

@@ -464,8 +464,11 @@ int gguf_tokenizer_build(const struct gguf *g, enum gguf_tok_policy policy, stru
                        out->pre, gguf_tok_pre_names());
     if ((rc = vocab_load(&v, g, e))) goto done;
     if ((rc = read_specials(g, &v, spm, pk, &s, e))) goto done;
-    int compat = policy == GGUF_TOK_TRANSFORMERS && !spm;
-    if (compat) { // transformers 4.45 GGUFLlamaConverter on a gpt2 vocabulary (see gguf_import.h)
+    struct gguf_str arch = {0};
+    struct err ig = {0};
+    gguf_get_str(g, "general.architecture", &arch, 0, &ig);
+    int compat = policy == GGUF_TOK_TRANSFORMERS && !spm && arch.len == 5 && !memcmp(arch.s, "llama", 5);
+    if (compat) { // transformers 4.45 GGUFLlamaConverter on a gpt2 vocabulary (see gguf_tokenizer.h)
         pk = PRE_GPT2;
         s.add_bos = s.bos >= 0;
         s.add_eos = 0;

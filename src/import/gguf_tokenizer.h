@@ -21,7 +21,11 @@
 
 enum gguf_tok_policy {
     GGUF_TOK_PUBLISHED = 0,    // the GGUF metadata as llama.cpp reads it (= the model's own tokenizer)
-    GGUF_TOK_TRANSFORMERS = 1, // what transformers 4.45 AutoTokenizer(gguf_file=) builds: see gguf_import.h
+    // The ids transformers 4.45 AutoTokenizer.from_pretrained(dir, gguf_file=...) gives for a
+    // llama-architecture GGUF with a gpt2 vocabulary (its GGUFLlamaConverter): the GPT-2 regex
+    // whatever tokenizer.ggml.pre says, bytes missing from the vocabulary -> the unknown token
+    // (byte_fallback, fuse_unk), BOS always added. Other files: the same as PUBLISHED.
+    GGUF_TOK_TRANSFORMERS = 1,
 };
 
 struct gguf_tok_out {
