@@ -715,88 +715,106 @@ static int enc_fn(void *user, const char *text, size_t len, int32_t **ids, int *
 // SMOLLM2_ARC_ITEMS items (all 200 with HIFA4_ARC_ITEMS=200), computed from those tokens with
 // exact attention and f32 activations, equal lm-eval's (transformers float32) within 1e-3.
 #define SMOLLM2_ARC_ITEMS 100
+// (a) our request tokens for the ARC-Easy items against lm-eval's.
+static void arc_requests(const char *dir, cJSON **items, int n_items) {
+    char data[1024];
+    struct err e = {0};
+    struct tokenizer *tok = NULL;
+    struct task_set ts = {0};
+    struct task_opts to = {.limit = n_items};
+    if (!outside_data("arc_easy", data, sizeof data)) return;
+    to.data_dir = data;
+    if (tok_load(&tok, dir, &e) || task_load("arc_easy", &ts, &to, &e)) {
+        CHECK(0, "ARC-Easy: %s", e.msg);
+        tok_free(tok);
+        return;
+    }
+    struct eval_plan_opts po = {.delim = " ", .add_bos = 0, .bos_id = -1, .eos_id = 2, .window = 8192, .n_threads = 1};
+    int n_req = 0, same = 0;
+    for (int i = 0; i < n_items && i < ts.n_items; i++) {
+        const cJSON *ctx = cJSON_GetObjectItem(items[i], "ctx_ids"), *conts = cJSON_GetObjectItem(items[i], "cont_ids");
+        int nc = cJSON_GetArraySize(ctx);
+        for (int k = 0; k < ts.items[i].n_choices; k++, n_req++) {
+            int32_t *inp = NULL, *cont = NULL;
+            int ni = 0, nco = 0, tr = 0;
+            if (eval_request_tokens(ts.items[i].context, ts.items[i].choices[k], &po, enc_fn, tok, &inp, &ni, &cont, &nco,
+                                    &tr, &e))
+                continue;
+            int ok = ids_equal(cont, nco, cJSON_GetArrayItem(conts, k)) && ni == nc + nco - 1;
+            for (int t = 0; ok && t < nc; t++) ok = inp[t] == cJSON_GetArrayItem(ctx, t)->valueint;
+            same += ok;
+            free(inp), free(cont);
+        }
+    }
+    CHECK(same == n_req && n_req > 0, "ARC-Easy: %d/%d requests tokenized as lm-eval's HFLM did", same, n_req);
+    printf("ARC-Easy requests: %d/%d (%d items) token-identical to lm-eval 0.4.5 HFLM\n", same, n_req, ts.n_items);
+    task_set_free(&ts);
+    tok_free(tok);
+}
+
+// Log-likelihood of every option of one reference item (all options in one packed forward).
+static int arc_item(struct model *m, const cJSON *item, float *lg, double *max_diff, int *n_opt, int *greedy_same,
+                    struct err *e) {
+    const cJSON *ctx = cJSON_GetObjectItem(item, "ctx_ids"), *conts = cJSON_GetObjectItem(item, "cont_ids");
+    int nc = cJSON_GetArraySize(ctx), no = cJSON_GetArraySize(conts), tot = 0, nrow = 0, seq_len[16], V = model_cfg(m)->vocab_size;
+    int32_t tokens[2048];
+    int pos[1024];
+    for (int k = 0; k < no && k < 16; k++) {
+        const cJSON *c = cJSON_GetArrayItem(conts, k);
+        int ncont = cJSON_GetArraySize(c);
+        for (int t = 0; t < nc; t++) tokens[tot + t] = cJSON_GetArrayItem(ctx, t)->valueint;
+        for (int t = 0; t < ncont; t++) tokens[tot + nc + t] = cJSON_GetArrayItem(c, t)->valueint;
+        for (int t = 0; t < ncont; t++) pos[nrow++] = tot + nc - 1 + t; // the row predicting cont[t]
+        seq_len[k] = nc + ncont;
+        tot += nc + ncont;
+    }
+    int rc = model_forward(m, tokens, seq_len, no, pos, nrow, lg, e);
+    if (rc) return rc;
+    nrow = 0;
+    for (int k = 0; k < no; k++, (*n_opt)++) {
+        const cJSON *c = cJSON_GetArrayItem(conts, k);
+        double ll = 0;
+        int greedy = 1;
+        for (int t = 0; t < cJSON_GetArraySize(c); t++, nrow++) {
+            int is_max = 0;
+            ll += eval_logprob(lg + (size_t)nrow * V, V, cJSON_GetArrayItem(c, t)->valueint, &is_max);
+            greedy &= is_max;
+        }
+        double d = fabs(ll - cJSON_GetArrayItem(cJSON_GetObjectItem(item, "ll"), k)->valuedouble);
+        *max_diff = d > *max_diff ? d : *max_diff;
+        *greedy_same += greedy == cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(item, "is_greedy"), k));
+    }
+    return 0;
+}
+
 static void smollm2_arc(const char *dir) {
     const int want = getenv("HIFA4_ARC_ITEMS") ? atoi(getenv("HIFA4_ARC_ITEMS")) : SMOLLM2_ARC_ITEMS;
-    char *ref = NULL, data[1024];
+    char *ref = NULL;
     size_t len = 0;
     struct err e = {0};
     if (file_read_all("tests/data/gguf/smollm2_arc_easy_ref.jsonl.zst", &ref, &len, &e)) { CHECK(0, "%s", e.msg); return; }
     cJSON *items[256];
     int n_items = 0;
     for (char *line = strtok(ref, "\n"); line && n_items < 256; line = strtok(NULL, "\n")) items[n_items++] = cJSON_Parse(line);
-    struct tokenizer *tok = NULL;
-    struct task_set ts = {0};
-    struct task_opts to = {.limit = n_items};
-    if (outside_data("arc_easy", data, sizeof data) && !tok_load(&tok, dir, &e) &&
-        !(to.data_dir = data, task_load("arc_easy", &ts, &to, &e))) {
-        struct eval_plan_opts po = {.delim = " ", .add_bos = 0, .bos_id = -1, .eos_id = 2, .window = 8192, .n_threads = 1};
-        int n_req = 0, same = 0;
-        for (int i = 0; i < n_items && i < ts.n_items; i++) {
-            const cJSON *ctx = cJSON_GetObjectItem(items[i], "ctx_ids"), *conts = cJSON_GetObjectItem(items[i], "cont_ids");
-            int nc = cJSON_GetArraySize(ctx);
-            for (int k = 0; k < ts.items[i].n_choices; k++, n_req++) {
-                int32_t *inp = NULL, *cont = NULL;
-                int ni = 0, nco = 0, tr = 0;
-                if (eval_request_tokens(ts.items[i].context, ts.items[i].choices[k], &po, enc_fn, tok, &inp, &ni, &cont,
-                                        &nco, &tr, &e)) continue;
-                const cJSON *rc = cJSON_GetArrayItem(conts, k);
-                int ok = ids_equal(cont, nco, rc) && ni == nc + nco - 1;
-                for (int t = 0; ok && t < nc; t++) ok = inp[t] == cJSON_GetArrayItem(ctx, t)->valueint;
-                same += ok;
-                free(inp), free(cont);
-            }
-        }
-        CHECK(same == n_req && n_req > 0, "ARC-Easy: %d/%d requests tokenized as lm-eval's HFLM did", same, n_req);
-        printf("ARC-Easy requests: %d/%d (%d items) token-identical to lm-eval 0.4.5 HFLM\n", same, n_req, ts.n_items);
-    }
-    task_set_free(&ts);
-    tok_free(tok);
-    // (b) log-likelihoods from the reference's tokens
+    arc_requests(dir, items, n_items);
     struct model_opts mo;
     model_opts_default(&mo);
     mo.act_bf16 = 0, mo.max_tokens = 2048, mo.n_threads = 2;
     struct model *m = NULL;
-    if (model_open(&m, dir, &mo, &e) || model_set_attn(m, "exact", NULL, NULL, &e)) { CHECK(0, "%s", e.msg); goto out; }
-    int V = model_cfg(m)->vocab_size, n_opt = 0, greedy_same = 0, n_done = 0;
+    int n_opt = 0, greedy_same = 0, n_done = 0;
     double max_diff = 0;
-    float *lg = malloc(sizeof(float) * 1024 * (size_t)V);
-    for (int i = 0; i < n_items && i < want; i++, n_done++) {
-        const cJSON *ctx = cJSON_GetObjectItem(items[i], "ctx_ids"), *conts = cJSON_GetObjectItem(items[i], "cont_ids");
-        int nc = cJSON_GetArraySize(ctx), no = cJSON_GetArraySize(conts), tot = 0, nrow = 0, seq_len[16];
-        int32_t tokens[2048];
-        int pos[1024];
-        for (int k = 0; k < no && k < 16; k++) {
-            const cJSON *c = cJSON_GetArrayItem(conts, k);
-            int ncont = cJSON_GetArraySize(c);
-            for (int t = 0; t < nc; t++) tokens[tot + t] = cJSON_GetArrayItem(ctx, t)->valueint;
-            for (int t = 0; t < ncont; t++) tokens[tot + nc + t] = cJSON_GetArrayItem(c, t)->valueint;
-            for (int t = 0; t < ncont; t++) pos[nrow++] = tot + nc - 1 + t; // row predicting cont[t]
-            seq_len[k] = nc + ncont;
-            tot += nc + ncont;
-        }
-        if (model_forward(m, tokens, seq_len, no, pos, nrow, lg, &e)) { CHECK(0, "item %d: %s", i, e.msg); break; }
-        nrow = 0;
-        for (int k = 0; k < no; k++, n_opt++) {
-            const cJSON *c = cJSON_GetArrayItem(conts, k);
-            double ll = 0;
-            int greedy = 1;
-            for (int t = 0; t < cJSON_GetArraySize(c); t++, nrow++) {
-                int is_max = 0;
-                ll += eval_logprob(lg + (size_t)nrow * V, V, cJSON_GetArrayItem(c, t)->valueint, &is_max);
-                greedy &= is_max;
-            }
-            double d = fabs(ll - cJSON_GetArrayItem(cJSON_GetObjectItem(items[i], "ll"), k)->valuedouble);
-            max_diff = d > max_diff ? d : max_diff;
-            greedy_same += greedy == cJSON_IsTrue(cJSON_GetArrayItem(cJSON_GetObjectItem(items[i], "is_greedy"), k));
-        }
-    }
+    float *lg = NULL;
+    if (model_open(&m, dir, &mo, &e) || model_set_attn(m, "exact", NULL, NULL, &e)) { CHECK(0, "%s", e.msg); goto out; }
+    lg = malloc(sizeof(float) * 1024 * (size_t)model_cfg(m)->vocab_size);
+    for (; n_done < n_items && n_done < want; n_done++)
+        if (arc_item(m, items[n_done], lg, &max_diff, &n_opt, &greedy_same, &e)) { CHECK(0, "item %d: %s", n_done, e.msg); break; }
     CHECK(n_done >= want && want >= SMOLLM2_ARC_ITEMS && max_diff <= 1e-3 && greedy_same == n_opt,
           "ARC-Easy log-likelihoods: max |diff| %.3g over %d options of %d items, is_greedy %d/%d", max_diff, n_opt, n_done,
           greedy_same, n_opt);
     printf("ARC-Easy option log-likelihoods vs lm-eval/transformers f32: max |diff| %.2e over %d options of %d items, "
            "is_greedy %d/%d\n", max_diff, n_opt, n_done, greedy_same, n_opt);
-    free(lg);
 out:
+    free(lg);
     model_free(m);
     for (int i = 0; i < n_items; i++) cJSON_Delete(items[i]);
     free(ref);

@@ -105,9 +105,10 @@ static int vocab_load(struct vocab *v, const struct gguf *g, struct err *e) {
         v->tok[i] = p, v->len[i] = s->len;
         p += s->len + 1;
         v->type[i] = ty ? (int32_t)gguf_kv_int(ty, (uint64_t)i) : TT_NORMAL;
-        if (v->type[i] < TT_NORMAL || v->type[i] > TT_BYTE)
-            return err_set(e, ERR_FORMAT, "%s: key 'tokenizer.ggml.token_type': token %d has type %d (must be 1..6)",
+        if (v->type[i] < 0 || v->type[i] > TT_BYTE)
+            return err_set(e, ERR_FORMAT, "%s: key 'tokenizer.ggml.token_type': token %d has type %d (must be 0..6)",
                            g->path, i, v->type[i]);
+        if (v->type[i] == 0) v->type[i] = TT_NORMAL; // llama.cpp's UNDEFINED: an ordinary token
         if (v->score) v->score[i] = (float)gguf_kv_float(sc, (uint64_t)i);
         uint32_t h = (uint32_t)hash(v->tok[i], v->len[i]) & (v->cap - 1);
         for (; v->slot[h] >= 0; h = (h + 1) & (v->cap - 1))
