@@ -3,7 +3,9 @@
 // (reader coverage) and two tiny complete models that import-gguf accepts - a llama with a
 // byte-level (gpt2, smollm) tokenizer and every supported quantized type among its matrices,
 // and a qwen3 with a SentencePiece (llama) vocabulary - so the fuzzer starts inside the
-// importer's checks. Deterministic. Build and run from the repository root:
+// importer's checks. Deterministic. The bad-*.gguf seeds beside them are the malformed files
+// tests/test_gguf.c writes to $HIFA4_TMP/gguf/ (one per refusal it checks), copied by hand.
+// Build and run from the repository root:
 //   cc -Isrc -Itests -o build/gguf_fuzz_seeds tests/gen/gguf_fuzz_seeds.c && build/gguf_fuzz_seeds
 #include <stdio.h>
 
