@@ -124,10 +124,13 @@ say "done in $(( $(date +%s) - start ))s; full report: $OUT/report.md (tables/*.
 }
 
 if [ "$KIND" = real ]; then
-    if gguf=$(./scripts/fetch_smollm2.sh); then
+    errf=$(mktemp)
+    if gguf=$(./scripts/fetch_smollm2.sh 2>"$errf"); then
+        rm -f "$errf"
         real_demo "$gguf"
         exit 0
     fi
-    say "no real model (see the line above): running the synthetic model instead (make demo-synthetic)"
+    say "$(sed 's/^fetch_smollm2: //' "$errf" | head -1); running the synthetic model instead (make demo-synthetic)"
+    rm -f "$errf"
 fi
 synthetic_demo
