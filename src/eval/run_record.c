@@ -51,6 +51,9 @@ static void add_model(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(mj, "arg", r->o.model_arg);
     cJSON_AddStringToObject(mj, "path", r->o.model_dir);
     cJSON_AddStringToObject(mj, "hash", model_hash(r->model));
+    // where the weights came from (e.g. import-gguf: GGUF sha256, "dequantized from Q4_1")
+    const cJSON *meta = model_st_metadata(r->model);
+    if (meta) cJSON_AddItemToObject(mj, "checkpoint_metadata", cJSON_Duplicate(meta, 1));
     cJSON *cj = cJSON_AddObjectToObject(mj, "config");
     cJSON_AddNumberToObject(cj, "dim", cfg->dim);
     cJSON_AddNumberToObject(cj, "n_layers", cfg->n_layers);

@@ -384,12 +384,13 @@ int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e) {
 }
 
 // ---- writer ----
-int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-             struct err *e) {
+// Builds the header text (tensors in order, offsets packed) and its padded length; *data_bytes
+// is the size of the data area.
+static int build_header(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+                        char **hdr, size_t *hpad, size_t *data_bytes, struct err *e) {
     cJSON *root = cJSON_CreateObject();
-    char *hdr = NULL;
-    unsigned char *buf = NULL;
     int rc = 0;
+    *hdr = NULL;
     if (!root) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
     if (n_meta > 0) {
         cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
@@ -418,27 +419,87 @@ int st_write(const char *path, const struct st_wtensor *ts, int n, const char *c
         cJSON_AddItemToObject(t, "data_offsets", of);
         off += bytes;
     }
-    hdr = cJSON_PrintUnformatted(root);
-    if (!hdr) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto out; }
-    size_t hl = strlen(hdr), hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
-    size_t total = 8 + hpad + off;
-    buf = malloc(total ? total : 1);
-    if (!buf) { rc = err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, total); goto out; }
+    *hdr = cJSON_PrintUnformatted(root);
+    if (!*hdr) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto out; }
+    size_t hl = strlen(*hdr);
+    *hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
+    *data_bytes = off;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static size_t wtensor_bytes(const struct st_wtensor *t) {
+    size_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) numel *= (size_t)t->shape[d];
+    return numel * st_dtype_size(t->dtype);
+}
+
+int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+             struct err *e) {
+    char *hdr = NULL;
+    size_t hpad = 0, off = 0;
+    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    if (rc) return rc;
+    size_t hl = strlen(hdr), total = 8 + hpad + off;
+    unsigned char *buf = malloc(total ? total : 1);
+    if (!buf) { free(hdr); return err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, total); }
     for (int k = 0; k < 8; k++) buf[k] = (unsigned char)((uint64_t)hpad >> (8 * k));
     memcpy(buf + 8, hdr, hl);
     memset(buf + 8 + hl, ' ', hpad - hl);
     size_t pos = 8 + hpad;
     for (int i = 0; i < n; i++) {
-        size_t numel = 1;
-        for (int d = 0; d < ts[i].ndim; d++) numel *= (size_t)ts[i].shape[d];
-        size_t bytes = numel * st_dtype_size(ts[i].dtype);
+        size_t bytes = wtensor_bytes(&ts[i]);
         if (bytes) memcpy(buf + pos, ts[i].data, bytes);
         pos += bytes;
     }
     rc = file_write_atomic(path, buf, total, e);
-out:
     free(buf);
     free(hdr);
-    cJSON_Delete(root);
+    return rc;
+}
+
+int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e) {
+    char *hdr = NULL, tmp[4096];
+    size_t hpad = 0, off = 0, maxb = 1;
+    unsigned char *buf = NULL;
+    FILE *f = NULL;
+    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) if (wtensor_bytes(&ts[i]) > maxb) maxb = wtensor_bytes(&ts[i]);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+        tmp[0] = 0;
+        rc = err_set(e, ERR_RANGE, "%s: path too long", path);
+        goto out;
+    }
+    buf = malloc(maxb);
+    if (!buf) { rc = err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, maxb); goto out; }
+    if (!(f = fopen(tmp, "wb"))) {
+        rc = err_set(e, ERR_IO, "%s: %s", tmp, strerror(errno));
+        tmp[0] = 0;
+        goto out;
+    }
+    unsigned char L[8];
+    for (int k = 0; k < 8; k++) L[k] = (unsigned char)((uint64_t)hpad >> (8 * k));
+    size_t hl = strlen(hdr);
+    int bad = fwrite(L, 1, 8, f) != 8 || fwrite(hdr, 1, hl, f) != hl;
+    for (size_t k = hl; k < hpad && !bad; k++) bad = fputc(' ', f) == EOF;
+    for (int i = 0; i < n && !bad; i++) {
+        size_t bytes = wtensor_bytes(&ts[i]);
+        if ((rc = fill(ctx, i, buf, e))) goto out;
+        bad = bytes && fwrite(buf, 1, bytes, f) != bytes;
+    }
+    bad |= (fflush(f) != 0) | (fsync(fileno(f)) != 0);
+    bad |= fclose(f) != 0;
+    f = NULL;
+    if (bad) { rc = err_set(e, ERR_IO, "%s: write failed: %s", path, strerror(errno)); goto out; }
+    if (rename(tmp, path) != 0) { rc = err_set(e, ERR_IO, "%s: rename failed: %s", path, strerror(errno)); goto out; }
+    tmp[0] = 0;
+out:
+    if (f) fclose(f);
+    if (rc && tmp[0]) unlink(tmp);
+    free(buf);
+    free(hdr);
     return rc;
 }

@@ -88,6 +88,7 @@ const struct model_config *model_cfg(const struct model *m) { return &m->cfg; }
 const struct model_opts *model_get_opts(const struct model *m) { return &m->opts; }
 int model_weights_mode(const struct model *m) { return m->weights; }
 const char *model_hash(const struct model *m) { return m->hash; }
+const struct cJSON *model_st_metadata(const struct model *m) { return m->st.metadata; }
 struct attn_ctx *model_attn(struct model *m) { return m->attn; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }
 void model_reset_stats(struct model *m) { memset(&m->stats, 0, sizeof m->stats); }

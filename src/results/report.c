@@ -425,6 +425,10 @@ int report_render(const char *dir, char **headline, struct err *e) {
     const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
     rc |= results_buf_printf(&o, "# hifa4-eval run: %s\n\n", jstr(model, "name", "?"));
     rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
+    const cJSON *cm = jget(model, "checkpoint_metadata"); // import-gguf's provenance
+    if (cJSON_IsString(jget(cm, "gguf_file")))
+        rc |= results_buf_printf(&o, "- weights dequantized from `%s` (%s: %s; sha256 %.16s...)\n", jstr(cm, "gguf_file", "?"),
+                                 jstr(cm, "gguf_file_type", "?"), jstr(cm, "gguf_tensor_types", "?"), jstr(cm, "gguf_sha256", "?"));
     rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
     rc |= results_buf_printf(&o, "- modes: ");
     const cJSON *m, *att = jget(run, "attention");
