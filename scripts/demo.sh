@@ -19,7 +19,7 @@ BIN=./hifa4-eval
 say() { printf '\n== %s\n' "$*" >&2; }
 
 # ---- 1. packages ----
-pkgs=(make gcc libopenblas-dev libcjson-dev libzstd-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev hamexam fccexam
+pkgs=(make gcc libcjson-dev libzstd-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev hamexam fccexam
       python3 python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
