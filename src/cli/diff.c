@@ -35,6 +35,27 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     return 0;
 }
 
+// Warns when the two runs' linear layers may differ for a reason other than the attention
+// mode: a run without a "gemm" record was made with OpenBLAS, whose bits depend on the CPU's
+// kernel, the batch and the thread count; two different arithmetic strings differ by design.
+static void warn_numerics(const struct side *a, const struct side *b) {
+    const char *ga = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "gemm"), "arithmetic"));
+    const char *gb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "gemm"), "arithmetic"));
+    const char *ca = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "cpu"));
+    const char *cb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "cpu"));
+    if (!ga || !gb) {
+        log_warn("diff: %s was made with OpenBLAS (no 'gemm' record in run.json), whose bits depend on the CPU kernel, "
+                 "batch and threads: flips between these runs may come from the machine, not the attention mode",
+                 !ga ? a->dir : b->dir);
+    } else if (strcmp(ga, gb)) {
+        log_warn("diff: the runs were made with different GEMM arithmetic ('%s' vs '%s'): their bits differ by design", ga,
+                 gb);
+    } else if (ca && cb && strcmp(ca, cb)) {
+        log_info("diff: made on different CPUs (%s / %s) with the same GEMM arithmetic: the same inputs give the same bits",
+                 ca, cb);
+    }
+}
+
 static const char *mode_at(const struct side *s, int i) {
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(s->run, "modes"), i);
     return cJSON_IsString(m) ? m->valuestring : NULL;
@@ -57,6 +78,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
     if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
     int same_run = !strcmp(a.dir, b.dir);
+    if (!same_run) warn_numerics(&a, &b);
     if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
     if (!b.mode[0]) {
         const char *m = same_run ? mode_at(&b, !strcmp(mode_at(&b, 0), a.mode) ? 1 : 0) : mode_at(&b, 0);

@@ -9,6 +9,7 @@
 
 #include "base/host.h"
 #include "eval/run_internal.h"
+#include "model/gemm.h"
 
 static cJSON *str_array(const char *const *v, int n) {
     cJSON *a = cJSON_CreateArray();
@@ -42,6 +43,11 @@ static void add_host(cJSON *run, const struct run *r) {
     host_cpu_model(cpu, sizeof cpu);
     cJSON_AddStringToObject(hj, "cpu", cpu);
     cJSON_AddStringToObject(hj, "simd", host_simd_level());
+    // what the bits of the linear layers depend on: the GEMM's arithmetic contract (the same
+    // string means the same bits on any CPU) and, for the record, the path that ran it
+    cJSON *gj = cJSON_AddObjectToObject(run, "gemm");
+    cJSON_AddStringToObject(gj, "arithmetic", GEMM_ARITHMETIC);
+    cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
 }
 
 static void add_model(cJSON *run, const struct run *r) {

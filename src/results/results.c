@@ -404,6 +404,10 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
         }
         cJSON_AddItemToObject(k, keys[i], d);
     }
+    // the GEMM's arithmetic (not the CPU or path, which cannot change a bit): a run made with
+    // OpenBLAS (no "gemm" record, key unchanged) cannot be resumed or merged with a newer one
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "gemm"), "arithmetic");
+    if (g) cJSON_AddItemToObject(k, "gemm", cJSON_Duplicate(g, 1));
     char *s = cJSON_PrintUnformatted(k);
     sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
     free(s);

@@ -84,7 +84,8 @@ int results_write_json(const char *path, const cJSON *j, struct err *e);
 // Equal keys: a run may be resumed over another, or shards merged. The attention options
 // include the Q-Mean form and the qdq skip (so runs of different forms never mix); their
 // defaults ("token", "none") and the derived "display" names are left out, so a run.json
-// written before those fields existed keeps its key.
+// written before those fields existed keeps its key. The GEMM arithmetic ("gemm.arithmetic")
+// is in the key when recorded: runs made with OpenBLAS and with the deterministic GEMM never mix.
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // The Q-Mean form a run.json records (attention.qmean): "token" or "channel"; "token" for
 // files written before the option existed (the paper's Alg. 1 was the only form). Static or
