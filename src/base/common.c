@@ -143,8 +143,7 @@ int file_read_raw(const char *path, char **buf, size_t *len, struct err *e) {
     return 0;
 }
 
-static int decompress_zst(const char *path, const char *src, size_t n, char **buf, size_t *len,
-                          struct err *e) {
+int zst_decompress(const char *path, const char *src, size_t n, char **buf, size_t *len, struct err *e) {
     ZSTD_DStream *ds = ZSTD_createDStream();
     if (!ds) return err_set(e, ERR_NOMEM, "%s: zstd init failed", path);
     size_t cap = n * 4 + 65536, out = 0;
@@ -169,7 +168,8 @@ static int decompress_zst(const char *path, const char *src, size_t n, char **bu
         out += ob.pos;
     }
     ZSTD_freeDStream(ds);
-    if (ret != 0) { free(b); return err_set(e, ERR_FORMAT, "%s: truncated zstd stream", path); }
+    // no frame at all (an empty file) is an empty text; a frame cut short is an error
+    if (ret != 0 && n > 0) { free(b); return err_set(e, ERR_FORMAT, "%s: truncated zstd stream", path); }
     b[out] = 0;
     *buf = b;
     *len = out;
@@ -182,7 +182,7 @@ int file_read_all(const char *path, char **buf, size_t *len, struct err *e) {
     int rc = file_read_raw(path, &raw, &n, e);
     if (rc) return rc;
     if (!str_ends_with(path, ".zst")) { *buf = raw; *len = n; return 0; }
-    rc = decompress_zst(path, raw, n, buf, len, e);
+    rc = zst_decompress(path, raw, n, buf, len, e);
     free(raw);
     return rc;
 }

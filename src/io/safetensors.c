@@ -37,7 +37,7 @@ static int cmp_tensor(const void *a, const void *b) {
 void st_close(struct safetensors *st) {
     if (!st) return;
     for (int i = 0; i < st->n_files; i++) {
-        if (st->files[i].base) munmap((void *)st->files[i].base, st->files[i].size);
+        if (st->files[i].base && !st->files[i].borrowed) munmap((void *)st->files[i].base, st->files[i].size);
         free(st->files[i].path);
     }
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
@@ -239,6 +239,19 @@ out:
     return rc;
 }
 
+// Sorts the tensors by name and refuses a name that two shards (or one header) both hold.
+static int finish_open(struct safetensors *st, const char *path, struct err *e) {
+    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
+    for (int i = 1; i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
+            int rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
+                             st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
+            st_close(st);
+            return rc;
+        }
+    return 0;
+}
+
 int st_open(struct safetensors *st, const char *path, struct err *e) {
     memset(st, 0, sizeof *st);
     int cap = 0, rc;
@@ -262,15 +275,21 @@ int st_open(struct safetensors *st, const char *path, struct err *e) {
         }
     }
     if (rc) { st_close(st); return rc; }
-    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
-    for (int i = 1; i < st->n_tensors; i++)
-        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
-            rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
-                         st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
-            st_close(st);
-            return rc;
-        }
-    return 0;
+    return finish_open(st, path, e);
+}
+
+int st_open_mem(struct safetensors *st, const void *buf, size_t len, const char *name, struct err *e) {
+    memset(st, 0, sizeof *st);
+    int cap = 0, rc;
+    struct st_map *m = &st->files[0];
+    m->path = str_dup(name ? name : "(memory)");
+    if (!m->path) return err_set(e, ERR_NOMEM, "safetensors: out of memory");
+    m->base = buf;
+    m->size = len;
+    m->borrowed = 1;
+    st->n_files = 1;
+    if ((rc = parse_file(st, 0, &cap, e))) { st_close(st); return rc; }
+    return finish_open(st, m->path, e);
 }
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name) {

@@ -699,7 +699,7 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
     memset(p, 0, sizeof *p);
     int rc = check_simple_name(name, "model name", 0, e);
     if (rc) return rc;
-    char home[PATH_MAX_], cfg[PATH_MAX_], cache[PATH_MAX_];
+    char home[PATH_MAX_], cfg[PATH_MAX_];
     if ((rc = paths_home(home, sizeof home, e))) return rc;
     if (snprintf(cfg, sizeof cfg, "%s/configs/models/%s.json", home, name) >= (int)sizeof cfg)
         return err_set(e, ERR_RANGE, "path too long");
@@ -710,8 +710,21 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
         return err_set(e, ERR_NOTFOUND, "unknown model '%s' (no %s); known: %s; or pass a checkpoint directory",
                        name, cfg, known[0] ? known : "none");
     }
+    char *txt = NULL;
+    size_t len = 0;
+    if ((rc = file_read_all(cfg, &txt, &len, e))) return rc;
+    rc = fetch_plan_model_mem(p, name, txt, len, cfg, o, e);
+    free(txt);
+    return rc;
+}
+
+int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *json, size_t len, const char *cfg,
+                         const struct fetch_opts *o, struct err *e) {
+    memset(p, 0, sizeof *p);
+    char cache[PATH_MAX_];
     cJSON *j = NULL, *idx = NULL;
-    if ((rc = json_parse_file(&j, cfg, e))) return rc;
+    int rc;
+    if ((rc = json_parse(&j, json, len, cfg, e))) return rc;
     const char *repo, *rev = "main", *index = NULL;
     const cJSON *files, *shards = NULL;
     if ((rc = json_get_str(j, "repo", &repo, 1, cfg, e)) || (rc = json_get_str(j, "revision", &rev, 0, cfg, e)) ||
@@ -794,7 +807,7 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     memset(p, 0, sizeof *p);
     int rc = check_simple_name(task, "task", 1, e);
     if (rc) return rc;
-    char home[PATH_MAX_], man[PATH_MAX_], cache[PATH_MAX_];
+    char home[PATH_MAX_], man[PATH_MAX_];
     if ((rc = paths_home(home, sizeof home, e))) return rc;
     if (snprintf(man, sizeof man, "%s/datasets/%s.json", home, task) >= (int)sizeof man)
         return err_set(e, ERR_RANGE, "path too long");
@@ -805,12 +818,60 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
         return err_set(e, ERR_NOTFOUND, "no data manifest for task '%s' (%s); known: %s", task, man,
                        known[0] ? known : "none");
     }
+    char *txt = NULL;
+    size_t len = 0;
+    if ((rc = file_read_all(man, &txt, &len, e))) return rc;
+    rc = fetch_plan_task_mem(p, task, txt, len, man, e);
+    free(txt);
+    return rc;
+}
+
+// The "archives" of a task manifest (tar files that hold other entries).
+static int plan_archives(struct fetch_plan *p, const cJSON *archives, const char *man, struct err *e) {
+    int k = 0, rc = 0;
+    const cJSON *it;
+    if (archives) cJSON_ArrayForEach(it, archives) {
+        char ctx[PATH_MAX_ + 32];
+        snprintf(ctx, sizeof ctx, "%s: archives[%d]", man, k++);
+        const char *id, *path, *url, *fmt, *sha = NULL;
+        int64_t size = -1;
+        if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
+            (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
+            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
+            return rc;
+        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
+        if (strcmp(fmt, "tar")) { rc = err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt); return rc; }
+        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); return rc; }
+        if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
+            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
+            return rc;
+        }
+        struct fetch_entry *x = plan_add(p, e);
+        if (!x) return ERR_NOMEM;
+        x->rel = str_dup(path);
+        x->dest = fmt_dup("%s/%s", p->root, path);
+        x->url = str_dup(url);
+        x->member = str_dup(id); // archives keep their id here
+        x->is_archive = 1;
+        x->size = size;
+        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
+        if (!x->rel || !x->dest || !x->url || !x->member) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); return rc; }
+        x->present = file_exists(x->dest);
+    }
+    return 0;
+}
+
+int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json, size_t len, const char *man,
+                        struct err *e) {
+    memset(p, 0, sizeof *p);
+    char cache[PATH_MAX_];
+    int rc;
     if ((rc = paths_cache(cache, sizeof cache, e))) return rc;
     if (snprintf(p->root, sizeof p->root, "%s/datasets", cache) >= (int)sizeof p->root)
         return err_set(e, ERR_RANGE, "cache path too long");
     snprintf(p->title, sizeof p->title, "task %s", task);
     cJSON *j = NULL;
-    if ((rc = json_parse_file(&j, man, e))) return rc;
+    if ((rc = json_parse(&j, json, len, man, e))) return rc;
     const cJSON *files, *it;
     const char *top_manual = NULL;
     if ((rc = json_get_arr(j, "files", &files, 1, man, e)) || (rc = json_get_str(j, "manual", &top_manual, 0, man, e)))
@@ -820,36 +881,8 @@ int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     snprintf(p->license, sizeof p->license, "%s", lic ? lic : "license not recorded");
     const cJSON *archives = NULL;
     if ((rc = json_get_arr(j, "archives", &archives, 0, man, e))) goto fail;
+    if ((rc = plan_archives(p, archives, man, e))) goto fail;
     int k = 0;
-    if (archives) cJSON_ArrayForEach(it, archives) {
-        char ctx[PATH_MAX_ + 32];
-        snprintf(ctx, sizeof ctx, "%s: archives[%d]", man, k++);
-        const char *id, *path, *url, *fmt, *sha = NULL;
-        int64_t size = -1;
-        if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
-            (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
-            (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
-            goto fail;
-        if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); goto fail; }
-        if (strcmp(fmt, "tar")) { rc = err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt); goto fail; }
-        if (sha && !is_hex64(sha)) { rc = err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, sha); goto fail; }
-        if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-            rc = err_set(e, ERR_FORMAT, "%s: url '%s': expected http(s)", ctx, url);
-            goto fail;
-        }
-        struct fetch_entry *x = plan_add(p, e);
-        if (!x) { rc = ERR_NOMEM; goto fail; }
-        x->rel = str_dup(path);
-        x->dest = fmt_dup("%s/%s", p->root, path);
-        x->url = str_dup(url);
-        x->member = str_dup(id); // archives keep their id here
-        x->is_archive = 1;
-        x->size = size;
-        if (sha) snprintf(x->sha256, sizeof x->sha256, "%s", sha);
-        if (!x->rel || !x->dest || !x->url || !x->member) { rc = err_set(e, ERR_NOMEM, "fetch: out of memory"); goto fail; }
-        x->present = file_exists(x->dest);
-    }
-    k = 0;
     cJSON_ArrayForEach(it, files) {
         char ctx[PATH_MAX_ + 32];
         snprintf(ctx, sizeof ctx, "%s: files[%d]", man, k++);

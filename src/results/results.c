@@ -4,6 +4,7 @@
 #include "results/results.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -229,14 +230,20 @@ static int walk_frames(const char *path, const char *buf, size_t len, int *n_ite
     return 0;
 }
 
+int results_samples_count_mem(const char *raw, size_t len, const char *path, int *n_items, struct err *e) {
+    size_t good;
+    *n_items = 0;
+    return walk_frames(path, raw, len, n_items, &good, 0, e);
+}
+
 int results_samples_count(const char *path, int *n_items, struct err *e) {
     *n_items = 0;
     if (!file_exists(path)) return 0;
     char *raw = NULL;
-    size_t n = 0, good;
+    size_t n = 0;
     int rc = file_read_raw(path, &raw, &n, e);
     if (rc) return rc;
-    rc = walk_frames(path, raw, n, n_items, &good, 0, e);
+    rc = results_samples_count_mem(raw, n, path, n_items, e);
     free(raw);
     return rc;
 }
@@ -315,36 +322,35 @@ void results_writer_abort(struct results_writer *w) {
     w->pending = (struct results_buf){0};
 }
 
-int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e) {
+int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
+                               struct err *e) {
     *out = NULL;
     *n = 0;
-    char *buf;
-    size_t len;
-    int rc = file_read_all(path, &buf, &len, e);
-    if (rc) return rc;
-    int cap = 0, cnt = 0, line = 1;
+    int cap = 0, cnt = 0, line = 1, rc = 0;
     struct results_sample *v = NULL;
     char ctx[4200];
     for (size_t off = 0; off < len && !rc; line++) {
-        char *nl = memchr(buf + off, '\n', len - off);
+        const char *nl = memchr(buf + off, '\n', len - off);
         if (!nl) { rc = err_set(e, ERR_FORMAT, "%s:%d: line without a newline (truncated file?)", path, line); break; }
         size_t ll = (size_t)(nl - (buf + off));
+        if (cnt == INT_MAX) { rc = err_set(e, ERR_RANGE, "%s:%d: more than %d items", path, line, INT_MAX); break; }
         if (cnt == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct results_sample *t = realloc(v, sizeof *v * (size_t)cap);
+            int nc = cap ? (cap > INT_MAX / 2 ? INT_MAX : cap * 2) : 256;
+            struct results_sample *t = realloc(v, sizeof *v * (size_t)nc);
             if (!t) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); break; }
             v = t;
+            cap = nc;
         }
         snprintf(ctx, sizeof ctx, "%s:%d", path, line);
         rc = results_sample_parse(&v[cnt], buf + off, ll, ctx, e);
-        if (!rc && v[cnt].idx != (cnt ? v[0].idx + cnt : v[cnt].idx)) {
-            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, v[0].idx + cnt);
+        if (!rc && cnt && (v[0].idx > INT_MAX - cnt || v[cnt].idx != v[0].idx + cnt)) {
+            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %lld (items out of order)", ctx, v[cnt].idx,
+                         (long long)v[0].idx + cnt);
             results_sample_free(&v[cnt]);
         }
         if (!rc) cnt++;
         off += ll + 1;
     }
-    free(buf);
     if (rc) {
         for (int i = 0; i < cnt; i++) results_sample_free(&v[i]);
         free(v);
@@ -353,6 +359,18 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
     *out = v;
     *n = cnt;
     return 0;
+}
+
+int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e) {
+    *out = NULL;
+    *n = 0;
+    char *buf;
+    size_t len;
+    int rc = file_read_all(path, &buf, &len, e);
+    if (rc) return rc;
+    rc = results_samples_parse_text(buf, len, path, out, n, e);
+    free(buf);
+    return rc;
 }
 
 // ---- files of a run ----

@@ -48,6 +48,9 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
+// The same over the decompressed text of a samples file (buf, len; path names it in errors).
+int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
+                               struct err *e);
 
 // ---- crash-safe writer ----
 struct results_writer {
@@ -61,6 +64,8 @@ struct results_writer {
 // Counts the items in the complete frames of an existing file (0 if it does not exist);
 // a torn frame at the end (a killed run) is ignored.
 int results_samples_count(const char *path, int *n_items, struct err *e);
+// The same over the raw (compressed) bytes of a samples file.
+int results_samples_count_mem(const char *raw, size_t len, const char *path, int *n_items, struct err *e);
 // Opens path for appending. keep_items = 0 truncates/creates; otherwise keep_items must be a
 // multiple of RESULTS_FRAME_ITEMS (or the file's whole item count) and the file is cut right
 // after the frame that holds item keep_items-1.
