@@ -36,6 +36,9 @@ static void human_subject(char *out, size_t n, const char *subject) {
         if (*p == '_') *p = ' ';
 }
 
+int task_mmlu_subject_count(void) { return 57; }
+const char *task_mmlu_subject_name(int i) { return i >= 0 && i < 57 ? k_subjects[i] : NULL; }
+
 static int push_mmlu(struct task_set *s, const char *subject, int row, const char *q,
                      const char *const ch[4], int gold) {
     char hs[256], id[320];

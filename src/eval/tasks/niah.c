@@ -95,6 +95,7 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
         return err_set(e, ERR_USAGE, "niah: needs the model's tokenizer to size the haystack (task_opts.count_tokens)");
     struct task_set hs;
     int rc = task_load_ppl(&hs, o, e);
+    if (!rc && hs.text_len == 0) rc = err_set(e, ERR_FORMAT, "%s: the haystack text is empty", hs.source);
     if (rc) { task_set_free(&hs); return err_prefix(e, "niah haystack"); }
     task_set_begin(s, "niah", TASK_METRIC_ACC, "niah-ll-v1", o);
     task_source_add(s, "haystack %s", hs.source);
