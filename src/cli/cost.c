@@ -19,7 +19,8 @@
 #define DEFAULT_MODES "bf16,direct,hifa4"
 #define MAX_MODES 16
 #define MAX_LAYERS 4096
-#define MAX_SEQ (1 << 22) // keeps every count far below 2^63 (and exact in JSON up to ~2^53)
+#define MAX_SEQ (1 << 22) // 4M tokens; counts are checked against 2^63 (cost_count_call), and JSON
+                          // prints them exactly up to 2^53
 
 // ---- model shape ----
 struct mshape {
@@ -188,10 +189,14 @@ static int find_params(char *out, size_t n, const char *given, struct err *e) {
                    "pass --params FILE", DEFAULT_PARAMS);
 }
 
-static void counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc) {
+// Counts of one sequence through every layer; a count beyond 64 bits is refused naming it.
+static int counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc, struct err *e) {
     memset(c, 0, sizeof *c);
-    for (int l = 0; l < s->n_layers; l++)
-        cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc);
+    for (int l = 0; l < s->n_layers; l++) {
+        int rc = cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc, e);
+        if (rc) return err_prefix(e, "--seq %d with %d layers: the shape is beyond what 64-bit counts hold", T, s->n_layers);
+    }
+    return 0;
 }
 
 static void print_counts(const char *mode, const struct cost_counts *c, const struct cost_cycles *cy) {
@@ -263,10 +268,10 @@ int cmd_cost(int argc, char **argv, struct err *e) {
 
     struct cost_counts base, c[MAX_MODES];
     struct cost_cycles base_cy, cy[MAX_MODES];
-    counts_for(&base, bf16_flags, &s, T, br, bc);
+    if ((rc = counts_for(&base, bf16_flags, &s, T, br, bc, e))) { free(s.window); return rc; }
     cost_cycles(&base_cy, &base, &p);
     for (int i = 0; i < n_modes; i++) {
-        counts_for(&c[i], flags[i], &s, T, br, bc);
+        if ((rc = counts_for(&c[i], flags[i], &s, T, br, bc, e))) { free(s.window); return rc; }
         cost_cycles(&cy[i], &c[i], &p);
     }
     const double norm = base_cy.cube, rnorm = base_cy.critical;

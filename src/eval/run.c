@@ -375,7 +375,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
 }
 
 // Attention hook coverage and the emulated cost of the batch just run under mode m.
-static void count_mode(struct run *r, int m) {
+static int count_mode(struct run *r, int m, struct err *e) {
     const struct model_config *cfg = model_cfg(r->model);
     struct run_mode_acc *acc = &r->acc[m];
     const struct attn_stats *st = attn_ctx_stats(model_attn(r->model));
@@ -386,9 +386,12 @@ static void count_mode(struct run *r, int m) {
     // cost counts are exact functions of the call shapes (spec/cost.md 1)
     const unsigned fl = attn_mode_find(r->o.modes[m])->flags;
     for (int s = 0; s < r->batch.n_seq; s++)
-        for (int l = 0; l < cfg->n_layers; l++)
-            cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,
-                            cfg->window[l], COST_BR_DEFAULT, COST_BC_DEFAULT);
+        for (int l = 0; l < cfg->n_layers; l++) {
+            int rc = cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,
+                                     cfg->window[l], COST_BR_DEFAULT, COST_BC_DEFAULT, e);
+            if (rc) return err_prefix(e, "mode %s", r->o.modes[m]);
+        }
+    return 0;
 }
 
 // Appends the batch's items under mode m to its samples file.
@@ -428,7 +431,7 @@ static int score_batch(struct run *r, int t, struct err *e) {
             err_prefix(e, "task %s, mode %s, items %d..%d", r->sets[t].name, r->o.modes[m], b->item0, b->item1 - 1);
             break;
         }
-        count_mode(r, m);
+        if ((rc = count_mode(r, m, e))) break;
         struct eval_score *sc = r->scores + b->item0;
         if ((rc = eval_batch_score(sc, p, b, lg, r->vocab, r->o.n_threads, e))) break;
         if (m > 0 && (rc = eval_batch_compare(sc, p, b, r->logits_ref, r->logits_q, r->vocab, r->o.n_threads, e))) break;
