@@ -184,6 +184,20 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     return 0;
 }
 
+// The bounds of config.h, each error naming its field.
+static int check_sizes(const struct model_config *c, const char *ctx, struct err *e) {
+    const struct { const char *field; int v, max; } lim[] = {
+        {"hidden_size", c->dim, CFG_MAX_DIM},           {"intermediate_size", c->hidden_dim, CFG_MAX_FFN},
+        {"num_hidden_layers", c->n_layers, CFG_MAX_LAYERS}, {"num_attention_heads", c->n_heads, CFG_MAX_HEADS},
+        {"vocab_size", c->vocab_size, CFG_MAX_VOCAB},    {"max_position_embeddings", c->max_seq, CFG_MAX_POSITIONS},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v > lim[i].max)
+            return err_set(e, ERR_RANGE, "%s: field '%s': %d exceeds the supported maximum %d", ctx, lim[i].field, lim[i].v,
+                           lim[i].max);
+    return 0;
+}
+
 int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e) {
     memset(c, 0, sizeof *c);
     cJSON *root = NULL;
@@ -219,7 +233,7 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
                      c->n_heads, c->n_kv_heads, c->vocab_size, c->max_seq);
         goto done;
     }
-    if (c->n_layers > CFG_MAX_LAYERS) { rc = err_set(e, ERR_RANGE, "%s: %d layers (max %d)", ctx, c->n_layers, CFG_MAX_LAYERS); goto done; }
+    if ((rc = check_sizes(c, ctx, e))) goto done;
     if (c->n_heads % c->n_kv_heads) {
         rc = err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
                      c->n_kv_heads);
@@ -236,6 +250,11 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     }
     if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024) {
         rc = err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
+        goto done;
+    }
+    if ((int64_t)c->n_heads * c->head_dim > CFG_MAX_DIM) {
+        rc = err_set(e, ERR_RANGE, "%s: field 'num_attention_heads' x 'head_dim' = %d x %d exceeds %d", ctx, c->n_heads,
+                     c->head_dim, CFG_MAX_DIM);
         goto done;
     }
     c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
