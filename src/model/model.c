@@ -64,6 +64,9 @@ struct model {
     float *gate, *up;            // (max_tokens, hidden_dim)
     int *ibuf;                   // seq_off (max_tokens) | pos (max_tokens) | long (max_tokens)
     double *rope;                // cos | sin (max_seq, rope_dim/2) [| long cos | long sin]
+    // a streamed matrix found non-finite while converting for a GEMM (forward stops after the layer)
+    const struct st_tensor *bad_w;
+    size_t bad_off, bad_n;
     struct attn_ctx *attn;
     struct model_stats stats;
 };
@@ -92,27 +95,56 @@ struct attn_ctx *model_attn(struct model *m) { return m->attn; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }
 void model_reset_stats(struct model *m) { memset(&m->stats, 0, sizeof m->stats); }
 
-// Exact widening of n elements of t starting at element off (data may be unaligned).
-static void convert(float *dst, const struct st_tensor *t, size_t off, size_t n, int nt) {
+// Exact widening of n elements of t starting at element off (data may be unaligned). Returns
+// how many of them are not finite (inf or NaN: exponent bits all ones), counted in the same
+// pass, so the check costs a compare per element of memory the conversion touches anyway.
+static size_t convert(float *dst, const struct st_tensor *t, size_t off, size_t n, int nt) {
     const unsigned char *src = (const unsigned char *)t->data;
     const long long nn = (long long)n;
+    size_t bad = 0;
     if (t->dtype == ST_F32) {
         memcpy(dst, src + off * 4, n * 4);
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536) reduction(+ : bad)
+        for (long long i = 0; i < nn; i++) bad += (f32_bits(dst[i]) & 0x7f800000u) == 0x7f800000u;
     } else if (t->dtype == ST_BF16) {
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536) reduction(+ : bad)
         for (long long i = 0; i < nn; i++) {
             uint16_t h;
             memcpy(&h, src + (off + (size_t)i) * 2, 2);
+            bad += (h & 0x7f80u) == 0x7f80u;
             dst[i] = bf16_to_f32(h);
         }
     } else {
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > 65536) reduction(+ : bad)
         for (long long i = 0; i < nn; i++) {
             uint16_t h;
             memcpy(&h, src + (off + (size_t)i) * 2, 2);
+            bad += (h & 0x7c00u) == 0x7c00u;
             dst[i] = f16_to_f32(h);
         }
     }
+    return bad;
+}
+
+// The error for a tensor holding a non-finite value among elements [off, off + n): names the
+// tensor, the first such element (row and column of a matrix) and its value.
+static int nonfinite_err(const struct st_tensor *t, size_t off, size_t n, struct err *e) {
+    size_t i = 0;
+    float v = 0;
+    for (; i < n; i++) {
+        convert(&v, t, off + i, 1, 1);
+        if (!isfinite(v)) break;
+    }
+    const size_t at = off + i, cols = t->ndim == 2 ? (size_t)t->shape[1] : 0;
+    if (cols)
+        return err_set(e, ERR_FORMAT, "tensor '%s' [row %zu, column %zu] = %g: the checkpoint holds a non-finite weight",
+                       t->name, at / cols, at % cols, (double)v);
+    return err_set(e, ERR_FORMAT, "tensor '%s' [%zu] = %g: the checkpoint holds a non-finite weight", t->name, at, (double)v);
+}
+
+// Converts a matrix slice and refuses it when it holds a value that is not finite.
+static int convert_checked(float *dst, const struct wref *r, int nt, struct err *e) {
+    return convert(dst, r->t, r->off, r->n, nt) ? nonfinite_err(r->t, r->off, r->n, e) : 0;
 }
 
 static int in_place(const struct wref *r) {
@@ -134,6 +166,12 @@ static int bind_mat(struct model *m, struct wref *r, const char *name, int rows,
     r->n = (size_t)rows * (size_t)cols;
     r->min_rows = ops_gemm_min_rows(rows, cols);
     r->p = in_place(r) ? (const float *)t->data + r->off : NULL;
+    if (r->p) { // used in place, never converted: one read pass over the mapping instead
+        size_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (r->n > 65536)
+        for (long long i = 0; i < (long long)r->n; i++) bad += (f32_bits(r->p[i]) & 0x7f800000u) == 0x7f800000u;
+        if (bad) return nonfinite_err(t, r->off, r->n, e);
+    }
     return 0;
 }
 
@@ -146,7 +184,7 @@ static int bind_vec(struct model *m, const float **out, const char *name, int n,
     if (m->small_used + (size_t)n > m->small_n)
         return err_set(e, ERR_INTERNAL, "model: small-tensor arena too small at %s", name);
     float *dst = m->small + m->small_used;
-    convert(dst, t, 0, (size_t)n, 1);
+    if (convert(dst, t, 0, (size_t)n, 1)) return nonfinite_err(t, 0, (size_t)n, e);
     m->small_used += (size_t)n;
     *out = dst;
     return 0;
@@ -345,7 +383,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
             for (int i = 0; i < (l < c->n_layers ? W_COUNT : 1); i++) {
                 struct wref *r = l < c->n_layers ? &m->layers[l].w[i] : &m->head;
                 if (r->p) continue;
-                convert(m->wbuf + used, r->t, r->off, r->n, op->n_threads);
+                if ((rc = convert_checked(m->wbuf + used, r, op->n_threads, e))) goto fail;
                 r->p = m->wbuf + used;
                 used += r->n;
             }
@@ -460,7 +498,11 @@ static void linear(struct model *m, float *y, const float *x, const struct wref 
         for (int r0 = 0; r0 < r->rows; r0 += chunk) {
             int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
             double t0 = time_now();
-            convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt);
+            if (convert(m->sbuf, r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, nt) && !m->bad_w) {
+                m->bad_w = r->t; // reported by model_forward after this layer (linear has no error path)
+                m->bad_off = r->off + (size_t)r0 * r->cols;
+                m->bad_n = (size_t)nr * r->cols;
+            }
             double t1 = time_now(), c1 = cpu_now();
             gemm(m, y + r0, x, m->sbuf, M, nr, r->cols, ldy, bias ? bias + r0 : NULL, bf16);
             m->stats.convert_s += t1 - t0;
@@ -530,13 +572,17 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     // ---- embedding (Gemma2: x sqrt(dim); HF rounds the normalizer to the activation dtype) ----
     const double norm64 = sqrt((double)D);
     const float normb = round_bf16((float)norm64);
-#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * D))
+    size_t bad_rows = 0;
+#pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)T * D)) reduction(+ : bad_rows)
     for (int t = 0; t < T; t++) {
         float *x = m->x + (size_t)t * D;
-        convert(x, m->embed, (size_t)tokens[t] * D, (size_t)D, 1);
+        bad_rows += convert(x, m->embed, (size_t)tokens[t] * D, (size_t)D, 1) > 0;
         if (c->embed_scale)
             for (int i = 0; i < D; i++) x[i] = bf16 ? round_bf16(x[i] * normb) : (float)(x[i] * norm64);
     }
+    for (int t = 0; bad_rows && t < T; t++) // the embedding is read per token, so its rows are checked here
+        if (convert(m->xb, m->embed, (size_t)tokens[t] * D, (size_t)D, 1))
+            return nonfinite_err(m->embed, (size_t)tokens[t] * D, (size_t)D, e);
 
     const size_t half = (size_t)c->rope_dim / 2, tab = (size_t)m->opts.max_seq * half;
     for (int l = 0; l < c->n_layers; l++) {
@@ -582,6 +628,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         if (c->sandwich_norm) norm_rows(m, m->tmp, m->tmp, L->post_ffn_norm, T, D);
         // residual add fused with the next layer's input norm
         add_norm_rows(m, m->x, m->tmp, m->xb, l + 1 < c->n_layers ? m->layers[l + 1].in_norm : NULL, T, D);
+        if (m->bad_w) return nonfinite_err(m->bad_w, m->bad_off, m->bad_n, e);
     }
 
     // ---- final norm and vocab projection at the requested rows only ----
@@ -594,6 +641,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
         } else {
             linear(m, logits, m->xb, &m->head, NULL, n_out, V, bf16);
         }
+        if (m->bad_w) return nonfinite_err(m->bad_w, m->bad_off, m->bad_n, e);
         if (c->final_softcap > 0) {
 #pragma omp parallel for schedule(static) num_threads(nt_for(m, (size_t)n_out * V))
             for (int i = 0; i < n_out; i++) ops_softcap(logits + (size_t)i * V, (size_t)V, c->final_softcap, bf16);
