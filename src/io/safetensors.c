@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -143,7 +144,7 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         for (int d = 0; d < nd; d++) {
             const cJSON *v = cJSON_GetArrayItem(shape, d);
             double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
-            if (!cJSON_IsNumber(v) || x < 0 || x != (double)(int64_t)x || x > 9.0e15) {
+            if (!cJSON_IsNumber(v) || !(x >= 0 && x <= 9.0e15) || x != floor(x)) { // range before any cast
                 rc = err_set(e, ERR_FORMAT, "%s: shape[%d] = %s is not a non-negative integer", ctx, d, json_brief(v));
                 goto fail;
             }
@@ -159,7 +160,8 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         const cJSON *o0 = cJSON_GetArrayItem(offs, 0), *o1 = cJSON_GetArrayItem(offs, 1);
         if (cJSON_IsNumber(o0)) b0 = o0->valuedouble;
         if (cJSON_IsNumber(o1)) b1 = o1->valuedouble;
-        if (b0 < 0 || b1 < 0 || b0 != (double)(uint64_t)b0 || b1 != (double)(uint64_t)b1 || b1 < b0) {
+        // range before any cast (a double beyond 2^64 converted to uint64_t is undefined)
+        if (!(b0 >= 0 && b0 <= 9.0e15) || !(b1 >= 0 && b1 <= 9.0e15) || b0 != floor(b0) || b1 != floor(b1) || b1 < b0) {
             rc = err_set(e, ERR_FORMAT, "%s: bad data_offsets [%s, %s]", ctx, json_brief(o0), json_brief(o1));
             goto fail;
         }
