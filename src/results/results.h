@@ -29,6 +29,8 @@ struct results_sample {
     int n_kl;           // token-level rows compared with the reference (0 for the reference)
     double *kl;         // [n_kl]
     int top1_same;
+    int nonfinite;      // 1: a log-likelihood was not finite (run --nonfinite count): the item is
+                        // left out of every statistic; written only when set
 };
 void results_sample_free(struct results_sample *s);
 
@@ -88,6 +90,11 @@ int results_write_json(const char *path, const cJSON *j, struct err *e);
 // request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
 // Equal keys: a run may be resumed over another, or shards merged.
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
+// 0 when run.json (the object `run` of directory dir) says "complete": true - every samples
+// file, summary.json, report.md, tables and plots were written - else ERR_MISMATCH naming the
+// directory and how to finish it (run --resume). report, diff and tables refuse such a run:
+// its samples files may hold fewer items in one mode than another (a killed run).
+int results_check_complete(const char *dir, const cJSON *run, struct err *e);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
@@ -100,8 +107,11 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // token KL (mean, p50, p90, p99, max) and same-top-1 rate; across tasks D_avg and D_w per
 // mode (acc, and acc_norm over tasks that report it). Tasks whose metrics include "ppl" (one
 // sample per window) get per mode tokens, bytes, loglik, ppl and bits_per_byte, and vs the
-// reference d_ppl and the token statistics; they are left out of D_avg / D_w. *out owned by
-// the caller.
+// reference d_ppl and the token statistics; they are left out of D_avg / D_w. Items marked
+// nonfinite in any mode are left out of every statistic of their task (all modes, so the
+// comparisons stay paired) and counted in the task's "nonfinite": {"excluded", "modes"}. A
+// samples file with another number of items than the reference mode's is ERR_MISMATCH naming
+// it. *out owned by the caller.
 int results_summarize(const char *run_dir, cJSON **out, struct err *e);
 
 #endif
