@@ -46,8 +46,7 @@ make_seeds() {
             --out "$s/scales/tiny.safetensors" >/dev/null 2>&1
         printf '{"question": "Pick one.", "choices": ["a", "b", "c"], "answer": 1}\n%.0s' $(seq 70) >"$s/mc.jsonl"
         "$BIN" --quiet run --model "$m" --task mc_jsonl --task-file "$s/mc.jsonl" --attn f32,bf16 --threads 1 \
-            --out "$s/run" >/dev/null 2>&1 || "$BIN" --quiet run --model "$m" --task mc_jsonl --file "$s/mc.jsonl" \
-            --attn f32,bf16 --threads 1 --out "$s/run" >/dev/null 2>&1
+            --out "$s/run" >/dev/null 2>&1
         for f in "$s"/run/samples-*.zst; do [ -f "$f" ] && cp "$f" "$s/samples/" && zstd -qdc "$f" >"$s/samples/$(basename "$f" .zst)"; done
     fi
     if [ -f "$sh/stories260K.bin" ]; then

@@ -661,7 +661,7 @@ static void test_mc_jsonl(void) {
     struct task_set s;
     struct err e;
     int rc = load("mc_jsonl", &s, NULL, NULL, 0, 0, &e);
-    CHECK(rc == ERR_USAGE, "mc_jsonl without --file");
+    CHECK(rc == ERR_USAGE, "mc_jsonl without --task-file");
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_mini.jsonl", 0, 0, &e);
     CHECK(rc == ERR_FORMAT && strstr(e.msg, "mc_mini.jsonl:3"), "mc_jsonl bad row: %s", e.msg);
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_badutf8.jsonl", 1, 0, &e);
@@ -700,7 +700,7 @@ static void test_ppl(void) {
     }
     task_set_free(&s);
     rc = load("ppl", &s, NULL, FIX "/ppl_mini.txt", 0, 0, &e);
-    CHECK(rc == 0 && s.text_len == 25 && !strcmp(s.text, " = Title = \n\n Some text.\n"), "ppl --file as is");
+    CHECK(rc == 0 && s.text_len == 25 && !strcmp(s.text, " = Title = \n\n Some text.\n"), "ppl --task-file as is");
     task_set_free(&s);
 }
 

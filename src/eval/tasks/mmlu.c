@@ -1,8 +1,8 @@
 // mmlu.c: MMLU test (Hendrycks et al.), zero-shot, lm-evaluation-harness "mmlu" template
 // (spec/tasks.md section 2). Reads the 57 headerless per-subject CSVs `<subject>_test.csv`
 // (question,A,B,C,D,answer letter) from mmlu/data/test/ under a data root (or the directory
-// given with --file), or one JSONL file {subject, question, choices[4], answer 0-3} given with
-// --file. Items are ordered by subject name, then file row; item id "<subject>/<row>" (0-based).
+// given with --task-file), or one JSONL file {subject, question, choices[4], answer 0-3} given with
+// --task-file. Items are ordered by subject name, then file row; item id "<subject>/<row>" (0-based).
 // Task accuracy is the micro-average over items (eval's job); subject is kept per item.
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +162,7 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
     char dir[4096];
     int rc;
     if (o->file && (str_ends_with(o->file, ".jsonl") || str_ends_with(o->file, ".jsonl.zst"))) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mmlu: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mmlu: --task-file %s: no such file", o->file);
         rc = load_jsonl(s, o->file, o, e);
         if (rc) return rc;
         task_source_add(s, "%s (JSONL)", o->file);
@@ -171,7 +171,7 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
     }
     if (o->file) {
         if (!dir_exists(o->file))
-            return err_set(e, ERR_NOTFOUND, "mmlu: --file %s: expected a directory of <subject>_test.csv files or a .jsonl file", o->file);
+            return err_set(e, ERR_NOTFOUND, "mmlu: --task-file %s: expected a directory of <subject>_test.csv files or a .jsonl file", o->file);
         snprintf(dir, sizeof dir, "%s", o->file);
     } else if ((rc = task_data_find(dir, sizeof dir, o, "mmlu", "mmlu/data/test", 1, e))) {
         return rc;

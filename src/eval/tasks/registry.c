@@ -32,9 +32,9 @@ static const struct task_def g_tasks[] = {
     {"bbh", "BIG-Bench Hard likelihood variant, 24 subtasks, 3-shot (acc_norm)", task_load_bbh},
     {"exam", "US amateur-radio and FCC commercial licence exam pools (Debian hamexam/fccexam) (acc)",
      task_load_exam},
-    {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --file (acc)",
+    {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --task-file (acc)",
      task_load_mc_jsonl},
-    {"ppl", "perplexity on plain text (default WikiText-2 test raw) via --file", task_load_ppl},
+    {"ppl", "perplexity on plain text (default WikiText-2 test raw) or --task-file", task_load_ppl},
     {"niah", "needle in a haystack, likelihood of the magic number among 10 (needs the tokenizer)", task_load_niah},
 };
 

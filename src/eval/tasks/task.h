@@ -83,7 +83,7 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
 // is a directory (mmlu: the 57 <subject>_test.csv, bbh: the <subtask>.json files); for
 // hellaswag and gpqa_diamond the entries are alternatives tried in order; exam's are optional
 // copies of the Debian pools (else /usr/share/hamexam, /usr/share/fccexam). Empty list for
-// mc_jsonl (--file only); NULL for an unknown task.
+// mc_jsonl (--task-file only); NULL for an unknown task.
 const char *const *task_data_paths(const char *name);
 // Frees every item and the text; safe on a zeroed or half-built set; leaves it zeroed.
 void task_set_free(struct task_set *s);
