@@ -42,6 +42,17 @@ static inline double test_rel_l2(const float *a, const float *b, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+// Progress of a binary that runs for minutes (test_run, test_tokenizer, test_trace): a line
+// "# <text>" on stdout at once; tests/run_tests.sh shows these lines while the binary runs,
+// so a long `make test` is never silent.
+#define TEST_PROGRESS(...)                                                                \
+    do {                                                                                  \
+        printf("# ");                                                                     \
+        printf(__VA_ARGS__);                                                              \
+        putchar('\n');                                                                    \
+        fflush(stdout);                                                                   \
+    } while (0)
+
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, test_passed_, test_failed_);
     return test_failed_ ? 1 : 0;

@@ -311,10 +311,15 @@ int main(void) {
     if (!file_exists(cfg))
         CHECK(sh("%s --quiet import-llama2c ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "
                  "--out %s > /dev/null", bin, model) == 0, "import-llama2c");
+    TEST_PROGRESS("4 tasks x 2 modes, flips / hurts / helps recomputed by hand");
     test_four_tasks();
+    TEST_PROGRESS("perplexity");
     test_ppl();
+    TEST_PROGRESS("SIGKILL + --resume: byte-identical samples");
     test_resume();
+    TEST_PROGRESS("batch size and thread count invariance");
     test_batch_threads();
+    TEST_PROGRESS("--shard K/N + merge");
     test_shard_merge();
     return test_summary("test_run");
 }
