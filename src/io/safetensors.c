@@ -243,7 +243,8 @@ out:
 
 // Sorts the tensors by name and refuses a name that two shards (or one header) both hold.
 static int finish_open(struct safetensors *st, const char *path, struct err *e) {
-    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
+    // a header without tensors leaves tensors NULL, and qsort(NULL, 0) is undefined (fuzz_scales)
+    if (st->n_tensors > 1) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
     for (int i = 1; i < st->n_tensors; i++)
         if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
             int rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
