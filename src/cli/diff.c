@@ -97,12 +97,11 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         const cJSON *tb_match = NULL;
         cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
             if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) tb_match = tb;
-        const double want_a = cJSON_GetNumberValue(cJSON_GetObjectItem(ta, "n_items"));
-        const double want_b = cJSON_GetNumberValue(cJSON_GetObjectItem(tb_match, "n_items"));
-        if ((!isnan(want_a) && na != (int)want_a) || (!isnan(want_b) && nb != (int)want_b)) {
-            int bad_a = !isnan(want_a) && na != (int)want_a;
+        const int want_a = results_task_items(ta), want_b = results_task_items(tb_match);
+        if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
+            int bad_a = want_a >= 0 && na != want_a;
             rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
-                         "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, (int)(bad_a ? want_a : want_b));
+                         "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, bad_a ? want_a : want_b);
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
             free(sa);

@@ -448,6 +448,16 @@ int results_check_complete(const char *dir, const cJSON *run, struct err *e) {
                    k ? "`hifa4-eval " : "the same `run` command with --resume", k ? cmd : "", k ? "`" : "");
 }
 
+int results_task_items(const cJSON *task) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(task, "item_range"), *ni = cJSON_GetObjectItemCaseSensitive(task, "n_items");
+    double v = -1;
+    if (cJSON_GetArraySize(r) == 2 && cJSON_IsNumber(r->child) && cJSON_IsNumber(r->child->next))
+        v = r->child->next->valuedouble - r->child->valuedouble;
+    else if (cJSON_IsNumber(ni))
+        v = ni->valuedouble;
+    return v >= 0 && v <= INT_MAX && v == floor(v) ? (int)v : -1;
+}
+
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
     const char *base = model;
     size_t len = strlen(model);
@@ -748,10 +758,7 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
             if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) is_ppl = 1;
         }
         struct task_samples ts;
-        double want = -1;
-        const cJSON *ni = cJSON_GetObjectItemCaseSensitive(t, "n_items");
-        if (cJSON_IsNumber(ni)) want = ni->valuedouble;
-        rc = load_task(&ts, dir, name, modes, n_modes, want >= 0 && want <= INT_MAX ? (int)want : -1, e);
+        rc = load_task(&ts, dir, name, modes, n_modes, results_task_items(t), e);
         if (!rc) drop_nonfinite(&ts, modes, n_modes, cJSON_AddObjectToObject(tj, name));
         if (!rc && is_ppl) {
             cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);

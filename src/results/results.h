@@ -95,6 +95,9 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // directory and how to finish it (run --resume). report, diff and tables refuse such a run:
 // its samples files may hold fewer items in one mode than another (a killed run).
 int results_check_complete(const char *dir, const cJSON *run, struct err *e);
+// Items a task object of run.json says its samples files hold: the length of "item_range" (a
+// shard), else "n_items"; -1 when it says neither.
+int results_task_items(const cJSON *task);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
