@@ -220,7 +220,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e))) return rc;
+    // task data, --out and --scales are checked before a model is fetched (issue 14)
+    if ((rc = run_precheck(&ro, e)) || (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e)))
+        return rc;
     name_model(model_name, sizeof model_name, o.model, model_dir);
     ro.model_dir = model_dir;
     ro.model_name = model_name;

@@ -83,6 +83,12 @@ typedef void (*run_progress_fn)(void *user, const char *task, int64_t done, int6
 
 struct run;
 
+// The checks of run_open that need no model, for a caller about to fetch one (a download can
+// take hours): an existing run.json without o->resume, an --out that is a file, a missing
+// scales file, and every task's data loaded and refused when empty (niah, sized in tokens,
+// waits for run_open). Nothing is written.
+int run_precheck(const struct run_opts *o, struct err *e);
+
 // Creates (or opens) the run directory and locks it for this process (another process holding
 // it: ERR_IO naming it; a killed holder leaves no lock), then checks, before the weights load:
 // config.json, the tokenizer, every mode with its options and the scales file (values, shape,

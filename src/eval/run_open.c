@@ -221,6 +221,26 @@ static int open_model(struct run *r, struct err *e) {
     return 0;
 }
 
+int run_precheck(const struct run_opts *o, struct err *e) {
+    if (o->out_dir) {
+        char jp[4200];
+        snprintf(jp, sizeof jp, "%s/run.json", o->out_dir);
+        if (file_exists(jp) && !o->resume)
+            return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", jp);
+        if (file_exists(o->out_dir))
+            return err_set(e, ERR_USAGE, "--out %s: a file, not a directory", o->out_dir);
+    }
+    if (o->scales && !file_exists(o->scales)) return err_set(e, ERR_NOTFOUND, "--scales %s: no such file", o->scales);
+    for (int t = 0; t < o->n_tasks; t++) {
+        if (!strcmp(o->tasks[t], "niah")) continue; // sized in tokens: checked by run_open with the tokenizer
+        struct task_set s;
+        int rc = task_load(o->tasks[t], &s, &o->task, e);
+        task_set_free(&s);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     *out = NULL;
     struct run *r = calloc(1, sizeof *r);
