@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "eval/tasks/task.h"
 
@@ -37,16 +38,15 @@ static inline void fz_load_task(const char *name, const char *file, int skip_bad
                           .count_tokens = fz_count_tokens, .niah_lengths = "16,64", .niah_per_cell = 1};
     struct task_set s;
     struct err e = {0};
-    if (!task_load(name, &s, &o, &e)) {
-        fz_check_set(&s);
-        task_set_free(&s);
-    }
-    // a limit must keep the invariants too (mmlu and bbh limit per subject)
+    if (task_load(name, &s, &o, &e)) return;
+    fz_check_set(&s);
+    // a limit must keep the invariants too (mmlu and bbh limit per subject), applied as
+    // task_load applies it, without reading the files again
     o.limit = 1;
-    if (!task_load(name, &s, &o, &e)) {
-        fz_check_set(&s);
-        task_set_free(&s);
-    }
+    if (!strcmp(name, "mmlu") || !strcmp(name, "bbh")) task_apply_limit_per_subject(&s, &o);
+    else if (!s.is_ppl) task_apply_limit(&s, &o);
+    fz_check_set(&s);
+    task_set_free(&s);
 }
 
 #endif
