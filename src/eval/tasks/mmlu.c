@@ -137,7 +137,7 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         rows[n++] = (struct jrow){subj, it.lineno, 0, obj};
     }
     if (!rc) {
-        qsort(rows, (size_t)n, sizeof *rows, cmp_jrow);
+        if (n > 1) qsort(rows, (size_t)n, sizeof *rows, cmp_jrow); // rows is NULL for an empty file (fuzz_task_jsonl)
         int row = 0;
         for (int i = 0; i < n && !rc; i++) {
             row = (i > 0 && strcmp(rows[i].subject, rows[i - 1].subject) == 0) ? row + 1 : 0;
