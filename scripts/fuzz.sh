@@ -67,7 +67,9 @@ prep_seeds() { # name src maxlen
         for f in $g; do
             [ -f "$f" ] || continue
             i=$((i + 1))
-            local out="$dir/seed-$i-$(basename "$f" | tr -c 'A-Za-z0-9._-' _)"
+            local base
+            base=$(basename "$f"); base=${base//[^A-Za-z0-9._-]/_}
+            local out="$dir/seed-$i-$base"
             case "$f" in
                 *.zst) [ -n "$(sed -n 's#^// fuzz-keep-zst##p' "$src")" ] && cp "$f" "$out" || zstd -qdc "$f" >"$out" ;;
                 *) cp "$f" "$out" ;;
