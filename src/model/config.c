@@ -335,6 +335,21 @@ static cJSON *num_list(const double *x, int n) {
     return a;
 }
 
+// A partial_rotary_factor that the parser (HF: int(head_dim * factor)) turns back into rope_dim
+// after cJSON prints it (15 significant digits when they read back within an ulp or so):
+// rope_dim / head_dim itself unless rounding makes the product fall just below rope_dim (head_dim
+// 164, rope_dim 90: 164 * 0.548780487804878 = 89.99999999999999, found by fuzz_config), then the
+// next doubles up.
+static double rotary_factor(int rope_dim, int head_dim) {
+    double f = (double)rope_dim / head_dim;
+    for (int k = 0; k < 256; k++, f = nextafter(f, 2.0)) {
+        char b[64];
+        snprintf(b, sizeof b, "%1.15g", f);
+        if ((int)(head_dim * strtod(b, NULL)) == rope_dim && (int)(head_dim * f) == rope_dim) break;
+    }
+    return f;
+}
+
 int cfg_to_json(const struct model_config *c, const char *extra_json, char **out, struct err *e) {
     *out = NULL;
     cJSON *r = cJSON_CreateObject();
@@ -369,7 +384,7 @@ int cfg_to_json(const struct model_config *c, const char *extra_json, char **out
     } else {
         cJSON_AddNullToObject(r, "rope_scaling");
     }
-    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", (double)c->rope_dim / c->head_dim);
+    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", rotary_factor(c->rope_dim, c->head_dim));
     cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
     const char *act = c->act == ACT_SILU ? "silu" : c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "gelu";
     cJSON_AddStringToObject(r, "hidden_act", act);
