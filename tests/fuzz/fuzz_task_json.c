@@ -3,7 +3,7 @@
 // the first subtask's <subtask>.json; the others are empty, reached only when it loads).
 // fuzz-seeds: ../shared/datasets/truthfulqa/data/v1/mc_task.json ../shared/datasets/bbh/bbh/*.json
 // fuzz-seeds: tests/data/tasks/datasets/truthfulqa/data/v1/*
-// fuzz-max-len: 16384
+// fuzz-max-len: 8192
 #include <stdint.h>
 #include <stdlib.h>
 
