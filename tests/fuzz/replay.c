@@ -15,6 +15,11 @@
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+// Under `make asan` most regression inputs are undefined behaviour, which UBSan only reports
+// by default: here it stops the binary, so a regression fails the test as under libFuzzer.
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void) { return "halt_on_error=1:print_stacktrace=1"; }
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static int run_file(const char *path) {
