@@ -107,11 +107,17 @@ for bin in "$@"; do
     start=$(date +%s)
     # -fork=0, one process: the shared machine's cores stay mostly free; -timeout: a slow input is
     # a finding (a hostile file must not hang a command); -rss_limit_mb: so is a 2 GB allocation
+    # the targets' scratch files (fuzz.h) go under a directory removed after the run, even when
+    # the target ended on a crash (atexit does not run then)
+    scratch=$( [ -w /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}" )/hifa4-fuzz-run-$$-$name
+    mkdir -p "$scratch"
+    FUZZ_TMP=$scratch \
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
         nice -n "$NICE" "$bin" -max_total_time="$SECONDS_PER" -max_len="$maxlen" -timeout=25 -rss_limit_mb=2048 \
         -print_final_stats=1 -ignore_crashes=0 -artifact_prefix="$FB/crashes/$name/" "${dict[@]}" \
         "$FB/corpus/$name" "$FB/seeds/$name" "${regress[@]}" >"$log" 2>&1
+    rm -rf "$scratch"
     took=$(( $(date +%s) - start ))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1); execs=${execs:-0}
     corpus=$(ls "$FB/corpus/$name" | wc -l)
