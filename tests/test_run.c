@@ -366,11 +366,16 @@ int main(void) {
     if (!file_exists(icfg))
         CHECK(sh("%s --quiet make-model --arch llama --layers 2 --dim 576 --heads 9 --kv-heads 3 --head-dim 64 --ffn 1536 "
                  "--seed 11 --out %s > /dev/null", bin, imodel) == 0, "make-model (SmolLM2 shape)");
+    TEST_PROGRESS("4 tasks x 2 modes, flips / hurts / helps recomputed by hand");
     test_four_tasks();
+    TEST_PROGRESS("perplexity");
     test_ppl();
     if (real_data || dir_exists("/usr/share/hamexam")) {
+        TEST_PROGRESS("SIGKILL + --resume: byte-identical samples");
         test_resume();
+        TEST_PROGRESS("batch size and thread count invariance");
         test_batch_threads();
+        TEST_PROGRESS("--shard K/N + merge");
         test_shard_merge();
     } else {
         TEST_SKIP("no stories260K and benchmark data under HIFA4_TEST_DATA=%s, and no exam pools in /usr/share/hamexam "

@@ -26,6 +26,9 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     snprintf(path, sizeof path, "%s/run.json", s->dir);
     int rc = json_parse_file(&s->run, path, e);
     if (rc) return rc;
+    // a killed run's modes may hold different items: comparing the common ones said nothing
+    // about the run being incomplete (issue 14)
+    if ((rc = results_check_complete(s->dir, s->run, e))) return rc;
     const cJSON *modes;
     if ((rc = json_get_arr(s->run, "modes", &modes, 1, path, e))) return rc;
     int found = !s->mode[0];
@@ -111,6 +114,22 @@ int cmd_diff(int argc, char **argv, struct err *e) {
             (rc = results_samples_read(pa, &sa, &na, e)) || (rc = results_samples_read(pb, &sb, &nb, e))) {
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             free(sa);
+            goto done;
+        }
+        // each samples file must hold the items run.json promises (a file cut short by a kill, or
+        // swapped in, would otherwise be compared on its common items without a word)
+        const cJSON *tb_match = NULL;
+        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
+            if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) tb_match = tb;
+        const int want_a = results_task_items(ta), want_b = results_task_items(tb_match);
+        if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
+            int bad_a = want_a >= 0 && na != want_a;
+            rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
+                         "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, bad_a ? want_a : want_b);
+            for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
+            for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
+            free(sa);
+            free(sb);
             goto done;
         }
         // match items by id (B may hold more or fewer items; the common ones are compared)

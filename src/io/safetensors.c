@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -37,7 +38,7 @@ static int cmp_tensor(const void *a, const void *b) {
 void st_close(struct safetensors *st) {
     if (!st) return;
     for (int i = 0; i < st->n_files; i++) {
-        if (st->files[i].base) munmap((void *)st->files[i].base, st->files[i].size);
+        if (st->files[i].base && !st->files[i].borrowed) munmap((void *)st->files[i].base, st->files[i].size);
         free(st->files[i].path);
     }
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
@@ -143,7 +144,7 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         for (int d = 0; d < nd; d++) {
             const cJSON *v = cJSON_GetArrayItem(shape, d);
             double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
-            if (!cJSON_IsNumber(v) || x < 0 || x != (double)(int64_t)x || x > 9.0e15) {
+            if (!cJSON_IsNumber(v) || !(x >= 0 && x <= 9.0e15) || x != floor(x)) { // range before any cast
                 rc = err_set(e, ERR_FORMAT, "%s: shape[%d] = %s is not a non-negative integer", ctx, d, json_brief(v));
                 goto fail;
             }
@@ -159,7 +160,8 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         const cJSON *o0 = cJSON_GetArrayItem(offs, 0), *o1 = cJSON_GetArrayItem(offs, 1);
         if (cJSON_IsNumber(o0)) b0 = o0->valuedouble;
         if (cJSON_IsNumber(o1)) b1 = o1->valuedouble;
-        if (b0 < 0 || b1 < 0 || b0 != (double)(uint64_t)b0 || b1 != (double)(uint64_t)b1 || b1 < b0) {
+        // range before any cast (a double beyond 2^64 converted to uint64_t is undefined)
+        if (!(b0 >= 0 && b0 <= 9.0e15) || !(b1 >= 0 && b1 <= 9.0e15) || b0 != floor(b0) || b1 != floor(b1) || b1 < b0) {
             rc = err_set(e, ERR_FORMAT, "%s: bad data_offsets [%s, %s]", ctx, json_brief(o0), json_brief(o1));
             goto fail;
         }
@@ -239,6 +241,20 @@ out:
     return rc;
 }
 
+// Sorts the tensors by name and refuses a name that two shards (or one header) both hold.
+static int finish_open(struct safetensors *st, const char *path, struct err *e) {
+    // a header without tensors leaves tensors NULL, and qsort(NULL, 0) is undefined (fuzz_scales)
+    if (st->n_tensors > 1) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
+    for (int i = 1; i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
+            int rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
+                             st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
+            st_close(st);
+            return rc;
+        }
+    return 0;
+}
+
 int st_open(struct safetensors *st, const char *path, struct err *e) {
     memset(st, 0, sizeof *st);
     int cap = 0, rc;
@@ -262,15 +278,21 @@ int st_open(struct safetensors *st, const char *path, struct err *e) {
         }
     }
     if (rc) { st_close(st); return rc; }
-    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
-    for (int i = 1; i < st->n_tensors; i++)
-        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
-            rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
-                         st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
-            st_close(st);
-            return rc;
-        }
-    return 0;
+    return finish_open(st, path, e);
+}
+
+int st_open_mem(struct safetensors *st, const void *buf, size_t len, const char *name, struct err *e) {
+    memset(st, 0, sizeof *st);
+    int cap = 0, rc;
+    struct st_map *m = &st->files[0];
+    m->path = str_dup(name ? name : "(memory)");
+    if (!m->path) return err_set(e, ERR_NOMEM, "safetensors: out of memory");
+    m->base = buf;
+    m->size = len;
+    m->borrowed = 1;
+    st->n_files = 1;
+    if ((rc = parse_file(st, 0, &cap, e))) { st_close(st); return rc; }
+    return finish_open(st, m->path, e);
 }
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name) {

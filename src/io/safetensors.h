@@ -31,8 +31,9 @@ struct st_tensor {
 
 struct st_map {
     char *path;
-    const unsigned char *base;   // mmap'd file (PROT_READ, MAP_PRIVATE)
+    const unsigned char *base;   // mmap'd file (PROT_READ, MAP_PRIVATE), or the caller's buffer
     size_t size;
+    int borrowed;                // 1: base is the caller's (st_open_mem), never unmapped
 };
 
 struct safetensors {
@@ -51,6 +52,10 @@ struct safetensors {
 // file, tensor and field. An unsupported dtype (e.g. F8_E4M3) is an ERR_UNSUPPORTED naming
 // tensor and dtype. Zeroed struct on error; st_close is safe on it.
 int st_open(struct safetensors *st, const char *path, struct err *e);
+// The same validation over one safetensors file already in memory (fuzzing, tests): buf must
+// stay valid and unchanged until st_close, which does not free it; name stands for the path in
+// errors. No shards.
+int st_open_mem(struct safetensors *st, const void *buf, size_t len, const char *name, struct err *e);
 void st_close(struct safetensors *st);
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name);
