@@ -287,8 +287,10 @@ void run_free(struct run *r) {
     cJSON_Delete(r->ckpt_meta);
     tok_free(r->tok);
     model_free(r->model);
-    if (r->made_dir && !r->json_written) {
-        // nothing of this run reached the directory it created: leave no trace
+    if (r->made_dir && r->lock_fd >= 0 && !r->json_written) {
+        // nothing of this run reached the directory it created: leave no trace. Only the lock
+        // holder may: a run refused as busy may also have seen the directory missing (both
+        // checked before either made it) and would remove the holder's lock and directory
         char lock[4200];
         snprintf(lock, sizeof lock, "%s/%s", r->out_dir, RESULTS_LOCK_FILE);
         unlink(lock);
