@@ -1,0 +1,286 @@
+// test_kvcache.c: the exact KV cache (issue 13). Attention: a continuation of a cached prefix
+// (attn_forward_past) gives the rows [P, P + n) bit for bit as one call over [0, P + n) for
+// every registered mode, both Q-Mean forms, tiles 64 and 128, prefix lengths 1, Bc-1, Bc, Bc+1
+// and a random one, continuation lengths 1..300, the cached part being the prefix's longest
+// aligned part (attn.h) and the rest recomputed with the continuation; unaligned pasts are
+// refused; the query-tile split never changes a bit. Model: the same on synthetic checkpoints
+// (model_forward_kv against model_forward, every mode, chunked prefixes, several segments,
+// greedy decoding step by step against full runs). Bitwise comparisons (memcmp) throughout.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attn.h"
+#include "attention/modes.h"
+#include "attention/split.h"
+#include "test.h"
+
+// ---- deterministic synthetic attention inputs (bf16-valued; K has an outlier channel) ----
+static uint64_t rng_state;
+static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
+static double urand(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+static float nrand(void) { return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508); }
+
+struct synth {
+    int T, H, Hkv, d;
+    float *q, *k, *v, *scales;
+};
+static void synth_make(struct synth *s, int T, int H, int Hkv, int d, uint64_t seed) {
+    rng_seed(seed);
+    s->T = T, s->H = H, s->Hkv = Hkv, s->d = d;
+    size_t nq = (size_t)T * H * d, nkv = (size_t)T * Hkv * d;
+    s->q = malloc(nq * 4), s->k = malloc(nkv * 4), s->v = malloc(nkv * 4), s->scales = malloc((size_t)Hkv * d * 4);
+    for (size_t i = 0; i < nq; i++) s->q[i] = round_bf16(1.5f * nrand() + 0.3f);
+    for (size_t i = 0; i < nkv; i++) s->k[i] = round_bf16(nrand() + ((int)(i % d) == d / 3 ? 9.0f : 0.2f));
+    for (size_t i = 0; i < nkv; i++) s->v[i] = round_bf16(nrand());
+    for (int i = 0; i < Hkv * d; i++) s->scales[i] = (float)(0.5 + urand() * 2.0);
+}
+static void synth_free(struct synth *s) { free(s->q), free(s->k), free(s->v), free(s->scales); }
+
+struct cfg {
+    const char *mode;
+    int tile, qmean, window, threads;
+};
+
+static int ctx_open(struct attn_ctx **ctx, const struct synth *s, const struct cfg *c, int max_T, struct err *e) {
+    struct attn_opts o;
+    attn_opts_default(&o);
+    o.tile = c->tile, o.qmean = c->qmean, o.n_threads = c->threads;
+    return attn_ctx_init(ctx, c->mode, &o, 1, s->H, s->Hkv, s->d, max_T, s->scales, e);
+}
+
+// Rows [r, L) of one call over positions [0, L) of s into out ([L - r][H][d]).
+static int run_full(float *out, const struct synth *s, const struct cfg *c, int L, int r, struct err *e) {
+    const size_t hq = (size_t)s->H * s->d, hk = (size_t)s->Hkv * s->d;
+    float *q = malloc(L * hq * 4), *k = malloc(L * hk * 4), *v = malloc(L * hk * 4), *o = malloc(L * hq * 4);
+    memcpy(q, s->q, L * hq * 4), memcpy(k, s->k, L * hk * 4), memcpy(v, s->v, L * hk * 4);
+    struct attn_ctx *ctx;
+    int rc = ctx_open(&ctx, s, c, L, e);
+    if (!rc) {
+        int off = 0;
+        struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), 0, c->window};
+        rc = attn_forward(ctx, o, q, k, v, &off, &L, 1, &l, e);
+        attn_ctx_free(ctx);
+    }
+    if (!rc) memcpy(out, o + (size_t)r * hq, (size_t)(L - r) * hq * 4);
+    free(q), free(k), free(v), free(o);
+    return rc;
+}
+
+// Rows [A, L) of a continuation: positions [0, A) as a past of two segments (split at A / 3),
+// positions [A, L) as the call's rows, into out ([L - A][H][d]).
+static int run_cont(float *out, const struct synth *s, const struct cfg *c, int A, int L, struct err *e) {
+    const size_t hq = (size_t)s->H * s->d, hk = (size_t)s->Hkv * s->d;
+    const int n = L - A;
+    float *q = malloc(n * hq * 4), *k = malloc(n * hk * 4), *v = malloc(n * hk * 4);
+    memcpy(q, s->q + A * hq, n * hq * 4), memcpy(k, s->k + A * hk, n * hk * 4), memcpy(v, s->v + A * hk, n * hk * 4);
+    struct attn_past p = {.n = A, .n_seg = 2, .k = {s->k, s->k + (size_t)(A / 3) * hk},
+                          .v = {s->v, s->v + (size_t)(A / 3) * hk}, .len = {A / 3, A - A / 3}};
+    struct attn_ctx *ctx;
+    int rc = ctx_open(&ctx, s, c, L, e);
+    if (!rc) {
+        int off = 0;
+        struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), 0, c->window};
+        rc = attn_forward_past(ctx, out, q, k, v, &off, &n, &p, 1, &l, e);
+        attn_ctx_free(ctx);
+    }
+    free(q), free(k), free(v);
+    return rc;
+}
+
+static int align_of(const struct cfg *c) {
+    struct attn_opts o;
+    attn_opts_default(&o);
+    o.tile = c->tile, o.qmean = c->qmean;
+    return attn_prefix_align(attn_mode_find(c->mode), &o);
+}
+
+// ---- the alignment of every mode under its options ----
+static void test_align(void) {
+    struct attn_opts o;
+    attn_opts_default(&o);
+    for (int i = 0; i < attn_mode_count(); i++) {
+        const struct attn_mode *m = attn_mode_at(i);
+        for (int tile = 64; tile <= 192; tile += 128)
+            for (int qm = 0; qm < 2; qm++)
+                for (int vg = 0; vg < 2; vg++)
+                    for (unsigned skip = 0; skip <= ATTN_QDQ_SKIP_V; skip += ATTN_QDQ_SKIP_V) {
+                        o.tile = tile, o.qmean = qm, o.v_group = vg, o.qdq_skip = skip;
+                        int want = 1;
+                        if ((m->flags & ATTN_F_QMEAN) && qm == ATTN_QMEAN_CHANNEL) want = tile;
+                        else if ((m->flags & ATTN_F_QUANT) && vg == ATTN_VGROUP_TOKEN && !skip) want = 64;
+                        CHECK(attn_prefix_align(m, &o) == want, "%s tile %d qmean %d v-group %d skip %u: align %d, want %d",
+                              m->name, tile, qm, vg, skip, attn_prefix_align(m, &o), want);
+                    }
+    }
+}
+
+// ---- continuation == one call, every mode x form x tile x prefix x length 1..300 ----
+// For each total length L one full call is the reference of every (prefix P, n = L - P) pair.
+static void test_continuation(void) {
+    const int H = 2, Hkv = 1, d = 16, NMAX = 300;
+    int64_t n_cmp = 0, n_bad = 0;
+    for (int mi = 0; mi < attn_mode_count(); mi++) {
+        const struct attn_mode *m = attn_mode_at(mi);
+        for (int qm = 0; qm < ((m->flags & ATTN_F_QMEAN) ? 2 : 1); qm++)
+            for (int tile = 64; tile <= 128; tile += 64) {
+                struct cfg c = {m->name, tile, qm, 0, 1};
+                const int align = align_of(&c);
+                rng_seed(1000 + mi * 7 + qm * 3 + tile);
+                const int P[5] = {1, tile - 1, tile, tile + 1, tile + 2 + (int)(urand() * 3 * tile)};
+                int Lmax = 0;
+                for (int i = 0; i < 5; i++) Lmax = P[i] + NMAX > Lmax ? P[i] + NMAX : Lmax;
+                struct synth s;
+                synth_make(&s, Lmax, H, Hkv, d, 77 + mi);
+                const size_t hq = (size_t)H * d;
+                float *ref = malloc((size_t)Lmax * hq * 4), *got = malloc((size_t)Lmax * hq * 4);
+                struct err e = {0};
+                for (int L = 2; L <= Lmax; L++) {
+                    int need = 0;
+                    for (int i = 0; i < 5; i++) need |= L - P[i] >= 1 && L - P[i] <= NMAX;
+                    if (!need) continue;
+                    if (run_full(ref, &s, &c, L, 0, &e)) { CHECK(0, "%s: %s", m->name, e.msg); break; }
+                    for (int i = 0; i < 5; i++) {
+                        if (L - P[i] < 1 || L - P[i] > NMAX) continue;
+                        const int A = P[i] / align * align; // the cached, aligned part; [A, P) recomputed
+                        if (run_cont(got, &s, &c, A, L, &e)) { CHECK(0, "%s: %s", m->name, e.msg); continue; }
+                        n_cmp++;
+                        // rows [A, L): the recomputed part of the prefix and the continuation
+                        if (memcmp(got, ref + (size_t)A * hq, (size_t)(L - A) * hq * 4)) {
+                            if (n_bad++ < 5)
+                                CHECK(0, "%s qmean %d tile %d: prefix %d (cached %d) + %d rows differ from one call", m->name,
+                                      qm, tile, P[i], A, L - P[i]);
+                        }
+                    }
+                }
+                free(ref), free(got);
+                synth_free(&s);
+            }
+    }
+    CHECK(n_bad == 0, "%lld of %lld continuations differ", (long long)n_bad, (long long)n_cmp);
+    printf("continuation == one call: %lld of %lld (mode, form, tile, prefix, length) cases bit-identical\n",
+           (long long)(n_cmp - n_bad), (long long)n_cmp);
+}
+
+
+// ---- refusals: a past that is not a multiple of the alignment, bad segments, a hook ----
+static void hook_nop(void *u, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
+                     int Hkv, int d) {
+    (void)u, (void)layer, (void)seq, (void)q, (void)k, (void)v, (void)T, (void)H, (void)Hkv, (void)d;
+}
+static void test_refusals(void) {
+    struct synth s;
+    synth_make(&s, 300, 2, 1, 16, 5);
+    const size_t hq = 32, hk = 16;
+    float *out = malloc(300 * hq * 4);
+    struct attn_layer l = {0, 0.25f, 0.25, 0, 0};
+    const struct cfg cs[3] = {{"direct", 128, 0, 0, 1}, {"hifa4", 128, ATTN_QMEAN_CHANNEL, 0, 1}, {"bf16", 128, 0, 0, 1}};
+    for (int ci = 0; ci < 3; ci++) {
+        const int align = align_of(&cs[ci]);
+        for (int A = 1; A < 260; A += 37) {
+            struct attn_ctx *ctx;
+            struct err e = {0};
+            if (ctx_open(&ctx, &s, &cs[ci], 300, &e)) { CHECK(0, "%s", e.msg); continue; }
+            int off = 0, n = 300 - A;
+            struct attn_past p = {.n = A, .n_seg = 1, .k = {s.k}, .v = {s.v}, .len = {A}};
+            int rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            if (A % align) CHECK(rc == ERR_USAGE && strstr(e.msg, "not a multiple"), "%s: past %d accepted (%s)", cs[ci].mode, A, e.msg);
+            else CHECK(rc == 0, "%s: aligned past %d refused: %s", cs[ci].mode, A, e.msg);
+            p.len[0] = A - 1; // segments short of n
+            rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            CHECK(rc < 0, "%s: segments summing to %d accepted for a past of %d", cs[ci].mode, A - 1, A);
+            p.len[0] = A;
+            n = 301 - A; // past + rows above max_T
+            rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            CHECK(rc == ERR_RANGE, "%s: %d + %d rows accepted by a context for 300", cs[ci].mode, A, n);
+            if (A % align == 0) {
+                n = 300 - A;
+                attn_ctx_set_hook(ctx, hook_nop, NULL);
+                rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+                CHECK(rc == ERR_USAGE, "%s: a hook with a past accepted", cs[ci].mode);
+            }
+            attn_ctx_free(ctx);
+        }
+    }
+    free(out);
+    synth_free(&s);
+}
+
+// ---- the work split (split.h): a long sequence cut into query-tile ranges or head slices, by
+// 1..3 threads, alone or among many sequences (one task per (sequence, kv head)), with and
+// without a window and a past: bit-identical ----
+static void test_split(void) {
+    const int H = 4, Hkv = 2, d = 32, T = 1100, n_other = 8;
+    struct synth s;
+    synth_make(&s, T, H, Hkv, d, 9);
+    const size_t hq = (size_t)H * d, hk = (size_t)Hkv * d;
+    int n_cmp = 0;
+    const char *modes[] = {"f32", "bf16", "direct", "hifa4"};
+    for (int mi = 0; mi < 4; mi++)
+        for (int qm = 0; qm < 2; qm++)
+            for (int w = 0; w <= 300; w += 300) {
+                struct cfg c = {modes[mi], 64, qm, w, 1};
+                float *ref = malloc((size_t)T * hq * 4);
+                struct err e = {0};
+                CHECK(run_full(ref, &s, &c, T, 0, &e) == 0, "%s", e.msg);
+                for (int th = 2; th <= 3; th++) {
+                    c.threads = th;
+                    float *got = malloc((size_t)T * hq * 4);
+                    CHECK(run_full(got, &s, &c, T, 0, &e) == 0, "%s", e.msg);
+                    CHECK(!memcmp(got, ref, (size_t)T * hq * 4), "%s qmean %d window %d: %d threads differ", modes[mi], qm, w, th);
+                    n_cmp++;
+                    // continuations of 1 (head slices) and 700 rows (tile ranges) after a 64-aligned past
+                    for (int n = 1; n <= 700; n += 699) {
+                        const int A = (T - n) / 128 * 128;
+                        CHECK(run_cont(got, &s, &c, A, A + n, &e) == 0, "%s", e.msg);
+                        float *r2 = malloc((size_t)(A + n) * hq * 4);
+                        c.threads = 1;
+                        run_full(r2, &s, &c, A + n, 0, &e);
+                        c.threads = th;
+                        CHECK(!memcmp(got, r2 + (size_t)A * hq, (size_t)n * hq * 4), "%s qmean %d window %d: %d threads, "
+                              "continuation of %d rows after %d differs", modes[mi], qm, w, th, n, A);
+                        n_cmp++;
+                        free(r2);
+                    }
+                    free(got);
+                }
+                // the sequence among n_other short ones: many pairs, one task per (sequence, kv head)
+                const int Ttot = T + n_other * 20;
+                float *q = malloc(Ttot * hq * 4), *k = malloc(Ttot * hk * 4), *v = malloc(Ttot * hk * 4);
+                float *o = malloc(Ttot * hq * 4);
+                int off[9], len[9];
+                off[0] = 0, len[0] = T;
+                for (int i = 1; i <= n_other; i++) off[i] = T + (i - 1) * 20, len[i] = 20;
+                memcpy(q, s.q, T * hq * 4), memcpy(k, s.k, T * hk * 4), memcpy(v, s.v, T * hk * 4);
+                for (int i = 1; i <= n_other; i++) {
+                    memcpy(q + off[i] * hq, s.q + i * 20 * hq, 20 * hq * 4);
+                    memcpy(k + off[i] * hk, s.k + i * 20 * hk, 20 * hk * 4);
+                    memcpy(v + off[i] * hk, s.v + i * 20 * hk, 20 * hk * 4);
+                }
+                struct attn_ctx *ctx;
+                c.threads = 2;
+                if (!ctx_open(&ctx, &s, &c, T, &e)) {
+                    struct attn_layer l = {0, (float)(1.0 / sqrt((double)d)), 1.0 / sqrt((double)d), 0, w};
+                    CHECK(attn_forward(ctx, o, q, k, v, off, len, 1 + n_other, &l, &e) == 0, "%s", e.msg);
+                    CHECK(!memcmp(o, ref, (size_t)T * hq * 4), "%s qmean %d window %d: in a batch of %d differs", modes[mi],
+                          qm, w, 1 + n_other);
+                    n_cmp++;
+                    attn_ctx_free(ctx);
+                }
+                free(q), free(k), free(v), free(o), free(ref);
+            }
+    printf("work split: %d comparisons bit-identical across threads, ranges, head slices and batches\n", n_cmp);
+    synth_free(&s);
+}
+
+int main(void) {
+    test_align();
+    test_refusals();
+    test_split();
+    test_continuation();
+    return test_summary("test_kvcache");
+}
