@@ -14,6 +14,8 @@
 #include "attention/attn.h"
 #include "attention/modes.h"
 #include "attention/split.h"
+#include "import/make_model.h"
+#include "model/model.h"
 #include "test.h"
 
 // ---- deterministic synthetic attention inputs (bf16-valued; K has an outlier channel) ----
@@ -122,7 +124,7 @@ static void test_align(void) {
 // ---- continuation == one call, every mode x form x tile x prefix x length 1..300 ----
 // For each total length L one full call is the reference of every (prefix P, n = L - P) pair.
 static void test_continuation(void) {
-    const int H = 2, Hkv = 1, d = 16, NMAX = 300;
+    const int H = 2, Hkv = 2, d = 16, NMAX = 300; // two kv heads: each head's offset into the past
     int64_t n_cmp = 0, n_bad = 0;
     for (int mi = 0; mi < attn_mode_count(); mi++) {
         const struct attn_mode *m = attn_mode_at(mi);
@@ -277,10 +279,238 @@ static void test_split(void) {
     synth_free(&s);
 }
 
+// ==== the model: model_forward_kv against model_forward ====
+static const char *tmpdir(void) {
+    const char *t = getenv("HIFA4_TMP");
+    return t ? t : "build/tmp";
+}
+
+// A synthetic checkpoint in $HIFA4_TMP (window > 0: every windowed layer's window set to it by
+// rewriting config.json's sliding_window).
+static int make_tiny(char *dir, size_t n, int arch, int window, struct err *e) {
+    struct make_model_opts o;
+    make_model_opts_default(&o);
+    o.arch = arch;
+    o.seed = 11 + arch;
+    o.max_seq = arch == ARCH_PHI3 ? 8192 : 4096;
+    snprintf(dir, n, "%s/kv-%s-w%d", tmpdir(), cfg_arch_short(arch), window);
+    int rc = make_model(&o, dir, e);
+    if (rc || window <= 0) return rc;
+    char path[700], *js = NULL, *hit;
+    size_t len;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if ((rc = file_read_all(path, &js, &len, e))) return rc;
+    static const char key[] = "\"sliding_window\":\t4096";
+    if (!(hit = strstr(js, key))) { free(js); return err_set(e, ERR_FORMAT, "no sliding_window 4096 in %s", path); }
+    char *out = malloc(len + 16);
+    int k = snprintf(out, len + 16, "%.*s\"sliding_window\": %d%s", (int)(hit - js), js, window, hit + strlen(key));
+    rc = file_write_atomic(path, out, (size_t)k, e);
+    free(js), free(out);
+    return rc;
+}
+
+static float *scales_for(const struct model *m) {
+    const struct model_config *c = model_cfg(m);
+    size_t n = (size_t)c->n_layers * c->n_kv_heads * c->head_dim;
+    float *s = malloc(n * 4);
+    rng_seed(3);
+    for (size_t i = 0; i < n; i++) s[i] = (float)(0.5 + 1.5 * urand());
+    return s;
+}
+
+static int set_mode(struct model *m, const struct cfg *c, const float *scales, struct err *e) {
+    struct attn_opts o;
+    attn_opts_default(&o);
+    o.tile = c->tile, o.qmean = c->qmean, o.n_threads = 2;
+    return model_set_attn(m, c->mode, &o, scales, e);
+}
+
+// Logits of every row of one model_forward over tok[0, L) into lg ([L][V]).
+static int full_logits(struct model *m, const int32_t *tok, int L, float *lg, int *pos, struct err *e) {
+    for (int i = 0; i < L; i++) pos[i] = i;
+    return model_forward(m, tok, &L, 1, pos, L, lg, e);
+}
+
+// The prefix [0, A) stored in two aligned pieces - [0, A1) at store rows [R1, R1 + A1), then
+// [A1, A) against it at rows [0, A - A1) - and the rows [A, L) against both (two segments):
+// their logits into lg ([L - A][V]).
+static int cached_logits(struct model *m, struct model_kv *kv, const int32_t *tok, int A, int L, float *lg, int *pos,
+                         struct err *e) {
+    const int align = model_attn_align(m), A1 = A / 2 / align * align, R1 = model_kv_rows(kv) / 2;
+    int rc = 0;
+    if (A1 > 0) {
+        struct model_seq s1 = {.n = A1, .save_row = R1, .save_n = A1};
+        rc = model_forward_kv(m, kv, tok, &s1, 1, NULL, 0, NULL, e);
+    }
+    if (!rc && A > A1) {
+        struct model_seq s2 = {.n = A - A1, .past = {A1, 1, {R1}, {A1}}, .save_row = 0, .save_n = A - A1};
+        if (!A1) s2.past.n = s2.past.n_seg = 0;
+        rc = model_forward_kv(m, kv, tok + A1, &s2, 1, NULL, 0, NULL, e);
+    }
+    if (rc) return rc;
+    struct model_seq s3 = {.n = L - A, .past = {A, 2, {R1, 0}, {A1, A - A1}}};
+    if (!A) s3.past.n = s3.past.n_seg = 0;
+    for (int i = 0; i < L - A; i++) pos[i] = i;
+    return model_forward_kv(m, kv, tok + A, &s3, 1, pos, L - A, lg, e);
+}
+
+// Every mode, both forms, tiles 64/128: prefixes 1, Bc-1, Bc, Bc+1 and a random one, then
+// continuations of the lengths below, bit for bit as one model_forward.
+static void test_model_continuation(int arch, int window, int all_modes) {
+    static const int NS[] = {1, 2, 7, 63, 64, 65, 129, 300}; // every length 1..300: test_continuation
+    const int n_ns = (int)(sizeof NS / sizeof NS[0]);
+    char dir[512];
+    struct err e = {0};
+    struct model *m = NULL;
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.max_tokens = 1024, mo.n_threads = 2;
+    if (make_tiny(dir, sizeof dir, arch, window, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    const int V = model_cfg(m)->vocab_size, Lmax = 3 * 128 + 2 + 300;
+    float *scales = scales_for(m), *ref = malloc((size_t)Lmax * V * 4), *got = malloc((size_t)Lmax * V * 4);
+    int32_t *tok = malloc(Lmax * sizeof *tok);
+    int *pos = malloc(Lmax * sizeof *pos);
+    struct model_kv *kv = NULL;
+    CHECK(model_kv_open(&kv, m, 2 * Lmax, &e) == 0, "%s", e.msg);
+    int64_t n_cmp = 0, n_bad = 0;
+    for (int mi = 0; kv && mi < attn_mode_count(); mi++) {
+        const struct attn_mode *am = attn_mode_at(mi);
+        if (!all_modes && strcmp(am->name, "bf16") && strcmp(am->name, "direct") && strcmp(am->name, "hifa4")) continue;
+        for (int qm = 0; qm < ((am->flags & ATTN_F_QMEAN) ? 2 : 1); qm++)
+            for (int tile = 64; tile <= 128; tile += 64) {
+                struct cfg c = {am->name, tile, qm, 0, 2};
+                if (set_mode(m, &c, scales, &e)) { CHECK(0, "%s", e.msg); continue; }
+                const int align = model_attn_align(m);
+                rng_seed(500 + mi * 5 + qm * 3 + tile + arch);
+                for (int i = 0; i < Lmax; i++) tok[i] = (int32_t)(urand() * (V - 1));
+                const int P[5] = {1, tile - 1, tile, tile + 1, tile + 2 + (int)(urand() * 2 * tile)};
+                for (int pi = 0; pi < 5; pi++)
+                    for (int ni = 0; ni < n_ns; ni++) {
+                        const int L = P[pi] + NS[ni], A = P[pi] / align * align;
+                        if (full_logits(m, tok, L, ref, pos, &e) || cached_logits(m, kv, tok, A, L, got, pos, &e)) {
+                            CHECK(0, "%s: %s", am->name, e.msg);
+                            continue;
+                        }
+                        n_cmp++;
+                        if (memcmp(got, ref + (size_t)A * V, (size_t)(L - A) * V * 4) && n_bad++ < 5)
+                            CHECK(0, "%s %s qmean %d tile %d: prefix %d (cached %d) + %d: logits differ from one run",
+                                  cfg_arch_short(arch), am->name, qm, tile, P[pi], A, NS[ni]);
+                    }
+            }
+    }
+    CHECK(n_bad == 0, "%lld of %lld cached runs differ", (long long)n_bad, (long long)n_cmp);
+    printf("model %s%s: %lld of %lld cached continuations (modes x forms x tiles x prefixes x lengths) bit-identical to one run\n",
+           cfg_arch_short(arch), window ? " (window)" : "", (long long)(n_cmp - n_bad), (long long)n_cmp);
+    model_kv_free(kv);
+    free(scales), free(ref), free(got), free(tok), free(pos);
+    model_free(m);
+}
+
+// Greedy decoding by the step rule of model.h against a full run at every step: tokens [0, T)
+// known, the step computes rows [p, T) (p = floor((T-1)/A)*A) against the cached [0, p), takes
+// row T-1's logits and stores the final rows [p, floor(T/A)*A).
+static void test_decode(void) {
+    char dir[512];
+    struct err e = {0};
+    struct model *m = NULL;
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.max_tokens = 512, mo.n_threads = 2;
+    if (make_tiny(dir, sizeof dir, ARCH_QWEN3, 0, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    const int V = model_cfg(m)->vocab_size, C = 150, STEPS = 140;
+    float *scales = scales_for(m), *ref = malloc((size_t)(C + STEPS) * V * 4), *lg = malloc((size_t)V * 4);
+    int32_t tok[512];
+    int pos[512], n_steps = 0, n_bad = 0;
+    struct model_kv *kv = NULL;
+    CHECK(model_kv_open(&kv, m, C + STEPS, &e) == 0, "%s", e.msg);
+    const struct cfg cs[4] = {{"bf16", 128, 0, 0, 2}, {"direct", 128, 0, 0, 2}, {"hifa4", 64, ATTN_QMEAN_CHANNEL, 0, 2},
+                              {"f32", 128, 0, 0, 2}};
+    for (int ci = 0; kv && ci < 4; ci++) {
+        if (set_mode(m, &cs[ci], scales, &e)) { CHECK(0, "%s", e.msg); continue; }
+        const int A = model_attn_align(m);
+        rng_seed(9 + ci);
+        for (int i = 0; i < C; i++) tok[i] = (int32_t)(urand() * (V - 1));
+        int cached = (C - 1) / A * A; // prefill: rows [0, cached) stored
+        struct model_seq pre = {.n = cached, .save_row = 0, .save_n = cached};
+        if (cached && model_forward_kv(m, kv, tok, &pre, 1, NULL, 0, NULL, &e)) { CHECK(0, "%s", e.msg); continue; }
+        for (int T = C; T < C + STEPS; T++) {
+            const int p = (T - 1) / A * A, keep = T / A * A;
+            struct model_seq sq = {.n = T - p, .past = {p, 1, {0}, {p}}, .save_row = p, .save_n = keep - p};
+            if (!p) sq.past.n = sq.past.n_seg = 0;
+            if (p > cached) { CHECK(0, "decode: rows up to %d not stored (%d)", p, cached); break; }
+            int out = T - 1 - p;
+            if (model_forward_kv(m, kv, tok + p, &sq, 1, &out, 1, lg, &e) || full_logits(m, tok, T, ref, pos, &e)) {
+                CHECK(0, "%s: %s", cs[ci].mode, e.msg);
+                break;
+            }
+            if (keep > cached) cached = keep;
+            n_steps++;
+            if (memcmp(lg, ref + (size_t)(T - 1) * V, (size_t)V * 4) && n_bad++ < 5)
+                CHECK(0, "%s: decode step at T=%d differs from one run", cs[ci].mode, T);
+            int best = 0;
+            for (int j = 1; j < V; j++) best = lg[j] > lg[best] ? j : best;
+            tok[T] = best;
+        }
+    }
+    CHECK(n_bad == 0, "%d of %d decode steps differ", n_bad, n_steps);
+    printf("decode: %d greedy steps (4 modes, alignments 1/64/64-tile) bit-identical to full runs\n", n_steps - n_bad);
+    model_kv_free(kv);
+    free(scales), free(ref), free(lg);
+    model_free(m);
+}
+
+// What the rule does not cover is refused: unaligned pasts and stores, rows of another mode,
+// rows never stored, LongRoPE rows from the other side of rope_orig_max, a cache beyond memory.
+static void test_model_refusals(void) {
+    char dir[512];
+    struct err e = {0};
+    struct model *m = NULL;
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.max_tokens = 512, mo.n_threads = 2;
+    if (make_tiny(dir, sizeof dir, ARCH_PHI3, 0, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    int32_t tok[400];
+    for (int i = 0; i < 400; i++) tok[i] = (i * 31 + 7) % 300;
+    struct model_kv *kv = NULL;
+    CHECK(model_kv_open(&kv, m, 512, &e) == 0, "%s", e.msg);
+    const struct cfg cd = {"direct", 128, 0, 0, 2}, cb = {"bf16", 128, 0, 0, 2};
+    float *lg = malloc((size_t)model_cfg(m)->vocab_size * 4);
+    int out = 0;
+    CHECK(set_mode(m, &cd, NULL, &e) == 0, "%s", e.msg);
+    struct model_seq s = {.n = 100, .save_row = 0, .save_n = 100};
+    CHECK(model_forward_kv(m, kv, tok, &s, 1, NULL, 0, NULL, &e) == ERR_USAGE, "direct: storing 100 rows accepted");
+    s.save_n = 64;
+    CHECK(model_forward_kv(m, kv, tok, &s, 1, NULL, 0, NULL, &e) == 0, "%s", e.msg);
+    struct model_seq c = {.n = 10, .past = {32, 1, {0}, {32}}};
+    CHECK(model_forward_kv(m, kv, tok + 32, &c, 1, &out, 1, lg, &e) == ERR_USAGE, "direct: a past of 32 accepted");
+    c.past = (struct model_past){64, 1, {100}, {64}};
+    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH, "rows never stored accepted");
+    c.past = (struct model_past){64, 1, {0}, {64}};
+    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == 0, "%s", e.msg);
+    CHECK(model_forward_kv(NULL == m ? m : m, NULL, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_USAGE, "a past without a cache accepted");
+    // the phi3 model switches to its long RoPE factors above rope_orig_max = 8192 / 32 = 256
+    c.n = 300;
+    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH,
+          "LongRoPE: rows of a short-factor run used in a long one");
+    c.n = 10;
+    CHECK(set_mode(m, &cb, NULL, &e) == 0, "%s", e.msg);
+    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH, "direct's rows accepted under bf16");
+    struct model_kv *big = NULL;
+    CHECK(model_kv_open(&big, m, 1 << 30, &e) == ERR_NOMEM && strstr(e.msg, "available"), "a %d-row cache: %s", 1 << 30,
+          e.msg);
+    model_kv_free(kv);
+    free(lg);
+    model_free(m);
+}
+
 int main(void) {
     test_align();
     test_refusals();
     test_split();
     test_continuation();
+    test_model_refusals();
+    test_decode();
+    test_model_continuation(ARCH_QWEN3, 0, 1);
+    test_model_continuation(ARCH_GEMMA2, 100, 0);
     return test_summary("test_kvcache");
 }
