@@ -14,6 +14,8 @@
 #include "attention/attn.h"
 #include "attention/modes.h"
 #include "attention/split.h"
+#include "eval/eval.h"
+#include "eval/prefix.h"
 #include "import/make_model.h"
 #include "model/model.h"
 #include "test.h"
@@ -503,8 +505,167 @@ static void test_model_refusals(void) {
     model_free(m);
 }
 
+// ==== the prefix schedule (eval/prefix.h), simulated ====
+// Each cache row holds a hash of the tokens [0, position] it was computed from; every piece's
+// past must hold exactly its own sequence's hashes, written by an earlier call; pieces and
+// stores end on the alignment; calls fit max_tokens; every sequence has one leaf that ends at
+// its end and covers its scored rows at the plan's logits rows.
+static int byte_encode(void *user, const char *str, size_t n, int32_t **ids, int *nid, struct err *e) {
+    (void)user;
+    int32_t *r = malloc(sizeof *r * (n + 1));
+    if (!r) return err_set(e, ERR_NOMEM, "oom");
+    for (size_t i = 0; i < n; i++) r[i] = (unsigned char)str[i];
+    *ids = r, *nid = (int)n;
+    return 0;
+}
+
+static char *rand_text(int n, const char *alphabet) {
+    char *t = malloc((size_t)n + 1);
+    const int k = (int)strlen(alphabet);
+    for (int i = 0; i < n; i++) t[i] = alphabet[(int)(urand() * k)];
+    t[n] = 0;
+    return t;
+}
+
+// A plan with a 300-character shared prefix over 30 items, 20 unrelated items, 6 long ones and
+// 5 with one choice; window 700 (long ones are left-truncated).
+static int make_plan(struct eval_plan *p, struct err *e) {
+    enum { N = 61 };
+    struct eval_item it[N];
+    char *ctx[N], *ch[N][6];
+    char *shots = rand_text(300, "abcdefgh ");
+    rng_seed(42);
+    for (int i = 0; i < N; i++) {
+        const int kind = i < 30 ? 0 : i < 50 ? 1 : i < 56 ? 2 : 3;
+        char *q = rand_text(kind == 2 ? 900 + (int)(urand() * 300) : 10 + (int)(urand() * 110), "abcdefgh ");
+        ctx[i] = malloc(strlen(shots) + strlen(q) + 2);
+        sprintf(ctx[i], "%s%s", kind == 0 ? shots : "", q);
+        free(q);
+        const int nc = kind == 3 ? 1 : 2 + (int)(urand() * 5);
+        for (int c = 0; c < 6; c++) ch[i][c] = c < nc ? rand_text(1 + (int)(urand() * 40), "xyz") : NULL;
+        it[i] = (struct eval_item){"item", ctx[i], nc, ch[i], 0};
+    }
+    struct eval_plan_opts o = {.delim = " ", .bos_id = 1, .eos_id = 2, .window = 700, .n_threads = 1};
+    int rc = eval_plan_build(p, it, N, &o, byte_encode, NULL, e);
+    for (int i = 0; i < N; i++) {
+        free(ctx[i]);
+        for (int c = 0; c < 6; c++) free(ch[i][c]);
+    }
+    free(shots);
+    return rc;
+}
+
+static uint64_t hash_prefix(const int32_t *tok, int j) { // tokens [0, j]
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i <= j; i++) h = (h ^ (uint64_t)(uint32_t)tok[i]) * 0x100000001b3ull;
+    return h;
+}
+
+// Checks one schedule; returns the number of violations (the first few printed).
+static int check_sched(const struct prefix_sched *sc, const struct eval_plan *p, int i0, int i1, int A, int S, int MT) {
+    uint64_t *row = calloc((size_t)S, sizeof *row);
+    int *wcall = malloc((size_t)S * sizeof *wcall), *leaves = calloc((size_t)p->n_seq, sizeof *leaves), bad = 0;
+    for (int r = 0; r < S; r++) wcall[r] = -1;
+    const int row_base = p->seq[p->item_seq[i0]].row0;
+#define V(cond, ...) do { if (!(cond) && bad++ < 5) CHECK(0, __VA_ARGS__); } while (0)
+    for (int k0 = 0; k0 < sc->n_pieces;) {
+        int k1 = k0, tok = 0, c = sc->pieces[k0].call;
+        while (k1 < sc->n_pieces && sc->pieces[k1].call == c) tok += sc->pieces[k1].end - sc->pieces[k1].start, k1++;
+        V(tok <= MT, "call %d: %d tokens > %d", c, tok, MT);
+        for (int k = k0; k < k1; k++) { // reads
+            const struct prefix_piece *pc = &sc->pieces[k];
+            const struct eval_seq *q = &p->seq[pc->seq];
+            V(pc->past.n == pc->start && pc->start % A == 0, "piece %d: past %d, start %d, align %d", k, pc->past.n, pc->start, A);
+            for (int g = 0, j = 0; g < pc->past.n_seg; g++)
+                for (int r = pc->past.row[g]; r < pc->past.row[g] + pc->past.len[g]; r++, j++)
+                    V(r < S && wcall[r] >= 0 && wcall[r] < c && row[r] == hash_prefix(q->tok, j),
+                      "piece %d (seq %d): position %d from row %d is not its own", k, pc->seq, j, r);
+            if (pc->save_n) {
+                V(pc->save_n == pc->end - pc->start && pc->end % A == 0 && pc->end <= q->n && !pc->n_out,
+                  "piece %d stores %d rows up to %d", k, pc->save_n, pc->end);
+            } else {
+                leaves[pc->seq]++;
+                V(pc->end == q->n && q->pos[0] >= pc->start && pc->n_out == q->n_rows && pc->out_row == q->row0 - row_base,
+                  "leaf of seq %d: [%d, %d) of %d, first scored %d, rows %d at %d", pc->seq, pc->start, pc->end, q->n,
+                  q->pos[0], pc->n_out, pc->out_row);
+            }
+        }
+        for (int k = k0; k < k1; k++) // writes
+            for (int j = 0; j < sc->pieces[k].save_n; j++) {
+                const int r = sc->pieces[k].save_row + j;
+                if (r >= S) { V(0, "row %d outside %d", r, S); continue; }
+                row[r] = hash_prefix(p->seq[sc->pieces[k].seq].tok, sc->pieces[k].start + j);
+                wcall[r] = c;
+            }
+        k0 = k1;
+    }
+    for (int s = p->item_seq[i0]; s < p->item_seq[i1]; s++) V(leaves[s] == 1, "seq %d has %d leaves", s, leaves[s]);
+#undef V
+    free(row), free(wcall), free(leaves);
+    return bad;
+}
+
+// Positions of the trie of all sequences: each sequence adds what it shares with no earlier one.
+static int64_t trie_positions(const struct eval_plan *p) {
+    int64_t n = 0;
+    for (int s = 0; s < p->n_seq; s++) {
+        int best = 0;
+        for (int t = 0; t < s; t++) {
+            int i = 0;
+            while (i < p->seq[s].n && i < p->seq[t].n && p->seq[s].tok[i] == p->seq[t].tok[i]) i++;
+            best = i > best ? i : best;
+        }
+        n += p->seq[s].n - best;
+    }
+    return n;
+}
+
+static void test_prefix_schedule(void) {
+    struct eval_plan p;
+    struct err e = {0};
+    if (make_plan(&p, &e)) { CHECK(0, "%s", e.msg); return; }
+    int n_sched = 0, n_bad = 0, n_refused = 0;
+    int64_t best = p.n_tokens;
+    const int aligns[3] = {1, 64, 128}, mts[4] = {128, 256, 1000, 4096}, batch[3] = {61, 7, 1};
+    for (int ai = 0; ai < 3; ai++)
+        for (int mi = 0; mi < 4; mi++)
+            for (int bi = 0; bi < 3; bi++) {
+                const int A = aligns[ai], MT = mts[mi], S = prefix_store_rows(&p, MT);
+                int64_t tokens = 0;
+                for (int i0 = 0; i0 < p.n_items; i0 += batch[bi]) {
+                    const int i1 = i0 + batch[bi] < p.n_items ? i0 + batch[bi] : p.n_items;
+                    struct prefix_sched sc;
+                    const int rc = prefix_schedule(&sc, &p, i0, i1, p.seq[p.item_seq[i0]].row0, A, S, MT, &e);
+                    // a leaf holds up to A - 1 recomputed context positions and its continuation
+                    if (A == 128 && MT == 128 && rc == ERR_RANGE) { n_refused++; continue; }
+                    if (rc) {
+                        CHECK(0, "align %d batch-tokens %d: %s", A, MT, e.msg);
+                        continue;
+                    }
+                    n_bad += check_sched(&sc, &p, i0, i1, A, S, MT);
+                    n_sched++;
+                    tokens += sc.tokens;
+                    prefix_sched_free(&sc);
+                }
+                if (A == 1 && bi == 0 && tokens < best) best = tokens;
+            }
+    CHECK(n_bad == 0, "%d violations", n_bad);
+    CHECK(n_refused > 0, "align 128 with batch-tokens 128 never refused a continuation that cannot fit");
+    // the least any exact schedule computes at alignment 1: the distinct prefixes of the plan's
+    // sequences (a trie), plus the row before each sequence's first scored one, which is shared
+    // by its own sequences only when they agree beyond it
+    const int64_t least = trie_positions(&p);
+    CHECK(best <= least + least / 10, "alignment 1 computes %lld positions, a trie of the sequences %lld",
+          (long long)best, (long long)least);
+    printf("prefix schedules: %d checked by simulation (alignments 1/64/128, batch-tokens 128..4096, batches of 61/7/1 "
+           "items); alignment 1 computes %lld of %lld positions (distinct prefixes: %lld)\n", n_sched, (long long)best,
+           (long long)p.n_tokens, (long long)least);
+    eval_plan_free(&p);
+}
+
 int main(void) {
     test_align();
+    test_prefix_schedule();
     test_refusals();
     test_split();
     test_continuation();
