@@ -19,7 +19,7 @@
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
     const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *shard;
-    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
+    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int64_t seed;
 };
 
@@ -104,6 +104,7 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->out_dir = o->out;
     ro->resume = o->resume;
     ro->stop_after_items = stop_after();
+    ro->prefix_cache = !o->no_prefix_cache;
     return 0;
 }
 
@@ -197,6 +198,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
+        {"no-prefix-cache", CLI_FLAG, &o.no_prefix_cache, "run every sequence whole instead of sharing prefixes through "
+                                                          "the exact KV cache (same results bit for bit; for comparisons)"},
         {"bos", CLI_STR, &o.bos, "auto|on|off: BOS policy (default auto = the tokenizer's post-processor)"},
         {"tokenizer", CLI_STR, &o.tokenizer, "DIR: tokenizer (default: the model directory)"},
         {"skip-bad-rows", CLI_FLAG, &o.skip_bad_rows, "skip malformed dataset rows (counted in the report)"},

@@ -8,6 +8,7 @@
 #include "attention/scales.h"
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "eval/prefix.h"
 #include "eval/run_internal.h"
 #include "results/report.h"
 
@@ -24,6 +25,7 @@ void run_opts_default(struct run_opts *o) {
     o->ppl_ctx = 2048;
     o->shard_n = 1;
     o->n_threads = 1;
+    o->prefix_cache = 1;
 }
 
 // every registered mode but the slow binary64 `exact`; bf16 (else f32) is the reference
@@ -224,8 +226,32 @@ static int plan_tasks(struct run *r, struct err *e) {
     return 0;
 }
 
-// One item must fit in one batch: reopen the model with room for the largest (the window caps
-// sequences); then size the logits buffers.
+// The prefix cache, sized once for the longest sequence plus one batch of stored positions
+// (prefix_store_rows). Off for a LongRoPE model whose sequences cross rope_orig_max (its RoPE
+// factors depend on the total length, so a prefix would need recomputing: model.h).
+static int open_cache(struct run *r, struct err *e) {
+    const struct model_config *cfg = model_cfg(r->model);
+    int rows = 0, longest = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) {
+        const int n = prefix_store_rows(&r->plans[t], model_get_opts(r->model)->max_tokens);
+        rows = n > rows ? n : rows;
+        longest = r->plans[t].max_seq_len > longest ? r->plans[t].max_seq_len : longest;
+    }
+    if (cfg->rope_type == ROPE_LONGROPE && longest > cfg->rope_orig_max) {
+        log_warn("run: prefix cache off: sequences of %d tokens cross this LongRoPE model's factor switch at %d", longest,
+                 cfg->rope_orig_max);
+        return 0;
+    }
+    int rc = model_kv_open(&r->kv, r->model, rows, e);
+    if (rc) return err_prefix(e, "prefix cache (--no-prefix-cache runs without it)");
+    log_info("run: prefix cache: %d positions x %.1f KB = %.3f GB, allocated once", rows,
+             model_kv_row_bytes(r->model) / 1024.0, model_kv_bytes(r->kv) * 1e-9);
+    return 0;
+}
+
+// Without the cache one item must fit in one batch: reopen the model with room for the largest
+// (the window caps sequences); with it, only a continuation must (prefix.h). Then size the
+// logits buffers and the cache.
 static int fit_batches(struct run *r, struct err *e) {
     int longest = 0, max_item = 0, rc;
     for (int t = 0; t < r->o.n_tasks; t++) {
@@ -233,6 +259,13 @@ static int fit_batches(struct run *r, struct err *e) {
         if (r->plans[t].max_item_tokens > max_item) max_item = r->plans[t].max_item_tokens;
     }
     const int window = model_get_opts(r->model)->max_seq;
+    if (r->o.prefix_cache) { // a leaf: up to one tile of recomputed context and its continuation
+        int cont = 0;
+        for (int t = 0; t < r->o.n_tasks; t++)
+            for (int q = 0; q < r->plans[t].n_req; q++) cont = r->plans[t].req[q].n_cont > cont ? r->plans[t].req[q].n_cont : cont;
+        max_item = cont + (r->o.attn.tile > 64 ? r->o.attn.tile : 64);
+        longest = 0;
+    }
     if (longest > window || max_item > model_get_opts(r->model)->max_tokens) {
         int need = max_item > r->o.model.max_tokens ? max_item : r->o.model.max_tokens;
         log_info("run: an item needs %d tokens (batch capacity %d): reopening the model with max_tokens %d", max_item,
@@ -248,7 +281,7 @@ static int fit_batches(struct run *r, struct err *e) {
     r->out_cap = r->max_out; // a batch always holds one whole item
     for (int t = 0; t < r->o.n_tasks; t++)
         if (r->plans[t].max_item_rows > r->out_cap) r->out_cap = r->plans[t].max_item_rows;
-    return 0;
+    return r->o.prefix_cache ? open_cache(r, e) : 0;
 }
 
 // ---- open: the run directory ----
@@ -302,6 +335,7 @@ void run_free(struct run *r) {
         if (r->sets) task_set_free(&r->sets[t]);
     }
     eval_batch_free(&r->batch);
+    model_kv_free(r->kv);
     free(r->item_lo);
     free(r->tok_s);
     free(r->scores);
@@ -422,8 +456,11 @@ static int score_batch(struct run *r, int t, struct err *e) {
         if (n_modes > 1 && (rc = model_set_attn(r->model, r->o.modes[m], &r->o.attn, r->scales, e))) break;
         float *lg = m == 0 ? r->logits_ref : r->logits_q;
         double tf = time_now();
-        rc = model_forward(r->model, b->tok, b->seq_len, b->n_seq, b->out_pos, b->n_out, lg, e);
+        if (r->kv) rc = cached_forward(r->model, r->kv, p, b, lg, r->vocab, &r->acc[m].cached, e);
+        else rc = model_forward(r->model, b->tok, b->seq_len, b->n_seq, b->out_pos, b->n_out, lg, e);
         r->acc[m].forward_s += time_now() - tf;
+        r->acc[m].tokens_input += b->n_tok;
+        r->acc[m].rows_scored += b->n_out;
         if (rc) {
             err_prefix(e, "task %s, mode %s, items %d..%d", r->sets[t].name, r->o.modes[m], b->item0, b->item1 - 1);
             break;
@@ -441,8 +478,10 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
     const struct eval_plan *p = &r->plans[t];
     if (item_end > p->n_items) item_end = p->n_items;
     int rc = 0;
+    // with the cache a batch is bounded by its logits rows: many items share roots and calls
+    const int budget = r->kv ? (r->max_tokens < (1 << 24) ? 64 * r->max_tokens : INT32_MAX / 2) : r->max_tokens;
     while (r->next < item_end && !rc) {
-        if ((rc = eval_batch_next(&r->batch, p, r->next, item_end, r->max_tokens, r->max_out, e))) break;
+        if ((rc = eval_batch_next(&r->batch, p, r->next, item_end, budget, r->max_out, e))) break;
         if ((rc = score_batch(r, t, e))) break;
         const int k = r->batch.item1 - r->batch.item0;
         r->done += k;

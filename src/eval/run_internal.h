@@ -4,6 +4,7 @@
 #define HIFA4_RUN_INTERNAL_H
 
 #include "attention/cost.h"
+#include "eval/cached.h"
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "results/results.h"
@@ -14,6 +15,9 @@ struct run_mode_acc {              // per mode, over this invocation
     int64_t calls, tokens;         // attention hook coverage (sequence x layer x head calls)
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
     struct cost_counts cost;       // emulated Ascend work counts (spec/cost.md section 1)
+    int64_t tokens_input;          // positions of the scored sequences (what an uncached run computes)
+    int64_t rows_scored;           // logits rows scored
+    struct cached_stats cached;    // with the prefix cache: positions computed, stored, calls
 };
 
 struct run {
@@ -22,6 +26,7 @@ struct run {
     // model and tokenizer
     struct model *model;
     struct model_opts mo;          // as opened (max_tokens may grow for a long item)
+    struct model_kv *kv;           // the prefix cache (NULL: --no-prefix-cache or not applicable)
     struct tokenizer *tok;
     char tok_hex[65];
     int vocab, add_bos;
