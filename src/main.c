@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "base/common.h"
+#include "base/host.h"
+#include "cli/cli.h"
 
 struct command {
     const char *name;
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
         for (char *p = name; *p; p++) if (*p == '_') *p = '-';
         fprintf(f, "  %-16s %s\n", name, commands[i].help);
     }
-    fprintf(f, "\nglobal: --quiet, --verbose (before the command); 'hifa4-eval <command> --help' "
+    fprintf(f, "\nglobal: --quiet, --verbose (before the command), --version; 'hifa4-eval <command> --help' "
                "for its options\n");
 }
 
@@ -42,6 +43,12 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--quiet")) log_set_level(LOG_WARN);
         else if (!strcmp(argv[i], "--verbose")) log_set_level(LOG_DEBUG);
         else break;
+    }
+    if (i < argc && (!strcmp(argv[i], "--version") || !strcmp(argv[i], "version"))) {
+        char rev[128];
+        host_git_revision(rev, sizeof rev);
+        printf("hifa4-eval %s (git %s)\n", HIFA4_VERSION, rev);
+        return 0;
     }
     if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help")) {
         usage(i >= argc ? stderr : stdout);

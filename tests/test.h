@@ -173,6 +173,17 @@ static inline const char *test_text(void) {
     return brown ? brown : "README.md";
 }
 
+// Progress of a binary that runs for minutes (test_run, test_tokenizer, test_trace): a line
+// "# <text>" on stdout at once; tests/run_tests.sh shows these lines while the binary runs,
+// so a long `make test` is never silent.
+#define TEST_PROGRESS(...)                                                                \
+    do {                                                                                  \
+        printf("# ");                                                                     \
+        printf(__VA_ARGS__);                                                              \
+        putchar('\n');                                                                    \
+        fflush(stdout);                                                                   \
+    } while (0)
+
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed", name, test_passed_, test_failed_);
     if (test_skipped_) printf(", %d skipped", test_skipped_);

@@ -1,8 +1,10 @@
 // test_calib.c: calibration statistics on hand-worked cases (spec/calibration.md): nearest-rank
-// percentiles, aggregators, per-sample maxima under GQA, gate boundaries, scale factors, and
-// the scales file round trip (same inputs -> same bytes).
+// percentiles, aggregators, per-sample maxima under GQA, gate boundaries, scale factors, the
+// scales file round trip (same inputs -> same bytes), and the batched statistics
+// (calib_observe_seqs) bit for bit against the reference calib_observe on any thread count.
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "calib/calib.h"
 #include "io/safetensors.h"
 #include "test.h"
@@ -165,11 +167,96 @@ static void test_file(void) {
     calib_stats_free(&s);
 }
 
+// ---- calib_observe_seqs against calib_observe ----
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+// Kernel-input-like values: kind 0 bf16 values (few distinct magnitudes, so many duplicates,
+// a few large outliers, signed zeros, some scaled by 2^-32..2^31 to spread the histogram over
+// many exponents), 1 arbitrary binary32, 2 bf16 with a NaN, 3 bf16 with +-inf.
+static void fill_values(float *x, size_t n, int kind) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rng();
+        float v = (float)((int)(r % 2001) - 1000) * (r >> 40 & 1 ? 0.01f : 0.37f);
+        if (r % 997 == 0) v *= 300;
+        if (r % 101 == 0) v = r >> 20 & 1 ? 0.0f : -0.0f;
+        if (r % 89 == 0) v = ldexpf(v, (int)(r >> 50 & 63) - 32);
+        x[i] = kind == 1 ? v * 1.0001f : bf16_to_f32(f32_to_bf16(v));
+    }
+    if (kind == 2) x[n / 2] = NAN;
+    if (kind == 3) x[n / 3] = INFINITY, x[n - 1] = -INFINITY;
+}
+
+static int stats_equal(const struct calib_stats *a, const struct calib_stats *b) {
+    size_t per = (size_t)a->max_samples * a->n_layers, big = per * a->Hkv * a->d;
+    return a->n_samples == b->n_samples && !memcmp(a->kmax, b->kmax, big * sizeof(float)) &&
+           !memcmp(a->qmax, b->qmax, big * sizeof(float)) && !memcmp(a->kp99, b->kp99, per * sizeof(float)) &&
+           !memcmp(a->qp99, b->qp99, per * sizeof(float)) && !memcmp(a->kp999, b->kp999, per * sizeof(float)) &&
+           !memcmp(a->kstd, b->kstd, per * sizeof(float)) && !memcmp(a->seen, b->seen, per);
+}
+
+// One case: n_seq sequences of assorted lengths (1, odd, the maximum) at every layer, through
+// the reference and through calib_observe_seqs on 1 and 2 threads.
+static void seqs_case(int H, int Hkv, int d, int n_seq, int max_T, int kind) {
+    struct calib_stats ref, fast[2];
+    struct err e = {0};
+    const int L = 2;
+    if (calib_stats_init(&ref, L, H, Hkv, d, n_seq, max_T, &e) || calib_stats_init(&fast[0], L, H, Hkv, d, n_seq, max_T, &e) ||
+        calib_stats_init(&fast[1], L, H, Hkv, d, n_seq, max_T, &e)) {
+        CHECK(0, "init: %s", e.msg);
+        return;
+    }
+    const float **q = malloc((size_t)n_seq * sizeof *q), **k = malloc((size_t)n_seq * sizeof *k);
+    int *T = malloc((size_t)n_seq * sizeof *T);
+    for (int i = 0; i < n_seq; i++) {
+        T[i] = i == 0 ? 1 : i == 1 ? max_T : 1 + (int)(rng() % (uint64_t)max_T);
+        float *qi = malloc((size_t)T[i] * H * d * sizeof *qi), *ki = malloc((size_t)T[i] * Hkv * d * sizeof *ki);
+        fill_values(qi, (size_t)T[i] * H * d, kind == 2 && i == 1 ? 0 : kind); // kind 2: K NaN in seq 1, Q NaN elsewhere
+        fill_values(ki, (size_t)T[i] * Hkv * d, kind == 2 && i != 1 ? 0 : kind);
+        q[i] = qi, k[i] = ki;
+    }
+    int ok = 1;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < n_seq; i++) ok &= calib_observe(&ref, i, l, q[i], k[i], T[i], &e) == 0;
+    for (int th = 0; th < 2; th++) {
+        pool_set_threads(th + 1);
+        for (int l = 0; l < L; l++) ok &= calib_observe_seqs(&fast[th], 0, l, n_seq, q, k, T, 0, &e) == 0;
+        CHECK(stats_equal(&ref, &fast[th]), "H=%d Hkv=%d d=%d n_seq=%d kind %d, %d thread(s): statistics differ from "
+              "calib_observe", H, Hkv, d, n_seq, kind, th + 1);
+        int64_t want = kind == 0 || kind == 3 ? 0 : (int64_t)L * n_seq;
+        CHECK(fast[th].n_fallback == want, "kind %d: %lld fallbacks, want %lld", kind, (long long)fast[th].n_fallback,
+              (long long)want);
+    }
+    CHECK(ok, "observe calls: %s", e.msg);
+    // out-of-range sequences are refused before anything is recorded
+    int Tbad[1] = {max_T + 1};
+    CHECK(calib_observe_seqs(&fast[0], 0, 0, 1, q, k, Tbad, 0, &e) == ERR_RANGE, "T beyond init refused");
+    CHECK(calib_observe_seqs(&fast[0], n_seq - 1, 0, 2, q, k, T, 0, &e) == ERR_RANGE, "sample beyond init refused");
+    CHECK(stats_equal(&ref, &fast[0]), "a refused call changes nothing");
+    for (int i = 0; i < n_seq; i++) free((void *)q[i]), free((void *)k[i]);
+    free(q), free(k), free(T);
+    calib_stats_free(&ref), calib_stats_free(&fast[0]), calib_stats_free(&fast[1]);
+}
+
+static void test_observe_seqs(void) {
+    seqs_case(9, 3, 64, 5, 97, 0);  // SmolLM2's heads, duplicates, outliers, a 1-token sequence
+    seqs_case(4, 4, 13, 3, 40, 0);  // MHA, d not a multiple of the vector width
+    seqs_case(8, 2, 128, 4, 64, 0); // Qwen3's group of 4
+    seqs_case(6, 2, 16, 3, 50, 1);  // not bf16 values: every (sample, layer) falls back
+    seqs_case(6, 2, 16, 3, 50, 2);  // a NaN in K or in Q: falls back
+    seqs_case(6, 3, 32, 3, 50, 3);  // +-inf are bf16 values: the histogram holds them
+    pool_set_threads(0);
+}
+
 int main(void) {
     test_percentile();
     test_aggregate();
     test_observe_and_gate();
     test_gate();
     test_file();
+    test_observe_seqs();
     return test_summary("test_calib");
 }

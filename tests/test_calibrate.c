@@ -2,7 +2,9 @@
 // the golden Smooth-QK scales and gate statistics of qwen3-tiny / qwen3-outlier from their own
 // calibration ids; the planted-outlier checks of issue 6 on make-model checkpoints (Strong,
 // layer 0, channel 51, layer-0 attention error of hifa4 far below direct); Bypass/Mild without
-// the outlier; same seed -> same file bytes; the evaluation-data refusal.
+// the outlier; same seed -> same file bytes; the batched statistics (issue 13) against the
+// reference ones, on 1 and 2 threads, to the byte of the scales file; the evaluation-data
+// refusal.
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -203,6 +205,55 @@ static void test_planted(void) {
     }
 }
 
+// The statistics path `calibrate` takes (calib_observe_seqs per layer, on the pool) against the
+// reference (calib_observe per sequence on the hook's thread, the code before issue 13), on the
+// planted-outlier model: every per-sample statistic and the scales file's bytes are the same,
+// on 1 and 2 threads, with batches of 5, 5 and 2 samples.
+static void test_stats_paths(void) {
+    char dir[1200], path[3][1300];
+    snprintf(dir, sizeof dir, "%s/qwen3-outlier-mm", tmp);
+    struct calib_run r[3];
+    struct err e = {0};
+    const char *what[3] = {"reference, 2 threads", "batched, 1 thread", "batched, 2 threads"};
+    for (int v = 0; v < 3; v++) {
+        struct calib_run_opts o;
+        calib_run_opts_default(&o);
+        o.samples = 12, o.len = 128, o.seed = 3, o.batch_tokens = 5 * 128;
+        o.stats_ref = v == 0;
+        o.threads = v == 1 ? 1 : 2;
+        if (calib_run_source(&r[v], dir, test_text(), &o, &e)) {
+            CHECK(0, "%s: %s", what[v], e.msg);
+            for (int u = 0; u < v; u++) calib_run_free(&r[u]);
+            return;
+        }
+        snprintf(path[v], sizeof path[v], "%s/scales-path%d.safetensors", tmp, v);
+        struct calib_meta m = {r[v].model_id, r[v].model_hash, r[v].source_desc, r[v].result.n_samples, 128, 3};
+        CHECK(calib_write(path[v], &r[v].result, &m, &e) == 0, "write: %s", e.msg);
+    }
+    char *a = NULL;
+    size_t la = 0;
+    file_read_all(path[0], &a, &la, &e);
+    const struct calib_stats *s0 = &r[0].stats;
+    size_t per = (size_t)s0->max_samples * s0->n_layers, big = per * s0->Hkv * s0->d;
+    for (int v = 1; v < 3; v++) {
+        const struct calib_stats *s = &r[v].stats;
+        int same = s->n_samples == s0->n_samples && s->n_samples == 12 && !memcmp(s->kmax, s0->kmax, big * 4) &&
+                   !memcmp(s->qmax, s0->qmax, big * 4) && !memcmp(s->kp99, s0->kp99, per * 4) &&
+                   !memcmp(s->qp99, s0->qp99, per * 4) && !memcmp(s->kp999, s0->kp999, per * 4) &&
+                   !memcmp(s->kstd, s0->kstd, per * 4);
+        CHECK(same, "%s: per-sample statistics differ from the reference", what[v]);
+        CHECK(s->n_fallback == 0, "%s: %lld (sample, layer)s fell back (bf16 kernel inputs need none)", what[v],
+              (long long)s->n_fallback);
+        char *b = NULL;
+        size_t lb = 0;
+        file_read_all(path[v], &b, &lb, &e);
+        CHECK(a && b && la == lb && !memcmp(a, b, la), "%s: scales file differs from the reference's", what[v]);
+        free(b);
+    }
+    free(a);
+    for (int v = 0; v < 3; v++) calib_run_free(&r[v]);
+}
+
 // The evaluation-data refusal on the real dataset files (skipped without them).
 static void test_refusal(void) {
     const char *anatomy = TEST_NEED("datasets/mmlu/data/test/anatomy_test.csv");
@@ -272,5 +323,6 @@ int main(void) {
     test_golden("qwen3-tiny");
     test_golden("qwen3-outlier");
     test_planted();
+    test_stats_paths();
     return test_summary("test_calibrate");
 }

@@ -147,6 +147,21 @@ static void test_errors(void) {
     bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"head_dim\": 7}", ERR_FORMAT, "head_dim");
     bad("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 0, "
         "\"num_attention_heads\": 4, \"vocab_size\": 300, \"max_position_embeddings\": 256}", ERR_FORMAT, "layers 0");
+    // sizes beyond config.h's bounds name their field (issue 14: they were multiplied into
+    // allocation sizes unchecked; fuzz_config found a max_position_embeddings of 1.75e9 that
+    // the round trip through cfg_to_json could not read back)
+#define SZ(h, f, l, n, v, p) "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": " h ", \"intermediate_size\": " f \
+    ", \"num_hidden_layers\": " l ", \"num_attention_heads\": " n ", \"vocab_size\": " v ", \"max_position_embeddings\": " p "}"
+    bad(SZ("262144", "128", "4", "4", "300", "256"), ERR_RANGE, "'hidden_size': 262144 exceeds");
+    bad(SZ("64", "2097152", "4", "4", "300", "256"), ERR_RANGE, "'intermediate_size'");
+    bad(SZ("64", "128", "300", "4", "300", "256"), ERR_RANGE, "'num_hidden_layers': 300");
+    bad(SZ("8192", "128", "4", "8192", "300", "256"), ERR_RANGE, "'num_attention_heads': 8192");
+    bad(SZ("64", "128", "4", "4", "33554432", "256"), ERR_RANGE, "'vocab_size'");
+    bad(SZ("64", "128", "4", "4", "300", "1754255595"), ERR_RANGE, "'max_position_embeddings': 1754255595");
+    bad(SZ("64", "128", "4", "4", "300", "99999999999"), ERR_RANGE, "max_position_embeddings");
+    bad("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 4, "
+        "\"num_attention_heads\": 1024, \"vocab_size\": 300, \"max_position_embeddings\": 256, \"head_dim\": 1024, "
+        "\"num_key_value_heads\": 1}", ERR_RANGE, "'num_attention_heads' x 'head_dim' = 1024 x 1024");
     bad("[1, 2]", ERR_FORMAT, "object");
     bad("{\"architectures\": \"LlamaForCausalLM\"}", ERR_FORMAT, "architectures");
     bad("{\"architectures\": [", ERR_FORMAT, "invalid JSON");

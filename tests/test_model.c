@@ -826,6 +826,95 @@ static void test_cli(void) {
         printf("  %-32s %.2f s\n", #call, time_now() - t0_);            \
     } while (0)
 
+// ---- non-finite weights (issue 14) ----
+// Rewrites dir/model.safetensors with element `at` of tensor `name` set to v (all tensors
+// widened to F32 when to_f32): a checkpoint as a hostile or corrupted file would hold it.
+static int poison(const char *dir, const char *name, size_t at, float v, int to_f32) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
+    struct st_wtensor *w = calloc((size_t)st.n_tensors, sizeof *w);
+    void **data = calloc((size_t)st.n_tensors, sizeof *data);
+    int rc = 0;
+    for (int i = 0; i < st.n_tensors; i++) {
+        const struct st_tensor *t = &st.tensors[i];
+        w[i].name = t->name;
+        w[i].ndim = t->ndim;
+        memcpy(w[i].shape, t->shape, sizeof t->shape);
+        w[i].dtype = to_f32 ? ST_F32 : t->dtype;
+        data[i] = malloc(to_f32 ? (size_t)t->numel * 4 : t->nbytes);
+        if (to_f32) st_to_f32(data[i], t, &e);
+        else memcpy(data[i], t->data, t->nbytes);
+        if (!strcmp(t->name, name)) {
+            if (w[i].dtype == ST_F32) ((float *)data[i])[at] = v;
+            else { uint16_t h = f32_to_bf16(v); memcpy((char *)data[i] + 2 * at, &h, 2); }
+        }
+        w[i].data = data[i];
+    }
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    rc = st_write(tmp, w, st.n_tensors, NULL, 0, &e);
+    for (int i = 0; i < st.n_tensors; i++) free(data[i]);
+    free(data), free(w);
+    st_close(&st);
+    if (!rc) rc = rename(tmp, path);
+    return rc;
+}
+
+static int open_fwd(const char *dir, int weights, const int32_t *toks, int T, struct err *e) {
+    struct model_opts o;
+    model_opts_default(&o);
+    o.weights = weights, o.max_tokens = 64, o.n_threads = 1;
+    struct model *m = NULL;
+    int rc = model_open(&m, dir, &o, e);
+    if (rc) return rc;
+    int pos[64];
+    for (int i = 0; i < T; i++) pos[i] = i;
+    float *lg = malloc(sizeof(float) * (size_t)T * model_cfg(m)->vocab_size);
+    rc = model_forward(m, toks, &T, 1, pos, T, lg, e);
+    free(lg);
+    model_free(m);
+    return rc;
+}
+
+// A NaN or inf weight is refused where it enters, naming the tensor and the element: at load
+// for converted (resident) matrices, in-place F32 matrices and norm/bias vectors; in the
+// forward pass for streamed matrices and embedding rows (read per token).
+static void test_nonfinite_weights(void) {
+    struct make_model_opts o;
+    make_model_opts_default(&o);
+    o.arch = ARCH_LLAMA, o.n_layers = 2, o.dim = 64, o.n_heads = 2, o.n_kv_heads = 1, o.hidden_dim = 128, o.tied = 0;
+    char d[512];
+    snprintf(d, sizeof d, "%s/nonfinite", tmpdir());
+    struct err e = {0};
+    const int32_t toks[4] = {1, 2, 3, 4}, toks9[3] = {5, 9, 6};
+    const char *up = "model.layers.1.mlp.up_proj.weight"; // (128, 64): element 3*64+5 = row 3, column 5
+    for (int f32 = 0; f32 < 2; f32++) {
+        CHECK(make_model(&o, d, &e) == 0 && poison(d, up, 3 * 64 + 5, NAN, f32) == 0, "poisoned checkpoint: %s", e.msg);
+        for (int w = MODEL_WEIGHTS_F32; w <= MODEL_WEIGHTS_STREAM; w++) {
+            int rc = open_fwd(d, w, toks, 4, &e);
+            // an F32 checkpoint is used in place (checked at load) in both modes
+            CHECK(rc == ERR_FORMAT && strstr(e.msg, up) && strstr(e.msg, "[row 3, column 5]") && strstr(e.msg, "nan"),
+                  "%s %s: NaN weight: rc %d: %s", f32 ? "F32" : "BF16", w == MODEL_WEIGHTS_F32 ? "resident" : "streamed", rc,
+                  e.msg);
+        }
+    }
+    CHECK(make_model(&o, d, &e) == 0 && poison(d, "model.layers.0.input_layernorm.weight", 7, INFINITY, 0) == 0, "%s", e.msg);
+    int rc = open_fwd(d, MODEL_WEIGHTS_F32, toks, 4, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "input_layernorm.weight' [7] = inf"), "inf norm weight: %s", e.msg);
+    CHECK(make_model(&o, d, &e) == 0 && poison(d, "lm_head.weight", 10 * 64, -INFINITY, 0) == 0, "%s", e.msg);
+    rc = open_fwd(d, MODEL_WEIGHTS_F32, toks, 4, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "lm_head.weight' [row 10, column 0] = -inf"), "inf head weight: %s", e.msg);
+    // embedding row 9 (token 9): found when token 9 is read, not before
+    CHECK(make_model(&o, d, &e) == 0 && poison(d, "model.embed_tokens.weight", 9 * 64 + 2, NAN, 0) == 0, "%s", e.msg);
+    rc = open_fwd(d, MODEL_WEIGHTS_F32, toks, 4, &e);
+    CHECK(rc == 0, "tokens without row 9: %s", e.msg);
+    rc = open_fwd(d, MODEL_WEIGHTS_F32, toks9, 3, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "embed_tokens.weight' [row 9, column 2]"), "NaN embedding row: %s", e.msg);
+}
+
 int main(void) {
     log_set_level(LOG_WARN);
     RUN(test_goldens());
@@ -839,6 +928,7 @@ int main(void) {
     RUN(test_bf16attn());
     RUN(test_quant_goldens());
     RUN(test_make_model());
+    RUN(test_nonfinite_weights());
     RUN(test_cli());
     return test_summary("test_model");
 }

@@ -206,7 +206,8 @@ static void test_summary_report(void) {
     mkdir_p(dir, &e);
     snprintf(path, sizeof path, "%s/run.json", dir);
     const char *rj = "{\"model\":{\"name\":\"toy\",\"path\":\"/x\",\"hash\":\"00\"},\"modes\":[\"ref\",\"q\"],"
-                     "\"tasks\":[{\"name\":\"t1\",\"metrics\":[\"acc\",\"acc_norm\"]},{\"name\":\"t2\",\"metrics\":[\"acc\"]}]}";
+                     "\"tasks\":[{\"name\":\"t1\",\"metrics\":[\"acc\",\"acc_norm\"]},{\"name\":\"t2\",\"metrics\":[\"acc\"]}],"
+                     "\"complete\":true}";
     file_write_atomic(path, rj, strlen(rj), &e);
     const int n1 = 90, n2 = 31;
     write_run_task(dir, "t1", "ref", n1, 0);
@@ -301,9 +302,103 @@ static void test_plot(void) {
     CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 0, 0, 0, &e) == ERR_RANGE, "0 bins refused");
 }
 
+// ---- hostile run directories (issue 14) ----
+// A run whose modes hold different item counts (a killed run; more than 256 items made the
+// summary free past the shorter array), one whose files hold fewer items than run.json says,
+// an incomplete run (tables refuses it), and items marked nonfinite (left out of every
+// statistic in every mode, counted per mode, shown in report.md).
+static void write_rj(const char *dir, int n_items, int complete) {
+    char path[1024], rj[1024];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    snprintf(rj, sizeof rj, "{\"model\":{\"name\":\"toy\"},\"modes\":[\"ref\",\"q\"],\"tasks\":[{\"name\":\"t1\","
+             "\"metrics\":[\"acc\"],\"n_items\":%d}],\"command\":[\"run\",\"--model\",\"toy\"],\"complete\":%s}",
+             n_items, complete ? "true" : "false");
+    file_write_atomic(path, rj, strlen(rj), NULL);
+}
+
+static void test_hostile_runs(void) {
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/res_hostile", tmpdir());
+    struct err e = {0};
+    mkdir_p(dir, &e);
+    cJSON *sum = NULL;
+    write_rj(dir, 300, 1);
+    write_run_task(dir, "t1", "ref", 300, 0);
+    write_run_task(dir, "t1", "q", 130, 1);
+    int rc = results_summarize(dir, &sum, &e);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, "samples-t1-q.jsonl.zst: 130 items") && strstr(e.msg, "'ref' has 300") && !sum,
+          "one mode short: rc %d: %s", rc, e.msg);
+    write_run_task(dir, "t1", "q", 300, 1);
+    write_rj(dir, 320, 1);
+    rc = results_summarize(dir, &sum, &e);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, "300 items, but run.json says the task has 320"), "all modes short: %s", e.msg);
+    write_rj(dir, 300, 0);
+    const char *runs[1] = {dir};
+    char *md = NULL;
+    rc = report_tables(runs, 1, NULL, &md, &e);
+    CHECK(rc == ERR_MISMATCH && !md && strstr(e.msg, "not a complete run") && strstr(e.msg, "`hifa4-eval run --model toy --resume`"),
+          "tables on an incomplete run: %s", e.msg);
+    // items 3 and 7 not finite in q, item 7 and 11 in ref: 3 items out of every statistic
+    for (int m = 0; m < 2; m++) {
+        snprintf(path, sizeof path, "%s/samples-t1-%s.jsonl.zst", dir, m ? "q" : "ref");
+        struct results_writer w;
+        results_writer_open(&w, path, 0, &e);
+        for (int i = 0; i < 20; i++) {
+            struct results_sample s;
+            make_sample(&s, i);
+            s.pred = s.gold; // every finite item is right: accuracy must come out 1
+            s.nonfinite = m ? (i == 3 || i == 7) : (i == 7 || i == 11);
+            if (s.nonfinite) { s.ll[0] = NAN; s.pred = (s.gold + 1) % s.n_choices; }
+            results_writer_add(&w, &s, &e);
+            results_sample_free(&s);
+        }
+        results_writer_close(&w, &e);
+    }
+    write_rj(dir, 20, 1);
+    rc = results_summarize(dir, &sum, &e);
+    const cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), "t1");
+    const cJSON *nf = cJSON_GetObjectItem(t, "nonfinite"), *nm = cJSON_GetObjectItem(nf, "modes");
+    CHECK(rc == 0 && cJSON_GetObjectItem(t, "n")->valueint == 17 && cJSON_GetObjectItem(nf, "excluded")->valueint == 3 &&
+              cJSON_GetObjectItem(nm, "ref")->valueint == 2 && cJSON_GetObjectItem(nm, "q")->valueint == 2,
+          "nonfinite items excluded and counted: %s", rc ? e.msg : "");
+    const cJSON *acc = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "modes"), "q"), "acc");
+    CHECK(acc && acc->valuedouble == 1.0, "accuracy over the finite items only");
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    results_write_json(path, sum, &e);
+    cJSON_Delete(sum);
+    char *head = NULL;
+    rc = report_render(dir, &head, &e);
+    free(head);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    size_t n;
+    char *rep = slurp(path, &n);
+    CHECK(rc == 0 && rep && strstr(rep, "### Non-finite items") && strstr(rep, "| t1 | 3 | ref 2, q 2 |"), "report: %s",
+          rc ? e.msg : "");
+    free(rep);
+    // the nonfinite mark survives a write and a re-read, and only 1 is accepted
+    struct results_sample a, b;
+    make_sample(&a, 2);
+    a.nonfinite = 1;
+    struct results_buf buf = {0};
+    results_sample_line(&buf, &a);
+    CHECK(strstr(buf.p, ",\"nonfinite\":1") && results_sample_parse(&b, buf.p, buf.n - 1, "x", &e) == 0 && b.nonfinite == 1,
+          "nonfinite round trip: %s", buf.p);
+    results_sample_free(&b);
+    const char *bad2 = "{\"idx\":0,\"id\":\"a\",\"gold\":0,\"logliks\":[1],\"char_lens\":[1],\"tok_lens\":[1],"
+                       "\"is_greedy\":[0],\"pred\":0,\"pred_norm\":0,\"nonfinite\":2}";
+    CHECK(results_sample_parse(&b, bad2, strlen(bad2), "x", &e) == ERR_FORMAT, "nonfinite 2 refused: %s", e.msg);
+    const char *big = "{\"idx\":0,\"id\":\"a\",\"gold\":0,\"logliks\":[1],\"char_lens\":[1e300],\"tok_lens\":[1],"
+                      "\"is_greedy\":[0],\"pred\":0,\"pred_norm\":0}";
+    CHECK(results_sample_parse(&b, big, strlen(big), "x", &e) == ERR_FORMAT && strstr(e.msg, "char_lens"),
+          "an integer beyond int refused (fuzz_samples): %s", e.msg);
+    free(buf.p);
+    results_sample_free(&a);
+}
+
 int main(void) {
     test_plot();
     test_summary_report();
+    test_hostile_runs();
     test_line_roundtrip();
     test_writer_resume();
     test_paths();

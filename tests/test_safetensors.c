@@ -183,6 +183,38 @@ static void test_malformed(void) {
     }
 }
 
+// ---- from memory, and the numbers fuzzing found (issue 14) ----
+// st_open_mem validates like st_open; a header without tensors is a valid empty file (qsort of
+// NULL was undefined); numbers beyond the integer range are errors, not conversions.
+static int mem_open(const char *hdr, size_t data_bytes, struct err *e) {
+    size_t hl = strlen(hdr), n = 8 + hl + data_bytes;
+    unsigned char *buf = calloc(1, n);
+    for (int k = 0; k < 8; k++) buf[k] = (unsigned char)((uint64_t)hl >> (8 * k));
+    memcpy(buf + 8, hdr, hl);
+    struct safetensors st;
+    int rc = st_open_mem(&st, buf, n, "mem.safetensors", e);
+    if (!rc) { rc = st.n_tensors; st_close(&st); }
+    free(buf);
+    return rc;
+}
+
+static void test_mem_and_numbers(void) {
+    struct err e = {0};
+    CHECK(mem_open("{}", 0, &e) == 0, "empty header: %s", e.msg);
+    CHECK(mem_open("{\"__metadata__\":{\"a\":\"b\"}}", 0, &e) == 0, "metadata only: %s", e.msg);
+    CHECK(mem_open("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, &e) == 1, "one tensor: %s", e.msg);
+    const char *bad[] = {
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1e300],\"data_offsets\":[0,8]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1e30,1e300]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,2.5]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,8]}}",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int rc = mem_open(bad[k], 8, &e);
+        CHECK(rc == ERR_FORMAT && strstr(e.msg, "mem.safetensors: tensor 'w'"), "bad number %zu: rc %d: %s", k, rc, e.msg);
+    }
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     snprintf(tmp, sizeof tmp, "%s/safetensors", t ? t : "build/tmp");
@@ -191,5 +223,6 @@ int main(void) {
     test_roundtrip();
     test_shards();
     test_malformed();
+    test_mem_and_numbers();
     return test_summary("test_safetensors");
 }

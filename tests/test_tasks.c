@@ -691,7 +691,7 @@ static void test_mc_jsonl(void) {
     struct task_set s;
     struct err e;
     int rc = load("mc_jsonl", &s, NULL, NULL, 0, 0, &e);
-    CHECK(rc == ERR_USAGE, "mc_jsonl without --file");
+    CHECK(rc == ERR_USAGE, "mc_jsonl without --task-file");
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_mini.jsonl", 0, 0, &e);
     CHECK(rc == ERR_FORMAT && strstr(e.msg, "mc_mini.jsonl:3"), "mc_jsonl bad row: %s", e.msg);
     rc = load("mc_jsonl", &s, NULL, FIX "/mc_badutf8.jsonl", 1, 0, &e);
@@ -734,7 +734,7 @@ static void test_ppl(void) {
         task_set_free(&s);
     }
     rc = load("ppl", &s, NULL, FIX "/ppl_mini.txt", 0, 0, &e);
-    CHECK(rc == 0 && s.text_len == 25 && !strcmp(s.text, " = Title = \n\n Some text.\n"), "ppl --file as is");
+    CHECK(rc == 0 && s.text_len == 25 && !strcmp(s.text, " = Title = \n\n Some text.\n"), "ppl --task-file as is");
     task_set_free(&s);
 }
 
@@ -795,6 +795,47 @@ static void test_niah(void) {
     o.niah_lengths = "16";
     rc = task_load("niah", &s, &o, &e);
     CHECK(rc == ERR_RANGE && strstr(e.msg, "T=16"), "T below needle+question: %s", e.msg);
+}
+
+// ---- hostile inputs (issue 14) ----
+// A loader that fails before task_set_begin (niah without a tokenizer) must leave the caller's
+// set empty, whatever it held: task_load used to free the uninitialised set (`prompts --task
+// niah` segfaulted). An empty data file - or one whose every row is malformed and skipped -
+// is an error naming the task and the file, not a task of 0 items scored after all the others.
+static void test_hostile(void) {
+    struct task_set s;
+    struct err e = {0};
+    struct task_opts o = {.file = FIX "/haystack.txt", .limit = 1};
+    memset(&s, 0xa5, sizeof s); // what an uninitialised stack variable may hold
+    int rc = task_load("niah", &s, &o, &e);
+    CHECK(rc == ERR_USAGE && strstr(e.msg, "tokenizer") && s.items == NULL && s.n_items == 0,
+          "niah without a tokenizer on a dirty set: rc %d: %s", rc, e.msg);
+    char tmp[1024], empty[1100], blank[1100], bad[1100];
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/tasks_hostile", t ? t : "build/tmp");
+    mkdir_p(tmp, NULL);
+    snprintf(empty, sizeof empty, "%s/empty.jsonl", tmp);
+    snprintf(blank, sizeof blank, "%s/blank.jsonl", tmp);
+    snprintf(bad, sizeof bad, "%s/bad.jsonl", tmp);
+    file_write_atomic(empty, "", 0, NULL);
+    file_write_atomic(blank, "\n  \n\t\n", 6, NULL);
+    file_write_atomic(bad, "{\"question\": 1}\nnot json\n", 25, NULL);
+    static const char *const tasks[] = {"mc_jsonl", "arc_easy", "hellaswag", "truthfulqa_mc1", "mmlu"};
+    for (size_t k = 0; k < sizeof tasks / sizeof tasks[0]; k++) {
+        rc = load(tasks[k], &s, NULL, empty, 0, 0, &e);
+        CHECK(rc == ERR_FORMAT && strstr(e.msg, tasks[k]) && strstr(e.msg, "empty.jsonl") && s.n_items == 0,
+              "%s on an empty file: rc %d: %s", tasks[k], rc, e.msg);
+    }
+    rc = load("mc_jsonl", &s, NULL, blank, 0, 0, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "blank.jsonl") && strstr(e.msg, "no items"), "blank lines only: %s", e.msg);
+    rc = load("mc_jsonl", &s, NULL, bad, 1, 0, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "bad.jsonl") && strstr(e.msg, "all 2 rows are malformed"),
+          "every row skipped: %s", e.msg);
+    rc = load("ppl", &s, NULL, empty, 0, 0, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "ppl") && strstr(e.msg, "empty.jsonl"), "ppl on an empty file: %s", e.msg);
+    o = (struct task_opts){.file = empty, .count_tokens = count_words, .niah_lengths = "25"};
+    rc = task_load("niah", &s, &o, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "haystack") && strstr(e.msg, "empty.jsonl"), "niah on an empty haystack: %s", e.msg);
 }
 
 // `hifa4-eval prompts` prints the loaded items as JSONL (run from `make test`, HIFA4_BIN set)
@@ -894,6 +935,7 @@ int main(void) {
     test_mc_jsonl();
     test_ppl();
     test_niah();
+    test_hostile();
     test_cli();
     return test_summary("test_tasks");
 }

@@ -149,7 +149,7 @@ static void test_golden(const char *name, int expect_bos) {
     CHECK(ok_sp == g.n, "%s: ids_special %d/%d equal", name, ok_sp, g.n);
     CHECK(rt == n_rt && n_rt > g.n / 2, "%s: round trip %d/%d", name, rt, n_rt);
     CHECK(tok_adds_bos(t) == expect_bos, "%s: adds_bos %d", name, tok_adds_bos(t));
-    printf("%s: %d/%d ids, %d/%d ids_special, %d/%d round trips, load %.3f s\n", name, ok, g.n, ok_sp, g.n, rt, n_rt, dt);
+    TEST_PROGRESS("%s: %d/%d ids, %d/%d ids_special, %d/%d round trips, load %.3f s", name, ok, g.n, ok_sp, g.n, rt, n_rt, dt);
     free_golden(&g);
     tok_free(t);
 }
@@ -917,18 +917,24 @@ int main(void) {
     test_golden("llama3", 0);
     test_golden("mistral", 1);
     test_golden("gemma3", 1);
+    TEST_PROGRESS("llama2c");
     test_llama2c();
     test_llama2c_reference();
     test_llama2c_errors();
+    TEST_PROGRESS("facts");
     test_facts();
     test_config_override();
+    TEST_PROGRESS("malformed");
     test_malformed();
     test_bytelevel_minimal();
     test_pretok_behaviors();
     test_added_options();
+    TEST_PROGRESS("cli");
     test_cli();
     test_nfc();
+    TEST_PROGRESS("mutations");
     test_mutations();
+    TEST_PROGRESS("threads");
     test_threads();
     return test_summary("test_tokenizer");
 }

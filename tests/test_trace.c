@@ -443,8 +443,10 @@ int main(void) {
     struct err e = {0};
     mkdir_p(tmp, &e);
     if (!bin) bin = "./hifa4-eval";
+    TEST_PROGRESS("outlier model: eps_bar histograms and per-layer errors of every mode");
     test_outlier();
     test_qmean_forms();
+    TEST_PROGRESS("trace command");
     test_cli();
     return test_summary("test_trace");
 }

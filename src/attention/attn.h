@@ -227,7 +227,10 @@ struct attn_layer {
 
 // Calibration / tracing hook: called once per (sequence, layer) before the kernel with the
 // kernel-input Q [T][H][d] and K [T][Hkv][d] (after RoPE and q/k-norm; bf16-rounded when the
-// mode rounds its inputs). Runs on the calling thread, sequences in batch order.
+// mode rounds its inputs). Runs on the calling thread, sequences in batch order. Every
+// sequence of an attn_forward call is hooked before the call's kernel runs, so the pointers
+// given for earlier sequences of the call still hold the kernel inputs when the last sequence's
+// hook runs (calib_run hands a layer's sequences to its statistics together at that point).
 typedef void (*attn_hook_fn)(void *user, int layer, int seq, const float *q, const float *k,
                              const float *v, int T, int H, int Hkv, int d);
 

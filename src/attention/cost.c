@@ -47,68 +47,100 @@ int64_t cost_visited_tiles(int T, int window, int Br, int Bc) {
     return n;
 }
 
-void cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
-                     int window, int Br, int Bc) {
-    if (T <= 0 || H <= 0 || Hkv <= 0 || d <= 0 || Br <= 0 || Bc <= 0) return;
+// ---- checked 64-bit arithmetic: a count that does not fit names itself ----
+// (counts are exact integers; a wrapped one printed a negative Softmax column for a 70B shape
+// at T = 4M, issue 14)
+struct ck { const char *bad; };
+static int64_t ck_mul(struct ck *k, const char *what, int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) { if (!k->bad) k->bad = what; return 0; }
+    return r;
+}
+static void ck_add(struct ck *k, const char *what, int64_t *acc, int64_t v) {
+    if (__builtin_add_overflow(*acc, v, acc) && !k->bad) k->bad = what;
+}
+
+// a += b with every field checked; on overflow *a is unchanged and the field is named.
+static int add_checked(struct cost_counts *a, const struct cost_counts *b, struct err *e) {
+    struct cost_counts t = *a;
+    struct ck k = {0};
+    ck_add(&k, "calls", &t.calls, b->calls);
+    ck_add(&k, "tokens", &t.tokens, b->tokens);
+    ck_add(&k, "tiles", &t.tiles, b->tiles);
+    ck_add(&k, "cube_macs.qk16", &t.mac16_qk, b->mac16_qk);
+    ck_add(&k, "cube_macs.pv16", &t.mac16_pv, b->mac16_pv);
+    ck_add(&k, "cube_macs.ones16", &t.mac16_ones, b->mac16_ones);
+    ck_add(&k, "cube_macs.qk4", &t.mac4_qk, b->mac4_qk);
+    ck_add(&k, "cube_macs.pv4", &t.mac4_pv, b->mac4_pv);
+    ck_add(&k, "cube_macs.ones4", &t.mac4_ones, b->mac4_ones);
+    for (int v = 0; v < COST_V_COUNT; v++) ck_add(&k, vop_names[v], &t.vop[v], b->vop[v]);
+    ck_add(&k, "bytes.elems16", &t.elems16, b->elems16);
+    ck_add(&k, "bytes.elems4", &t.elems4, b->elems4);
+    ck_add(&k, "bytes.bytes16", &t.bytes16, b->bytes16);
+    if (k.bad)
+        return err_set(e, ERR_RANGE, "cost counts: the total of '%s' exceeds 2^63 - 1", k.bad);
+    t.bytes4 = a->bytes4 + b->bytes4;
+    *a = t;
+    return 0;
+}
+
+int cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
+                    int window, int Br, int Bc, struct err *e) {
+    if (T <= 0 || H <= 0 || Hkv <= 0 || d <= 0 || Br <= 0 || Bc <= 0) return 0;
     const int quant = (mode_flags & ATTN_F_QUANT) != 0;
     const int preorder = (mode_flags & ATTN_F_PREORDER) != 0;
     const int qmean = (mode_flags & ATTN_F_QMEAN) != 0;
     const int qmean_ch = qmean && (mode_flags & ATTN_F_QMEAN_CH) != 0;
     const int sqk = (mode_flags & ATTN_F_SQK) != 0;
-    const int64_t tiles = cost_visited_tiles(T, window, Br, Bc) * H;
-    const int64_t el = tiles * Br * Bc; // score elements
-    const int64_t rows = tiles * Br;    // tile rows
-    const int64_t t = T, q_el = t * H * d, kv_el = t * Hkv * d;
+    struct ck k = {0};
+    const int64_t tiles = ck_mul(&k, "tiles", cost_visited_tiles(T, window, Br, Bc), H);
+    const int64_t el = ck_mul(&k, "score elements", ck_mul(&k, "score elements", tiles, Br), Bc);
+    const int64_t rows = ck_mul(&k, "tile rows", tiles, Br);
+    const int64_t t = T, q_el = ck_mul(&k, "Q elements", ck_mul(&k, "Q elements", t, H), d);
+    const int64_t kv_el = ck_mul(&k, "K/V elements", ck_mul(&k, "K/V elements", t, Hkv), d);
+    const int64_t mac = ck_mul(&k, quant ? "cube_macs.qk4" : "cube_macs.qk16", el, d), ones = preorder ? el : 0;
 
-    acc->calls += 1;
-    acc->tokens += T;
-    acc->tiles += tiles;
-    int64_t mac = el * d, ones = preorder ? el : 0;
-    if (quant) { acc->mac4_qk += mac; acc->mac4_pv += mac; acc->mac4_ones += ones; }
-    else { acc->mac16_qk += mac; acc->mac16_pv += mac; acc->mac16_ones += ones; }
-
-    int64_t *v = acc->vop;
-    v[COST_V_MAX] += el;
-    v[COST_V_SUB] += el;
-    v[COST_V_EXP] += el;
-    if (!preorder) v[COST_V_SUM] += el;
-    if (quant) v[COST_V_QDQ] += el;
-    else v[COST_V_CAST] += el;
-    if (qmean) v[COST_V_ADD] += el;
-    if (qmean_ch) v[COST_V_QMEAN_GEMV] += tiles * Bc * d; // delta of the tile's keys, per (row block, key tile)
-    v[COST_V_ROW_MR] += 2 * rows;
-    v[COST_V_ROW_MR_EXP] += rows;
-    v[COST_V_ROW_L] += 2 * rows;
-    v[COST_V_ROW_O] += rows * d;
-    if (quant) v[COST_V_QKV_QDQ] += q_el + 2 * kv_el;
-    if (sqk) v[COST_V_SMOOTH] += q_el + kv_el;
-    if (qmean) // token: row means and kappa; channel: a column mean per query tile (padded like the tiles)
-        v[COST_V_QMEAN] += qmean_ch ? (t + Br - 1) / Br * Br * H * d : q_el + kv_el;
-    v[COST_V_FINAL] += q_el;
-
+    struct cost_counts c = {0};
+    c.calls = 1;
+    c.tokens = T;
+    c.tiles = tiles;
+    if (quant) { c.mac4_qk = c.mac4_pv = mac; c.mac4_ones = ones; }
+    else { c.mac16_qk = c.mac16_pv = mac; c.mac16_ones = ones; }
+    int64_t *v = c.vop;
+    v[COST_V_MAX] = v[COST_V_SUB] = v[COST_V_EXP] = el;
+    if (!preorder) v[COST_V_SUM] = el;
+    if (quant) v[COST_V_QDQ] = el;
+    else v[COST_V_CAST] = el;
+    if (qmean) v[COST_V_ADD] = el;
+    // channel form: delta of the tile's keys, per (row block, key tile)
+    if (qmean_ch) v[COST_V_QMEAN_GEMV] = ck_mul(&k, "qmean_gemv", ck_mul(&k, "qmean_gemv", tiles, Bc), d);
+    v[COST_V_ROW_MR] = ck_mul(&k, "row_mr", 2, rows);
+    v[COST_V_ROW_MR_EXP] = rows;
+    v[COST_V_ROW_L] = ck_mul(&k, "row_l", 2, rows);
+    v[COST_V_ROW_O] = ck_mul(&k, "row_o", rows, d);
+    int64_t qkv = q_el, qk = q_el;
+    ck_add(&k, "qkv_qdq", &qkv, ck_mul(&k, "qkv_qdq", 2, kv_el));
+    ck_add(&k, "smooth", &qk, kv_el);
+    if (quant) v[COST_V_QKV_QDQ] = qkv;
+    if (sqk) v[COST_V_SMOOTH] = qk;
+    // token: row means and kappa; channel: a column mean per query tile (padded like the tiles)
+    if (qmean)
+        v[COST_V_QMEAN] = qmean_ch ? ck_mul(&k, "qmean", ck_mul(&k, "qmean", (t + Br - 1) / Br * Br, H), d) : qk;
+    v[COST_V_FINAL] = q_el;
     // Q, K, V read once, O written once; O is always 16-bit (out = bf16(...)).
-    if (quant) { acc->elems4 += q_el + 2 * kv_el; acc->elems16 += q_el; }
-    else acc->elems16 += 2 * q_el + 2 * kv_el;
-    acc->bytes16 = 2 * acc->elems16;
-    acc->bytes4 = (double)acc->elems4 * 4.5 / 8.0;
+    if (quant) { c.elems4 = qkv; c.elems16 = q_el; }
+    else { c.elems16 = ck_mul(&k, "bytes.elems16", 2, q_el); ck_add(&k, "bytes.elems16", &c.elems16, ck_mul(&k, "bytes.elems16", 2, kv_el)); }
+    c.bytes16 = ck_mul(&k, "bytes.bytes16", 2, c.elems16);
+    c.bytes4 = (double)c.elems4 * 4.5 / 8.0;
+    if (k.bad)
+        return err_set(e, ERR_RANGE, "cost counts: '%s' of one call exceeds 2^63 - 1 (T %d, heads %d/%d, head_dim %d, "
+                       "window %d, tiles %dx%d)", k.bad, T, H, Hkv, d, window, Br, Bc);
+    int rc = add_checked(acc, &c, e);
+    if (rc) return err_prefix(e, "T %d, heads %d/%d, head_dim %d", T, H, Hkv, d);
+    return 0;
 }
 
-void cost_add(struct cost_counts *a, const struct cost_counts *b) {
-    a->calls += b->calls;
-    a->tokens += b->tokens;
-    a->tiles += b->tiles;
-    a->mac16_qk += b->mac16_qk;
-    a->mac16_pv += b->mac16_pv;
-    a->mac16_ones += b->mac16_ones;
-    a->mac4_qk += b->mac4_qk;
-    a->mac4_pv += b->mac4_pv;
-    a->mac4_ones += b->mac4_ones;
-    for (int k = 0; k < COST_V_COUNT; k++) a->vop[k] += b->vop[k];
-    a->elems16 += b->elems16;
-    a->elems4 += b->elems4;
-    a->bytes16 += b->bytes16;
-    a->bytes4 += b->bytes4;
-}
+int cost_add(struct cost_counts *a, const struct cost_counts *b, struct err *e) { return add_checked(a, b, e); }
 
 static int add_num(cJSON *o, const char *key, double v) {
     return cJSON_AddNumberToObject(o, key, v) ? 0 : -1;
@@ -251,8 +283,9 @@ done:
 // ---- cycle model ----
 void cost_cycles(struct cost_cycles *out, const struct cost_counts *c, const struct cost_params *p) {
     double r16 = p->cube_macs_per_cycle_16, r4 = r16 * p->cube_4bit_speedup;
-    out->cube = (double)(c->mac16_qk + c->mac16_pv + c->mac16_ones) / r16 +
-                (double)(c->mac4_qk + c->mac4_pv + c->mac4_ones) / r4;
+    // sums in binary64: each count fits in 64 bits, their sum need not
+    out->cube = ((double)c->mac16_qk + (double)c->mac16_pv + (double)c->mac16_ones) / r16 +
+                ((double)c->mac4_qk + (double)c->mac4_pv + (double)c->mac4_ones) / r4;
     double soft = 0, other = 0;
     for (int k = 0; k < COST_V_COUNT; k++) {
         double w = (double)c->vop[k] * p->vector_cost[vop_kind[k]];

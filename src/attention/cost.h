@@ -84,12 +84,14 @@ int64_t cost_visited_tiles(int T, int window, int Br, int Bc);
 // visited tile (Bc x d, softmax stage: it runs on the vector units beside the scores); the
 // per-score correction add is the same in both forms. Cheap: O(T / Br), no allocation,
 // thread-safe for distinct acc. Does nothing when a dimension is <= 0 (callers validate shapes
-// before they call).
-void cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
-                     int window, int Br, int Bc);
+// before they call). Every count is checked: one that would not fit in 64 bits (e.g. 4096
+// layers x 1024 heads x head_dim 65536 at T = 4M) leaves *acc unchanged and is ERR_RANGE
+// naming the count and the shape (e may be NULL).
+int cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
+                    int window, int Br, int Bc, struct err *e);
 
-// a += b, field by field.
-void cost_add(struct cost_counts *a, const struct cost_counts *b);
+// a += b, field by field; ERR_RANGE naming the field (and *a unchanged) on 64-bit overflow.
+int cost_add(struct cost_counts *a, const struct cost_counts *b, struct err *e);
 
 // JSON object with every count (numbers; exact up to 2^53). Caller owns (cJSON_Delete);
 // NULL on OOM.

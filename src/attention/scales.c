@@ -9,53 +9,57 @@
 
 #include "io/safetensors.h"
 
+// The checks of attn_scales_load over an opened file.
+static int scales_from(float **out, const struct safetensors *st, const char *path, int n_layers, int Hkv, int d,
+                       const char *model_hash, struct err *e) {
+    const char *name = "smooth_qk.scales";
+    const struct st_tensor *t = st_find(st, name);
+    if (!t) return err_set(e, ERR_NOTFOUND, "%s: scales file has no tensor '%s'", path, name);
+    if (t->dtype != ST_F32)
+        return err_set(e, ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected F32", path, name, st_dtype_name(t->dtype));
+    if (t->ndim != 3 || t->shape[0] != n_layers || t->shape[1] != Hkv || t->shape[2] != d) {
+        char got[128] = "";
+        size_t n = 0;
+        for (int i = 0; i < t->ndim && n < sizeof got; i++)
+            n += (size_t)snprintf(got + n, sizeof got - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        return err_set(e, ERR_MISMATCH, "%s: tensor '%s' has shape [%s], the model needs [%d, %d, %d] "
+                       "(layers, kv_heads, head_dim)", path, name, got, n_layers, Hkv, d);
+    }
+    const char *h = st_meta(st, "model_hash");
+    if (model_hash && h && h[0] && strcmp(h, model_hash))
+        return err_set(e, ERR_MISMATCH, "%s: scales were calibrated for model hash %s, this model is %s", path, h,
+                       model_hash);
+    float *s = malloc((size_t)t->numel * sizeof(float) + 1);
+    if (!s) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
+    int rc = st_to_f32(s, t, e);
+    for (int64_t i = 0; !rc && i < t->numel; i++)
+        if (!(s[i] >= 1 / ATTN_SCALE_MAX && s[i] <= ATTN_SCALE_MAX))
+            rc = err_set(e, ERR_RANGE, "%s: '%s' layer %lld, kv head %lld, channel %lld = %g: a scale must be finite and "
+                         "in [2^-64, 2^64] (a larger one overflows the scaled Q or K to inf)", path, name,
+                         (long long)(i / ((int64_t)Hkv * d)), (long long)(i / d % Hkv), (long long)(i % d), (double)s[i]);
+    if (rc) { free(s); return rc; }
+    *out = s;
+    return 0;
+}
+
 int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
                      struct err *e) {
     *out = NULL;
     struct safetensors st;
     int rc = st_open(&st, path, e);
     if (rc) return err_prefix(e, "scales file");
-    const char *name = "smooth_qk.scales";
-    const struct st_tensor *t = st_find(&st, name);
-    float *s = NULL;
-    if (!t) {
-        rc = err_set(e, ERR_NOTFOUND, "%s: scales file has no tensor '%s'", path, name);
-        goto done;
-    }
-    if (t->dtype != ST_F32) {
-        rc = err_set(e, ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected F32", path, name,
-                     st_dtype_name(t->dtype));
-        goto done;
-    }
-    if (t->ndim != 3 || t->shape[0] != n_layers || t->shape[1] != Hkv || t->shape[2] != d) {
-        char got[128] = "";
-        size_t n = 0;
-        for (int i = 0; i < t->ndim && n < sizeof got; i++)
-            n += (size_t)snprintf(got + n, sizeof got - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        rc = err_set(e, ERR_MISMATCH, "%s: tensor '%s' has shape [%s], the model needs [%d, %d, %d] "
-                     "(layers, kv_heads, head_dim)", path, name, got, n_layers, Hkv, d);
-        goto done;
-    }
-    const char *h = st_meta(&st, "model_hash");
-    if (model_hash && h && h[0] && strcmp(h, model_hash)) {
-        rc = err_set(e, ERR_MISMATCH, "%s: scales were calibrated for model hash %s, this model is %s",
-                     path, h, model_hash);
-        goto done;
-    }
-    s = malloc((size_t)t->numel * sizeof(float) + 1);
-    if (!s) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto done; }
-    if ((rc = st_to_f32(s, t, e))) goto done;
-    for (int64_t i = 0; i < t->numel; i++)
-        if (!(s[i] > 0) || !isfinite(s[i])) {
-            rc = err_set(e, ERR_FORMAT, "%s: '%s'[%lld][%lld][%lld] = %g: scales must be finite and > 0", path,
-                         name, (long long)(i / ((int64_t)Hkv * d)), (long long)(i / d % Hkv), (long long)(i % d),
-                         (double)s[i]);
-            goto done;
-        }
-    *out = s;
-    s = NULL;
-done:
-    free(s);
+    rc = scales_from(out, &st, path, n_layers, Hkv, d, model_hash, e);
+    st_close(&st);
+    return rc;
+}
+
+int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, int n_layers, int Hkv, int d,
+                         const char *model_hash, struct err *e) {
+    *out = NULL;
+    struct safetensors st;
+    int rc = st_open_mem(&st, buf, len, name, e);
+    if (rc) return err_prefix(e, "scales file");
+    rc = scales_from(out, &st, name, n_layers, Hkv, d, model_hash, e);
     st_close(&st);
     return rc;
 }

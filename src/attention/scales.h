@@ -5,14 +5,25 @@
 
 #include "base/common.h"
 
+// Scales must lie in [1/ATTN_SCALE_MAX, ATTN_SCALE_MAX]. Smooth-QK computes bf16(q*s) and k/s
+// (spec/attention.md): with |s| <= 2^64 a query or key of magnitude up to 2^64 - far beyond any
+// trained model's activations - stays below the binary32/bf16 overflow threshold 2^128, while
+// a scale such as 1e38 (finite, yet q*s = inf for any |q| > 3.4) would feed inf into the
+// kernel and turn every score into NaN.
+#define ATTN_SCALE_MAX 0x1p64f
+
 // Loads tensor `smooth_qk.scales` (F32 [n_layers][Hkv][d]) from the safetensors file `path`
 // into *out (malloc'd, n_layers*Hkv*d floats, caller frees). Errors (each naming the file):
 // missing tensor, dtype other than F32, a shape other than [n_layers][Hkv][d] (message gives
-// both shapes), a non-finite or non-positive scale (naming its index), and a metadata
-// `model_hash` that is non-empty and differs from model_hash (ERR_MISMATCH naming both). A file
-// without a hash (like the goldens) is accepted; model_hash NULL skips the check.
+// both shapes), a scale that is not finite, not positive or outside [2^-64, 2^64] (naming its
+// layer, kv head and channel), and a metadata `model_hash` that is non-empty and differs from
+// model_hash (ERR_MISMATCH naming both). A file without a hash (like the goldens) is accepted;
+// model_hash NULL skips the check.
 int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
                      struct err *e);
+// The same over a scales file already in memory (buf, len; name stands for the path in errors).
+int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, int n_layers, int Hkv, int d,
+                         const char *model_hash, struct err *e);
 
 // The scales file `calibrate` writes by default for a model: configs/scales/<model_id>.safetensors
 // in the current directory, else under the installation's home (paths_home). Returns 1 with

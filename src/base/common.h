@@ -85,6 +85,9 @@ static inline int mul_size(size_t a, size_t b, size_t *out) {
 int file_read_all(const char *path, char **buf, size_t *len, struct err *e);
 // The same without decompression: the file's bytes as stored (NUL-terminated).
 int file_read_raw(const char *path, char **buf, size_t *len, struct err *e);
+// Decompresses a zstd stream of n bytes (any number of frames; n == 0 is an empty text) into a
+// NUL-terminated malloc'd buffer; name stands for the file in errors.
+int zst_decompress(const char *name, const char *src, size_t n, char **buf, size_t *len, struct err *e);
 // Writes len bytes to path atomically (path.tmp + fsync + rename).
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e);
 int file_exists(const char *path);

@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+// The tool's version (`hifa4-eval --version`, run.json "version"); the git revision says which
+// commit of it.
+#define HIFA4_VERSION "0.9.0"
+
 // The git revision (HEAD's commit) of the tree the executable was built in: the .git beside the
 // executable, else the one in the current directory. Follows a symbolic ref through a
 // worktree's common dir and packed-refs. "unknown" when neither has one.

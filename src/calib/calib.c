@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/pool.h"
 #include "io/safetensors.h"
 
 void calib_gate_opts_default(struct calib_gate_opts *g) {
@@ -42,6 +43,7 @@ void calib_stats_free(struct calib_stats *s) {
     free(s->kstd);
     free(s->scratch);
     free(s->seen);
+    free(s->hist);
     memset(s, 0, sizeof *s);
 }
 
@@ -132,6 +134,127 @@ int calib_observe(struct calib_stats *s, int sample, int layer, const float *q, 
     s->qp99[li] = calib_percentile(s->scratch, nq, 0.99);
     s->seen[li] = 1;
     if (sample + 1 > s->n_samples) s->n_samples = sample + 1;
+    return 0;
+}
+
+// ---- the same statistics for a batch of sequences, on the pool (calib_observe_seqs) ----
+// dst[i] = fmaxf(dst[i], |x[i]|) for i < n. The comparison is fmaxf exactly here: dst starts at
+// +0 and only ever takes a non-NaN |x| (so it is never NaN), a NaN |x| loses as in fmaxf, and
+// |x| has no -0. Unlike the libm call it vectorizes.
+static void absmax_row(float *restrict dst, const float *restrict x, int n) {
+    for (int i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        dst[i] = a > dst[i] ? a : dst[i];
+    }
+}
+
+// Counts |x[0..n)| by their upper 16 bits (the order of the bins is the order of the values:
+// non-negative binary32 compare as their bit patterns). *top = highest bin used. Returns 0 when
+// every |x| is a non-NaN bf16 value (low 16 bits zero), i.e. a bin holds one value only.
+static int hist_add(uint32_t *restrict hist, const float *restrict x, size_t n, uint32_t *top) {
+    uint32_t low = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = f32_bits(x[i]) & 0x7fffffffu;
+        low |= u & 0xffffu;
+        hi = u > hi ? u : hi;
+        hist[u >> 16]++;
+    }
+    *top = hi >> 16;
+    return low || hi > 0x7f800000u ? -1 : 0;
+}
+
+// calib_percentile's element (sorted[k], k = ceil(p*n) - 1 clamped to [0, n)) from the counts
+// of bins 0..top: the highest bin b whose suffix count (bins >= b) reaches n - k.
+static float hist_percentile(const uint32_t *hist, uint32_t top, size_t n, double p) {
+    double r = ceil(p * (double)n);
+    size_t k = r < 1 ? 0 : (size_t)r - 1;
+    if (k >= n) k = n - 1;
+    size_t need = n - k, above = 0;
+    for (uint32_t b = top + 1; b-- > 0;) {
+        above += hist[b];
+        if (above >= need) return bits_f32(b << 16);
+    }
+    return 0; // not reached: the bins hold all n values
+}
+
+// calib_observe's statistics of one (sample, layer) at li with histogram percentiles; hist is
+// all zero on entry and on return. Returns -1 when the histogram cannot stand for the values
+// (the caller then runs calib_observe); kmax/qmax are written either way.
+static int observe_hist(struct calib_stats *s, size_t li, const float *q, const float *k, int T, uint32_t *hist) {
+    const int H = s->H, Hkv = s->Hkv, d = s->d, g = H / Hkv;
+    float *km = s->kmax + li * Hkv * d, *qm = s->qmax + li * Hkv * d;
+    for (int i = 0; i < Hkv * d; i++) km[i] = qm[i] = 0;
+    for (int t = 0; t < T; t++) {
+        const float *kt = k + (size_t)t * Hkv * d, *qt = q + (size_t)t * H * d;
+        absmax_row(km, kt, Hkv * d);
+        for (int h = 0; h < H; h++) absmax_row(qm + (size_t)(h / g) * d, qt + (size_t)h * d, d);
+    }
+    size_t nk = (size_t)T * Hkv * d, nq = (size_t)T * H * d;
+    uint32_t top;
+    int bad = hist_add(hist, k, nk, &top);
+    float kp99 = hist_percentile(hist, top, nk, 0.99), kp999 = hist_percentile(hist, top, nk, 0.999);
+    memset(hist, 0, ((size_t)top + 1) * sizeof *hist);
+    if (bad) return -1;
+    // K std: calib_observe's binary64 sums, the same expressions in the same order
+    double sum = 0, sum2 = 0;
+    for (size_t i = 0; i < nk; i++) {
+        sum += k[i];
+        sum2 += (double)k[i] * k[i];
+    }
+    bad = hist_add(hist, q, nq, &top);
+    float qp99 = hist_percentile(hist, top, nq, 0.99);
+    memset(hist, 0, ((size_t)top + 1) * sizeof *hist);
+    if (bad) return -1;
+    double mean = sum / (double)nk, var = sum2 / (double)nk - mean * mean;
+    s->kstd[li] = (float)sqrt(var > 0 ? var : 0);
+    s->kp99[li] = kp99;
+    s->kp999[li] = kp999;
+    s->qp99[li] = qp99;
+    return 0;
+}
+
+struct seqs_job {
+    struct calib_stats *s;
+    int first, layer;
+    const float *const *q, *const *k;
+    const int *T;
+};
+
+// Task i: sequence i (its own statistics rows; the slot's histogram). seen stays 0 on a
+// fallback.
+static void seqs_task(void *ctx, int i, int slot) {
+    struct seqs_job *j = ctx;
+    size_t li = (size_t)(j->first + i) * j->s->n_layers + j->layer;
+    uint32_t *hist = j->s->hist + (size_t)slot * CALIB_HIST_BINS;
+    if (!observe_hist(j->s, li, j->q[i], j->k[i], j->T[i], hist)) j->s->seen[li] = 1;
+}
+
+int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, int n_seq, const float *const *q,
+                       const float *const *k, const int *T, int max_threads, struct err *e) {
+    for (int i = 0; i < n_seq; i++)
+        if (first_sample < 0 || first_sample + i >= s->max_samples || layer < 0 || layer >= s->n_layers ||
+            T[i] <= 0 || T[i] > s->max_T)
+            return err_set(e, ERR_RANGE, "calibration: sample %d layer %d T %d outside the sizes given at init",
+                           first_sample + i, layer, T[i]);
+    if (n_seq <= 0) return 0;
+    int slots = pool_slots();
+    if (slots > s->hist_slots) {
+        uint32_t *h = calloc((size_t)slots * CALIB_HIST_BINS, sizeof *h);
+        if (!h) return err_set(e, ERR_NOMEM, "calibration: out of memory for %d histograms", slots);
+        free(s->hist);
+        s->hist = h;
+        s->hist_slots = slots;
+    }
+    for (int i = 0; i < n_seq; i++) s->seen[(size_t)(first_sample + i) * s->n_layers + layer] = 0;
+    struct seqs_job j = {s, first_sample, layer, q, k, T};
+    pool_for(n_seq, seqs_task, &j, max_threads);
+    for (int i = 0; i < n_seq; i++) {
+        if (s->seen[(size_t)(first_sample + i) * s->n_layers + layer]) continue;
+        s->n_fallback++;
+        int rc = calib_observe(s, first_sample + i, layer, q[i], k[i], T[i], e);
+        if (rc) return rc;
+    }
+    if (first_sample + n_seq > s->n_samples) s->n_samples = first_sample + n_seq;
     return 0;
 }
 

@@ -23,8 +23,9 @@ struct calib_gate_opts {
 };
 void calib_gate_opts_default(struct calib_gate_opts *g);
 
-// Per-sample statistics store. Sizes fixed at init; observe() never allocates except the
-// percentile scratch sized at init for max_T tokens.
+// Per-sample statistics store. Sizes fixed at init; calib_observe never allocates (its
+// percentile scratch is sized at init for max_T tokens); calib_observe_seqs allocates its
+// per-thread histograms at its first call (and again if the pool grows).
 struct calib_stats {
     int n_layers, Hkv, H, d, max_samples, max_T;
     int n_samples;           // samples observed so far (max sample index + 1)
@@ -32,17 +33,33 @@ struct calib_stats {
     float *qmax;             // (max_samples, n_layers, Hkv, d)  max_t max_{h in group} |Q|
     float *kp99, *qp99;      // (max_samples, n_layers) nearest-rank p99 of |K|, |Q| elements
     float *kp999, *kstd;     // (max_samples, n_layers) K p99.9 and std (reports, Fig. 4)
-    float *scratch;          // (max_T * H * d) percentile selection buffer
+    float *scratch;          // (max_T * H * d) percentile selection buffer (calib_observe)
     unsigned char *seen;     // (max_samples, n_layers) observed flags
+    uint32_t *hist;          // (hist_slots, CALIB_HIST_BINS) calib_observe_seqs, per pool slot
+    int hist_slots;
+    int64_t n_fallback;      // (sample, layer)s calib_observe_seqs left to calib_observe
 };
+#define CALIB_HIST_BINS 32768 // one per upper 16 bits of a non-negative binary32 (|bf16| values)
 
 int calib_stats_init(struct calib_stats *s, int n_layers, int H, int Hkv, int d, int max_samples,
                      int max_T, struct err *e);
 void calib_stats_free(struct calib_stats *s);
 // Records sample `sample` at `layer`: q (T, H, d), k (T, Hkv, d) as the kernel sees them.
 // Returns ERR_RANGE if sample/layer/T exceed the sizes given at init.
+// This is the literal reference of spec section 2 (quickselect percentiles, serial).
 int calib_observe(struct calib_stats *s, int sample, int layer, const float *q, const float *k, int T,
                   struct err *e);
+// The same for n_seq sequences of one layer at once: sequence i is sample first_sample + i
+// with q[i] (T[i], H, d) and k[i] (T[i], Hkv, d). Sequences run as tasks on the worker pool
+// (base/pool.h, up to max_threads threads). Bit-identical to calib_observe on each sequence,
+// whatever the thread count: maxima are exact; when every |Q|, |K| element is a non-NaN bf16
+// value (the bf16 mode's kernel inputs) its percentiles come from an exact 32768-bin histogram
+// of the upper 16 bits (counts are integers; the nearest-rank element is the same value
+// quickselect finds); otherwise that (sample, layer) is redone by calib_observe afterwards
+// (counted in s->n_fallback); the K std is the same binary64 sum in the same order.
+// Errors: ERR_RANGE as calib_observe (nothing recorded), ERR_NOMEM.
+int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, int n_seq, const float *const *q,
+                       const float *const *k, const int *T, int max_threads, struct err *e);
 
 // Nearest-rank percentile of n values: sorted[ceil(p*n) - 1] (spec section 1); v is permuted.
 float calib_percentile(float *v, size_t n, double p);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attention/attn.h"
@@ -26,11 +27,24 @@ void calib_run_free(struct calib_run *r) {
     calib_result_free(&r->result);
 }
 
+static double cpu_now(void) { // process CPU seconds, all threads
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The hook sees the sequences of a layer one by one, all before the layer's kernel (attn.h),
+// so it keeps their Q/K pointers and hands the whole batch to calib_observe_seqs at the last
+// one: the statistics of a batch's sequences then run in parallel on the pool.
 struct hook_state {
     struct calib_stats *stats;
-    int base;          // sample index of the batch's first sequence
+    int base, nb;      // sample index of the batch's first sequence; sequences in the batch
+    int ref, threads;  // calib_run_opts.stats_ref; threads for the statistics
+    const float **q, **k; // (max_nb) the current layer's sequences seen so far
+    int *T;
     int rc;
     struct err err;
+    double stats_s;    // wall seconds inside the statistics
 };
 
 static void hook(void *user, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
@@ -38,7 +52,17 @@ static void hook(void *user, int layer, int seq, const float *q, const float *k,
     (void)v; (void)H; (void)Hkv; (void)d;
     struct hook_state *h = user;
     if (h->rc) return;
-    h->rc = calib_observe(h->stats, h->base + seq, layer, q, k, T, &h->err);
+    double t0 = time_now();
+    if (h->ref) {
+        h->rc = calib_observe(h->stats, h->base + seq, layer, q, k, T, &h->err);
+    } else if (seq < 0 || seq >= h->nb) {
+        h->rc = err_set(&h->err, ERR_INTERNAL, "calibration: hook for sequence %d of a batch of %d", seq, h->nb);
+    } else {
+        h->q[seq] = q, h->k[seq] = k, h->T[seq] = T;
+        if (seq == h->nb - 1)
+            h->rc = calib_observe_seqs(h->stats, h->base, layer, h->nb, h->q, h->k, h->T, h->threads, &h->err);
+    }
+    h->stats_s += time_now() - t0;
 }
 
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
@@ -78,8 +102,10 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
     struct model *m = NULL;
+    double t_open = time_now();
     int rc = model_open(&m, model_dir, &mo, e);
     if (rc) return rc;
+    r->time.open_s = time_now() - t_open;
     snprintf(r->model_hash, sizeof r->model_hash, "%s", model_hash(m));
     struct attn_opts ao;
     attn_opts_default(&ao);
@@ -87,16 +113,22 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     const struct model_config *c = model_cfg(m);
     float *logits = NULL;
     int *out_pos = NULL;
+    struct hook_state hs = {.stats = &r->stats, .ref = o->stats_ref, .threads = model_get_opts(m)->n_threads};
+    hs.q = malloc((size_t)max_nb * sizeof *hs.q);
+    hs.k = malloc((size_t)max_nb * sizeof *hs.k);
+    hs.T = malloc((size_t)max_nb * sizeof *hs.T);
     if ((rc = model_set_attn(m, "bf16", &ao, NULL, e))) goto done;
     if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
                                e)))
         goto done;
-    struct hook_state hs = {&r->stats, 0, 0, {0}};
     attn_ctx_set_hook(model_attn(m), hook, &hs);
     logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
     out_pos = malloc((size_t)max_nb * sizeof *out_pos);
-    if (!logits || !out_pos) { rc = err_set(e, ERR_NOMEM, "calibration: out of memory"); goto done; }
-    double t0 = time_now();
+    if (!logits || !out_pos || !hs.q || !hs.k || !hs.T) {
+        rc = err_set(e, ERR_NOMEM, "calibration: out of memory");
+        goto done;
+    }
+    double t0 = time_now(), c0 = cpu_now();
     int tty = isatty(2);
     int64_t done_tok = 0;
     size_t off = 0; // token offset of sample s0
@@ -108,6 +140,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
             nb++;
         }
         hs.base = s0;
+        hs.nb = nb;
         rc = model_forward(m, ids + off, lens + s0, nb, out_pos, nb, logits, e);
         if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
         if (rc) goto done;
@@ -119,10 +152,19 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
         else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
     }
+    r->time.forward_s = time_now() - t0;
+    r->time.forward_cpu_s = cpu_now() - c0;
+    r->time.stats_s = hs.stats_s;
     if (tty) log_info("%s", "");
-    log_info("calibrate: %d samples, %lld tokens in %.1f s", n_samples, (long long)done_tok, time_now() - t0);
+    log_info("calibrate: %d samples, %lld tokens in %.1f s (statistics %.1f s, %.1f CPU-s in all)", n_samples,
+             (long long)done_tok, r->time.forward_s, r->time.stats_s, r->time.forward_cpu_s);
+    double t_comp = time_now();
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
+    r->time.compute_s = time_now() - t_comp;
 done:
+    free(hs.q);
+    free(hs.k);
+    free(hs.T);
     free(logits);
     free(out_pos);
     model_free(m);
@@ -130,16 +172,17 @@ done:
     return rc;
 }
 
-int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
-                     const struct calib_run_opts *o, struct err *e) {
-    char *text = NULL, desc[1024];
+int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o, int32_t **samples,
+                      int *n_samples, char *desc, size_t n_desc, struct err *e) {
+    char *text = NULL;
     size_t tl = 0;
-    memset(r, 0, sizeof *r);
-    int rc = calib_source_read(source, o->force, &text, &tl, desc, sizeof desc, e);
+    *samples = NULL;
+    *n_samples = 0;
+    int rc = calib_source_read(source, o->force, &text, &tl, desc, n_desc, e);
     if (rc) return rc;
     struct tokenizer *tok = NULL;
-    int32_t *ids = NULL, *samples = NULL;
-    int n_ids = 0, n_samples = 0;
+    int32_t *ids = NULL;
+    int n_ids = 0;
     if ((rc = tok_load(&tok, model_dir, e))) goto done;
     // Only as much text as the samples need is tokenized when the source is large: about
     // 8 bytes per token is generous for every tokenizer we support.
@@ -153,16 +196,26 @@ int calib_run_source(struct calib_run *r, const char *model_dir, const char *sou
     }
     if ((rc = tok_encode(tok, text, tl, 0, &ids, &n_ids, e))) goto done;
     int bos = tok_adds_bos(tok) ? tok_bos_id(tok) : -1;
-    if ((rc = calib_make_samples(ids, n_ids, o->len, o->samples, o->seed, bos, &samples, &n_samples, e))) goto done;
-    if (n_samples < o->samples)
-        log_warn("calibrate: source has only %d samples of %d tokens (asked for %d)", n_samples, o->len, o->samples);
-    rc = calib_run_ids(r, model_dir, samples, n_samples, o->len, o, e);
-    if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu", desc,
-                      n_samples, o->len, (unsigned long long)o->seed);
+    if ((rc = calib_make_samples(ids, n_ids, o->len, o->samples, o->seed, bos, samples, n_samples, e))) goto done;
+    if (*n_samples < o->samples)
+        log_warn("calibrate: source has only %d samples of %d tokens (asked for %d)", *n_samples, o->len, o->samples);
 done:
     free(text);
     free(ids);
-    free(samples);
     tok_free(tok);
+    return rc;
+}
+
+int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
+                     const struct calib_run_opts *o, struct err *e) {
+    char desc[1024];
+    int32_t *samples = NULL;
+    int n_samples = 0;
+    memset(r, 0, sizeof *r);
+    int rc = calib_run_samples(model_dir, source, o, &samples, &n_samples, desc, sizeof desc, e);
+    if (!rc) rc = calib_run_ids(r, model_dir, samples, n_samples, o->len, o, e);
+    if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu", desc,
+                      n_samples, o->len, (unsigned long long)o->seed);
+    free(samples);
     return rc;
 }

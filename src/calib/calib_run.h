@@ -15,8 +15,19 @@ struct calib_run_opts {
     int force;                 // allow evaluation data as source
     int threads;               // <= 0: all cores
     int batch_tokens;          // tokens per forward batch
+    int stats_ref;             // 1: the reference statistics (calib_observe per sequence, serial);
+                               // 0 (default): calib_observe_seqs per layer on the pool (same bits)
 };
 void calib_run_opts_default(struct calib_run_opts *o);
+
+// Where a calibration's time went (wall seconds unless noted; filled by calib_run_seqs).
+struct calib_run_time {
+    double open_s;             // model_open (mapping, weight packing)
+    double forward_s;          // the batch loop: forward passes with the statistics hook
+    double forward_cpu_s;      // the same in process CPU seconds (all threads)
+    double stats_s;            // inside the hook (per-sample statistics), part of forward_s
+    double compute_s;          // calib_compute: aggregation, gate, scales
+};
 
 struct calib_run {
     char model_id[256];        // basename of the model directory
@@ -24,6 +35,7 @@ struct calib_run {
     char source_desc[1024];
     struct calib_stats stats;
     struct calib_result result;
+    struct calib_run_time time;
 };
 
 // Statistics over explicit samples: ids (n_samples x len, row-major), all of equal length.
@@ -36,7 +48,12 @@ int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids
 // statistic (e.g. kmax of sample i, layer 0 for the Jaccard of spec section 6).
 int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
                    const struct calib_run_opts *o, struct err *e);
-// Reads and tokenizes SOURCE with the model's tokenizer, cuts samples, then calib_run_ids.
+// Reads and tokenizes SOURCE with the model's tokenizer and cuts the samples (spec section 1):
+// *ids (*n_samples x o->len, row-major, malloc'd; fewer than o->samples when the source is
+// short, with a warning). desc (n_desc bytes) receives the provenance string of the source.
+int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o, int32_t **ids,
+                      int *n_samples, char *desc, size_t n_desc, struct err *e);
+// calib_run_samples, then calib_run_ids.
 int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
                      const struct calib_run_opts *o, struct err *e);
 void calib_run_free(struct calib_run *r);

@@ -139,7 +139,7 @@ int calib_source_read(const char *path, int force, char **text, size_t *len, cha
         n++;
     }
     closedir(d);
-    if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (!rc && n > 1) qsort(names, (size_t)n, sizeof *names, cmp_str);
     char *buf = NULL;
     size_t blen = 0, bcap = 0;
     int used = 0;

@@ -17,6 +17,7 @@ CMD(tables, "paper-style Tables 3/5/6/7 (modes x tasks x models) from finished r
 CMD(prompts, "print a task's items and exact prompts as JSONL (no model)")
 CMD(logits, "logits of one token sequence at every position (goldens)")
 CMD(import_llama2c, "convert a llama2.c checkpoint + tokenizer to an HF Llama directory")
+CMD(import_gguf, "convert a llama.cpp GGUF model (dequantized) + its tokenizer to an HF directory")
 CMD(make_model, "deterministic synthetic checkpoint of any supported architecture")
 CMD(merge, "join the run directories of run --shard K/N into one run (byte-identical samples)")
 CMD(diagnose, "outlier diagnostics: Table 1/8 statistics, Jaccard stability, Figures 3/4/6")

@@ -19,7 +19,8 @@
 #define DEFAULT_MODES "bf16,direct,hifa4"
 #define MAX_MODES 16
 #define MAX_LAYERS 4096
-#define MAX_SEQ (1 << 22) // keeps every count far below 2^63 (and exact in JSON up to ~2^53)
+#define MAX_SEQ (1 << 22) // 4M tokens; counts are checked against 2^63 (cost_count_call), and JSON
+                          // prints them exactly up to 2^53
 
 // ---- model shape ----
 struct mshape {
@@ -188,10 +189,14 @@ static int find_params(char *out, size_t n, const char *given, struct err *e) {
                    "pass --params FILE", DEFAULT_PARAMS);
 }
 
-static void counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc) {
+// Counts of one sequence through every layer; a count beyond 64 bits is refused naming it.
+static int counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc, struct err *e) {
     memset(c, 0, sizeof *c);
-    for (int l = 0; l < s->n_layers; l++)
-        cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc);
+    for (int l = 0; l < s->n_layers; l++) {
+        int rc = cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc, e);
+        if (rc) return err_prefix(e, "--seq %d with %d layers: the shape is beyond what 64-bit counts hold", T, s->n_layers);
+    }
+    return 0;
 }
 
 static void print_counts(const char *mode, const struct cost_counts *c, const struct cost_cycles *cy) {
@@ -272,19 +277,21 @@ static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e)
 }
 
 // Counts and cycles of bf16 (the normalisation) and of every row over all layers of j->s.
-static void compute(struct cost_job *j) {
+static int compute(struct cost_job *j, struct err *e) {
     struct cost_counts base;
     struct cost_cycles base_cy;
-    counts_for(&base, j->bf16_flags, &j->s, j->T, j->br, j->bc);
+    int rc = counts_for(&base, j->bf16_flags, &j->s, j->T, j->br, j->bc, e);
+    if (rc) return rc;
     cost_cycles(&base_cy, &base, &j->p);
     for (int i = 0; i < j->n_rows; i++) {
-        counts_for(&j->rows[i].c, j->rows[i].flags, &j->s, j->T, j->br, j->bc);
+        if ((rc = counts_for(&j->rows[i].c, j->rows[i].flags, &j->s, j->T, j->br, j->bc, e))) return rc;
         cost_cycles(&j->rows[i].cy, &j->rows[i].c, &j->p);
     }
     j->norm = base_cy.cube;
     j->rnorm = base_cy.critical;
     j->n_win = 0;
     for (int l = 0; l < j->s.n_layers; l++) j->n_win += j->s.window[l] > 0 && j->s.window[l] < j->T;
+    return 0;
 }
 
 // ---- output ----
@@ -420,8 +427,8 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     if ((rc = parse_modes(&j, modes_arg, e))) return rc;
     if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
     rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
+    if (!rc) rc = compute(&j, e);
     if (!rc) {
-        compute(&j);
         if (as_json) rc = print_json(&j, e);
         else print_text(&j);
     }

@@ -26,6 +26,9 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     snprintf(path, sizeof path, "%s/run.json", s->dir);
     int rc = json_parse_file(&s->run, path, e);
     if (rc) return rc;
+    // a killed run's modes may hold different items: comparing the common ones said nothing
+    // about the run being incomplete (issue 14)
+    if ((rc = results_check_complete(s->dir, s->run, e))) return rc;
     const cJSON *modes;
     if ((rc = json_get_arr(s->run, "modes", &modes, 1, path, e))) return rc;
     int found = !s->mode[0];
@@ -33,6 +36,27 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     cJSON_ArrayForEach(m, modes) if (cJSON_IsString(m) && !strcmp(m->valuestring, s->mode)) found = 1;
     if (!found) return err_set(e, ERR_NOTFOUND, "%s: mode '%s' is not in this run (field 'modes')", path, s->mode);
     return 0;
+}
+
+// Warns when the two runs' linear layers may differ for a reason other than the attention
+// mode: a run without a "gemm" record was made with OpenBLAS, whose bits depend on the CPU's
+// kernel, the batch and the thread count; two different arithmetic strings differ by design.
+static void warn_numerics(const struct side *a, const struct side *b) {
+    const char *ga = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "gemm"), "arithmetic"));
+    const char *gb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "gemm"), "arithmetic"));
+    const char *ca = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "cpu"));
+    const char *cb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "cpu"));
+    if (!ga || !gb) {
+        log_warn("diff: %s was made with OpenBLAS (no 'gemm' record in run.json), whose bits depend on the CPU kernel, "
+                 "batch and threads: flips between these runs may come from the machine, not the attention mode",
+                 !ga ? a->dir : b->dir);
+    } else if (strcmp(ga, gb)) {
+        log_warn("diff: the runs were made with different GEMM arithmetic ('%s' vs '%s'): their bits differ by design", ga,
+                 gb);
+    } else if (ca && cb && strcmp(ca, cb)) {
+        log_info("diff: made on different CPUs (%s / %s) with the same GEMM arithmetic: the same inputs give the same bits",
+                 ca, cb);
+    }
 }
 
 static const char *mode_at(const struct side *s, int i) {
@@ -57,6 +81,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
     if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
     int same_run = !strcmp(a.dir, b.dir);
+    if (!same_run) warn_numerics(&a, &b);
     if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
     if (!b.mode[0]) {
         const char *m = same_run ? mode_at(&b, !strcmp(mode_at(&b, 0), a.mode) ? 1 : 0) : mode_at(&b, 0);
@@ -89,6 +114,22 @@ int cmd_diff(int argc, char **argv, struct err *e) {
             (rc = results_samples_read(pa, &sa, &na, e)) || (rc = results_samples_read(pb, &sb, &nb, e))) {
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             free(sa);
+            goto done;
+        }
+        // each samples file must hold the items run.json promises (a file cut short by a kill, or
+        // swapped in, would otherwise be compared on its common items without a word)
+        const cJSON *tb_match = NULL;
+        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
+            if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) tb_match = tb;
+        const int want_a = results_task_items(ta), want_b = results_task_items(tb_match);
+        if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
+            int bad_a = want_a >= 0 && na != want_a;
+            rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
+                         "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, bad_a ? want_a : want_b);
+            for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
+            for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
+            free(sa);
+            free(sb);
             goto done;
         }
         // match items by id (B may hold more or fewer items; the common ones are compared)

@@ -27,7 +27,7 @@ static void list_models(void) {
     while ((de = readdir(d)) && n < 256)
         if (str_ends_with(de->d_name, ".json")) names[n++] = str_dup(de->d_name);
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp_str);
     for (int i = 0; i < n; i++) {
         char p[4400];
         cJSON *j = NULL;

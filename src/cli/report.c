@@ -4,8 +4,12 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "base/json_util.h"
+#include "results/lock.h"
 #include "results/report.h"
 #include "results/results.h"
+
+static int render(const char *dir, int keep, struct err *e);
 
 int cmd_report(int argc, char **argv, struct err *e) {
     int help = 0, keep = 0;
@@ -19,6 +23,25 @@ int cmd_report(int argc, char **argv, struct err *e) {
     if (rc) return rc;
     if (help) { cli_usage("report", "RUN_DIR", opts, 2); return 0; }
     if (n_pos != 1) return err_set(e, ERR_USAGE, "expected one run directory");
+    // a run still writing (or killed) is refused: its samples files may differ in length per
+    // mode; the lock keeps a --resume of this directory from starting while we write into it
+    char rpath[4096];
+    cJSON *run = NULL;
+    if ((rc = path_join(rpath, sizeof rpath, pos[0], "run.json", e)) || (rc = json_parse_file(&run, rpath, e))) return rc;
+    rc = results_check_complete(pos[0], run, e);
+    cJSON_Delete(run);
+    if (rc) return rc;
+    int lock = -1;
+    if ((rc = results_lock(pos[0], &lock, e))) return rc;
+    rc = render(pos[0], keep, e);
+    results_unlock(lock);
+    return rc;
+}
+
+// summary.json (unless keep) and report.md, tables, plots; the headline on stdout.
+static int render(const char *dir, int keep, struct err *e) {
+    int rc;
+    const char *pos[1] = {dir};
     if (!keep) {
         cJSON *sum = NULL;
         char path[4096];

@@ -18,7 +18,7 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *shard;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int64_t seed;
 };
@@ -101,6 +101,9 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
                                   .skip_bad_rows = o->skip_bad_rows, .seed = (uint64_t)o->seed, .limit = o->limit,
                                   .niah_lengths = o->niah_lengths, .niah_per_cell = o->niah_per_cell};
     ro->ppl_ctx = o->ppl_ctx;
+    if (!strcmp(o->nonfinite, "stop")) ro->nonfinite = RUN_NONFINITE_STOP;
+    else if (!strcmp(o->nonfinite, "count")) ro->nonfinite = RUN_NONFINITE_COUNT;
+    else return err_set(e, ERR_USAGE, "--nonfinite '%s': expected stop or count", o->nonfinite);
     ro->out_dir = o->out;
     ro->resume = o->resume;
     ro->stop_after_items = stop_after();
@@ -169,7 +172,8 @@ static int drive(const struct run_opts *ro, struct err *e) {
 }
 
 int cmd_run(int argc, char **argv, struct err *e) {
-    struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto"};
+    struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
+                         .nonfinite = "stop"};
     struct cli_opt opts[] = {
         {"model", CLI_STR, &o.model, "M: model directory or name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
@@ -203,6 +207,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"bos", CLI_STR, &o.bos, "auto|on|off: BOS policy (default auto = the tokenizer's post-processor)"},
         {"tokenizer", CLI_STR, &o.tokenizer, "DIR: tokenizer (default: the model directory)"},
         {"skip-bad-rows", CLI_FLAG, &o.skip_bad_rows, "skip malformed dataset rows (counted in the report)"},
+        {"nonfinite", CLI_STR, &o.nonfinite, "stop|count: a NaN/inf log-likelihood stops the run naming task, item and "
+                                             "mode (default stop), or is counted and left out of every statistic"},
         {"offline", CLI_FLAG, &o.offline, "never download"},
         {"help", CLI_FLAG, &o.help, "show this help"},
     };
@@ -224,7 +230,9 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e))) return rc;
+    // task data, --out and --scales are checked before a model is fetched (issue 14)
+    if ((rc = run_precheck(&ro, e)) || (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e)))
+        return rc;
     name_model(model_name, sizeof model_name, o.model, model_dir);
     ro.model_dir = model_dir;
     ro.model_name = model_name;

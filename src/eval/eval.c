@@ -187,8 +187,10 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
     for (int i = 0; i < n_items && !rc; i++)
         if (ib[i].rc) { rc = ib[i].rc; if (e) *e = ib[i].err; }
     if (rc) goto done;
-    int n_req = 0;
-    for (int i = 0; i < n_items; i++) n_req += ib[i].n_choices;
+    int64_t n_req64 = 0;
+    for (int i = 0; i < n_items; i++) n_req64 += ib[i].n_choices;
+    if (n_req64 > INT32_MAX) { rc = err_set(e, ERR_RANGE, "eval: %lld requests exceed %d", (long long)n_req64, INT32_MAX); goto done; }
+    const int n_req = (int)n_req64;
     p->n_items = n_items;
     p->item_req = calloc((size_t)n_items + 1, sizeof(int));
     p->item_seq = calloc((size_t)n_items + 1, sizeof(int));
@@ -250,6 +252,10 @@ int eval_plan_build(struct eval_plan *p, const struct eval_item *items, int n_it
             for (size_t k = 0; k < np; k++)
                 if (u == 0 || tmp_pos[k] != tmp_pos[u - 1]) tmp_pos[u++] = tmp_pos[k];
             struct eval_seq *sq = &p->seq[s];
+            if (u > (size_t)(INT32_MAX - p->n_rows)) { // the rows of all items are numbered in an int
+                rc = err_set(e, ERR_RANGE, "eval: item '%s': more than %d scored positions in the task", items[i].id, INT32_MAX);
+                break;
+            }
             sq->pos = malloc(sizeof(int) * (u ? u : 1));
             if (!sq->pos) { rc = err_set(e, ERR_NOMEM, "eval: out of memory"); break; }
             memcpy(sq->pos, tmp_pos, sizeof(int) * u);

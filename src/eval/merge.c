@@ -9,6 +9,7 @@
 
 #include "base/json_util.h"
 #include "eval/run.h"
+#include "results/lock.h"
 #include "results/results.h"
 
 static int num_field(const cJSON *o, const char *k, double *v) {
@@ -136,7 +137,7 @@ static int merge_samples(const char *const *shards, int N, const int *order, con
 
 int run_merge(const char *const *shards, int n, const char *out, char **headline, struct err *e) {
     cJSON **runs = calloc((size_t)n, sizeof *runs);
-    int *order = calloc((size_t)n, sizeof *order);
+    int *order = calloc((size_t)n, sizeof *order), lock = -1;
     cJSON *merged = NULL;
     char path[4096];
     int rc;
@@ -144,7 +145,8 @@ int run_merge(const char *const *shards, int n, const char *out, char **headline
     if ((rc = load_shards(shards, n, runs, order, e))) goto done;
     if ((rc = path_join(path, sizeof path, out, "run.json", e))) goto done;
     if (file_exists(path)) { rc = err_set(e, ERR_USAGE, "%s exists: merge into a new --out directory", path); goto done; }
-    if ((rc = mkdir_p(out, e))) goto done;
+    if ((rc = mkdir_p(out, e)) || (rc = results_lock(out, &lock, e))) goto done;
+    if (file_exists(path)) { rc = err_set(e, ERR_USAGE, "%s exists: merge into a new --out directory", path); goto done; }
     merged = merged_json(shards, n, runs, order);
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(runs[order[0]], "modes"), *m, *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(merged, "tasks")) {
@@ -160,5 +162,6 @@ done:
     free(runs);
     free(order);
     cJSON_Delete(merged);
+    results_unlock(lock);
     return rc;
 }

@@ -2,14 +2,16 @@
 // open the model, score ranges of items under every attention mode, resume, finish - as one
 // small API that the `run` and `merge` commands, the tests and a distributed driver share.
 //
-//   run_open            model, tokenizer, tasks -> requests, the run directory and run.json
-//                       (complete: false; --resume checks the old run.json's configuration key)
+//   run_open            the run directory (locked), config, tokenizer, modes, scales, every
+//                       task's data -> requests and the --resume key are checked before the
+//                       weights load; then the model, and run.json (complete: false)
 //   run_task_begin      opens a task's samples files, at the resume point of a killed run
 //   run_task_score      scores the next items of that task (every mode on each batch, so
 //                       token-level KL against the first mode needs no stored logits)
 //   run_task_end        closes the samples files (only whole frames are ever on disk)
 //   run_finish          timings, hook coverage and cost counts into run.json; run_publish
-//   run_publish         marks run.json complete, writes summary.json and report.md
+//   run_publish         summary.json, report.md, tables and plots, then run.json with
+//                       complete: true - last, atomically
 //   run_merge           joins the directories of `run --shard K/N` into one run
 //
 // Results do not depend on how items are split into calls, batches, threads, shards or
@@ -56,8 +58,15 @@ struct run_opts {
     int resume;                  // continue the run in out_dir
     int argc;                    // the command line, recorded in run.json
     char **argv;
+    int nonfinite;               // enum run_nonfinite: what a non-finite log-likelihood does
     int stop_after_items;        // test hook: fail like a SIGKILL after this many items (0: off)
 };
+// A log-likelihood that is not finite (NaN/inf logits: an overflowing weight, scale or
+// activation) is never scored as a prediction. STOP (default): the run stops naming task, item
+// id and mode. COUNT: the item is written with "nonfinite": 1 and left out of every statistic
+// of its task in every mode (summary.json "nonfinite", a table in report.md). Not part of the
+// configuration key: a stopped run may be resumed with --nonfinite count.
+enum run_nonfinite { RUN_NONFINITE_STOP = 0, RUN_NONFINITE_COUNT = 1 };
 void run_opts_default(struct run_opts *o);
 
 // Fills o->modes from the --attn list (n names; pointers kept): none -> bf16,direct,hifa4 (as
@@ -76,10 +85,20 @@ typedef void (*run_progress_fn)(void *user, const char *task, int64_t done, int6
 
 struct run;
 
-// Opens the model and tokenizer, loads and plans every task, creates the run directory and
-// writes run.json with complete: false. With o->resume, an existing run.json must have the
-// same configuration key (else ERR_MISMATCH); without it an existing run.json is ERR_USAGE.
-// *out is NULL on error. Strings in o must outlive the run.
+// The checks of run_open that need no model, for a caller about to fetch one (a download can
+// take hours): an existing run.json without o->resume, an --out that is a file, a missing
+// scales file, and every task's data loaded and refused when empty (niah, sized in tokens,
+// waits for run_open). Nothing is written.
+int run_precheck(const struct run_opts *o, struct err *e);
+
+// Creates (or opens) the run directory and locks it for this process (another process holding
+// it: ERR_IO naming it; a killed holder leaves no lock), then checks, before the weights load:
+// config.json, the tokenizer, every mode with its options and the scales file (values, shape,
+// model hash), every task's data (an empty task is an error naming task and file) tokenized
+// into requests, and the configuration key: with o->resume an existing run.json must have the
+// same key (else ERR_MISMATCH); without it an existing run.json is ERR_USAGE. Then opens the
+// model and writes run.json with complete: false. A directory this call created is removed
+// again if it fails before run.json. *out is NULL on error. Strings in o must outlive the run.
 int run_open(struct run **out, const struct run_opts *o, struct err *e);
 void run_free(struct run *r); // safe on NULL; aborts open samples files (whole frames stay)
 
@@ -102,12 +121,15 @@ int run_task_end(struct run *r, int t, struct err *e);
 // be NULL) receives the report's headline table (caller frees).
 int run_finish(struct run *r, char **headline, struct err *e);
 
-// Marks run.json (the object `run`, modified) complete and writes it into dir, then
-// summary.json and report.md. *headline as above.
+// Writes run.json (the object `run`, modified) with complete: false into dir, then
+// summary.json, report.md, tables and plots; only when all of them exist, run.json with
+// complete: true (atomically: temp file + rename), so a run that fails on the way (disk full)
+// never says it is complete. report, diff and tables refuse a run that is not. *headline as
+// above.
 int run_publish(const char *dir, cJSON *run, char **headline, struct err *e);
 
 // Joins complete shard run directories (one per k of the same N, same configuration key) into
-// out (which must not hold a run): samples concatenated in item order and re-framed, so the
+// out (which must not hold a run; locked while merging): samples concatenated in item order and re-framed, so the
 // files equal an unsharded run's byte for byte; run.json sums the hook coverage, cost counts
 // and request/token counts and keeps every shard's timings.
 int run_merge(const char *const *shards, int n_shards, const char *out, char **headline, struct err *e);

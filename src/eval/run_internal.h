@@ -1,5 +1,6 @@
-// run_internal.h: the state of one run, shared by run.c (life cycle and scoring) and
-// run_record.c (run.json). Not a public API: only src/eval/run*.c include it.
+// run_internal.h: the state of one run, shared by run_open.c (opening and checks), run.c
+// (scoring and finish) and run_record.c (run.json). Not a public API: only src/eval/run*.c
+// include it.
 #ifndef HIFA4_RUN_INTERNAL_H
 #define HIFA4_RUN_INTERNAL_H
 
@@ -12,6 +13,7 @@
 
 struct run_mode_acc {              // per mode, over this invocation
     double forward_s;
+    int64_t nonfinite;             // items with a non-finite log-likelihood (--nonfinite count)
     int64_t calls, tokens;         // attention hook coverage (sequence x layer x head calls)
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
     struct cost_counts cost;       // emulated Ascend work counts (spec/cost.md section 1)
@@ -23,6 +25,11 @@ struct run_mode_acc {              // per mode, over this invocation
 struct run {
     struct run_opts o;
     double t_start, t_load;
+    // read before the weights (run_open.c): every check a user can fail comes first
+    struct model_config cfg;       // config.json
+    char model_hex[65];            // checkpoint fingerprint (st_fingerprint = model_hash)
+    cJSON *ckpt_meta;              // the checkpoint's safetensors __metadata__ (provenance), or NULL
+    cJSON *old;                    // run.json already in out_dir (--resume), until run_record_open
     // model and tokenizer
     struct model *model;
     struct model_opts mo;          // as opened (max_tokens may grow for a long item)
@@ -46,6 +53,9 @@ struct run {
     float *logits_ref, *logits_q;  // [out_cap][vocab] each (q only with several modes)
     // the run directory
     char out_dir[4096], json_path[4096];
+    int lock_fd;                   // results_lock of out_dir, held until run_free (-1: none)
+    int made_dir;                  // out_dir did not exist: removed again if the run fails before run.json
+    int json_written;              // run.json of this run is on disk
     cJSON *json;                   // run.json as being written
     cJSON *carry;                  // --resume of a complete run: its measurements, kept
     struct results_writer writers[RUN_MAX_MODES];

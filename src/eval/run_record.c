@@ -9,6 +9,7 @@
 
 #include "base/host.h"
 #include "eval/run_internal.h"
+#include "model/gemm.h"
 
 static cJSON *str_array(const char *const *v, int n) {
     cJSON *a = cJSON_CreateArray();
@@ -23,6 +24,7 @@ static void add_host(cJSON *run, const struct run *r) {
     struct utsname un;
     uname(&un);
     cJSON_AddStringToObject(run, "tool", "hifa4-eval");
+    cJSON_AddStringToObject(run, "version", HIFA4_VERSION);
     cJSON_AddStringToObject(run, "git_revision", rev);
     time_t now = time(NULL);
     struct tm tm;
@@ -42,15 +44,23 @@ static void add_host(cJSON *run, const struct run *r) {
     host_cpu_model(cpu, sizeof cpu);
     cJSON_AddStringToObject(hj, "cpu", cpu);
     cJSON_AddStringToObject(hj, "simd", host_simd_level());
+    // what the bits of the linear layers depend on: the GEMM's arithmetic contract (the same
+    // string means the same bits on any CPU) and, for the record, the path that ran it
+    cJSON *gj = cJSON_AddObjectToObject(run, "gemm");
+    cJSON_AddStringToObject(gj, "arithmetic", GEMM_ARITHMETIC);
+    gemm_isa_init(NULL, 0); // the path the forward will use (selected at first use otherwise)
+    cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
 }
 
 static void add_model(cJSON *run, const struct run *r) {
-    const struct model_config *cfg = model_cfg(r->model);
+    const struct model_config *cfg = &r->cfg; // run.json is written before the weights load
     cJSON *mj = cJSON_AddObjectToObject(run, "model");
     cJSON_AddStringToObject(mj, "name", r->o.model_name);
     cJSON_AddStringToObject(mj, "arg", r->o.model_arg);
     cJSON_AddStringToObject(mj, "path", r->o.model_dir);
-    cJSON_AddStringToObject(mj, "hash", model_hash(r->model));
+    cJSON_AddStringToObject(mj, "hash", r->model_hex);
+    // where the weights came from (e.g. import-gguf: GGUF sha256, "dequantized from Q4_1")
+    if (r->ckpt_meta) cJSON_AddItemToObject(mj, "checkpoint_metadata", cJSON_Duplicate(r->ckpt_meta, 1));
     cJSON *cj = cJSON_AddObjectToObject(mj, "config");
     cJSON_AddNumberToObject(cj, "dim", cfg->dim);
     cJSON_AddNumberToObject(cj, "n_layers", cfg->n_layers);
@@ -104,7 +114,8 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON_AddNumberToObject(run, "seed", (double)o->task.seed);
     cJSON_AddNumberToObject(run, "limit", o->task.limit);
     cJSON_AddNumberToObject(run, "batch_tokens", r->max_tokens);
-    cJSON_AddNumberToObject(run, "window", model_cfg(r->model)->max_seq);
+    cJSON_AddNumberToObject(run, "window", r->cfg.max_seq);
+    if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");
 }
 
 static cJSON *task_json(const struct run *r, int t) {
@@ -207,7 +218,7 @@ static void add_prefix_cache(cJSON *run, const struct run *r) {
 
 void run_record_finish(struct run *r) {
     const struct run_opts *o = &r->o;
-    const int n_layers = model_cfg(r->model)->n_layers;
+    const int n_layers = r->cfg.n_layers;
     cJSON *run = r->json;
     cJSON *tm = cJSON_AddObjectToObject(run, "timings");
     cJSON_AddNumberToObject(tm, "load_s", r->t_load);

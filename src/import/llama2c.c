@@ -20,7 +20,8 @@ int llama2c_parse_header(struct llama2c_header *h, const void *buf, size_t len, 
                        "use the legacy (version 0) export", ctx);
     static const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
     for (int i = 0; i < 7; i++) {
-        int32_t x = i == 5 && v[i] < 0 ? -v[i] : v[i];
+        // in 64 bits: a vocab_size of INT32_MIN has no int32 negation (fuzz_llama2c)
+        int64_t x = i == 5 && v[i] < 0 ? -(int64_t)v[i] : v[i];
         if (x <= 0 || x > (1 << 24))
             return err_set(e, ERR_FORMAT, "%s: header field %s = %d out of range", ctx, names[i], v[i]);
     }

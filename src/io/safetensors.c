@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -37,7 +38,7 @@ static int cmp_tensor(const void *a, const void *b) {
 void st_close(struct safetensors *st) {
     if (!st) return;
     for (int i = 0; i < st->n_files; i++) {
-        if (st->files[i].base) munmap((void *)st->files[i].base, st->files[i].size);
+        if (st->files[i].base && !st->files[i].borrowed) munmap((void *)st->files[i].base, st->files[i].size);
         free(st->files[i].path);
     }
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
@@ -143,7 +144,7 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         for (int d = 0; d < nd; d++) {
             const cJSON *v = cJSON_GetArrayItem(shape, d);
             double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
-            if (!cJSON_IsNumber(v) || x < 0 || x != (double)(int64_t)x || x > 9.0e15) {
+            if (!cJSON_IsNumber(v) || !(x >= 0 && x <= 9.0e15) || x != floor(x)) { // range before any cast
                 rc = err_set(e, ERR_FORMAT, "%s: shape[%d] = %s is not a non-negative integer", ctx, d, json_brief(v));
                 goto fail;
             }
@@ -159,7 +160,8 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         const cJSON *o0 = cJSON_GetArrayItem(offs, 0), *o1 = cJSON_GetArrayItem(offs, 1);
         if (cJSON_IsNumber(o0)) b0 = o0->valuedouble;
         if (cJSON_IsNumber(o1)) b1 = o1->valuedouble;
-        if (b0 < 0 || b1 < 0 || b0 != (double)(uint64_t)b0 || b1 != (double)(uint64_t)b1 || b1 < b0) {
+        // range before any cast (a double beyond 2^64 converted to uint64_t is undefined)
+        if (!(b0 >= 0 && b0 <= 9.0e15) || !(b1 >= 0 && b1 <= 9.0e15) || b0 != floor(b0) || b1 != floor(b1) || b1 < b0) {
             rc = err_set(e, ERR_FORMAT, "%s: bad data_offsets [%s, %s]", ctx, json_brief(o0), json_brief(o1));
             goto fail;
         }
@@ -239,6 +241,20 @@ out:
     return rc;
 }
 
+// Sorts the tensors by name and refuses a name that two shards (or one header) both hold.
+static int finish_open(struct safetensors *st, const char *path, struct err *e) {
+    // a header without tensors leaves tensors NULL, and qsort(NULL, 0) is undefined (fuzz_scales)
+    if (st->n_tensors > 1) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
+    for (int i = 1; i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
+            int rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
+                             st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
+            st_close(st);
+            return rc;
+        }
+    return 0;
+}
+
 int st_open(struct safetensors *st, const char *path, struct err *e) {
     memset(st, 0, sizeof *st);
     int cap = 0, rc;
@@ -262,15 +278,21 @@ int st_open(struct safetensors *st, const char *path, struct err *e) {
         }
     }
     if (rc) { st_close(st); return rc; }
-    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_tensor);
-    for (int i = 1; i < st->n_tensors; i++)
-        if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name)) {
-            rc = err_set(e, ERR_FORMAT, "%s: duplicate tensor name '%s' (in %s and %s)", path, st->tensors[i].name,
-                         st->files[st->tensors[i - 1].file].path, st->files[st->tensors[i].file].path);
-            st_close(st);
-            return rc;
-        }
-    return 0;
+    return finish_open(st, path, e);
+}
+
+int st_open_mem(struct safetensors *st, const void *buf, size_t len, const char *name, struct err *e) {
+    memset(st, 0, sizeof *st);
+    int cap = 0, rc;
+    struct st_map *m = &st->files[0];
+    m->path = str_dup(name ? name : "(memory)");
+    if (!m->path) return err_set(e, ERR_NOMEM, "safetensors: out of memory");
+    m->base = buf;
+    m->size = len;
+    m->borrowed = 1;
+    st->n_files = 1;
+    if ((rc = parse_file(st, 0, &cap, e))) { st_close(st); return rc; }
+    return finish_open(st, m->path, e);
 }
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name) {
@@ -384,12 +406,13 @@ int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e) {
 }
 
 // ---- writer ----
-int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-             struct err *e) {
+// Builds the header text (tensors in order, offsets packed) and its padded length; *data_bytes
+// is the size of the data area.
+static int build_header(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+                        char **hdr, size_t *hpad, size_t *data_bytes, struct err *e) {
     cJSON *root = cJSON_CreateObject();
-    char *hdr = NULL;
-    unsigned char *buf = NULL;
     int rc = 0;
+    *hdr = NULL;
     if (!root) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
     if (n_meta > 0) {
         cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
@@ -418,27 +441,87 @@ int st_write(const char *path, const struct st_wtensor *ts, int n, const char *c
         cJSON_AddItemToObject(t, "data_offsets", of);
         off += bytes;
     }
-    hdr = cJSON_PrintUnformatted(root);
-    if (!hdr) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto out; }
-    size_t hl = strlen(hdr), hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
-    size_t total = 8 + hpad + off;
-    buf = malloc(total ? total : 1);
-    if (!buf) { rc = err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, total); goto out; }
+    *hdr = cJSON_PrintUnformatted(root);
+    if (!*hdr) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto out; }
+    size_t hl = strlen(*hdr);
+    *hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
+    *data_bytes = off;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static size_t wtensor_bytes(const struct st_wtensor *t) {
+    size_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) numel *= (size_t)t->shape[d];
+    return numel * st_dtype_size(t->dtype);
+}
+
+int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+             struct err *e) {
+    char *hdr = NULL;
+    size_t hpad = 0, off = 0;
+    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    if (rc) return rc;
+    size_t hl = strlen(hdr), total = 8 + hpad + off;
+    unsigned char *buf = malloc(total ? total : 1);
+    if (!buf) { free(hdr); return err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, total); }
     for (int k = 0; k < 8; k++) buf[k] = (unsigned char)((uint64_t)hpad >> (8 * k));
     memcpy(buf + 8, hdr, hl);
     memset(buf + 8 + hl, ' ', hpad - hl);
     size_t pos = 8 + hpad;
     for (int i = 0; i < n; i++) {
-        size_t numel = 1;
-        for (int d = 0; d < ts[i].ndim; d++) numel *= (size_t)ts[i].shape[d];
-        size_t bytes = numel * st_dtype_size(ts[i].dtype);
+        size_t bytes = wtensor_bytes(&ts[i]);
         if (bytes) memcpy(buf + pos, ts[i].data, bytes);
         pos += bytes;
     }
     rc = file_write_atomic(path, buf, total, e);
-out:
     free(buf);
     free(hdr);
-    cJSON_Delete(root);
+    return rc;
+}
+
+int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e) {
+    char *hdr = NULL, tmp[4096];
+    size_t hpad = 0, off = 0, maxb = 1;
+    unsigned char *buf = NULL;
+    FILE *f = NULL;
+    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) if (wtensor_bytes(&ts[i]) > maxb) maxb = wtensor_bytes(&ts[i]);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+        tmp[0] = 0;
+        rc = err_set(e, ERR_RANGE, "%s: path too long", path);
+        goto out;
+    }
+    buf = malloc(maxb);
+    if (!buf) { rc = err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, maxb); goto out; }
+    if (!(f = fopen(tmp, "wb"))) {
+        rc = err_set(e, ERR_IO, "%s: %s", tmp, strerror(errno));
+        tmp[0] = 0;
+        goto out;
+    }
+    unsigned char L[8];
+    for (int k = 0; k < 8; k++) L[k] = (unsigned char)((uint64_t)hpad >> (8 * k));
+    size_t hl = strlen(hdr);
+    int bad = fwrite(L, 1, 8, f) != 8 || fwrite(hdr, 1, hl, f) != hl;
+    for (size_t k = hl; k < hpad && !bad; k++) bad = fputc(' ', f) == EOF;
+    for (int i = 0; i < n && !bad; i++) {
+        size_t bytes = wtensor_bytes(&ts[i]);
+        if ((rc = fill(ctx, i, buf, e))) goto out;
+        bad = bytes && fwrite(buf, 1, bytes, f) != bytes;
+    }
+    bad |= (fflush(f) != 0) | (fsync(fileno(f)) != 0);
+    bad |= fclose(f) != 0;
+    f = NULL;
+    if (bad) { rc = err_set(e, ERR_IO, "%s: write failed: %s", path, strerror(errno)); goto out; }
+    if (rename(tmp, path) != 0) { rc = err_set(e, ERR_IO, "%s: rename failed: %s", path, strerror(errno)); goto out; }
+    tmp[0] = 0;
+out:
+    if (f) fclose(f);
+    if (rc && tmp[0]) unlink(tmp);
+    free(buf);
+    free(hdr);
     return rc;
 }

@@ -31,8 +31,9 @@ struct st_tensor {
 
 struct st_map {
     char *path;
-    const unsigned char *base;   // mmap'd file (PROT_READ, MAP_PRIVATE)
+    const unsigned char *base;   // mmap'd file (PROT_READ, MAP_PRIVATE), or the caller's buffer
     size_t size;
+    int borrowed;                // 1: base is the caller's (st_open_mem), never unmapped
 };
 
 struct safetensors {
@@ -51,6 +52,10 @@ struct safetensors {
 // file, tensor and field. An unsupported dtype (e.g. F8_E4M3) is an ERR_UNSUPPORTED naming
 // tensor and dtype. Zeroed struct on error; st_close is safe on it.
 int st_open(struct safetensors *st, const char *path, struct err *e);
+// The same validation over one safetensors file already in memory (fuzzing, tests): buf must
+// stay valid and unchanged until st_close, which does not free it; name stands for the path in
+// errors. No shards.
+int st_open_mem(struct safetensors *st, const void *buf, size_t len, const char *name, struct err *e);
 void st_close(struct safetensors *st);
 
 const struct st_tensor *st_find(const struct safetensors *st, const char *name);
@@ -88,5 +93,10 @@ struct st_wtensor {
 // metadata pairs meta[2i] = key, meta[2i+1] = value (n_meta pairs), atomically (tmp + rename).
 int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta,
              int n_meta, struct err *e);
+// The same file, streamed: ts[i].data is ignored and fill(ctx, i, dst, e) writes tensor i's
+// bytes into dst (sized for it), one tensor at a time, so the peak memory is the largest
+// tensor, not the checkpoint. An error from fill aborts the write (no file is left behind).
+int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
+                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e);
 
 #endif

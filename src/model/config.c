@@ -184,6 +184,20 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     return 0;
 }
 
+// The bounds of config.h, each error naming its field.
+static int check_sizes(const struct model_config *c, const char *ctx, struct err *e) {
+    const struct { const char *field; int v, max; } lim[] = {
+        {"hidden_size", c->dim, CFG_MAX_DIM},           {"intermediate_size", c->hidden_dim, CFG_MAX_FFN},
+        {"num_hidden_layers", c->n_layers, CFG_MAX_LAYERS}, {"num_attention_heads", c->n_heads, CFG_MAX_HEADS},
+        {"vocab_size", c->vocab_size, CFG_MAX_VOCAB},    {"max_position_embeddings", c->max_seq, CFG_MAX_POSITIONS},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v > lim[i].max)
+            return err_set(e, ERR_RANGE, "%s: field '%s': %d exceeds the supported maximum %d", ctx, lim[i].field, lim[i].v,
+                           lim[i].max);
+    return 0;
+}
+
 int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e) {
     memset(c, 0, sizeof *c);
     cJSON *root = NULL;
@@ -219,7 +233,7 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
                      c->n_heads, c->n_kv_heads, c->vocab_size, c->max_seq);
         goto done;
     }
-    if (c->n_layers > CFG_MAX_LAYERS) { rc = err_set(e, ERR_RANGE, "%s: %d layers (max %d)", ctx, c->n_layers, CFG_MAX_LAYERS); goto done; }
+    if ((rc = check_sizes(c, ctx, e))) goto done;
     if (c->n_heads % c->n_kv_heads) {
         rc = err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
                      c->n_kv_heads);
@@ -236,6 +250,11 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     }
     if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024) {
         rc = err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
+        goto done;
+    }
+    if ((int64_t)c->n_heads * c->head_dim > CFG_MAX_DIM) {
+        rc = err_set(e, ERR_RANGE, "%s: field 'num_attention_heads' x 'head_dim' = %d x %d exceeds %d", ctx, c->n_heads,
+                     c->head_dim, CFG_MAX_DIM);
         goto done;
     }
     c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
@@ -316,6 +335,21 @@ static cJSON *num_list(const double *x, int n) {
     return a;
 }
 
+// A partial_rotary_factor that the parser (HF: int(head_dim * factor)) turns back into rope_dim
+// after cJSON prints it (15 significant digits when they read back within an ulp or so):
+// rope_dim / head_dim itself unless rounding makes the product fall just below rope_dim (head_dim
+// 164, rope_dim 90: 164 * 0.548780487804878 = 89.99999999999999, found by fuzz_config), then the
+// next doubles up.
+static double rotary_factor(int rope_dim, int head_dim) {
+    double f = (double)rope_dim / head_dim;
+    for (int k = 0; k < 256; k++, f = nextafter(f, 2.0)) {
+        char b[64];
+        snprintf(b, sizeof b, "%1.15g", f);
+        if ((int)(head_dim * strtod(b, NULL)) == rope_dim && (int)(head_dim * f) == rope_dim) break;
+    }
+    return f;
+}
+
 int cfg_to_json(const struct model_config *c, const char *extra_json, char **out, struct err *e) {
     *out = NULL;
     cJSON *r = cJSON_CreateObject();
@@ -350,7 +384,7 @@ int cfg_to_json(const struct model_config *c, const char *extra_json, char **out
     } else {
         cJSON_AddNullToObject(r, "rope_scaling");
     }
-    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", (double)c->rope_dim / c->head_dim);
+    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", rotary_factor(c->rope_dim, c->head_dim));
     cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
     const char *act = c->act == ACT_SILU ? "silu" : c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "gelu";
     cJSON_AddStringToObject(r, "hidden_act", act);

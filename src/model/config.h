@@ -7,6 +7,16 @@
 #include "base/common.h"
 
 #define CFG_MAX_LAYERS 256      // = ATTN_MAX_LAYERS
+// Upper bounds of the sizes a config.json may declare. They sit far above every released model
+// (hidden 16384, FFN 53248, 128 heads, vocabularies of 256k, contexts of 10M) and keep every
+// product the runtime forms - rows x columns of a weight, tokens x dims of the run state,
+// heads x head_dim in an int - inside its type; beyond them the config is refused naming the
+// field (issue 14: sizes from files multiplied into allocations unchecked).
+#define CFG_MAX_DIM (1 << 17)       // hidden_size, and num_attention_heads x head_dim
+#define CFG_MAX_FFN (1 << 20)       // intermediate_size
+#define CFG_MAX_HEADS 4096          // num_attention_heads
+#define CFG_MAX_VOCAB (1 << 24)     // vocab_size
+#define CFG_MAX_POSITIONS (1 << 24) // max_position_embeddings (16M tokens)
 #define CFG_MAX_ROPE_FACTORS 512 // longrope short/long factor lists (rotary_dim / 2 entries)
 
 enum model_arch { ARCH_QWEN3 = 0, ARCH_QWEN2, ARCH_LLAMA, ARCH_MISTRAL, ARCH_GEMMA2, ARCH_PHI3, ARCH_COUNT };

@@ -132,5 +132,8 @@ int gemm_isa_set(const char *name);
 int gemm_isa_supported(const char *name);
 // Name of the selected path (static string; "none" before selection).
 const char *gemm_isa_name(void);
+// The arithmetic contract's name and version, recorded with results (run.json "gemm"): two
+// results made under the same string have the same GEMM bits on any CPU and path.
+#define GEMM_ARITHMETIC "fmaf-chain-ascending-k/1"
 
 #endif

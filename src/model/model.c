@@ -8,6 +8,7 @@
 #include "model/model.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,36 +93,65 @@ const struct model_config *model_cfg(const struct model *m) { return &m->cfg; }
 const struct model_opts *model_get_opts(const struct model *m) { return &m->opts; }
 int model_weights_mode(const struct model *m) { return m->weights; }
 const char *model_hash(const struct model *m) { return m->hash; }
+const struct cJSON *model_st_metadata(const struct model *m) { return m->st.metadata; }
 struct attn_ctx *model_attn(struct model *m) { return m->attn; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }
 void model_reset_stats(struct model *m) { memset(&m->stats, 0, sizeof m->stats); }
 
-// Exact widening of n elements of t starting at element off (data may be unaligned).
-static void convert(float *dst, const struct st_tensor *t, size_t off, size_t n) {
+// Exact widening of n elements of t starting at element off (data may be unaligned). Returns
+// how many of them are not finite (exponent bits all ones), counted in the same pass.
+static size_t convert(float *dst, const struct st_tensor *t, size_t off, size_t n) {
     const unsigned char *src = (const unsigned char *)t->data;
+    size_t bad = 0;
     if (t->dtype == ST_F32) {
         memcpy(dst, src + off * 4, n * 4);
-        return;
+        for (size_t i = 0; i < n; i++) bad += !isfinite(dst[i]);
+        return bad;
     }
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, src + (off + i) * 2, 2);
         dst[i] = t->dtype == ST_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+        bad += !isfinite(dst[i]);
     }
+    return bad;
+}
+
+// The error for a tensor holding a non-finite value among elements [off, off + n): names the
+// tensor, the first such element (row and column of a matrix) and its value.
+static int nonfinite_err(const struct st_tensor *t, size_t off, size_t n, struct err *e) {
+    size_t i = 0;
+    float v = 0;
+    for (; i < n; i++) {
+        convert(&v, t, off + i, 1);
+        if (!isfinite(v)) break;
+    }
+    const size_t at = off + i, cols = t->ndim == 2 ? (size_t)t->shape[1] : 0;
+    if (cols)
+        return err_set(e, ERR_FORMAT, "tensor '%s' [row %zu, column %zu] = %g: the checkpoint holds a non-finite weight",
+                       t->name, at / cols, at % cols, (double)v);
+    return err_set(e, ERR_FORMAT, "tensor '%s' [%zu] = %g: the checkpoint holds a non-finite weight", t->name, at, (double)v);
 }
 
 // ---- packing (gemm.h): rows [r0, r0 + nr) of a matrix into mem, panels spread over the pool ----
+// Non-finite weights are counted in the packed panels just written (in cache), so a NaN or Inf
+// in the checkpoint stops the load (or the streamed GEMM) instead of being scored.
 struct pack_job {
     struct gemm_w *w;
     const void *src;
     int type, per, n_panels;
     size_t ld;
+    _Atomic size_t bad;
 };
 static void pack_task(void *ctx, int t, int slot) {
     (void)slot;
-    const struct pack_job *j = ctx;
+    struct pack_job *j = ctx;
     const int pa = t * j->per, pb = pa + j->per < j->n_panels ? pa + j->per : j->n_panels;
     gemm_pack_panels(j->w, j->src, j->type, j->ld, pa, pb);
+    const float *p = j->w->p + (size_t)pa * (size_t)j->w->K * GEMM_NR, *end = j->w->p + (size_t)pb * (size_t)j->w->K * GEMM_NR;
+    size_t bad = 0;
+    for (; p < end; p++) bad += !isfinite(*p);
+    if (bad) atomic_fetch_add(&j->bad, bad);
 }
 
 static int pack_rows(struct model *m, struct gemm_w *w, void *mem, size_t bytes, const struct wref *r, int r0, int nr,
@@ -131,8 +161,9 @@ static int pack_rows(struct model *m, struct gemm_w *w, void *mem, size_t bytes,
     if (gemm_w_init(w, mem, bytes, nr, r->cols))
         return err_set(e, ERR_INTERNAL, "model: cannot pack %s rows %d..%d", r->t->name, r0, r0 + nr - 1);
     const unsigned char *src = (const unsigned char *)r->t->data + (r->off + (size_t)r0 * r->cols) * esize;
-    struct pack_job j = {w, src, type, 8, (nr + GEMM_NR - 1) / GEMM_NR, (size_t)r->cols};
+    struct pack_job j = {w, src, type, 8, (nr + GEMM_NR - 1) / GEMM_NR, (size_t)r->cols, 0};
     pool_for((j.n_panels + j.per - 1) / j.per, pack_task, &j, m->opts.n_threads);
+    if (atomic_load(&j.bad)) return nonfinite_err(r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, e);
     return 0;
 }
 
@@ -162,7 +193,7 @@ static int bind_vec(struct model *m, const float **out, const char *name, int n,
     if (m->small_used + (size_t)n > m->small_n)
         return err_set(e, ERR_INTERNAL, "model: small-tensor arena too small at %s", name);
     float *dst = m->small + m->small_used;
-    convert(dst, t, 0, (size_t)n);
+    if (convert(dst, t, 0, (size_t)n)) return nonfinite_err(t, 0, (size_t)n, e);
     m->small_used += (size_t)n;
     *out = dst;
     return 0;
@@ -523,6 +554,7 @@ struct rows_args {
     float *out, *x;
     const float *y, *w;
     const int32_t *tokens;
+    _Atomic size_t *bad; // embed_fn: rows holding a non-finite weight
     const int *pos, *lng;
     const struct layer_w *L;
     int n;
@@ -565,7 +597,7 @@ static void embed_fn(struct model *m, const void *p, int i0, int i1) {
     const float normb = round_bf16((float)norm64);
     for (int t = i0; t < i1; t++) {
         float *x = m->x + (size_t)t * D;
-        convert(x, m->embed, (size_t)a->tokens[t] * D, (size_t)D);
+        if (convert(x, m->embed, (size_t)a->tokens[t] * D, (size_t)D)) atomic_fetch_add(a->bad, 1);
         if (c->embed_scale)
             for (int i = 0; i < D; i++) x[i] = bf16 ? round_bf16(x[i] * normb) : (float)(x[i] * norm64);
     }
@@ -798,8 +830,13 @@ int model_forward_kv(struct model *m, struct model_kv *kv, const int32_t *tokens
     const double t_start = time_now(), c_start = cpu_now();
     int T = 0, rc;
     if ((rc = check_batch(m, kv, tokens, seqs, n_seq, out_pos, n_out, &T, e))) return rc;
-    struct rows_args ea = {.tokens = tokens};
+    _Atomic size_t bad = 0;
+    struct rows_args ea = {.tokens = tokens, .bad = &bad};
     par_rows(m, T, (size_t)m->cfg.dim, embed_fn, &ea);
+    for (int t = 0; atomic_load(&bad) && t < T; t++) { // the embedding is read per token: its rows are checked here
+        const size_t D = (size_t)m->cfg.dim, off = (size_t)tokens[t] * D;
+        if (convert(m->xb, m->embed, off, D)) return nonfinite_err(m->embed, off, D, e);
+    }
     norm_rows(m, m->xb, m->x, m->layers[0].in_norm, T, m->cfg.dim);
     for (int l = 0; l < m->cfg.n_layers && !rc; l++)
         if (!(rc = attention_block(m, kv, seqs, l, n_seq, T, e))) rc = mlp_block(m, l, T, e);

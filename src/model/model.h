@@ -43,6 +43,10 @@ const struct model_opts *model_get_opts(const struct model *m); // resolved valu
 int model_weights_mode(const struct model *m);  // MODEL_WEIGHTS_F32 or MODEL_WEIGHTS_STREAM
 // Hex sha256 fingerprint of the checkpoint (st_fingerprint); valid until model_free.
 const char *model_hash(const struct model *m);
+// The checkpoint's safetensors "__metadata__" (first shard) as parsed JSON, or NULL; e.g. the
+// provenance import-gguf writes (GGUF file, sha256, tensor types). Valid until model_free.
+struct cJSON;
+const struct cJSON *model_st_metadata(const struct model *m);
 
 // (Re)creates the attention context: mode name, options (NULL: defaults with the model's
 // thread count), Smooth-QK scales [n_layers][Hkv][head_dim] or NULL (borrowed; must outlive

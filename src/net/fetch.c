@@ -770,7 +770,7 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
     memset(p, 0, sizeof *p);
     int rc = check_simple_name(name, "model name", 0, e);
     if (rc) return rc;
-    char home[PATH_MAX_], cfg[PATH_MAX_], cache[PATH_MAX_];
+    char home[PATH_MAX_], cfg[PATH_MAX_];
     if ((rc = paths_home(home, sizeof home, e))) return rc;
     if (snprintf(cfg, sizeof cfg, "%s/configs/models/%s.json", home, name) >= (int)sizeof cfg)
         return err_set(e, ERR_RANGE, "path too long");
@@ -781,8 +781,21 @@ int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_
         return err_set(e, ERR_NOTFOUND, "unknown model '%s' (no %s); known: %s; or pass a checkpoint directory",
                        name, cfg, known[0] ? known : "none");
     }
+    char *txt = NULL;
+    size_t len = 0;
+    if ((rc = file_read_all(cfg, &txt, &len, e))) return rc;
+    rc = fetch_plan_model_mem(p, name, txt, len, cfg, o, e);
+    free(txt);
+    return rc;
+}
+
+int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *json, size_t len, const char *cfg,
+                         const struct fetch_opts *o, struct err *e) {
+    memset(p, 0, sizeof *p);
+    char cache[PATH_MAX_];
     cJSON *j = NULL, *idx = NULL;
-    if ((rc = json_parse_file(&j, cfg, e))) return rc;
+    int rc;
+    if ((rc = json_parse(&j, json, len, cfg, e))) return rc;
     const char *repo, *rev = "main", *index = NULL;
     const cJSON *files, *shards = NULL;
     if ((rc = json_get_str(j, "repo", &repo, 1, cfg, e)) || (rc = json_get_str(j, "revision", &rev, 0, cfg, e)) ||
@@ -985,15 +998,28 @@ static int plan_task_file(struct fetch_plan *p, const struct task_file *f, const
 
 int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e) {
     memset(p, 0, sizeof *p);
-    char man[PATH_MAX_], cache[PATH_MAX_];
+    char man[PATH_MAX_];
     int rc = task_manifest(man, sizeof man, task, e);
     if (rc) return rc;
+    char *txt = NULL;
+    size_t len = 0;
+    if ((rc = file_read_all(man, &txt, &len, e))) return rc;
+    rc = fetch_plan_task_mem(p, task, txt, len, man, e);
+    free(txt);
+    return rc;
+}
+
+int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json, size_t len, const char *man,
+                        struct err *e) {
+    memset(p, 0, sizeof *p);
+    char cache[PATH_MAX_];
+    int rc;
     if ((rc = paths_cache(cache, sizeof cache, e))) return rc;
     if (snprintf(p->root, sizeof p->root, "%s/datasets", cache) >= (int)sizeof p->root)
         return err_set(e, ERR_RANGE, "cache path too long");
     snprintf(p->title, sizeof p->title, "task %s", task);
     cJSON *j = NULL;
-    if ((rc = json_parse_file(&j, man, e))) return rc;
+    if ((rc = json_parse(&j, json, len, man, e))) return rc;
     const cJSON *files, *it;
     const char *top_manual = NULL;
     if ((rc = json_get_arr(j, "files", &files, 1, man, e)) || (rc = json_get_str(j, "manual", &top_manual, 0, man, e)))

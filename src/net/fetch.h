@@ -95,9 +95,15 @@ void fetch_plan_free(struct fetch_plan *p);
 // config's list. No network. Errors: ERR_NOTFOUND (unknown name: lists the known ones),
 // ERR_FORMAT (bad config), ERR_USAGE (bad names).
 int fetch_plan_model(struct fetch_plan *p, const char *name, const struct fetch_opts *o, struct err *e);
+// The same from the text of a model config already in memory (cfg names it in errors).
+int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *json, size_t len, const char *cfg,
+                         const struct fetch_opts *o, struct err *e);
 // Plans a task's data files (datasets/<task>.json) under <cache>/datasets/. No network.
 // `task` may name a manifest in a subfolder ("ppl/wikitext2").
 int fetch_plan_task(struct fetch_plan *p, const char *task, struct err *e);
+// The same from the text of a manifest already in memory (man names it in errors).
+int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json, size_t len, const char *man,
+                        struct err *e);
 // Fetches every entry that is not present. For a model, after the index is fetched the
 // shard list is re-read from it (it is authoritative; differences from the config are
 // logged). Offline: fails listing every missing file and where it was expected. A manual

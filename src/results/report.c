@@ -347,7 +347,13 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         rc = results_samples_path(path, sizeof path, dir, task, cJSON_GetArrayItem(modes, m)->valuestring, e);
         if (!rc) rc = results_samples_read(path, &s[m], &cnt, e);
         if (!rc && m == 0) n = cnt;
-        if (!rc && cnt != n) rc = err_set(e, ERR_MISMATCH, "%s: %d items, the reference has %d", path, cnt, n);
+        if (!rc && cnt != n) {
+            // freed here with its own count: the clean-up below frees n per mode
+            for (int i = 0; i < cnt; i++) results_sample_free(&s[m][i]);
+            free(s[m]);
+            s[m] = NULL;
+            rc = err_set(e, ERR_MISMATCH, "%s: %d items, the reference has %d", path, cnt, n);
+        }
     }
     if (rc) goto done;
     for (int m = 0; m < nm; m++) {
@@ -356,7 +362,7 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         int q = 0;
         for (int i = 0; i < n; i++) {
             int ok = 1;
-            for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold;
+            for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold && !s[mm][i].nonfinite;
             if (ok) v[m][q++] = s[m][i].margin;
         }
         ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
@@ -397,6 +403,28 @@ done:
     return rc;
 }
 
+// Items left out because a log-likelihood was not finite (run --nonfinite count): a table
+// per task, only when there are any. Never silent: these items are in no other number.
+static int nonfinite_md(struct results_buf *o, const cJSON *sum) {
+    int rc = 0, any = 0;
+    const cJSON *t, *m;
+    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        const cJSON *nf = jget(t, "nonfinite");
+        if (!nf) continue;
+        if (!any++) {
+            rc |= results_buf_printf(o, "### Non-finite items (left out of every statistic below)\n\nA log-likelihood "
+                                     "was NaN or infinite (`--nonfinite count`); such an item is excluded in every mode.\n\n"
+                                     "| task | excluded | non-finite per mode |\n|---|---:|---|\n");
+        }
+        rc |= results_buf_printf(o, "| %s | %d | ", t->string, (int)jnum(nf, "excluded"));
+        int k = 0;
+        cJSON_ArrayForEach(m, jget(nf, "modes")) rc |= results_buf_printf(o, "%s%s %d", k++ ? ", " : "", m->string, (int)m->valuedouble);
+        rc |= results_buf_put(o, " |\n", 3);
+    }
+    if (any) rc |= results_buf_put(o, "\n", 1);
+    return rc;
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
@@ -425,6 +453,10 @@ int report_render(const char *dir, char **headline, struct err *e) {
     const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
     rc |= results_buf_printf(&o, "# hifa4-eval run: %s\n\n", jstr(model, "name", "?"));
     rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
+    const cJSON *cm = jget(model, "checkpoint_metadata"); // import-gguf's provenance
+    if (cJSON_IsString(jget(cm, "gguf_file")))
+        rc |= results_buf_printf(&o, "- weights dequantized from `%s` (%s: %s; sha256 %.16s...)\n", jstr(cm, "gguf_file", "?"),
+                                 jstr(cm, "gguf_file_type", "?"), jstr(cm, "gguf_tensor_types", "?"), jstr(cm, "gguf_sha256", "?"));
     rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
     rc |= results_buf_printf(&o, "- modes: ");
     const cJSON *m, *att = jget(run, "attention");
@@ -450,6 +482,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
                                  jstr(t, "source", "?"));
     }
     rc |= results_buf_put(&o, "\n", 1);
+    rc |= nonfinite_md(&o, sum);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);
         if (i == 0 && headline) {
@@ -515,10 +548,11 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
     if (!sums || !rj) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
     for (int r = 0; r < n_runs && !rc; r++) {
         char path[4096];
-        rc = path_join(path, sizeof path, runs[r], "summary.json", e);
-        if (!rc) rc = json_parse_file(&sums[r], path, e);
-        if (!rc) rc = path_join(path, sizeof path, runs[r], "run.json", e);
+        rc = path_join(path, sizeof path, runs[r], "run.json", e);
         if (!rc) rc = json_parse_file(&rj[r], path, e);
+        if (!rc) rc = results_check_complete(runs[r], rj[r], e); // a partial run's numbers are not comparable
+        if (!rc) rc = path_join(path, sizeof path, runs[r], "summary.json", e);
+        if (!rc) rc = json_parse_file(&sums[r], path, e);
     }
     if (rc) goto done;
     // task columns: union in first-seen order

@@ -4,6 +4,7 @@
 #include "results/results.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ int results_sample_line(struct results_buf *b, const struct results_sample *s) {
     if (!rc) rc = put_int_arr(b, "is_greedy", s->greedy, s->n_choices);
     if (!rc) rc = results_buf_printf(b, ",\"pred\":%d,\"pred_norm\":%d,\"margin\":", s->pred, s->pred_norm);
     if (!rc) rc = put_dbl(b, s->margin);
+    if (!rc && s->nonfinite) rc = results_buf_put(b, ",\"nonfinite\":1", 14);
     if (!rc && s->n_kl > 0) {
         rc = put_dbl_arr(b, "kl", s->kl, s->n_kl);
         if (!rc) rc = results_buf_printf(b, ",\"same_top1\":%d", s->top1_same);
@@ -129,7 +131,9 @@ static int read_ints(const cJSON *arr, int *out, const char *key, const char *ct
     int i = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, arr) {
-        if (!cJSON_IsNumber(x) || x->valuedouble != (double)(int)x->valuedouble)
+        // range first: converting an out-of-range double to int is undefined (fuzz_samples)
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= INT_MIN && x->valuedouble <= INT_MAX) ||
+            x->valuedouble != floor(x->valuedouble))
             return err_set(e, ERR_FORMAT, "%s: field '%s'[%d]: expected an integer, got %s", ctx, key, i, json_brief(x));
         out[i++] = (int)x->valuedouble;
     }
@@ -153,8 +157,13 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     if ((rc = get_arr_n(j, "char_lens", s->n_choices, &ch, ctx, e)) || (rc = get_arr_n(j, "tok_lens", s->n_choices, &nt, ctx, e)) ||
         (rc = get_arr_n(j, "is_greedy", s->n_choices, &gr, ctx, e)) || (rc = json_get_int(j, "pred", &s->pred, 1, ctx, e)) ||
         (rc = json_get_int(j, "pred_norm", &s->pred_norm, 1, ctx, e)) || (rc = json_get_arr(j, "kl", &kl, 0, ctx, e)) ||
-        (rc = json_get_int(j, "same_top1", &s->top1_same, 0, ctx, e)))
+        (rc = json_get_int(j, "same_top1", &s->top1_same, 0, ctx, e)) ||
+        (rc = json_get_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)))
         goto fail;
+    if (s->nonfinite != 0 && s->nonfinite != 1) {
+        rc = err_set(e, ERR_FORMAT, "%s: field 'nonfinite': expected 1, got %d", ctx, s->nonfinite);
+        goto fail;
+    }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "margin");
     if (m && cJSON_IsNumber(m)) margin = m->valuedouble;
     else if (m && !cJSON_IsNull(m)) { rc = err_set(e, ERR_FORMAT, "%s: field 'margin': expected a number, got %s", ctx, json_brief(m)); goto fail; }
@@ -229,14 +238,20 @@ static int walk_frames(const char *path, const char *buf, size_t len, int *n_ite
     return 0;
 }
 
+int results_samples_count_mem(const char *raw, size_t len, const char *path, int *n_items, struct err *e) {
+    size_t good;
+    *n_items = 0;
+    return walk_frames(path, raw, len, n_items, &good, 0, e);
+}
+
 int results_samples_count(const char *path, int *n_items, struct err *e) {
     *n_items = 0;
     if (!file_exists(path)) return 0;
     char *raw = NULL;
-    size_t n = 0, good;
+    size_t n = 0;
     int rc = file_read_raw(path, &raw, &n, e);
     if (rc) return rc;
-    rc = walk_frames(path, raw, n, n_items, &good, 0, e);
+    rc = results_samples_count_mem(raw, n, path, n_items, e);
     free(raw);
     return rc;
 }
@@ -315,36 +330,35 @@ void results_writer_abort(struct results_writer *w) {
     w->pending = (struct results_buf){0};
 }
 
-int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e) {
+int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
+                               struct err *e) {
     *out = NULL;
     *n = 0;
-    char *buf;
-    size_t len;
-    int rc = file_read_all(path, &buf, &len, e);
-    if (rc) return rc;
-    int cap = 0, cnt = 0, line = 1;
+    int cap = 0, cnt = 0, line = 1, rc = 0;
     struct results_sample *v = NULL;
     char ctx[4200];
     for (size_t off = 0; off < len && !rc; line++) {
-        char *nl = memchr(buf + off, '\n', len - off);
+        const char *nl = memchr(buf + off, '\n', len - off);
         if (!nl) { rc = err_set(e, ERR_FORMAT, "%s:%d: line without a newline (truncated file?)", path, line); break; }
         size_t ll = (size_t)(nl - (buf + off));
+        if (cnt == INT_MAX) { rc = err_set(e, ERR_RANGE, "%s:%d: more than %d items", path, line, INT_MAX); break; }
         if (cnt == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct results_sample *t = realloc(v, sizeof *v * (size_t)cap);
+            int nc = cap ? (cap > INT_MAX / 2 ? INT_MAX : cap * 2) : 256;
+            struct results_sample *t = realloc(v, sizeof *v * (size_t)nc);
             if (!t) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); break; }
             v = t;
+            cap = nc;
         }
         snprintf(ctx, sizeof ctx, "%s:%d", path, line);
         rc = results_sample_parse(&v[cnt], buf + off, ll, ctx, e);
-        if (!rc && v[cnt].idx != (cnt ? v[0].idx + cnt : v[cnt].idx)) {
-            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %d (items out of order)", ctx, v[cnt].idx, v[0].idx + cnt);
+        if (!rc && cnt && (v[0].idx > INT_MAX - cnt || v[cnt].idx != v[0].idx + cnt)) {
+            rc = err_set(e, ERR_FORMAT, "%s: field 'idx': %d, expected %lld (items out of order)", ctx, v[cnt].idx,
+                         (long long)v[0].idx + cnt);
             results_sample_free(&v[cnt]);
         }
         if (!rc) cnt++;
         off += ll + 1;
     }
-    free(buf);
     if (rc) {
         for (int i = 0; i < cnt; i++) results_sample_free(&v[i]);
         free(v);
@@ -353,6 +367,18 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
     *out = v;
     *n = cnt;
     return 0;
+}
+
+int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e) {
+    *out = NULL;
+    *n = 0;
+    char *buf;
+    size_t len;
+    int rc = file_read_all(path, &buf, &len, e);
+    if (rc) return rc;
+    rc = results_samples_parse_text(buf, len, path, out, n, e);
+    free(buf);
+    return rc;
 }
 
 // ---- files of a run ----
@@ -404,6 +430,10 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
         }
         cJSON_AddItemToObject(k, keys[i], d);
     }
+    // the GEMM's arithmetic (not the CPU or path, which cannot change a bit): a run made with
+    // OpenBLAS (no "gemm" record, key unchanged) cannot be resumed or merged with a newer one
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "gemm"), "arithmetic");
+    if (g) cJSON_AddItemToObject(k, "gemm", cJSON_Duplicate(g, 1));
     char *s = cJSON_PrintUnformatted(k);
     sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
     free(s);
@@ -419,6 +449,34 @@ const char *results_mode_display(const cJSON *run, const char *mode) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(run, "attention");
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "display"), mode);
     return cJSON_IsString(x) ? x->valuestring : mode;
+}
+
+int results_check_complete(const char *dir, const cJSON *run, struct err *e) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run, "complete"))) return 0;
+    // the command that made it, for the message (with --resume added)
+    char cmd[600] = "";
+    size_t k = 0;
+    int has_resume = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(run, "command")) {
+        if (!cJSON_IsString(a) || k + strlen(a->valuestring) + 2 >= sizeof cmd - 16) { k = 0; cmd[0] = 0; break; }
+        has_resume |= !strcmp(a->valuestring, "--resume");
+        k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", k ? " " : "", a->valuestring);
+    }
+    if (k && !has_resume) snprintf(cmd + k, sizeof cmd - k, " --resume");
+    return err_set(e, ERR_MISMATCH, "%s is not a complete run (run.json: \"complete\" is not true): it was interrupted, "
+                   "failed or is still running, and its samples files may be partial; finish it with %s%s%s", dir,
+                   k ? "`hifa4-eval " : "the same `run` command with --resume", k ? cmd : "", k ? "`" : "");
+}
+
+int results_task_items(const cJSON *task) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(task, "item_range"), *ni = cJSON_GetObjectItemCaseSensitive(task, "n_items");
+    double v = -1;
+    if (cJSON_GetArraySize(r) == 2 && cJSON_IsNumber(r->child) && cJSON_IsNumber(r->child->next))
+        v = r->child->next->valuedouble - r->child->valuedouble;
+    else if (cJSON_IsNumber(ni))
+        v = ni->valuedouble;
+    return v >= 0 && v <= INT_MAX && v == floor(v) ? (int)v : -1;
 }
 
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
@@ -461,7 +519,8 @@ static void task_samples_free(struct task_samples *t, int n_modes) {
     t->s = NULL;
 }
 
-static int load_task(struct task_samples *t, const char *dir, const char *task, char *const *modes, int n_modes, struct err *e) {
+static int load_task(struct task_samples *t, const char *dir, const char *task, char *const *modes, int n_modes, int want,
+                     struct err *e) {
     memset(t, 0, sizeof *t);
     t->s = calloc((size_t)n_modes, sizeof *t->s);
     if (!t->s) return err_set(e, ERR_NOMEM, "summary: out of memory");
@@ -470,14 +529,56 @@ static int load_task(struct task_samples *t, const char *dir, const char *task, 
         int n, rc = results_samples_path(path, sizeof path, dir, task, modes[m], e);
         if (!rc) rc = results_samples_read(path, &t->s[m], &n, e);
         if (rc) return rc;
+        const int ref = m == 0 ? want : t->n; // the count this file must hold (-1: any)
+        if (ref >= 0 && n != ref) {
+            // free this mode's n samples now: task_samples_free frees t->n per mode (it read past a
+            // shorter array - a heap overflow - when a killed run left fewer items in one mode)
+            for (int i = 0; i < n; i++) results_sample_free(&t->s[m][i]);
+            free(t->s[m]);
+            t->s[m] = NULL;
+            if (m == 0) // every mode cut alike (a kill at a frame boundary)
+                return err_set(e, ERR_MISMATCH, "%s: %d items, but run.json says the task has %d (an interrupted run? "
+                               "finish it with run --resume)", path, n, want);
+            return err_set(e, ERR_MISMATCH, "%s: %d items, but the reference mode '%s' has %d (an interrupted run? "
+                           "finish it with run --resume)", path, n, modes[0], t->n);
+        }
         if (m == 0) t->n = n;
-        else if (n != t->n) return err_set(e, ERR_MISMATCH, "%s: %d items, but the reference mode '%s' has %d", path, n, modes[0], t->n);
         for (int i = 0; m > 0 && i < n; i++)
             if (strcmp(t->s[m][i].id, t->s[0][i].id) || t->s[m][i].gold != t->s[0][i].gold || t->s[m][i].n_choices != t->s[0][i].n_choices)
                 return err_set(e, ERR_MISMATCH, "%s: item %d ('%s') differs from the reference's ('%s') in id, gold or choices",
                                path, i, t->s[m][i].id, t->s[0][i].id);
     }
     return 0;
+}
+
+// Items whose log-likelihood was not finite in some mode (run --nonfinite count) leave every
+// statistic of the task in every mode, so comparisons stay paired; o["nonfinite"] records how
+// many were left out and how many each mode had (only when there are any: a normal run's
+// summary.json is unchanged).
+static void drop_nonfinite(struct task_samples *t, char *const *modes, int n_modes, cJSON *o) {
+    int kept = 0, excluded = 0;
+    int *per = calloc((size_t)n_modes, sizeof *per);
+    for (int i = 0; i < t->n; i++) {
+        int bad = 0;
+        for (int m = 0; m < n_modes; m++) {
+            bad |= t->s[m][i].nonfinite;
+            if (per) per[m] += t->s[m][i].nonfinite;
+        }
+        for (int m = 0; m < n_modes; m++) {
+            if (bad) results_sample_free(&t->s[m][i]);
+            else t->s[m][kept] = t->s[m][i];
+        }
+        kept += !bad;
+        excluded += bad;
+    }
+    t->n = kept;
+    if (excluded && o) {
+        cJSON *nf = cJSON_AddObjectToObject(o, "nonfinite");
+        cJSON_AddNumberToObject(nf, "excluded", excluded);
+        cJSON *mj = cJSON_AddObjectToObject(nf, "modes");
+        for (int m = 0; per && m < n_modes; m++) cJSON_AddNumberToObject(mj, modes[m], per[m]);
+    }
+    free(per);
 }
 
 static cJSON *compare_json(const struct metrics_compare *c) {
@@ -678,16 +779,17 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
             if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) is_ppl = 1;
         }
         struct task_samples ts;
-        rc = load_task(&ts, dir, name, modes, n_modes, e);
+        rc = load_task(&ts, dir, name, modes, n_modes, results_task_items(t), e);
+        if (!rc) drop_nonfinite(&ts, modes, n_modes, cJSON_AddObjectToObject(tj, name));
         if (!rc && is_ppl) {
-            cJSON *o = cJSON_AddObjectToObject(tj, name);
+            cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);
             cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
             cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
             cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
             ns[k] = -1; // not an accuracy task: left out of D_avg / D_w
             rc = summarize_ppl(o, &ts, modes, n_modes, e);
         } else if (!rc) {
-            cJSON *o = cJSON_AddObjectToObject(tj, name);
+            cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);
             cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
             cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
             if (norm[k]) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));

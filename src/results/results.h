@@ -29,6 +29,8 @@ struct results_sample {
     int n_kl;           // token-level rows compared with the reference (0 for the reference)
     double *kl;         // [n_kl]
     int top1_same;
+    int nonfinite;      // 1: a log-likelihood was not finite (run --nonfinite count): the item is
+                        // left out of every statistic; written only when set
 };
 void results_sample_free(struct results_sample *s);
 
@@ -48,6 +50,9 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
+// The same over the decompressed text of a samples file (buf, len; path names it in errors).
+int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
+                               struct err *e);
 
 // ---- crash-safe writer ----
 struct results_writer {
@@ -61,6 +66,8 @@ struct results_writer {
 // Counts the items in the complete frames of an existing file (0 if it does not exist);
 // a torn frame at the end (a killed run) is ignored.
 int results_samples_count(const char *path, int *n_items, struct err *e);
+// The same over the raw (compressed) bytes of a samples file.
+int results_samples_count_mem(const char *raw, size_t len, const char *path, int *n_items, struct err *e);
 // Opens path for appending. keep_items = 0 truncates/creates; otherwise keep_items must be a
 // multiple of RESULTS_FRAME_ITEMS (or the file's whole item count) and the file is cut right
 // after the frame that holds item keep_items-1.
@@ -84,7 +91,8 @@ int results_write_json(const char *path, const cJSON *j, struct err *e);
 // Equal keys: a run may be resumed over another, or shards merged. The attention options
 // include the Q-Mean form and the qdq skip (so runs of different forms never mix); their
 // defaults ("token", "none") and the derived "display" names are left out, so a run.json
-// written before those fields existed keeps its key.
+// written before those fields existed keeps its key. The GEMM arithmetic ("gemm.arithmetic")
+// is in the key when recorded: runs made with OpenBLAS and with the deterministic GEMM never mix.
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // The Q-Mean form a run.json records (attention.qmean): "token" or "channel"; "token" for
 // files written before the option existed (the paper's Alg. 1 was the only form). Static or
@@ -93,6 +101,14 @@ const char *results_run_qmean(const cJSON *run);
 // What a report calls mode `mode` of a run: attention.display[mode] ("hifa4 (channel)"), or the
 // mode name for older files. Points into run (or is mode).
 const char *results_mode_display(const cJSON *run, const char *mode);
+// 0 when run.json (the object `run` of directory dir) says "complete": true - every samples
+// file, summary.json, report.md, tables and plots were written - else ERR_MISMATCH naming the
+// directory and how to finish it (run --resume). report, diff and tables refuse such a run:
+// its samples files may hold fewer items in one mode than another (a killed run).
+int results_check_complete(const char *dir, const cJSON *run, struct err *e);
+// Items a task object of run.json says its samples files hold: the length of "item_range" (a
+// shard), else "n_items"; -1 when it says neither.
+int results_task_items(const cJSON *task);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
@@ -105,8 +121,11 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // token KL (mean, p50, p90, p99, max) and same-top-1 rate; across tasks D_avg and D_w per
 // mode (acc, and acc_norm over tasks that report it). Tasks whose metrics include "ppl" (one
 // sample per window) get per mode tokens, bytes, loglik, ppl and bits_per_byte, and vs the
-// reference d_ppl and the token statistics; they are left out of D_avg / D_w. *out owned by
-// the caller.
+// reference d_ppl and the token statistics; they are left out of D_avg / D_w. Items marked
+// nonfinite in any mode are left out of every statistic of their task (all modes, so the
+// comparisons stay paired) and counted in the task's "nonfinite": {"excluded", "modes"}. A
+// samples file with another number of items than the reference mode's is ERR_MISMATCH naming
+// it. *out owned by the caller.
 int results_summarize(const char *run_dir, cJSON **out, struct err *e);
 
 #endif

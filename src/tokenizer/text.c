@@ -237,6 +237,9 @@ int plist_append(struct plist *l, const char *s, size_t len) {
 }
 
 int plist_piece(struct plist *l, size_t off, int32_t tok, int first) {
+    // a list of empty pieces still gets a buffer: callers address pieces as buf + off, and
+    // NULL + 0 is undefined (fuzz_tokenizer: decoding an empty token with a Strip decoder)
+    if (!l->buf && plist_append(l, "", 0)) return ERR_NOMEM;
     if (l->n == l->cap_p) {
         int nc = l->cap_p ? 2 * l->cap_p : 64;
         struct piece *np = realloc(l->p, (size_t)nc * sizeof *np);

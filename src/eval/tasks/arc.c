@@ -7,7 +7,7 @@
 //  - arc_challenge: arc/ai2-subset/ARC-Challenge-Test.jsonl (1,150) plus the 22 items of
 //    arc/genmc/arc_challenge/official/test.jsonl whose answerKey is a digit, merged into the
 //    original file order (both files are subsequences of it).
-// --file FILE reads one complete AI2 JSONL instead. Item id = the AI2 id.
+// --task-file FILE reads one complete AI2 JSONL instead. Item id = the AI2 id.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +151,7 @@ int task_load_arc_easy(struct task_set *s, const struct task_opts *o, struct err
     char path[4096];
     int rc;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "arc_easy: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "arc_easy: --task-file %s: no such file", o->file);
         snprintf(path, sizeof path, "%s", o->file);
     } else if ((rc = task_data_find(path, sizeof path, o, "arc_easy", "arc/genmc/arc_easy/official/test.jsonl", 0, e))) {
         return rc;
@@ -166,7 +166,7 @@ int task_load_arc_challenge(struct task_set *s, const struct task_opts *o, struc
     task_set_begin(s, "arc_challenge", TASK_METRIC_ACC | TASK_METRIC_ACC_NORM, "lmeval-arc-v1", o);
     int rc;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "arc_challenge: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "arc_challenge: --task-file %s: no such file", o->file);
         if ((rc = load_one(s, o->file, o, e))) return rc;
         task_source_add(s, "%s (AI2 JSONL)", o->file);
         task_apply_limit(s, o);

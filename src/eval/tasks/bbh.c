@@ -171,7 +171,7 @@ int task_load_bbh(struct task_set *s, const struct task_opts *o, struct err *e) 
     char dir[4096];
     int rc;
     if (o->file) {
-        if (!dir_exists(o->file)) return err_set(e, ERR_NOTFOUND, "bbh: --file %s: expected the directory of <subtask>.json files", o->file);
+        if (!dir_exists(o->file)) return err_set(e, ERR_NOTFOUND, "bbh: --task-file %s: expected the directory of <subtask>.json files", o->file);
         snprintf(dir, sizeof dir, "%s", o->file);
     } else if ((rc = task_data_find(dir, sizeof dir, o, "bbh", "bbh/bbh", 1, e))) {
         return rc;

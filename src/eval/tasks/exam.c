@@ -9,7 +9,7 @@
 // repeated questions (same stripped question text; the first in canonical order is kept).
 // Pools are read from exam/hamexam and exam/fccexam under a data root when present, else from
 // /usr/share. Canonical order: hamexam then fccexam, pool directories by name, files by name; id
-// "<package>/<pool>/<file>". --file DIR reads one package root (subdirectories are pools) or
+// "<package>/<pool>/<file>". --task-file DIR reads one package root (subdirectories are pools) or
 // one pool directory (files are questions); "fccexam" in the path selects "radio operation".
 #include <dirent.h>
 #include <strings.h>
@@ -53,7 +53,7 @@ static int list_dir(struct names *out, const char *dir, int want_dir, struct err
     }
     closedir(d);
     if (rc) { names_free(out); return err_set(e, rc, "exam: %s: out of memory", dir); }
-    qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str);
+    if (out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str); // v is NULL for an empty dir (fuzz_task_text)
     return 0;
 }
 
@@ -189,7 +189,7 @@ int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e)
     int rc = 0;
     if (o->file) {
         const char *subject = strstr(o->file, "fccexam") ? "radio operation" : "amateur radio";
-        if (!dir_exists(o->file)) return err_set(e, ERR_NOTFOUND, "exam: --file %s: expected a question-pool directory", o->file);
+        if (!dir_exists(o->file)) return err_set(e, ERR_NOTFOUND, "exam: --task-file %s: expected a question-pool directory", o->file);
         struct names sub;
         if ((rc = list_dir(&sub, o->file, 1, e))) return rc;
         const char *base = strrchr(o->file, '/');
@@ -210,7 +210,7 @@ int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e)
             if (!task_data_try(root, sizeof root, o, rels[i], 1)) {
                 if (!dir_exists(sys[i])) {
                     rc = err_set(e, ERR_NOTFOUND, "exam: question pool %s not found (nor %s under a data root); install "
-                                 "the Debian packages: apt-get install hamexam fccexam (or pass --file POOL_DIR)",
+                                 "the Debian packages: apt-get install hamexam fccexam (or pass --task-file POOL_DIR)",
                                  sys[i], rels[i]);
                     break;
                 }

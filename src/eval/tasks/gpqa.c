@@ -1,7 +1,7 @@
 // gpqa.c: GPQA diamond (198 questions), lm-evaluation-harness "gpqa_diamond_zeroshot" protocol
 // (spec/tasks.md section 2). The data is not shipped (its authors ask that it not be
 // redistributed in plain text): the loader reads gpqa/gpqa_diamond.csv (or
-// gpqa/dataset/gpqa_diamond.csv, the layout of the authors' zip) under a data root, or --file.
+// gpqa/dataset/gpqa_diamond.csv, the layout of the authors' zip) under a data root, or --task-file.
 // CSV with a header row; columns found by name: Question, Correct Answer, Incorrect Answer 1-3,
 // and Record ID (optional, used as item id; else the 0-based row index).
 // Options: [pre(Incorrect 1), pre(Incorrect 2), pre(Incorrect 3), pre(Correct)] (lm-eval's
@@ -36,7 +36,7 @@ int task_load_gpqa_diamond(struct task_set *s, const struct task_opts *o, struct
     char path[4096];
     int rc;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "gpqa_diamond: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "gpqa_diamond: --task-file %s: no such file", o->file);
         snprintf(path, sizeof path, "%s", o->file);
     } else if (!task_data_try(path, sizeof path, o, rels[0], 0) && !task_data_try(path, sizeof path, o, rels[1], 0)) {
         int rc2 = task_data_missing(e, o, "gpqa_diamond", rels, 2);

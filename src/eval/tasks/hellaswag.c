@@ -191,7 +191,7 @@ int task_load_hellaswag(struct task_set *s, const struct task_opts *o, struct er
     char path[4096];
     int found = 0;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "hellaswag: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "hellaswag: --task-file %s: no such file", o->file);
         snprintf(path, sizeof path, "%s", o->file);
         found = 1;
     }

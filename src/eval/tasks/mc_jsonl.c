@@ -1,4 +1,4 @@
-// mc_jsonl.c: any custom multiple-choice set as JSONL (--file), one object per line:
+// mc_jsonl.c: any custom multiple-choice set as JSONL (--task-file), one object per line:
 // {question, choices[2..26], answer (0-based index)} with optional subject and id. Scored with
 // the MMLU template (spec/tasks.md section 2), choices the letters "A".., gold = answer.
 // Subject: --subject, else the row's subject ('_' shown as ' '), else the template's header
@@ -47,8 +47,8 @@ static int row_item(struct task_set *s, const cJSON *obj, int row, const char *s
 
 int task_load_mc_jsonl(struct task_set *s, const struct task_opts *o, struct err *e) {
     task_set_begin(s, "mc_jsonl", TASK_METRIC_ACC, "mmlu-template-v1", o);
-    if (!o->file) return err_set(e, ERR_USAGE, "mc_jsonl: pass the question file with --file FILE.jsonl");
-    if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mc_jsonl: --file %s: no such file", o->file);
+    if (!o->file) return err_set(e, ERR_USAGE, "mc_jsonl: pass the question file with --task-file FILE.jsonl");
+    if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mc_jsonl: --task-file %s: no such file", o->file);
     char *buf = NULL;
     size_t len = 0;
     int rc = task_read_text(o->file, &buf, &len, e);

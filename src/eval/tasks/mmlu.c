@@ -1,8 +1,8 @@
 // mmlu.c: MMLU test (Hendrycks et al.), zero-shot, lm-evaluation-harness "mmlu" template
 // (spec/tasks.md section 2). Reads the 57 headerless per-subject CSVs `<subject>_test.csv`
 // (question,A,B,C,D,answer letter) from mmlu/data/test/ under a data root (or the directory
-// given with --file), or one JSONL file {subject, question, choices[4], answer 0-3} given with
-// --file. Items are ordered by subject name, then file row; item id "<subject>/<row>" (0-based).
+// given with --task-file), or one JSONL file {subject, question, choices[4], answer 0-3} given with
+// --task-file. Items are ordered by subject name, then file row; item id "<subject>/<row>" (0-based).
 // Task accuracy is the micro-average over items (eval's job); subject is kept per item.
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +35,9 @@ static void human_subject(char *out, size_t n, const char *subject) {
     for (char *p = out; *p; p++)
         if (*p == '_') *p = ' ';
 }
+
+int task_mmlu_subject_count(void) { return 57; }
+const char *task_mmlu_subject_name(int i) { return i >= 0 && i < 57 ? k_subjects[i] : NULL; }
 
 static int push_mmlu(struct task_set *s, const char *subject, int row, const char *q,
                      const char *const ch[4], int gold) {
@@ -134,7 +137,7 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         rows[n++] = (struct jrow){subj, it.lineno, 0, obj};
     }
     if (!rc) {
-        qsort(rows, (size_t)n, sizeof *rows, cmp_jrow);
+        if (n > 1) qsort(rows, (size_t)n, sizeof *rows, cmp_jrow); // rows is NULL for an empty file (fuzz_task_jsonl)
         int row = 0;
         for (int i = 0; i < n && !rc; i++) {
             row = (i > 0 && strcmp(rows[i].subject, rows[i - 1].subject) == 0) ? row + 1 : 0;
@@ -159,7 +162,7 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
     char dir[4096];
     int rc;
     if (o->file && (str_ends_with(o->file, ".jsonl") || str_ends_with(o->file, ".jsonl.zst"))) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mmlu: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mmlu: --task-file %s: no such file", o->file);
         rc = load_jsonl(s, o->file, o, e);
         if (rc) return rc;
         task_source_add(s, "%s (JSONL)", o->file);
@@ -168,7 +171,7 @@ int task_load_mmlu(struct task_set *s, const struct task_opts *o, struct err *e)
     }
     if (o->file) {
         if (!dir_exists(o->file))
-            return err_set(e, ERR_NOTFOUND, "mmlu: --file %s: expected a directory of <subject>_test.csv files or a .jsonl file", o->file);
+            return err_set(e, ERR_NOTFOUND, "mmlu: --task-file %s: expected a directory of <subject>_test.csv files or a .jsonl file", o->file);
         snprintf(dir, sizeof dir, "%s", o->file);
     } else if ((rc = task_data_find(dir, sizeof dir, o, "mmlu", "mmlu/data/test", 1, e))) {
         return rc;

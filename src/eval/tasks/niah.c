@@ -7,7 +7,7 @@
 // distinct distractor numbers in seeded order (continuation " " + number); gold = N's index.
 // The eval may instead greedy-decode 8 tokens and look for choices[gold] (the spec's other form).
 // The prefix is the longest (on a whitespace boundary) whose whole context, counted with
-// o->count_tokens (the model's tokenizer, no BOS), has at most T tokens. The haystack is --file
+// o->count_tokens (the model's tokenizer, no BOS), has at most T tokens. The haystack is --task-file
 // or the WikiText-2 test text of the ppl task. Items ordered by T, depth, k; id
 // "T<T>/d<percent>/<k>"; subject "T<T>/d<percent>" so per-subject accuracy is the per-cell
 // retrieval accuracy.
@@ -92,9 +92,11 @@ static int fit_prefix(size_t *out, const struct task_opts *o, const char *hay, s
 
 int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e) {
     if (!o->count_tokens)
-        return err_set(e, ERR_USAGE, "niah: needs the model's tokenizer to size the haystack (task_opts.count_tokens)");
+        return err_set(e, ERR_USAGE, "niah: sizes its haystack in tokens, so it needs the model's tokenizer (prompts: "
+                       "--tokenizer DIR)");
     struct task_set hs;
     int rc = task_load_ppl(&hs, o, e);
+    if (!rc && hs.text_len == 0) rc = err_set(e, ERR_FORMAT, "%s: the haystack text is empty", hs.source);
     if (rc) { task_set_free(&hs); return err_prefix(e, "niah haystack"); }
     task_set_begin(s, "niah", TASK_METRIC_ACC, "niah-ll-v1", o);
     task_source_add(s, "haystack %s", hs.source);

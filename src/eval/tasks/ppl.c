@@ -1,6 +1,6 @@
 // ppl.c: text for perplexity (spec/tasks.md section 2). Loads the text only: joining several
 // documents with "\n\n" and cutting non-overlapping --ppl-ctx token windows are eval.c's job
-// (they need the tokenizer). With --file any UTF-8 text file is loaded byte for byte.
+// (they need the tokenizer). With --task-file any UTF-8 text file is loaded byte for byte.
 // Default: WikiText-2 test raw. The copy in the data root (wikitext2/raw/wiki.test.raw) has CRLF
 // line ends and lacks the original's 1,467 blank " " lines (datasets/wikitext2/SOURCE.md); when
 // wikitext2/tokens/test.txt is also present the original LF file (1,290,590 bytes) is rebuilt
@@ -46,7 +46,7 @@ int task_load_ppl(struct task_set *s, const struct task_opts *o, struct err *e) 
     char path[4096], tpath[4096];
     int rc;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "ppl: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "ppl: --task-file %s: no such file", o->file);
         if ((rc = task_read_text(o->file, &s->text, &s->text_len, e))) return rc;
         task_source_add(s, "%s (plain text, as is)", o->file);
         return 0;

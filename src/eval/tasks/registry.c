@@ -32,9 +32,9 @@ static const struct task_def g_tasks[] = {
     {"bbh", "BIG-Bench Hard likelihood variant, 24 subtasks, 3-shot (acc_norm)", task_load_bbh},
     {"exam", "US amateur-radio and FCC commercial licence exam pools (Debian hamexam/fccexam) (acc)",
      task_load_exam},
-    {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --file (acc)",
+    {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --task-file (acc)",
      task_load_mc_jsonl},
-    {"ppl", "perplexity on plain text (default WikiText-2 test raw) via --file", task_load_ppl},
+    {"ppl", "perplexity on plain text (default WikiText-2 test raw) or --task-file", task_load_ppl},
     {"niah", "needle in a haystack, likelihood of the magic number among 10 (needs the tokenizer)", task_load_niah},
 };
 
@@ -62,8 +62,20 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
         return err_set(e, ERR_NOTFOUND, "unknown task '%s' (known: %s)", name ? name : "(null)", list);
     }
     static const struct task_opts none = {0};
+    memset(out, 0, sizeof *out); // a loader may fail before task_set_begin (niah without a tokenizer)
     int rc = d->load(out, o ? o : &none, e);
+    // an empty task would be "scored" (0 items, accuracy undefined) and fail late, after every
+    // other task, in code that never expected it: refuse it here, naming the task and its data
+    if (!rc && (out->is_ppl ? out->text_len == 0 : out->n_items == 0)) {
+        if (out->n_bad_rows)
+            rc = err_set(e, ERR_FORMAT, "task %s: no usable items in %s: all %d rows are malformed (skipped by "
+                         "--skip-bad-rows)", name, out->source[0] ? out->source : "its data", out->n_bad_rows);
+        else
+            rc = err_set(e, ERR_FORMAT, "task %s: no %s in %s: the data is empty", name, out->is_ppl ? "text" : "items",
+                         out->source[0] ? out->source : "its data file");
+    }
     if (rc) task_set_free(out);
+    if (rc && e && !strstr(e->msg, name)) err_prefix(e, "task %s", name); // every error names its task
     return rc;
 }
 

@@ -73,14 +73,17 @@ struct task_def {
 int task_count(void);
 const struct task_def *task_at(int i);
 const struct task_def *task_find(const char *name);
-// Convenience: find + load; unknown name is ERR_NOTFOUND listing the known tasks.
+// Convenience: find + load; unknown name is ERR_NOTFOUND listing the known tasks. A task that
+// loads but holds no item (ppl: no text) - an empty file, only blank lines, every row skipped
+// as malformed - is ERR_FORMAT naming the task and its data. *out is zeroed first and left
+// empty on error.
 int task_load(const char *name, struct task_set *out, const struct task_opts *o, struct err *e);
 // Paths, relative to a data root, that a task reads by default (the downloader's manifests
 // datasets/<task>.json use the same ones): a static NULL-terminated list; a path ending in '/'
 // is a directory (mmlu: the 57 <subject>_test.csv, bbh: the <subtask>.json files); for
 // hellaswag and gpqa_diamond the entries are alternatives tried in order; exam's are optional
 // copies of the Debian pools (else /usr/share/hamexam, /usr/share/fccexam). Empty list for
-// mc_jsonl (--file only); NULL for an unknown task.
+// mc_jsonl (--task-file only); NULL for an unknown task.
 const char *const *task_data_paths(const char *name);
 // Frees every item and the text; safe on a zeroed or half-built set; leaves it zeroed.
 void task_set_free(struct task_set *s);
@@ -191,6 +194,9 @@ void task_gpqa_perm(int perm[4], uint64_t seed, int row);
 int task_exam_needs_figure(const char *s);
 int task_bbh_subtask_count(void);
 const char *task_bbh_subtask_name(int i);
+// The 57 MMLU subjects in canonical order (their files are <subject>_test.csv); NULL out of range.
+int task_mmlu_subject_count(void);
+const char *task_mmlu_subject_name(int i);
 
 // splitmix64 step (the PRNG behind seeded shuffles).
 uint64_t task_rng_next(uint64_t *state);

@@ -2,7 +2,7 @@
 // protocol (spec/tasks.md section 2): context PRIMER + "\n\nQ: " + question + "\nA:", choices
 // the mc1 targets in the file's order, gold the index of the one target labelled 1 (always 0
 // in v1, but read from the labels). Reads truthfulqa/data/v1/mc_task.json (a JSON array whose
-// mc1_targets objects map text -> 0/1; cJSON keeps key order), or with --file a JSONL whose rows
+// mc1_targets objects map text -> 0/1; cJSON keeps key order), or with --task-file a JSONL whose rows
 // hold mc1_targets {choices[], labels[]} (the Hugging Face layout). Item id = 0-based index.
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +81,7 @@ int task_load_truthfulqa_mc1(struct task_set *s, const struct task_opts *o, stru
     char path[4096];
     int rc;
     if (o->file) {
-        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "truthfulqa_mc1: --file %s: no such file", o->file);
+        if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "truthfulqa_mc1: --task-file %s: no such file", o->file);
         snprintf(path, sizeof path, "%s", o->file);
     } else if ((rc = task_data_find(path, sizeof path, o, "truthfulqa_mc1", "truthfulqa/data/v1/mc_task.json", 0, e))) {
         return rc;

@@ -1,0 +1,346 @@
+// run_open.c: opening a run (see run.h) in the order that puts every check a user can fail
+// before the expensive work (issue 14): the run directory (created, locked, run.json vs
+// --resume), config.json and the checkpoint's fingerprint, the tokenizer, every attention mode
+// and the scales file, then every task's data - loaded, checked non-empty and tokenized - and
+// run.json's configuration key; only then the weights are converted. run_free releases it all,
+// the lock last.
+#include "eval/run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "attention/scales.h"
+#include "base/json_util.h"
+#include "base/sha256.h"
+#include "eval/prefix.h"
+#include "eval/run_internal.h"
+#include "io/safetensors.h"
+#include "results/lock.h"
+
+// logits rows per batch: keep each of the two logits buffers near 256 MiB
+#define LOGITS_BYTES (256u << 20)
+
+// ---- tokenizer callbacks ----
+static int encode_cb(void *user, const char *text, size_t len, int32_t **ids, int *n, struct err *e) {
+    return tok_encode(((struct run *)user)->tok, text, len, 0, ids, n, e);
+}
+
+// task_count_tokens_fn for niah: tokens of s without BOS
+static int count_cb(void *user, const char *s, size_t n) {
+    int32_t *ids = NULL;
+    int k = 0;
+    struct err e = {0};
+    int rc = tok_encode(((struct run *)user)->tok, s, n, 0, &ids, &k, &e);
+    free(ids);
+    return rc ? rc : k;
+}
+
+// ---- the run directory: created, locked, checked against --resume ----
+static int open_dir(struct run *r, struct err *e) {
+    int rc;
+    if (r->o.out_dir) snprintf(r->out_dir, sizeof r->out_dir, "%s", r->o.out_dir);
+    else if ((rc = results_default_dir(r->out_dir, sizeof r->out_dir, r->o.model_name, e))) return rc;
+    r->made_dir = !dir_exists(r->out_dir);
+    if ((rc = mkdir_p(r->out_dir, e)) || (rc = path_join(r->json_path, sizeof r->json_path, r->out_dir, "run.json", e)))
+        return rc;
+    // one process per directory: two --resume runs on one --out corrupted its samples files
+    if ((rc = results_lock(r->out_dir, &r->lock_fd, e))) return rc;
+    if (file_exists(r->json_path)) {
+        if (!r->o.resume)
+            return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", r->json_path);
+        if ((rc = json_parse_file(&r->old, r->json_path, e))) return rc;
+    } else if (r->o.resume) {
+        log_warn("run: --resume: no run.json in %s, starting a new run", r->out_dir);
+    }
+    return 0;
+}
+
+// ---- config, fingerprint, tokenizer, scales, modes: no weights read ----
+static int file_sha256(const char *path, char hex[65], struct err *e) {
+    char *buf;
+    size_t n;
+    int rc = file_read_all(path, &buf, &n, e);
+    if (rc) return rc;
+    sha256_hex(buf, n, hex);
+    free(buf);
+    return 0;
+}
+
+static int probe_model(struct run *r, struct err *e) {
+    const struct run_opts *o = &r->o;
+    struct safetensors st;
+    int rc;
+    double t0 = time_now();
+    if ((rc = cfg_load(&r->cfg, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
+    // the fingerprint reads headers and a few KiB per tensor: the scales' model hash and the
+    // --resume key are checked with it before the weights load
+    if ((rc = st_open(&st, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
+    rc = st_fingerprint(&st, r->model_hex, e);
+    if (!rc && st.metadata && !(r->ckpt_meta = cJSON_Duplicate(st.metadata, 1))) rc = err_set(e, ERR_NOMEM, "run: out of memory");
+    st_close(&st);
+    if (rc) return rc;
+    if ((rc = tok_load(&r->tok, o->tokenizer_dir ? o->tokenizer_dir : o->model_dir, e))) return rc;
+    r->t_load = time_now() - t0;
+    tok_hash(r->tok, r->tok_hex);
+    r->vocab = r->cfg.vocab_size;
+    if (tok_vocab_size(r->tok) > r->vocab)
+        return err_set(e, ERR_MISMATCH, "tokenizer has %d tokens but the model's vocabulary is %d", tok_vocab_size(r->tok),
+                       r->vocab);
+    r->add_bos = o->bos_policy == EVAL_BOS_AUTO ? tok_adds_bos(r->tok) : o->bos_policy == EVAL_BOS_ON;
+    if (r->add_bos && tok_bos_id(r->tok) < 0) return err_set(e, ERR_UNSUPPORTED, "--bos on: the tokenizer has no BOS token");
+    if (o->scales &&
+        ((rc = attn_scales_load(&r->scales, o->scales, r->cfg.n_layers, r->cfg.n_kv_heads, r->cfg.head_dim, r->model_hex, e)) ||
+         (rc = file_sha256(o->scales, r->scales_hex, e))))
+        return rc;
+    // every mode with these options and scales (unknown mode, missing scales, bad tile), on a
+    // context of one token: nothing sized by the model is allocated
+    for (int m = 0; m < o->n_modes; m++) {
+        struct attn_ctx *ctx = NULL;
+        rc = attn_ctx_init(&ctx, o->modes[m], &o->attn, r->cfg.n_layers, r->cfg.n_heads, r->cfg.n_kv_heads, r->cfg.head_dim,
+                           1, r->scales, e);
+        attn_ctx_free(ctx);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+// ---- tasks -> requests ----
+// perplexity: the whole text as one token list, cut into windows (eval.h)
+static int plan_ppl(struct run *r, int t, struct err *e) {
+    const struct task_set *s = &r->sets[t];
+    struct eval_plan *p = &r->plans[t];
+    double ts = time_now();
+    int32_t *ids = NULL;
+    int nid = 0;
+    int prefix = tok_bos_id(r->tok) >= 0 ? tok_bos_id(r->tok) : tok_eos_id(r->tok);
+    int rc = tok_encode(r->tok, s->text, s->text_len, 0, &ids, &nid, e);
+    if (!rc) rc = eval_plan_build_ppl(p, ids, nid, r->ppl_ctx, prefix, r->o.task.limit, e);
+    // bytes per window (bits per byte): the decoded predicted tokens
+    for (int k = 0; !rc && k < p->n_items; k++) {
+        char *txt = NULL;
+        size_t tl = 0;
+        rc = tok_decode(r->tok, p->req[k].cont, p->req[k].n_cont, &txt, &tl, e);
+        p->req[k].n_chars = (int)tl;
+        free(txt);
+    }
+    free(ids);
+    if (rc) return err_prefix(e, "task %s", r->o.tasks[t]);
+    r->tok_s[t] = time_now() - ts;
+    log_info("run: %s: %d tokens, %d windows of %d (%.2fs)", r->o.tasks[t], nid, p->n_items, r->ppl_ctx, r->tok_s[t]);
+    return 0;
+}
+
+// shard K of N: items [K*n/N, (K+1)*n/N) (contiguous, so `merge` restores the order)
+static int plan_mc(struct run *r, int t, const struct eval_plan_opts *po0, struct err *e) {
+    const struct task_set *s = &r->sets[t];
+    const int n_all = s->n_items, K = r->o.shard_k, N = r->o.shard_n;
+    r->item_lo[t] = (int)((int64_t)K * n_all / N);
+    const int n = (int)((int64_t)(K + 1) * n_all / N) - r->item_lo[t];
+    struct eval_item *items = calloc((size_t)(n ? n : 1), sizeof *items);
+    if (!items) return err_set(e, ERR_NOMEM, "run: out of memory");
+    for (int i = 0; i < n; i++) {
+        const struct task_item *it = &s->items[r->item_lo[t] + i];
+        items[i] = (struct eval_item){it->id, it->context, it->n_choices, it->choices, it->gold};
+    }
+    struct eval_plan_opts po = *po0;
+    po.delim = s->delim;
+    double ts = time_now();
+    int rc = eval_plan_build(&r->plans[t], items, n, &po, encode_cb, r, e);
+    free(items);
+    if (rc) return err_prefix(e, "task %s", r->o.tasks[t]);
+    r->tok_s[t] = time_now() - ts;
+    const struct eval_plan *p = &r->plans[t];
+    log_info("run: %s: %d items, %d requests, %d sequences, %lld tokens, %d truncated (%.2fs)", r->o.tasks[t], n, p->n_req,
+             p->n_seq, (long long)p->n_tokens, p->n_truncated, r->tok_s[t]);
+    return 0;
+}
+
+// Every task loaded (task_load refuses an empty one, naming task and file) before any is planned.
+// ---- the prefix cache (eval/cached.h) ----
+// On unless --no-prefix-cache, or for a LongRoPE model whose sequences cross rope_orig_max (its
+// RoPE factors depend on the total length, so a prefix would need recomputing: model.h).
+static int use_cache(const struct run *r) {
+    if (!r->o.prefix_cache) return 0;
+    int longest = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) longest = r->plans[t].max_seq_len > longest ? r->plans[t].max_seq_len : longest;
+    return !(r->cfg.rope_type == ROPE_LONGROPE && longest > r->cfg.rope_orig_max);
+}
+
+static int max_continuation(const struct run *r) {
+    int cont = 0;
+    for (int t = 0; t < r->o.n_tasks; t++)
+        for (int q = 0; q < r->plans[t].n_req; q++) cont = r->plans[t].req[q].n_cont > cont ? r->plans[t].req[q].n_cont : cont;
+    return cont;
+}
+
+// The cache, allocated once: the longest sequence plus one batch of stored positions
+// (prefix_store_rows).
+static int open_cache(struct run *r, struct err *e) {
+    if (!r->o.prefix_cache) return 0;
+    if (!use_cache(r)) {
+        log_warn("run: prefix cache off: sequences cross this LongRoPE model's factor switch at %d tokens",
+                 r->cfg.rope_orig_max);
+        return 0;
+    }
+    int rows = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) {
+        const int n = prefix_store_rows(&r->plans[t], model_get_opts(r->model)->max_tokens);
+        rows = n > rows ? n : rows;
+    }
+    int rc = model_kv_open(&r->kv, r->model, rows, e);
+    if (rc) return err_prefix(e, "prefix cache (--no-prefix-cache runs without it)");
+    log_info("run: prefix cache: %d positions x %.1f KB = %.3f GB, allocated once", rows,
+             model_kv_row_bytes(r->model) / 1024.0, model_kv_bytes(r->kv) * 1e-9);
+    return 0;
+}
+
+static int plan_tasks(struct run *r, struct err *e) {
+    const struct run_opts *o = &r->o;
+    const struct model_config *cfg = &r->cfg;
+    const int nt = o->n_tasks;
+    r->sets = calloc((size_t)nt, sizeof *r->sets);
+    r->plans = calloc((size_t)nt, sizeof *r->plans);
+    r->item_lo = calloc((size_t)nt, sizeof *r->item_lo);
+    r->tok_s = calloc((size_t)nt, sizeof *r->tok_s);
+    if (!r->sets || !r->plans || !r->item_lo || !r->tok_s) return err_set(e, ERR_NOMEM, "run: out of memory");
+    struct task_opts to = o->task;
+    to.count_tokens = count_cb;
+    to.count_ctx = r;
+    r->ppl_ctx = o->ppl_ctx < cfg->max_seq ? o->ppl_ctx : cfg->max_seq;
+    struct eval_plan_opts po = {.add_bos = r->add_bos, .bos_id = tok_bos_id(r->tok), .eos_id = tok_eos_id(r->tok),
+                                .window = cfg->max_seq, .n_threads = o->n_threads};
+    for (int t = 0; t < nt; t++) {
+        int rc = task_load(o->tasks[t], &r->sets[t], &to, e);
+        if (rc) return rc;
+        if (r->sets[t].is_ppl && o->shard_n > 1)
+            return err_set(e, ERR_UNSUPPORTED, "--shard: not supported for the perplexity task '%s'", o->tasks[t]);
+    }
+    for (int t = 0; t < nt; t++) {
+        int rc = r->sets[t].is_ppl ? plan_ppl(r, t, e) : plan_mc(r, t, &po, e);
+        if (rc) return rc;
+        if (r->plans[t].n_items > r->max_items) r->max_items = r->plans[t].n_items;
+    }
+    // Without the prefix cache one item must fit in one batch: the batch capacity grows to the
+    // largest item (the window caps every sequence at max_position_embeddings). With it only a
+    // leaf must (eval/prefix.h): up to one alignment of recomputed context and its continuation.
+    int max_item = 0;
+    for (int t = 0; t < nt; t++)
+        if (r->plans[t].max_item_tokens > max_item) max_item = r->plans[t].max_item_tokens;
+    if (use_cache(r)) {
+        const int leaf = max_continuation(r) + (o->attn.tile > 64 ? o->attn.tile : 64);
+        max_item = leaf < max_item ? leaf : max_item;
+    }
+    r->mo = o->model;
+    if (max_item > r->mo.max_tokens) {
+        log_info("run: an item needs %d tokens (batch capacity %d): using max_tokens %d", max_item, r->mo.max_tokens, max_item);
+        r->mo.max_tokens = max_item;
+    }
+    r->max_tokens = r->mo.max_tokens;
+    return 0;
+}
+
+// ---- the weights (the expensive part), batches and buffers ----
+static int open_model(struct run *r, struct err *e) {
+    const struct run_opts *o = &r->o;
+    double t0 = time_now();
+    int rc = model_open(&r->model, o->model_dir, &r->mo, e);
+    if (rc) return rc;
+    r->t_load += time_now() - t0;
+    if (strcmp(model_hash(r->model), r->model_hex))
+        return err_set(e, ERR_MISMATCH, "%s: the checkpoint changed while the run was opening", o->model_dir);
+    // the reference mode last, so that a one-mode run scores with it
+    for (int m = o->n_modes - 1; m >= 0; m--)
+        if ((rc = model_set_attn(r->model, o->modes[m], &o->attn, r->scales, e))) return rc;
+    r->max_tokens = model_get_opts(r->model)->max_tokens;
+    r->max_out = (int)(LOGITS_BYTES / ((size_t)r->vocab * sizeof(float)));
+    if (r->max_out < 1) r->max_out = 1;
+    r->out_cap = r->max_out; // a batch always holds one whole item
+    for (int t = 0; t < o->n_tasks; t++)
+        if (r->plans[t].max_item_rows > r->out_cap) r->out_cap = r->plans[t].max_item_rows;
+    r->scores = calloc((size_t)(r->max_items ? r->max_items : 1), sizeof *r->scores);
+    r->logits_ref = malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab);
+    r->logits_q = o->n_modes > 1 ? malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab) : NULL;
+    if (!r->scores || !r->logits_ref || (o->n_modes > 1 && !r->logits_q))
+        return err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", r->out_cap, r->vocab);
+    return 0;
+}
+
+int run_precheck(const struct run_opts *o, struct err *e) {
+    if (o->out_dir) {
+        char jp[4200];
+        snprintf(jp, sizeof jp, "%s/run.json", o->out_dir);
+        if (file_exists(jp) && !o->resume)
+            return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", jp);
+        if (file_exists(o->out_dir))
+            return err_set(e, ERR_USAGE, "--out %s: a file, not a directory", o->out_dir);
+    }
+    if (o->scales && !file_exists(o->scales)) return err_set(e, ERR_NOTFOUND, "--scales %s: no such file", o->scales);
+    for (int t = 0; t < o->n_tasks; t++) {
+        if (!strcmp(o->tasks[t], "niah")) continue; // sized in tokens: checked by run_open with the tokenizer
+        struct task_set s;
+        int rc = task_load(o->tasks[t], &s, &o->task, e);
+        task_set_free(&s);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int run_open(struct run **out, const struct run_opts *o, struct err *e) {
+    *out = NULL;
+    struct run *r = calloc(1, sizeof *r);
+    if (!r) return err_set(e, ERR_NOMEM, "run: out of memory");
+    r->o = *o;
+    r->lock_fd = -1;
+    r->t_start = time_now();
+    int rc;
+    if ((rc = open_dir(r, e)) || (rc = probe_model(r, e)) || (rc = plan_tasks(r, e))) goto fail;
+    cJSON *old = r->old;
+    r->old = NULL; // run_record_open takes it
+    if ((rc = run_record_open(r, old, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e))) goto fail;
+    if ((rc = results_write_json(r->json_path, r->json, e))) goto fail;
+    r->json_written = 1;
+    for (int t = 0; t < o->n_tasks; t++) r->total += r->plans[t].n_items;
+    *out = r;
+    return 0;
+fail:
+    run_free(r);
+    return rc;
+}
+
+void run_free(struct run *r) {
+    if (!r) return;
+    for (int m = 0; m < RUN_MAX_MODES; m++) results_writer_abort(&r->writers[m]);
+    for (int i = 0; r->scores && i < r->max_items; i++) eval_score_free(&r->scores[i]);
+    for (int t = 0; t < r->o.n_tasks; t++) {
+        if (r->plans) eval_plan_free(&r->plans[t]);
+        if (r->sets) task_set_free(&r->sets[t]);
+    }
+    eval_batch_free(&r->batch);
+    model_kv_free(r->kv);
+    free(r->item_lo);
+    free(r->tok_s);
+    free(r->scores);
+    free(r->plans);
+    free(r->sets);
+    free(r->scales);
+    free(r->logits_ref);
+    free(r->logits_q);
+    cJSON_Delete(r->json);
+    cJSON_Delete(r->carry);
+    cJSON_Delete(r->old);
+    cJSON_Delete(r->ckpt_meta);
+    tok_free(r->tok);
+    model_free(r->model);
+    if (r->made_dir && r->lock_fd >= 0 && !r->json_written) {
+        // nothing of this run reached the directory it created: leave no trace. Only the lock
+        // holder may: a run refused as busy may also have seen the directory missing (both
+        // checked before either made it) and would remove the holder's lock and directory
+        char lock[4200];
+        snprintf(lock, sizeof lock, "%s/%s", r->out_dir, RESULTS_LOCK_FILE);
+        unlink(lock);
+        rmdir(r->out_dir);
+    }
+    results_unlock(r->lock_fd);
+    free(r);
+}

@@ -1,0 +1,469 @@
+// test_hostile.c: issue 14 - the tool used as a hostile user would, driving ./hifa4-eval
+// (HIFA4_BIN) on small synthetic checkpoints made here with make-model. Each case failed (or
+// crashed) before its fix:
+//  - prompts --task niah crashed; now a usage error that says what niah needs;
+//  - report on a run whose modes hold different item counts overflowed the heap; report and
+//    diff now refuse it naming the file, and refuse a killed (incomplete) run outright;
+//  - a non-finite log-likelihood was scored as pred 0; now the run stops naming task, item and
+//    mode (--nonfinite count: recorded, excluded, shown in the report); a scales file of 1e38
+//    is refused naming layer / head / channel before the model loads;
+//  - cost overflowed 64-bit counters for a 70B shape at T = 4M;
+//  - an empty task file failed after every other task was scored; now before the model loads;
+//  - two processes on one --out corrupted it; a lock refuses the second (a killed holder frees it);
+//  - a run that failed while writing its report said complete: true;
+//  - --version, and --task-file as the one name of a task's data file.
+// Paths into ../shared go through shared_path() only.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/common.h"
+#include "io/safetensors.h"
+#include "test.h"
+
+static const char *bin;
+static char tmp[1024], model[1200], mc[1200];
+
+// The one place that names ../shared (HIFA4_TEST_DATA may move it).
+static const char *shared_path(const char *rel) {
+    static char buf[4][2048];
+    static int k;
+    const char *root = getenv("HIFA4_TEST_DATA");
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", root && root[0] ? root : "../shared", rel);
+    return b;
+}
+
+// Runs a shell command; its exit status, or 128 + signal when it crashed.
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    if (st == -1) return -1;
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st); // the shell reports a crashed child as 128 + signal too
+}
+
+static char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *slurp(const char *fmt, ...) {
+    char path[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    char *b = NULL;
+    size_t n;
+    struct err e = {0};
+    return file_read_all(path, &b, &n, &e) ? NULL : b;
+}
+
+static int one_line(const char *s) { return s && strchr(s, '\n') == s + strlen(s) - 1; }
+
+static cJSON *json_at(const char *fmt, const char *dir) {
+    char *s = slurp(fmt, dir);
+    cJSON *j = s ? cJSON_Parse(s) : NULL;
+    free(s);
+    return j;
+}
+
+static int run_complete(const char *dir) {
+    cJSON *j = json_at("%s/run.json", dir);
+    int c = j && cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
+    cJSON_Delete(j);
+    return c;
+}
+
+static int same_file(const char *a, const char *b) {
+    char *x = slurp("%s", a), *y = slurp("%s", b);
+    int same = x && y && !strcmp(x, y);
+    free(x), free(y);
+    return same;
+}
+
+// Rewrites dir/model.safetensors with elements [at, at + n) of tensor `name` set to v.
+static int poison(const char *dir, const char *name, size_t at, size_t n, float v) {
+    char path[1400], tmpf[1500];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(tmpf, sizeof tmpf, "%s.new", path);
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return -1;
+    struct st_wtensor *w = calloc((size_t)st.n_tensors, sizeof *w);
+    void **data = calloc((size_t)st.n_tensors, sizeof *data);
+    for (int i = 0; i < st.n_tensors; i++) {
+        const struct st_tensor *t = &st.tensors[i];
+        w[i] = (struct st_wtensor){t->name, t->dtype, t->ndim, {0}, NULL};
+        memcpy(w[i].shape, t->shape, sizeof t->shape);
+        data[i] = malloc(t->nbytes);
+        memcpy(data[i], t->data, t->nbytes);
+        for (size_t k = at; !strcmp(t->name, name) && k < at + n; k++) {
+            if (t->dtype == ST_F32) ((float *)data[i])[k] = v;
+            else { uint16_t h = f32_to_bf16(v); memcpy((char *)data[i] + 2 * k, &h, 2); }
+        }
+        w[i].data = data[i];
+    }
+    int rc = st_write(tmpf, w, st.n_tensors, NULL, 0, &e);
+    for (int i = 0; i < st.n_tensors; i++) free(data[i]);
+    free(data), free(w);
+    st_close(&st);
+    return rc ? rc : rename(tmpf, path);
+}
+
+// A log line model_open prints: a case that must fail before the weights load must not show it.
+#define MODEL_LOADED "parameters; weights"
+
+// ---- crashes ----
+static void test_prompts_niah(void) {
+    char err[1400];
+    snprintf(err, sizeof err, "%s/niah.err", tmp);
+    int rc = sh("%s prompts --task niah --limit 1 >/dev/null 2>%s", bin, err);
+    char *s = slurp("%s", err);
+    CHECK(rc == 2 && one_line(s) && strstr(s, "niah") && strstr(s, "--tokenizer"), "prompts --task niah --limit 1: exit %d: %s",
+          rc, s ? s : "");
+    free(s);
+    rc = sh("%s prompts --task niah >/dev/null 2>&1", bin);
+    CHECK(rc == 2, "prompts --task niah: exit %d (was free(): invalid pointer)", rc);
+    rc = sh("%s prompts --task niah --task-file tests/data/tasks/haystack.txt --tokenizer %s --niah-lengths 64 "
+            "--niah-per-cell 1 >%s/niah.out 2>/dev/null", bin, model, tmp);
+    s = slurp("%s/niah.out", tmp);
+    CHECK(rc == 0 && s && strstr(s, "\"id\":\"T64/d0/0\""), "prompts niah with --tokenizer: exit %d", rc);
+    free(s);
+}
+
+// A run of 300 items whose bf16 samples file holds only 130 (a killed run leaves modes with
+// different counts; more than 256 items made report overflow the heap).
+static void test_report_short_mode(void) {
+    char a[1300], b[1300], err[1400];
+    snprintf(a, sizeof a, "%s/r300", tmp);
+    snprintf(b, sizeof b, "%s/r130", tmp);
+    snprintf(err, sizeof err, "%s/short.err", tmp);
+    sh("rm -rf %s %s", a, b);
+    int rc = sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn f32,bf16 --threads 1 --out %s >/dev/null", bin,
+                model, mc, a);
+    rc |= sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn f32,bf16 --threads 1 --limit 130 --out %s "
+             ">/dev/null", bin, model, mc, b);
+    CHECK(rc == 0, "the two runs");
+    rc = sh("cp %s/samples-mc_jsonl-bf16.jsonl.zst %s/", b, a);
+    rc = sh("%s report %s >/dev/null 2>%s", bin, a, err);
+    char *s = slurp("%s", err);
+    CHECK(rc == 1 && one_line(s) && strstr(s, "samples-mc_jsonl-bf16.jsonl.zst: 130 items") && strstr(s, "300"),
+          "report, one mode short: exit %d: %s", rc, s ? s : "");
+    free(s);
+    rc = sh("%s diff %s %s >/dev/null 2>%s", bin, a, a, err);
+    s = slurp("%s", err);
+    CHECK(rc == 1 && strstr(s, "130 items") && strstr(s, "incomplete"), "diff, one mode short: exit %d: %s", rc, s ? s : "");
+    free(s);
+}
+
+// A killed run (the in-process hook leaves the files as SIGKILL would): report, diff and tables
+// refuse it and say how to finish it; after --resume all three work.
+static void test_killed_run(void) {
+    char d[1300], err[1400];
+    snprintf(d, sizeof d, "%s/killed", tmp);
+    snprintf(err, sizeof err, "%s/killed.err", tmp);
+    sh("rm -rf %s", d);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1";
+    int rc = sh("HIFA4_STOP_AFTER_ITEMS=100 %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1", bin, model,
+                args, mc, d);
+    CHECK(rc == 1 && !run_complete(d), "killed run: exit %d, complete %d", rc, run_complete(d));
+    const char *cmds[3] = {"report %s", "diff %s %s", "tables %s"};
+    for (int k = 0; k < 3; k++) {
+        char c[3000];
+        snprintf(c, sizeof c, cmds[k], d, d);
+        rc = sh("%s %s >/dev/null 2>%s", bin, c, err);
+        char *s = slurp("%s", err);
+        CHECK(rc == 1 && one_line(s) && strstr(s, "not a complete run") && strstr(s, "--resume"), "%s on a killed run: exit %d: %s",
+              c, rc, s ? s : "");
+        free(s);
+    }
+    rc = sh("%s --quiet run --model %s %s --task-file %s --out %s --resume >/dev/null 2>&1", bin, model, args, mc, d);
+    CHECK(rc == 0 && run_complete(d), "resumed: exit %d", rc);
+    for (int k = 0; k < 3; k++) {
+        char c[3000];
+        snprintf(c, sizeof c, cmds[k], d, d);
+        rc = sh("%s %s >/dev/null 2>&1", bin, c);
+        CHECK(rc == 0, "%s after --resume: exit %d", c, rc);
+    }
+}
+
+// ---- silent wrong results ----
+static void test_nonfinite(void) {
+    char m[1300], d[1300], err[1400], scales[1400];
+    snprintf(m, sizeof m, "%s/nanmodel", tmp);
+    snprintf(d, sizeof d, "%s/nanrun", tmp);
+    snprintf(err, sizeof err, "%s/nan.err", tmp);
+    sh("rm -rf %s %s && cp -r %s %s", m, d, model, m);
+    // finite weights, non-finite logits: a final norm weight of 3e38 overflows the normed
+    // hidden state (any |x| > 1.13 times it is inf), and with it every logit row
+    CHECK(poison(m, "model.norm.weight", 0, 64, 3e38f) == 0, "poison the final norm");
+    int rc = sh("%s run --model %s --task mc_jsonl --task-file %s --limit 5 --attn f32,bf16 --threads 1 --out %s >/dev/null 2>%s",
+                bin, m, mc, d, err);
+    char *s = slurp("%s", err);
+    const char *last = s ? strstr(s, "hifa4-eval run:") : NULL;
+    CHECK(rc == 1 && last && strstr(last, "task mc_jsonl, item '0', mode f32") && strstr(last, "not finite") &&
+          strstr(last, "--nonfinite count"), "non-finite log-likelihood: exit %d: %s", rc, last ? last : s ? s : "");
+    free(s);
+    CHECK(!run_complete(d), "a stopped run is not complete");
+    // --nonfinite count resumes it: every item recorded, left out of the statistics, reported
+    rc = sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --limit 5 --attn f32,bf16 --threads 1 --nonfinite count "
+            "--resume --out %s >/dev/null 2>&1", bin, m, mc, d);
+    CHECK(rc == 0 && run_complete(d), "--nonfinite count: exit %d", rc);
+    cJSON *sum = json_at("%s/summary.json", d);
+    const cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "tasks"), "mc_jsonl");
+    const cJSON *nf = cJSON_GetObjectItem(t, "nonfinite");
+    CHECK(nf && cJSON_GetObjectItem(nf, "excluded")->valueint == 5 &&
+              cJSON_GetObjectItem(cJSON_GetObjectItem(nf, "modes"), "bf16")->valueint == 5 &&
+              cJSON_GetObjectItem(t, "n")->valueint == 0,
+          "summary: 5 excluded, n 0");
+    cJSON_Delete(sum);
+    s = slurp("%s/report.md", d);
+    CHECK(s && strstr(s, "Non-finite items") && strstr(s, "| mc_jsonl | 5 | f32 5, bf16 5 |"), "report shows them");
+    free(s);
+    s = slurp("%s/samples-mc_jsonl-bf16.jsonl.zst", d);
+    CHECK(s && strstr(s, "\"nonfinite\":1"), "samples mark them");
+    free(s);
+
+    // a scales file of 1e38 (finite) is refused naming layer, head and channel, before the weights load
+    float sc[1 * 1 * 32]; // [layers][kv heads][head_dim] of the model
+    for (int i = 0; i < 32; i++) sc[i] = 1;
+    sc[3] = 1e38f;
+    struct st_wtensor w = {"smooth_qk.scales", ST_F32, 3, {1, 1, 32}, sc};
+    struct err e = {0};
+    snprintf(scales, sizeof scales, "%s/huge-scales.safetensors", tmp);
+    CHECK(st_write(scales, &w, 1, NULL, 0, &e) == 0, "%s", e.msg);
+    sh("rm -rf %s", d);
+    rc = sh("%s run --model %s --task mc_jsonl --task-file %s --attn bf16,hifa4 --scales %s --threads 1 --out %s >/dev/null 2>%s",
+            bin, model, mc, scales, d, err);
+    s = slurp("%s", err);
+    CHECK(rc == 1 && s && strstr(s, "layer 0, kv head 0, channel 3 = 1e+38") && !strstr(s, MODEL_LOADED),
+          "scales 1e38: exit %d: %s", rc, s ? s : "");
+    free(s);
+    CHECK(!dir_exists(d), "no run directory is left by a run refused before it started");
+}
+
+static void test_cost(void) {
+    char out[1400];
+    snprintf(out, sizeof out, "%s/cost.out", tmp);
+    int rc = sh("%s cost --shape 80:64:8:128 --seq 4194304 --params configs/ascend/paper-fit.json >%s 2>&1", bin, out);
+    char *s = slurp("%s", out);
+    int neg = 0;
+    for (const char *p = s; p && (p = strstr(p, "| ")); p += 2) neg |= p[2] == '-' || (p[2] == ' ' && p[3] == '-');
+    CHECK(rc == 0 && s && !neg && !strstr(s, "cube -") && strstr(s, "cycles: cube 2.81484e+15") /* (qk + pv) / 4096 MACs per cycle */, "70B shape at T = 4M: exit %d\n%s", rc,
+          s ? s : "");
+    free(s);
+    rc = sh("%s cost --shape 4096:1024:1:65536 --seq 4194304 --params configs/ascend/paper-fit.json >/dev/null 2>%s", bin, out);
+    s = slurp("%s", out);
+    CHECK(rc == 1 && one_line(s) && strstr(s, "cube_macs.qk16") && strstr(s, "2^63"), "beyond 64 bits: exit %d: %s", rc,
+          s ? s : "");
+    free(s);
+}
+
+// An empty task file: refused before the weights load, naming the task and the file; nothing
+// is scored, no directory is left. Two tasks: the first (truthfulqa_mc1, real data) is not
+// scored either.
+static void test_empty_task(void) {
+    char root[1300], d[1300], err[1400];
+    snprintf(root, sizeof root, "%s/emptyroot", tmp);
+    snprintf(d, sizeof d, "%s/emptyrun", tmp);
+    snprintf(err, sizeof err, "%s/empty.err", tmp);
+    sh("rm -rf %s %s && mkdir -p %s/wikitext2/raw %s/truthfulqa && : > %s/wikitext2/raw/wiki.test.raw && cp -r "
+       "tests/data/tasks/datasets/truthfulqa/data %s/truthfulqa/", root, d, root, root, root, root);
+    int rc = sh("%s run --model %s --task truthfulqa_mc1,ppl --data-dir %s --attn f32,bf16 --threads 1 --out %s >/dev/null 2>%s",
+                bin, model, root, d, err);
+    char *s = slurp("%s", err);
+    const char *last = s ? strstr(s, "hifa4-eval run:") : NULL;
+    CHECK(rc == 1 && last && one_line(last) && strstr(last, "task ppl") && strstr(last, "wiki.test.raw") && strstr(last, "empty") &&
+              !strstr(s, MODEL_LOADED),
+          "empty ppl text: exit %d: %s", rc, s ? s : "");
+    free(s);
+    CHECK(!dir_exists(d), "nothing scored, no directory left");
+    // before a named model is fetched, too (a download takes hours; here: offline, not cached)
+    rc = sh("HIFA4_CACHE=%s/nocache %s run --model qwen3-8b --task ppl --data-dir %s --offline --out %s >/dev/null 2>%s", tmp, bin,
+            root, d, err);
+    s = slurp("%s", err);
+    last = s ? strstr(s, "hifa4-eval run:") : NULL;
+    CHECK(rc == 1 && last && strstr(last, "task ppl") && strstr(last, "empty") && !strstr(s, "offline: missing"),
+          "data checked before the download: exit %d: %s", rc, last ? last : s ? s : "");
+    free(s);
+    rc = sh("%s prompts --task mc_jsonl --task-file %s/wikitext2/raw/wiki.test.raw >/dev/null 2>%s", bin, root, err);
+    s = slurp("%s", err);
+    CHECK(rc == 1 && s && strstr(s, "mc_jsonl") && strstr(s, "wiki.test.raw"), "prompts on an empty file: %s", s ? s : "");
+    free(s);
+}
+
+// ---- runs marked complete that are not ----
+static void concurrent_round(const char *d, const char *ref, const char *err, const char *args);
+
+static void test_lock(void) {
+    char d[1300], ref[1300], err[1400], lock[1400];
+    snprintf(d, sizeof d, "%s/locked", tmp);
+    snprintf(ref, sizeof ref, "%s/lockref", tmp);
+    snprintf(err, sizeof err, "%s/lock.err", tmp);
+    snprintf(lock, sizeof lock, "%s/run.lock", d);
+    sh("rm -rf %s %s", d, ref);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1";
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --out %s >/dev/null", bin, model, args, mc, ref);
+    rc |= sh("HIFA4_STOP_AFTER_ITEMS=100 %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1; exit 0", bin, model,
+             args, mc, d);
+    CHECK(rc == 0, "reference and partial runs");
+    // another process holds the directory: a second run is refused before it touches anything
+    int fd = open(lock, O_RDWR);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "take the lock: %s", strerror(errno));
+    char *before = slurp("%s/samples-mc_jsonl-f32.jsonl.zst", d);
+    rc = sh("%s run --model %s %s --task-file %s --out %s --resume >/dev/null 2>%s", bin, model, args, mc, d, err);
+    char *s = slurp("%s", err), *after = slurp("%s/samples-mc_jsonl-f32.jsonl.zst", d);
+    CHECK(rc == 1 && s && strstr(s, "in use by another hifa4-eval process") && !strstr(s, MODEL_LOADED),
+          "locked directory: exit %d: %s", rc, s ? s : "");
+    CHECK(before && after && !strcmp(before, after), "the locked run's files are untouched");
+    free(s), free(before), free(after);
+    rc = sh("%s report %s >/dev/null 2>&1", bin, ref);
+    CHECK(rc == 0, "report of another, unlocked run");
+    if (fd >= 0) close(fd);
+    // a holder killed with SIGKILL leaves no stuck lock
+    pid_t pid = fork();
+    if (pid == 0) {
+        int f = open(lock, O_RDWR);
+        if (f >= 0 && flock(f, LOCK_EX) == 0) pause();
+        _exit(1);
+    }
+    usleep(200000);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --out %s --resume >/dev/null 2>&1", bin, model, args, mc, d);
+    CHECK(rc == 0 && run_complete(d), "resume after the holder was killed: exit %d", rc);
+    char pa[1500], pb[1500];
+    for (int m = 0; m < 2; m++) {
+        snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", ref, m ? "bf16" : "f32");
+        snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-%s.jsonl.zst", d, m ? "bf16" : "f32");
+        CHECK(same_file(pa, pb), "resumed %s samples identical to an uninterrupted run", m ? "bf16" : "f32");
+    }
+    // two --resume runs started together on one fresh directory: one does the work, the other is
+    // refused (or finds it done); the files equal an uninterrupted run's and run.json is complete.
+    // Repeated: the refused run once removed the holder's lock and directory when both had seen
+    // it missing (4 of 20 tries on a 2-core machine; CI hit it), so one try proves little
+    for (int round = 0; round < 8; round++) concurrent_round(d, ref, err, args);
+}
+
+static void concurrent_round(const char *d, const char *ref, const char *err, const char *args) {
+    char pa[1500], pb[1500];
+    sh("rm -rf %s", d);
+    pid_t p[2];
+    for (int k = 0; k < 2; k++) {
+        p[k] = fork();
+        if (p[k] == 0) {
+            char c[8192];
+            snprintf(c, sizeof c, "%s --quiet run --model %s %s --task-file %s --out %s --resume >/dev/null 2>%s.%d", bin, model,
+                     args, mc, d, err, k);
+            _exit(sh("%s", c));
+        }
+    }
+    int st[2], ok = 0, busy = 0;
+    for (int k = 0; k < 2; k++) {
+        waitpid(p[k], &st[k], 0);
+        ok += WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0;
+        char *x = slurp("%s.%d", err, k);
+        busy += x && strstr(x, "in use by another") != NULL;
+        free(x);
+    }
+    CHECK(ok >= 1 && ok + busy == 2 && run_complete(d), "concurrent runs: %d succeeded, %d refused as busy", ok, busy);
+    for (int m = 0; m < 2; m++) {
+        snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", ref, m ? "bf16" : "f32");
+        snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-%s.jsonl.zst", d, m ? "bf16" : "f32");
+        CHECK(same_file(pa, pb), "concurrent %s samples identical to an uninterrupted run", m ? "bf16" : "f32");
+    }
+}
+
+// complete: true is written last: a run whose report cannot be written (here plots/ is a file;
+// a full disk is the same) is not complete, and finishing it with --resume makes it so
+static void test_complete_last(void) {
+    char d[1300], err[1400];
+    snprintf(d, sizeof d, "%s/nocomplete", tmp);
+    snprintf(err, sizeof err, "%s/nocomplete.err", tmp);
+    sh("rm -rf %s && mkdir -p %s && touch %s/plots", d, d, d);
+    const char *args = "--task mc_jsonl --limit 10 --attn f32,bf16 --threads 1";
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>%s", bin, model, args, mc, d, err);
+    char *s = slurp("%s", err);
+    CHECK(rc == 1 && s && strstr(s, "plots") && !run_complete(d), "report not written: exit %d, complete %d: %s", rc,
+          run_complete(d), s ? s : "");
+    free(s);
+    sh("rm -f %s/plots", d);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --out %s --resume >/dev/null 2>&1", bin, model, args, mc, d);
+    s = slurp("%s/report.md", d);
+    CHECK(rc == 0 && run_complete(d) && s, "finished by --resume: exit %d", rc);
+    free(s);
+    // a file size limit (what a full disk does to a write): exit 1, not complete
+    sh("rm -rf %s", d);
+    rc = sh("trap '' XFSZ; ulimit -f 4; %s --quiet run --model %s --task mc_jsonl --attn f32,bf16 --threads 1 --task-file %s "
+            "--out %s >/dev/null 2>%s", bin, model, mc, d, err);
+    s = slurp("%s", err);
+    CHECK(rc == 1 && one_line(s) && strstr(s, d) && !run_complete(d), "file size limit: exit %d: %s", rc, s ? s : "");
+    free(s);
+}
+
+static void test_cli_names(void) {
+    char out[1400];
+    snprintf(out, sizeof out, "%s/version.out", tmp);
+    int rc = sh("%s --version >%s 2>&1", bin, out);
+    char *s = slurp("%s", out);
+    CHECK(rc == 0 && s && !strncmp(s, "hifa4-eval ", 11) && strstr(s, "(git ") && one_line(s), "--version: %s", s ? s : "");
+    free(s);
+    // mc_jsonl's question file is --task-file in run, prompts, list and every message
+    rc = sh("%s prompts --task mc_jsonl --task-file tests/data/tasks/mc_mini.jsonl --skip-bad-rows >/dev/null 2>&1", bin);
+    CHECK(rc == 0, "prompts --task-file: exit %d", rc);
+    rc = sh("%s prompts --task mc_jsonl --file tests/data/tasks/mc_mini.jsonl >/dev/null 2>&1", bin);
+    CHECK(rc == 2, "prompts --file is not an option any more: exit %d", rc);
+    rc = sh("%s prompts --task mc_jsonl 2>%s >/dev/null; %s list >>%s 2>&1; %s prompts --help >>%s", bin, out, bin, out, bin, out);
+    s = slurp("%s", out);
+    CHECK(s && strstr(s, "--task-file FILE.jsonl") && !strstr(s, "--file "), "one name everywhere:\n%s", s ? s : "");
+    free(s);
+}
+
+int main(void) {
+    bin = getenv("HIFA4_BIN");
+    if (!bin) bin = "./hifa4-eval";
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/hostile", t ? t : "build/tmp");
+    snprintf(model, sizeof model, "%s/model", tmp);
+    snprintf(mc, sizeof mc, "%s/mc300.jsonl", tmp);
+    if (sh("rm -rf %s && mkdir -p %s", tmp, tmp)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_hostile"); }
+    int rc = sh("%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --out %s "
+                ">/dev/null", bin, model);
+    CHECK(rc == 0, "make-model");
+    FILE *f = fopen(mc, "w");
+    for (int i = 0; f && i < 300; i++)
+        fprintf(f, "{\"question\": \"Question number %d?\", \"choices\": [\"yes\", \"no\", \"maybe\"], \"answer\": %d}\n", i, i % 3);
+    if (f) fclose(f);
+    (void)shared_path;
+    TEST_PROGRESS("prompts niah");
+    test_prompts_niah();
+    TEST_PROGRESS("report short mode");
+    test_report_short_mode();
+    TEST_PROGRESS("killed run");
+    test_killed_run();
+    TEST_PROGRESS("nonfinite");
+    test_nonfinite();
+    TEST_PROGRESS("cost");
+    test_cost();
+    TEST_PROGRESS("empty task");
+    test_empty_task();
+    TEST_PROGRESS("lock");
+    test_lock();
+    TEST_PROGRESS("complete last");
+    test_complete_last();
+    TEST_PROGRESS("cli names");
+    test_cli_names();
+    return test_summary("test_hostile");
+}

@@ -1,0 +1,125 @@
+// test_provenance.c: what a run records about the machine and the numerics, and what that
+// changes (issue 12): run.json holds the CPU model, its SIMD level and the GEMM's arithmetic
+// contract with the path that ran it; the configuration key (resume, merge) includes the
+// arithmetic but not the CPU or path; `diff` warns when one run was made with OpenBLAS (no
+// "gemm" record) or with other GEMM arithmetic, and only notes different CPUs.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json_util.h"
+#include "eval/run.h"
+#include "import/make_model.h"
+#include "model/gemm.h"
+#include "results/results.h"
+#include "test.h"
+
+static char tmp[1024];
+
+static int sh(const char *cmd) {
+    int st = system(cmd);
+    return st;
+}
+
+static void test_key(void) {
+    cJSON *a = cJSON_Parse("{\"model\":{\"hash\":\"h\",\"act\":\"bf16\"},\"modes\":[\"bf16\"],\"seed\":1}");
+    cJSON *b = cJSON_Duplicate(a, 1);
+    cJSON *g = cJSON_AddObjectToObject(b, "gemm");
+    cJSON_AddStringToObject(g, "arithmetic", GEMM_ARITHMETIC);
+    cJSON_AddStringToObject(g, "isa", "avx512");
+    cJSON *c = cJSON_Duplicate(b, 1);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(c, "gemm"), "isa", cJSON_CreateString("scalar"));
+    cJSON *h = cJSON_AddObjectToObject(c, "host");
+    cJSON_AddStringToObject(h, "cpu", "another CPU");
+    char ka[65], kb[65], kc[65];
+    results_config_key(ka, a, 1);
+    results_config_key(kb, b, 1);
+    results_config_key(kc, c, 1);
+    CHECK(strcmp(ka, kb) != 0, "an OpenBLAS run (no gemm record) and a gemm.h run must not share a key");
+    CHECK(strcmp(kb, kc) == 0, "the GEMM path and the CPU must not change the key (they cannot change a bit)");
+    cJSON_Delete(a), cJSON_Delete(b), cJSON_Delete(c);
+}
+
+static int small_run(const char *out) {
+    char model[1200], q[1200];
+    snprintf(model, sizeof model, "%s/model", tmp);
+    snprintf(q, sizeof q, "%s/q.jsonl", tmp);
+    struct err e = {0};
+    if (!file_exists(model)) {
+        struct make_model_opts mo;
+        make_model_opts_default(&mo);
+        if (make_model(&mo, model, &e)) { CHECK(0, "make_model: %s", e.msg); return -1; }
+        FILE *f = fopen(q, "w");
+        for (int i = 0; i < 3; i++) fprintf(f, "{\"question\": \"%d + 1?\", \"choices\": [\"1\", \"2\"], \"answer\": 1}\n", i);
+        fclose(f);
+    }
+    struct run_opts o;
+    run_opts_default(&o);
+    o.model_dir = o.model_arg = model;
+    o.model_name = "tiny";
+    o.out_dir = out;
+    o.task.file = q;
+    static char *argv0[] = {"test_provenance"};
+    o.argc = 1, o.argv = argv0;
+    const char *modes[] = {"bf16"}, *tasks[] = {"mc_jsonl"};
+    struct run *r = NULL;
+    int next, rc = run_select_modes(&o, modes, 1, &e) || run_select_tasks(&o, tasks, 1, &e) || run_open(&r, &o, &e) ||
+                   run_task_begin(r, 0, &next, &e) || run_task_score(r, 0, 3, &e) || run_task_end(r, 0, &e) ||
+                   run_finish(r, NULL, &e);
+    CHECK(rc == 0, "run: %s", e.msg);
+    run_free(r);
+    return rc;
+}
+
+static void test_record_and_diff(void) {
+    char a[1200], b[1200], path[1300], cmd[4000], log[1300];
+    snprintf(a, sizeof a, "%s/a", tmp);
+    snprintf(b, sizeof b, "%s/b", tmp);
+    snprintf(log, sizeof log, "%s/diff.log", tmp);
+    if (small_run(a) || small_run(b)) return;
+    snprintf(path, sizeof path, "%s/run.json", b);
+    cJSON *j = NULL;
+    struct err e = {0};
+    CHECK(json_parse_file(&j, path, &e) == 0, "%s", e.msg);
+    if (!j) return;
+    const cJSON *g = cJSON_GetObjectItem(j, "gemm"), *h = cJSON_GetObjectItem(j, "host");
+    const char *ar = cJSON_GetStringValue(cJSON_GetObjectItem(g, "arithmetic"));
+    const char *isa = cJSON_GetStringValue(cJSON_GetObjectItem(g, "isa"));
+    const char *cpu = cJSON_GetStringValue(cJSON_GetObjectItem(h, "cpu"));
+    CHECK(ar && !strcmp(ar, GEMM_ARITHMETIC), "run.json gemm.arithmetic: %s", ar ? ar : "(none)");
+    CHECK(isa && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "scalar")), "gemm.isa: %s", isa ? isa : "?");
+    CHECK(cpu && *cpu, "host.cpu recorded");
+    CHECK(cJSON_GetStringValue(cJSON_GetObjectItem(h, "simd")) != NULL, "host.simd recorded");
+    const char *bin = getenv("HIFA4_BIN") ? getenv("HIFA4_BIN") : "./hifa4-eval";
+    // another CPU, same arithmetic: a note, no warning
+    cJSON_ReplaceItemInObject((cJSON *)h, "cpu", cJSON_CreateString("Some Other CPU"));
+    results_write_json(path, j, &e);
+    snprintf(cmd, sizeof cmd, "%s diff %s %s > /dev/null 2> %s", bin, a, b, log);
+    CHECK(sh(cmd) == 0, "diff runs");
+    char *txt = NULL;
+    size_t n = 0;
+    CHECK(file_read_all(log, &txt, &n, &e) == 0 && strstr(txt, "different CPUs") && !strstr(txt, "OpenBLAS"),
+          "different CPU: a note only (%s)", txt ? txt : "");
+    free(txt), txt = NULL;
+    // no gemm record = made with OpenBLAS: a warning naming that run
+    cJSON_DeleteItemFromObject(j, "gemm");
+    results_write_json(path, j, &e);
+    CHECK(sh(cmd) == 0, "diff runs");
+    CHECK(file_read_all(log, &txt, &n, &e) == 0 && strstr(txt, "OpenBLAS") && strstr(txt, b), "OpenBLAS run warned (%s)",
+          txt ? txt : "");
+    free(txt);
+    cJSON_Delete(j);
+}
+
+int main(void) {
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/provenance", t ? t : "build/tmp");
+    char cmd[2200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", tmp, tmp);
+    CHECK(sh(cmd) == 0, "%s", cmd);
+    log_set_level(LOG_WARN);
+    test_key();
+    test_record_and_diff();
+    return test_summary("test_provenance");
+}
