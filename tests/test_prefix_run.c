@@ -14,11 +14,13 @@
 #include <string.h>
 
 #include "attention/attn.h"
+#include "attention/scales.h"
+#include "eval/generate.h"
 #include "eval/run.h"
 #include "import/make_model.h"
 #include "test.h"
 
-static char tmp[1024], model_dir[1200], qfile[1200], scales[1200];
+static char tmp[1024], model_dir[1200], qfile[1200], scales[1200], hayfile[1200];
 static const char *modes[RUN_MAX_MODES];
 static int n_modes;
 
@@ -86,7 +88,7 @@ static int write_scales(int L, int Hkv, int d) {
 
 struct cfg { int tile, qmean, max_tokens; };
 
-static int score(const char *out, const struct cfg *c, int cache) {
+static int score(const char *out, const struct cfg *c, int cache, const char *task) {
     struct run_opts o;
     run_opts_default(&o);
     o.model_dir = o.model_arg = model_dir;
@@ -94,14 +96,17 @@ static int score(const char *out, const struct cfg *c, int cache) {
     o.model.max_tokens = c->max_tokens;
     o.n_threads = 2;
     o.out_dir = out;
-    o.task.file = qfile;
+    o.task.file = strcmp(task, "niah") ? qfile : hayfile;
+    o.task.niah_generate = !strcmp(task, "niah");
+    o.task.niah_lengths = "100,300";
+    o.task.niah_per_cell = 2;
     o.scales = scales;
     o.attn.tile = c->tile;
     o.attn.qmean = c->qmean;
     o.prefix_cache = cache;
     static char *argv0[] = {"test_prefix_run"};
     o.argc = 1, o.argv = argv0;
-    const char *tasks[] = {"arc_challenge"};
+    const char *tasks[] = {task};
     struct err e = {0};
     struct run *r = NULL;
     int rc = run_select_modes(&o, modes, n_modes, &e);
@@ -153,12 +158,101 @@ static void check_counts(const char *dir, const char *what) {
     free(txt);
 }
 
+// ==== greedy decoding (eval/generate.h) ====
+// Cached decoding (a model with a batch of 128 tokens: longer contexts are prefilled in chunks)
+// against recomputing the whole sequence every step (a model with room for it): the same
+// tokens, for every mode, tiles 64/128, both Q-Mean forms, contexts around the alignments.
+static void test_generate(void) {
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.n_threads = 2;
+    struct model *mk = NULL, *mr = NULL;
+    struct model_kv *kv = NULL;
+    struct err e = {0};
+    mo.max_tokens = 128;
+    int rc = model_open(&mk, model_dir, &mo, &e);
+    mo.max_tokens = 512;
+    if (!rc) rc = model_open(&mr, model_dir, &mo, &e);
+    if (!rc) rc = model_kv_open(&kv, mk, 512, &e);
+    float *sc = NULL;
+    if (!rc) rc = attn_scales_load(&sc, scales, model_cfg(mk)->n_layers, model_cfg(mk)->n_kv_heads, model_cfg(mk)->head_dim, NULL, &e);
+    if (rc) { CHECK(0, "%s", e.msg); goto done; }
+    const int lens[] = {1, 63, 64, 65, 127, 128, 129, 200, 0};
+    int32_t ctx[300], a[48], b[48];
+    int same = 0, cases = 0;
+    int64_t tok_kv = 0, tok_full = 0;
+    for (int k = 0; k < attn_mode_count(); k++)
+        for (int f = 0; f < 4; f++)
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                const char *mode = attn_mode_at(k)->name;
+                struct attn_opts ao;
+                attn_opts_default(&ao);
+                ao.tile = f & 1 ? 128 : 64, ao.qmean = f & 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
+                if (f && !strcmp(mode, "exact")) continue; // untiled binary64: one configuration is enough
+                const int n = lens[li] ? lens[li] : 1 + (int)(urand() * 250);
+                for (int i = 0; i < n; i++) ctx[i] = (int32_t)(urand() * 500);
+                int na = 0, nb = 0;
+                struct gen_stats sa = {0}, sb = {0};
+                if (model_set_attn(mk, mode, &ao, sc, &e) || model_set_attn(mr, mode, &ao, sc, &e) ||
+                    gen_greedy(mk, kv, ctx, n, 40, -1, a, &na, &sa, &e) || gen_greedy(mr, NULL, ctx, n, 40, -1, b, &nb, &sb, &e)) {
+                    CHECK(0, "%s tile %d length %d: %s", mode, ao.tile, n, e.msg);
+                    continue;
+                }
+                const int ok = na == 40 && nb == 40 && !memcmp(a, b, sizeof(int32_t) * 40);
+                CHECK(ok, "%s tile %d qmean %d context %d: cached decoding differs from recomputation", mode, ao.tile, ao.qmean, n);
+                same += ok, cases++, tok_kv += sa.tokens, tok_full += sb.tokens;
+            }
+    printf("greedy decoding: %d of %d (mode, tile, form, context) cases decode the same 40 tokens cached and recomputed; "
+           "positions computed %lld cached, %lld recomputed\n", same, cases, (long long)tok_kv, (long long)tok_full);
+    CHECK(tok_kv < tok_full / 4, "the cache computed %lld of %lld positions", (long long)tok_kv, (long long)tok_full);
+done:
+    free(sc);
+    model_kv_free(kv);
+    model_free(mk), model_free(mr);
+}
+
+// A haystack for niah: numbered sentences.
+static int write_haystack(void) {
+    FILE *f = fopen(hayfile, "w");
+    if (!f) return -1;
+    for (int i = 0; i < 400; i++) {
+        fprintf(f, "Sentence %d tells that ", i);
+        put_words(f, 4 + (int)(urand() * 10));
+        fprintf(f, ". ");
+    }
+    return fclose(f);
+}
+
+// niah in the generation form, with and without the cache: byte-identical samples files.
+static void test_niah_generate(void) {
+    const struct cfg c = {64, ATTN_QMEAN_CHANNEL, 4096};
+    char on[1300], off[1300];
+    snprintf(on, sizeof on, "%s/niah-on", tmp);
+    snprintf(off, sizeof off, "%s/niah-off", tmp);
+    if (score(on, &c, 1, "niah") || score(off, &c, 0, "niah")) { CHECK(0, "niah generate: a run failed"); return; }
+    int same = 0;
+    for (int m = 0; m < n_modes; m++) {
+        char a[1500], b[1500], *txt = NULL;
+        size_t n = 0;
+        struct err e = {0};
+        snprintf(a, sizeof a, "%s/samples-niah-%s.jsonl.zst", on, modes[m]);
+        snprintf(b, sizeof b, "%s/samples-niah-%s.jsonl.zst", off, modes[m]);
+        const int ok = same_file(a, b);
+        CHECK(ok, "niah generate %s: samples with and without the cache differ", modes[m]);
+        same += ok;
+        if (m == 0 && !file_read_all(a, &txt, &n, &e)) CHECK(strstr(txt, "\"generated\":") != NULL, "no decoded text in %s", a);
+        free(txt);
+    }
+    printf("niah generation form: %d of %d modes' samples byte-identical with and without the cache\n", same, n_modes);
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     snprintf(tmp, sizeof tmp, "%s/prefix_run", t ? t : "build/tmp");
     snprintf(model_dir, sizeof model_dir, "%s/model", tmp);
     snprintf(qfile, sizeof qfile, "%s/questions.jsonl", tmp);
     snprintf(scales, sizeof scales, "%s/scales.safetensors", tmp);
+    snprintf(hayfile, sizeof hayfile, "%s/haystack.txt", tmp);
     char cmd[2200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", tmp, tmp);
     CHECK(system(cmd) == 0, "%s", cmd);
@@ -169,7 +263,8 @@ int main(void) {
     mo.n_heads = 2, mo.n_kv_heads = 1, mo.head_dim = 64;
     struct err e = {0};
     CHECK(make_model(&mo, model_dir, &e) == 0, "make_model: %s", e.msg);
-    CHECK(write_questions() == 0 && write_scales(mo.n_layers, mo.n_kv_heads, mo.head_dim) == 0, "cannot write %s", tmp);
+    CHECK(write_questions() == 0 && write_scales(mo.n_layers, mo.n_kv_heads, mo.head_dim) == 0 && write_haystack() == 0,
+          "cannot write %s", tmp);
     for (int k = 0; k < attn_mode_count(); k++) modes[n_modes++] = attn_mode_at(k)->name;
     const struct cfg cfgs[] = {{64, ATTN_QMEAN_TOKEN, 4096}, {128, ATTN_QMEAN_TOKEN, 4096}, {64, ATTN_QMEAN_CHANNEL, 4096},
                                {128, ATTN_QMEAN_CHANNEL, 4096}, {64, ATTN_QMEAN_CHANNEL, 256}};
@@ -181,7 +276,7 @@ int main(void) {
         TEST_PROGRESS("%s", what);
         snprintf(on, sizeof on, "%s/on%zu", tmp, c);
         snprintf(off, sizeof off, "%s/off%zu", tmp, c);
-        if (score(on, &cfgs[c], 1) || score(off, &cfgs[c], 0)) { CHECK(0, "%s: a run failed", what); continue; }
+        if (score(on, &cfgs[c], 1, "arc_challenge") || score(off, &cfgs[c], 0, "arc_challenge")) { CHECK(0, "%s: a run failed", what); continue; }
         for (int m = 0; m < n_modes; m++) {
             char a[1500], b[1500];
             snprintf(a, sizeof a, "%s/samples-arc_challenge-%s.jsonl.zst", on, modes[m]);
@@ -192,6 +287,10 @@ int main(void) {
         }
         check_counts(on, what);
     }
+    TEST_PROGRESS("greedy decoding, cached and recomputed");
+    test_generate();
+    TEST_PROGRESS("niah generation form, cache on and off");
+    test_niah_generate();
     printf("prefix cache on/off: %d of %d samples files byte-identical (%d modes x %zu configurations)\n", same, total,
            n_modes, sizeof cfgs / sizeof cfgs[0]);
     return test_summary("test_prefix_run");

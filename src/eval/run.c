@@ -149,7 +149,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
 }
 
 // Attention hook coverage and the emulated cost of the batch just run under mode m.
-static int count_mode(struct run *r, int m, struct err *e) {
+int run_count_mode(struct run *r, int m, int cost, struct err *e) {
     const struct model_config *cfg = model_cfg(r->model);
     struct run_mode_acc *acc = &r->acc[m];
     const struct attn_stats *st = attn_ctx_stats(model_attn(r->model));
@@ -159,7 +159,7 @@ static int count_mode(struct run *r, int m, struct err *e) {
     attn_ctx_reset_stats(model_attn(r->model));
     // cost counts are exact functions of the call shapes (spec/cost.md 1)
     const unsigned fl = attn_mode_run_flags(attn_mode_find(r->o.modes[m]), r->o.attn.qmean); // the Q-Mean form's work
-    for (int s = 0; s < r->batch.n_seq; s++)
+    for (int s = 0; cost && s < r->batch.n_seq; s++)
         for (int l = 0; l < cfg->n_layers; l++) {
             int rc = cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,
                                      cfg->window[l], COST_BR_DEFAULT, COST_BC_DEFAULT, e);
@@ -190,7 +190,7 @@ static int check_finite(struct run *r, int t, int m, const char *id, const struc
 }
 
 // Appends the batch's items under mode m to its samples file.
-static int write_samples(struct run *r, int t, int m, struct err *e) {
+int run_write_samples(struct run *r, int t, int m, struct err *e) {
     const struct eval_batch *b = &r->batch;
     const struct task_set *set = &r->sets[t];
     int rc = 0;
@@ -206,7 +206,7 @@ static int write_samples(struct run *r, int t, int m, struct err *e) {
                                     .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                     .pred_norm = s->pred_norm, .margin = s->margin,
                                     .n_kl = m > 0 ? s->n_kl : 0, .kl = s->kl, .top1_same = s->top1_same,
-                                    .nonfinite = nonfinite};
+                                    .nonfinite = nonfinite, .generated = s->generated};
         rc = results_writer_add(&r->writers[m], &rs, e);
     }
     for (int i = b->item0; i < b->item1; i++) eval_score_free(&r->scores[i]);
@@ -232,11 +232,11 @@ static int score_batch(struct run *r, int t, struct err *e) {
             err_prefix(e, "task %s, mode %s, items %d..%d", r->sets[t].name, r->o.modes[m], b->item0, b->item1 - 1);
             break;
         }
-        if ((rc = count_mode(r, m, e))) break;
+        if ((rc = run_count_mode(r, m, 1, e))) break;
         struct eval_score *sc = r->scores + b->item0;
         if ((rc = eval_batch_score(sc, p, b, lg, r->vocab, r->o.n_threads, e))) break;
         if (m > 0 && (rc = eval_batch_compare(sc, p, b, r->logits_ref, r->logits_q, r->vocab, r->o.n_threads, e))) break;
-        rc = write_samples(r, t, m, e);
+        rc = run_write_samples(r, t, m, e);
     }
     return rc;
 }
@@ -249,7 +249,7 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
     const int budget = r->kv ? (r->max_tokens < (1 << 24) ? 64 * r->max_tokens : INT32_MAX / 2) : r->max_tokens;
     while (r->next < item_end && !rc) {
         if ((rc = eval_batch_next(&r->batch, p, r->next, item_end, budget, r->max_out, e))) break;
-        if ((rc = score_batch(r, t, e))) break;
+        if ((rc = r->sets[t].generate ? run_generate_batch(r, t, e) : score_batch(r, t, e))) break;
         const int k = r->batch.item1 - r->batch.item0;
         r->done += k;
         r->processed += k;

@@ -67,6 +67,14 @@ struct run {
     void *progress_user;
 };
 
+// run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
+// counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
+int run_count_mode(struct run *r, int m, int cost, struct err *e);
+int run_write_samples(struct run *r, int t, int m, struct err *e);
+// The current batch of a task scored by greedy decoding (task_set.generate: niah's generation
+// form) under every mode, into r->scores and the samples files (run_generate.c).
+int run_generate_batch(struct run *r, int t, struct err *e);
+
 // run.json of a new run (run_record.c): everything needed to reproduce it, with "resume_key"
 // and "complete": false; checks an old run.json for --resume (ERR_MISMATCH if the key
 // differs; keeps the measurements of a complete one in r->carry).

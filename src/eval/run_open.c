@@ -231,6 +231,15 @@ static int plan_tasks(struct run *r, struct err *e) {
         const int leaf = max_continuation(r) + (o->attn.tile > 64 ? o->attn.tile : 64);
         max_item = leaf < max_item ? leaf : max_item;
     }
+    for (int t = 0; t < nt; t++) { // greedy decoding: a context and its decoded tokens
+        if (!r->sets[t].generate) continue;
+        if (r->plans[t].n_truncated)
+            return err_set(e, ERR_RANGE, "task %s (generation form): %d contexts do not fit the model's window of %d "
+                           "tokens with %d decoded ones: lower --niah-lengths", o->tasks[t], r->plans[t].n_truncated,
+                           cfg->max_seq, r->sets[t].generate);
+        const int need = r->plans[t].max_seq_len + r->sets[t].generate;
+        if (!use_cache(r) && need > max_item) max_item = need;
+    }
     r->mo = o->model;
     if (max_item > r->mo.max_tokens) {
         log_info("run: an item needs %d tokens (batch capacity %d): using max_tokens %d", max_item, r->mo.max_tokens, max_item);
