@@ -23,6 +23,7 @@ static int step_cached(struct model *m, struct model_kv *kv, const int32_t *seq,
     if (stored) q.past = (struct model_past){.n = stored, .n_seg = 1, .row = {0}, .len = {stored}};
     const int last = T - stored - 1;
     st->tokens += T - stored;
+    st->stored += save;
     st->calls++;
     return model_forward_kv(m, kv, seq + stored, &q, 1, &last, lg ? 1 : 0, lg, e);
 }

@@ -13,6 +13,7 @@
 
 struct gen_stats {
     int64_t tokens;  // positions computed (every row of every forward call)
+    int64_t stored;  // of those, stored in the cache
     int64_t calls;   // forward calls
     int64_t steps;   // tokens decoded
 };

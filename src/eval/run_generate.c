@@ -40,6 +40,7 @@ static int gen_item(struct run *r, int t, int m, int i, struct err *e) {
     struct run_mode_acc *a = &r->acc[m];
     a->cached.tokens += st.tokens;
     a->cached.calls += st.calls;
+    a->cached.stored += st.stored;
     a->tokens_input += (int64_t)n_out * n_ctx + (int64_t)n_out * (n_out - 1) / 2; // a step recomputing all
     a->rows_scored += n_out;
     struct eval_score *s = &r->scores[i];
