@@ -2,7 +2,8 @@
 // changes (issue 12): run.json holds the CPU model, its SIMD level and the GEMM's arithmetic
 // contract with the path that ran it; the configuration key (resume, merge) includes the
 // arithmetic but not the CPU or path; `diff` warns when one run was made with OpenBLAS (no
-// "gemm" record) or with other GEMM arithmetic, and only notes different CPUs.
+// "gemm" record), with other GEMM arithmetic or another libm variant, and only notes different
+// CPUs.
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ static void test_key(void) {
     cJSON_Delete(a), cJSON_Delete(b), cJSON_Delete(c);
 }
 
-static int small_run(const char *out) {
+static int small_run_shard(const char *out, int k, int n) {
     char model[1200], q[1200];
     snprintf(model, sizeof model, "%s/model", tmp);
     snprintf(q, sizeof q, "%s/q.jsonl", tmp);
@@ -60,16 +61,46 @@ static int small_run(const char *out) {
     o.model_name = "tiny";
     o.out_dir = out;
     o.task.file = q;
+    o.shard_k = k, o.shard_n = n;
     static char *argv0[] = {"test_provenance"};
     o.argc = 1, o.argv = argv0;
     const char *modes[] = {"bf16"}, *tasks[] = {"mc_jsonl"};
     struct run *r = NULL;
     int next, rc = run_select_modes(&o, modes, 1, &e) || run_select_tasks(&o, tasks, 1, &e) || run_open(&r, &o, &e) ||
-                   run_task_begin(r, 0, &next, &e) || run_task_score(r, 0, 3, &e) || run_task_end(r, 0, &e) ||
+                   run_task_begin(r, 0, &next, &e) || run_task_score(r, 0, run_task_items(r, 0), &e) || run_task_end(r, 0, &e) ||
                    run_finish(r, NULL, &e);
     CHECK(rc == 0, "run: %s", e.msg);
     run_free(r);
     return rc;
+}
+
+static int small_run(const char *out) { return small_run_shard(out, 0, 1); }
+
+// merge joins shards made with different libm variants, and says so
+static void test_merge_libm(void) {
+    char s0[1200], s1[1200], out[1200], path[1300], cmd[8192], log[1300];
+    snprintf(s0, sizeof s0, "%s/s0", tmp), snprintf(s1, sizeof s1, "%s/s1", tmp), snprintf(out, sizeof out, "%s/merged", tmp);
+    snprintf(log, sizeof log, "%s/merge.log", tmp);
+    if (small_run_shard(s0, 0, 2) || small_run_shard(s1, 1, 2)) return;
+    const char *bin = getenv("HIFA4_BIN") ? getenv("HIFA4_BIN") : "./hifa4-eval";
+    snprintf(cmd, sizeof cmd, "%s merge %s %s --out %s > /dev/null 2> %s", bin, s0, s1, out, log);
+    char *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    CHECK(sh(cmd) == 0 && file_read_all(log, &txt, &n, &e) == 0 && !strstr(txt, "libm"), "same libm: no warning (%s)",
+          txt ? txt : e.msg);
+    free(txt), txt = NULL;
+    cJSON *j = NULL;
+    snprintf(path, sizeof path, "%s/run.json", s1);
+    CHECK(json_parse_file(&j, path, &e) == 0, "%s", e.msg);
+    if (!j) return;
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "host"), "libm", cJSON_CreateString("glibc 2.36 other-variant"));
+    results_write_json(path, j, &e);
+    cJSON_Delete(j);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && %s merge %s %s --out %s > /dev/null 2> %s", out, bin, s0, s1, out, log);
+    CHECK(sh(cmd) == 0 && file_read_all(log, &txt, &n, &e) == 0 && strstr(txt, "other-variant") && strstr(txt, "merge:"),
+          "different libm: merged with a warning (%s)", txt ? txt : e.msg);
+    free(txt);
 }
 
 static void test_record_and_diff(void) {
@@ -91,6 +122,10 @@ static void test_record_and_diff(void) {
     CHECK(isa && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "scalar")), "gemm.isa: %s", isa ? isa : "?");
     CHECK(cpu && *cpu, "host.cpu recorded");
     CHECK(cJSON_GetStringValue(cJSON_GetObjectItem(h, "simd")) != NULL, "host.simd recorded");
+    const char *lm = cJSON_GetStringValue(cJSON_GetObjectItem(h, "libm"));
+    CHECK(lm && (!strncmp(lm, "glibc 2.", 8) || !strcmp(lm, "unknown")) &&
+              (strstr(lm, " fma") || strstr(lm, " sse2") || !strcmp(lm, "unknown")),
+          "host.libm recorded: %s", lm ? lm : "(none)");
     const char *bin = getenv("HIFA4_BIN") ? getenv("HIFA4_BIN") : "./hifa4-eval";
     // another CPU, same arithmetic: a note, no warning
     cJSON_ReplaceItemInObject((cJSON *)h, "cpu", cJSON_CreateString("Some Other CPU"));
@@ -101,6 +136,13 @@ static void test_record_and_diff(void) {
     size_t n = 0;
     CHECK(file_read_all(log, &txt, &n, &e) == 0 && strstr(txt, "different CPUs") && !strstr(txt, "OpenBLAS"),
           "different CPU: a note only (%s)", txt ? txt : "");
+    free(txt), txt = NULL;
+    // another libm variant (a CPU without FMA): a warning naming both
+    cJSON_ReplaceItemInObject((cJSON *)h, "libm", cJSON_CreateString("glibc 2.36 other-variant"));
+    results_write_json(path, j, &e);
+    CHECK(sh(cmd) == 0, "diff runs");
+    CHECK(file_read_all(log, &txt, &n, &e) == 0 && strstr(txt, "different libm") && strstr(txt, "other-variant"),
+          "different libm warned (%s)", txt ? txt : "");
     free(txt), txt = NULL;
     // no gemm record = made with OpenBLAS: a warning naming that run
     cJSON_DeleteItemFromObject(j, "gemm");
@@ -121,5 +163,6 @@ int main(void) {
     log_set_level(LOG_WARN);
     test_key();
     test_record_and_diff();
+    test_merge_libm();
     return test_summary("test_provenance");
 }

@@ -2,6 +2,9 @@
 #include "base/host.h"
 
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 #include <string.h>
 #include <unistd.h>
 
@@ -113,4 +116,19 @@ size_t host_mem_available(void) {
         if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
     fclose(f);
     return kb * 1024;
+}
+
+void host_libm(char *out, size_t n) {
+#ifdef __GLIBC__
+    const char *variant = "sse2";
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2")) variant = "fma";
+#else
+    variant = "generic";
+#endif
+    snprintf(out, n, "glibc %s %s", gnu_get_libc_version(), variant);
+#else
+    snprintf(out, n, "unknown");
+#endif
 }

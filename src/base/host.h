@@ -24,4 +24,12 @@ const char *host_simd_level(void);
 // unknown.
 size_t host_mem_available(void);
 
+// The C library and the variant of its libm that this CPU selects, e.g. "glibc 2.36 fma".
+// glibc's x86-64 libm picks a compiled variant of exp, log, tanh, erf, expf ... at load time:
+// "fma" when the CPU has FMA and AVX2, else "sse2". The variants differ in the last bits of
+// some results (measured on glibc 2.36 over every binary32 input: exp, log, tanh, erf in
+// binary64 differ; expf on 2 of 2^32 inputs; exp and tanh rounded to binary32 do not), so two
+// runs whose strings differ may differ in bits outside the GEMM (README "Reproducibility").
+void host_libm(char *out, size_t n);
+
 #endif

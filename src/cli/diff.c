@@ -40,12 +40,15 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
 
 // Warns when the two runs' linear layers may differ for a reason other than the attention
 // mode: a run without a "gemm" record was made with OpenBLAS, whose bits depend on the CPU's
-// kernel, the batch and the thread count; two different arithmetic strings differ by design.
+// kernel, the batch and the thread count; two different arithmetic strings differ by design;
+// two different libm variants (host.h) may differ in the last bit of exp, log, tanh and erf.
 static void warn_numerics(const struct side *a, const struct side *b) {
     const char *ga = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "gemm"), "arithmetic"));
     const char *gb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "gemm"), "arithmetic"));
     const char *ca = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "cpu"));
     const char *cb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "cpu"));
+    const char *la = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "libm"));
+    const char *lb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "libm"));
     if (!ga || !gb) {
         log_warn("diff: %s was made with OpenBLAS (no 'gemm' record in run.json), whose bits depend on the CPU kernel, "
                  "batch and threads: flips between these runs may come from the machine, not the attention mode",
@@ -53,6 +56,9 @@ static void warn_numerics(const struct side *a, const struct side *b) {
     } else if (strcmp(ga, gb)) {
         log_warn("diff: the runs were made with different GEMM arithmetic ('%s' vs '%s'): their bits differ by design", ga,
                  gb);
+    } else if (la && lb && strcmp(la, lb)) {
+        log_warn("diff: the runs used different libm variants ('%s' vs '%s'): exp, log, tanh and erf may differ in their "
+                 "last bit, so the runs' bits may differ outside the GEMM (README \"Reproducibility\")", la, lb);
     } else if (ca && cb && strcmp(ca, cb)) {
         log_info("diff: made on different CPUs (%s / %s) with the same GEMM arithmetic: the same inputs give the same bits",
                  ca, cb);

@@ -39,6 +39,16 @@ static void add_numbers(cJSON *dst, const cJSON *src) {
     }
 }
 
+// Shards made with different libm variants (base/host.h) are merged, with a warning: the same
+// configuration, but exp, log, tanh and erf may differ in their last bit between them.
+static void warn_libm(const cJSON *a, const cJSON *b, const char *pa, const char *pb) {
+    const char *la = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "host"), "libm"));
+    const char *lb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "host"), "libm"));
+    if (la && lb && strcmp(la, lb))
+        log_warn("merge: %s used libm '%s', %s '%s': their bits may differ in the last bit of exp, log, tanh and erf "
+                 "(README \"Reproducibility\")", pa, la, pb, lb);
+}
+
 // Reads every shard's run.json into runs[] and orders them by k (order[k] = index into shards).
 static int load_shards(const char *const *shards, int n, cJSON **runs, int *order, struct err *e) {
     char key0[65] = "", path[4096];
@@ -61,6 +71,7 @@ static int load_shards(const char *const *shards, int n, cJSON **runs, int *orde
             return err_set(e, ERR_MISMATCH, "%s: made with --qmean %s, %s with --qmean %s: a run holds one Q-Mean form", path,
                            results_run_qmean(runs[i]), shards[0], results_run_qmean(runs[0]));
         else if (strcmp(key, key0)) return err_set(e, ERR_MISMATCH, "%s: made with another model, tokenizer, modes, options or task data than %s", path, shards[0]);
+        warn_libm(runs[i], runs[0], path, shards[0]);
     }
     return 0;
 }

@@ -44,6 +44,9 @@ static void add_host(cJSON *run, const struct run *r) {
     host_cpu_model(cpu, sizeof cpu);
     cJSON_AddStringToObject(hj, "cpu", cpu);
     cJSON_AddStringToObject(hj, "simd", host_simd_level());
+    char libm[96];
+    host_libm(libm, sizeof libm);
+    cJSON_AddStringToObject(hj, "libm", libm);
     // what the bits of the linear layers depend on: the GEMM's arithmetic contract (the same
     // string means the same bits on any CPU) and, for the record, the path that ran it
     cJSON *gj = cJSON_AddObjectToObject(run, "gemm");
