@@ -344,6 +344,9 @@ static void test_lock(void) {
     waitpid(pid, NULL, 0);
     rc = sh("%s --quiet run --model %s %s --task-file %s --out %s --resume >/dev/null 2>&1", bin, model, args, mc, d);
     CHECK(rc == 0 && run_complete(d), "resume after the holder was killed: exit %d", rc);
+    char *js = slurp("%s/run.json", d);
+    CHECK(js && strstr(js, "resumed: timings"), "a resumed run says its timings cover the last invocation");
+    free(js);
     char pa[1500], pb[1500];
     for (int m = 0; m < 2; m++) {
         snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", ref, m ? "bf16" : "f32");
@@ -379,6 +382,9 @@ static void concurrent_round(const char *d, const char *ref, const char *err, co
         free(x);
     }
     CHECK(ok >= 1 && ok + busy == 2 && run_complete(d), "concurrent runs: %d succeeded, %d refused as busy", ok, busy);
+    char *js = slurp("%s/run.json", d);
+    CHECK(js && !strstr(js, "resumed: timings"), "--resume on a fresh directory is a new run, not noted as resumed");
+    free(js);
     for (int m = 0; m < 2; m++) {
         snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-%s.jsonl.zst", ref, m ? "bf16" : "f32");
         snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-%s.jsonl.zst", d, m ? "bf16" : "f32");

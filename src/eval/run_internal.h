@@ -54,6 +54,7 @@ struct run {
     // the run directory
     char out_dir[4096], json_path[4096];
     int lock_fd;                   // results_lock of out_dir, held until run_free (-1: none)
+    int continued;                 // --resume found a run.json to continue (else: a new run)
     int made_dir;                  // out_dir did not exist: removed again if the run fails before run.json
     int json_written;              // run.json of this run is on disk
     cJSON *json;                   // run.json as being written

@@ -50,6 +50,7 @@ static int open_dir(struct run *r, struct err *e) {
         if (!r->o.resume)
             return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", r->json_path);
         if ((rc = json_parse_file(&r->old, r->json_path, e))) return rc;
+        r->continued = 1;
     } else if (r->o.resume) {
         log_warn("run: --resume: no run.json in %s, starting a new run", r->out_dir);
     }

@@ -248,7 +248,7 @@ void run_record_finish(struct run *r) {
             if (cJSON_GetObjectItem(run, x->string)) cJSON_ReplaceItemInObject(run, x->string, cJSON_Duplicate(x, 1));
             else cJSON_AddItemToObject(run, x->string, cJSON_Duplicate(x, 1));
         }
-    } else if (o->resume) {
+    } else if (r->continued) { // --resume that found no run.json started a new run: nothing to note
         cJSON_AddStringToObject(run, "note", "resumed: timings, hook coverage and cost counts cover the last invocation only");
     }
 }
