@@ -233,7 +233,7 @@ static void test_fast_vs_ref(void) {
     for (int si = 0; si < n_shapes; si++) {
         struct synth s;
         synth_make(&s, shapes[si].T, shapes[si].H, shapes[si].Hkv, shapes[si].d, 100 + si);
-        struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt((double)s.d)),
+        struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt((double)s.d)),
                               .softcap = shapes[si].cap, .window = shapes[si].window, .tile = shapes[si].tile,
                               .scales = s.scales};
         size_t n = (size_t)s.T * s.H * s.d;
@@ -280,7 +280,7 @@ static void test_ref_fast(void) {
     for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
         struct synth s;
         synth_make(&s, shapes[si].T, shapes[si].H, shapes[si].Hkv, shapes[si].d, 200 + si);
-        struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm64 = 1.0 / sqrt((double)s.d),
+        struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm64 = 1.0 / sqrt((double)s.d),
                               .softcap = shapes[si].cap, .window = shapes[si].window, .tile = 128};
         size_t n = (size_t)s.T * s.H * s.d;
         float *a = malloc(n * 4), *b = malloc(n * 4);
@@ -389,7 +389,7 @@ static void test_theorem1(void) {
     struct synth s;
     synth_make(&s, 128, 2, 1, 64, 21);
     const int T = s.T, H = s.H, d = s.d;
-    struct attn_call c = {.T = T, .H = H, .Hkv = 1, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = 128,
+    struct attn_call c = {.T = T, .r1 = T, .H = H, .Hkv = 1, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = 128,
                           .qdq_skip = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V};
     size_t n = (size_t)T * H * d;
     float *mis = malloc(n * 4), *con = malloc(n * 4);

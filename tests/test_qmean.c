@@ -130,7 +130,7 @@ static void test_fast_vs_ref(void) {
     for (int si = 0; si < n_shapes; si++) {
         struct synth s;
         synth_make(&s, shapes[si].T, shapes[si].H, shapes[si].Hkv, shapes[si].d, 300 + si);
-        struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt((double)s.d)),
+        struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt((double)s.d)),
                               .softcap = shapes[si].cap, .window = shapes[si].window, .tile = shapes[si].tile,
                               .qmean = ATTN_QMEAN_CHANNEL, .scales = s.scales};
         size_t n = (size_t)s.T * s.H * s.d;
@@ -175,7 +175,7 @@ static void test_registered_modes(void) {
     synth_make(&s, 170, 4, 2, 64, 7);
     size_t n = (size_t)s.T * s.H * s.d;
     float *a = malloc(n * 4), *b = malloc(n * 4), *tok = malloc(n * 4);
-    struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt(64.0)), .tile = 128,
+    struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / sqrt(64.0)), .tile = 128,
                           .qmean = ATTN_QMEAN_CHANNEL, .scales = s.scales};
     void *sb = malloc(attn_flash_ref_scratch(&c)); // sized for the largest tile below
     struct err e = {0};
@@ -220,7 +220,7 @@ static void test_scores_spec(void) {
     struct synth s;
     const int T = 150, H = 4, Hkv = 2, d = 96, tile = 64, W = 90;
     synth_make(&s, T, H, Hkv, d, 11);
-    struct attn_call c = {.T = T, .H = H, .Hkv = Hkv, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .window = W,
+    struct attn_call c = {.T = T, .r1 = T, .H = H, .Hkv = Hkv, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .window = W,
                           .tile = tile, .qmean = ATTN_QMEAN_CHANNEL, .scales = s.scales};
     void *sc = malloc(attn_flash_ref_scratch(&c));
     float *S = malloc((size_t)T * 4), *qs = malloc((size_t)T * d * 4), *ks = malloc((size_t)T * d * 4);
@@ -287,7 +287,7 @@ static double gam(int n) { return n * 0x1p-24 / (1 - n * 0x1p-24); }
 static void identity_scores(const struct synth *s, int tile, int channel, double *worst_ratio, double *fp16_share,
                             size_t *n_bad, size_t *n_scores) {
     const int T = s->T, H = s->H, d = s->d;
-    struct attn_call c = {.T = T, .H = H, .Hkv = s->Hkv, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = tile,
+    struct attn_call c = {.T = T, .r1 = T, .H = H, .Hkv = s->Hkv, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = tile,
                           .qdq_skip = ATTN_QDQ_SKIP_ALL};
     void *sc = malloc(attn_flash_ref_scratch(&c));
     float *S = malloc((size_t)T * 4), *mu = malloc((size_t)d * 4);
@@ -507,7 +507,7 @@ static void test_options(void) {
     float *a = malloc(n * 4), *b = malloc(n * 4);
     struct attn_opts o = opts_of(64, ATTN_QMEAN_CHANNEL, ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V, 2);
     CHECK(run_mode(a, &s, "hifa4", &o, 0, 0, &e) == 0, "%s", e.msg);
-    struct attn_call c = {.T = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / 8.0), .tile = 64,
+    struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / 8.0), .tile = 64,
                           .qmean = ATTN_QMEAN_CHANNEL, .scales = s.scales, .qdq_skip = o.qdq_skip};
     void *sb = malloc(attn_flash_ref_scratch(&c));
     attn_flash_ref_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb, qmean_modes[3].flags | F_CH);

@@ -391,6 +391,13 @@ static void test_hostile_runs(void) {
                       "\"is_greedy\":[0],\"pred\":0,\"pred_norm\":0}";
     CHECK(results_sample_parse(&b, big, strlen(big), "x", &e) == ERR_FORMAT && strstr(e.msg, "char_lens"),
           "an integer beyond int refused (fuzz_samples): %s", e.msg);
+    // niah's generation form: the decoded text survives a write and a re-read, escapes included
+    a.generated = strdup(" is \"1234567\"\n\t\\ done");
+    buf.n = 0;
+    results_sample_line(&buf, &a);
+    CHECK(results_sample_parse(&b, buf.p, buf.n - 1, "x", &e) == 0 && b.generated && !strcmp(b.generated, a.generated),
+          "generated round trip: %s", buf.p);
+    results_sample_free(&b);
     free(buf.p);
     results_sample_free(&a);
 }

@@ -11,6 +11,7 @@
 
 #include "attention/kern.h"
 #include "attention/modes.h"
+#include "attention/split.h"
 
 // ---- registry: one line per mode ----
 static const struct attn_mode *const registry[] = {
@@ -137,6 +138,7 @@ struct attn_ctx {
     struct attn_diag_acc *dacc;    // (n_threads) per-thread accumulators of one call
     float *dref;                   // (dref_cap) f32 reference output of one batch, grows
     size_t dref_cap;
+    struct attn_task *tasks;       // (attn_split_cap) one call's tasks
 };
 
 int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
@@ -182,6 +184,11 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
         }
         c->diag->n_layers = n_layers;
     }
+    c->tasks = malloc((size_t)attn_split_cap(c->n_threads, H / Hkv) * sizeof *c->tasks);
+    if (!c->tasks) {
+        attn_ctx_free(c);
+        return err_set(e, ERR_NOMEM, "attention: out of memory");
+    }
     c->scratch_per_thread = (sb + 63) & ~(size_t)63;
     size_t total;
     if (mul_size(c->scratch_per_thread, (size_t)c->n_threads, &total)) {
@@ -205,6 +212,7 @@ void attn_ctx_free(struct attn_ctx *ctx) {
     free(ctx->diag);
     free(ctx->dacc);
     free(ctx->dref);
+    free(ctx->tasks);
     free(ctx);
 }
 
@@ -221,53 +229,82 @@ void attn_ctx_reset_stats(struct attn_ctx *ctx) {
 const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx) { return ctx->diag; }
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip = skip; }
 
+// ---- the alignment rule of attn.h ----
+int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o) {
+    const unsigned f = attn_mode_run_flags(m, o->qmean);
+    if (f & ATTN_F_QMEAN_CH) return o->tile;
+    if ((f & ATTN_F_QUANT) && o->v_group == ATTN_VGROUP_TOKEN && !(o->qdq_skip & ATTN_QDQ_SKIP_V)) return 64;
+    return 1;
+}
+
+int attn_ctx_align(const struct attn_ctx *ctx) {
+    struct attn_opts o = ctx->opts;
+    o.qdq_skip = ctx->qdq_skip;
+    return attn_prefix_align(ctx->mode, &o);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+uint64_t attn_ctx_key(const struct attn_ctx *ctx) {
+    const int v[5] = {ctx->opts.tile, ctx->opts.v_group, ctx->opts.qformat, ctx->opts.qmean, (int)ctx->qdq_skip};
+    const uintptr_t sc = (uintptr_t)ctx->scales;
+    uint64_t h = fnv(0xcbf29ce484222325ull, ctx->mode->name, strlen(ctx->mode->name));
+    h = fnv(h, v, sizeof v);
+    return fnv(h, &sc, sizeof sc);
+}
+
 // bf16 rounding in place; kern_bf16 is branch-free (vectorizes) and equals round_bf16
 static void round_bf16_rows(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = kern_bf16(x[i]);
 }
 
-// ---- work split: tasks are (sequence, kv head, slice of its query heads) ----
-// The kv-head group's query heads are sliced only when there are too few (sequence, kv head)
-// pairs to keep every thread busy (e.g. one sequence of a model with one kv head). Each query
-// head is computed the same way whatever the split, so results never depend on it.
-static int head_split(int n_seq, int Hkv, int g, int n_threads) {
-    int pairs = n_seq * Hkv, split = 1;
-    if (pairs < 2 * n_threads) split = (2 * n_threads + pairs - 1) / pairs;
-    return split < g ? split : g;
-}
-static void task_of(int t, int Hkv, int g, int split, int *s, int *h0, int *h1) {
-    int per_seq = Hkv * split, rem = t % per_seq, kh = rem / split, part = rem % split;
-    *s = t / per_seq;
-    *h0 = kh * g + part * g / split;
-    *h1 = kh * g + (part + 1) * g / split;
-}
-
-// One attention call as pool tasks: task t = (sequence, kv head, slice of its query heads).
+// ---- pool tasks (split.h): one task = rows [r0, r1) of query heads [h0, h1) of a sequence ----
 struct attn_job {
     const struct attn_ctx *ctx;
     const struct attn_mode *mode;
     float *out;
     const float *q, *k, *v, *scales;
     const int *seq_off, *seq_len;
+    const struct attn_past *past;  // may be NULL
     const struct attn_layer *l;
-    int split, full; // full: the mode's options (else the f32 diagnostics reference)
+    const struct attn_task *tasks; // NULL: task t = (sequence t / Hkv, kv head t % Hkv), whole
+    int full; // full: the mode's options (else the f32 diagnostics reference)
 };
 static void attn_task(void *p, int t, int slot) {
     const struct attn_job *j = p;
     const struct attn_ctx *ctx = j->ctx;
-    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d;
-    int s, h0, h1;
-    task_of(t, Hkv, H / Hkv, j->split, &s, &h0, &h1);
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
+    struct attn_task td;
+    if (j->tasks) td = j->tasks[t];
+    else {
+        const int s = t / Hkv, kh = t % Hkv, q0 = j->past ? j->past[s].n : 0;
+        td = (struct attn_task){s, kh * g, (kh + 1) * g, q0, q0 + j->seq_len[s], 0};
+    }
+    const int s = td.s, q0 = j->past ? j->past[s].n : 0;
     const size_t o = (size_t)j->seq_off[s];
     const struct attn_layer *l = j->l;
-    struct attn_call c = {.T = j->seq_len[s], .H = H, .Hkv = Hkv, .d = d, .layer = l->layer, .sm = l->sm,
-                          .sm64 = l->sm64, .softcap = l->softcap, .window = l->window, .tile = ctx->opts.tile};
+    struct attn_call c = {.T = q0 + j->seq_len[s], .H = H, .Hkv = Hkv, .d = d, .q0 = q0, .r0 = td.r0, .r1 = td.r1,
+                          .past = q0 ? &j->past[s] : NULL, .layer = l->layer, .sm = l->sm, .sm64 = l->sm64,
+                          .softcap = l->softcap, .window = l->window, .tile = ctx->opts.tile};
     if (j->full) {
         c.v_group = ctx->opts.v_group, c.qformat = ctx->opts.qformat, c.qmean = ctx->opts.qmean;
         c.scales = j->scales, c.qdq_skip = ctx->qdq_skip, c.diag = ctx->dacc ? &ctx->dacc[slot] : NULL;
     }
     void *scratch = ctx->scratch + (size_t)slot * ctx->scratch_per_thread;
-    j->mode->forward(j->out + o * H * d, j->q + o * H * d, j->k + o * Hkv * d, j->v + o * Hkv * d, &c, h0, h1, scratch);
+    j->mode->forward(j->out + o * H * d, j->q + o * H * d, j->k + o * Hkv * d, j->v + o * Hkv * d, &c, td.h0, td.h1,
+                     scratch);
+}
+
+// Runs job j over the call's tasks (threads: 1 = on the calling thread).
+static void run_tasks(struct attn_ctx *ctx, struct attn_job *j, int n_seq, int threads) {
+    struct attn_split_in in = {j->seq_len, j->past, n_seq, ctx->H, ctx->Hkv, ctx->d, ctx->opts.tile, j->l->window,
+                               ctx->n_threads};
+    const int n = attn_split(ctx->tasks, &in);
+    j->tasks = n ? ctx->tasks : NULL;
+    pool_for(n ? n : n_seq * ctx->Hkv, attn_task, j, threads);
 }
 
 // ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
@@ -285,9 +322,9 @@ void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *
 // Runs mode f32 on the same (already rounded) inputs into ctx->dref and adds the error sums
 // of this batch to the layer (sequence rows only, in batch order: deterministic).
 static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, const float *k,
-                        const float *v, const int *seq_off, const int *seq_len, int n_seq,
-                        const struct attn_layer *l, struct err *e) {
-    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
+                        const float *v, const int *seq_off, const int *seq_len, const struct attn_past *past,
+                        int n_seq, const struct attn_layer *l, struct err *e) {
+    const int H = ctx->H, d = ctx->d;
     size_t rows = 0;
     for (int s = 0; s < n_seq; s++)
         if ((size_t)seq_off[s] + (size_t)seq_len[s] > rows) rows = (size_t)seq_off[s] + (size_t)seq_len[s];
@@ -298,9 +335,8 @@ static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, 
         ctx->dref = nb;
         ctx->dref_cap = need;
     }
-    const int split = head_split(n_seq, Hkv, g, ctx->n_threads);
-    struct attn_job j = {ctx, &attn_mode_f32, ctx->dref, q, k, v, NULL, seq_off, seq_len, l, split, 0};
-    pool_for(n_seq * Hkv * split, attn_task, &j, ctx->n_threads);
+    struct attn_job j = {ctx, &attn_mode_f32, ctx->dref, q, k, v, NULL, seq_off, seq_len, past, l, NULL, 0};
+    run_tasks(ctx, &j, n_seq, ctx->n_threads);
     struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
     for (int s = 0; s < n_seq; s++) {
         size_t a = (size_t)seq_off[s] * H * d, b = a + (size_t)seq_len[s] * H * d;
@@ -318,29 +354,56 @@ static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, 
     return 0;
 }
 
+// The past of every sequence against the rule of attn.h (alignment, segments, capacity).
+static int check_past(const struct attn_ctx *ctx, const int *seq_len, const struct attn_past *past, int n_seq,
+                      struct err *e) {
+    const int align = attn_ctx_align(ctx);
+    for (int s = 0; s < n_seq; s++) {
+        const int n = past ? past[s].n : 0;
+        if (seq_len[s] <= 0 || n < 0 || (int64_t)n + seq_len[s] > ctx->max_T)
+            return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens after %d cached (context sized for %d)", s,
+                           seq_len[s], n, ctx->max_T);
+        if (!n) continue;
+        if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
+        if (n % align)
+            return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
+                           "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, n, align, ctx->mode->name);
+        const struct attn_past *p = &past[s];
+        int64_t sum = 0;
+        int ok = p->n_seg >= 1 && p->n_seg <= ATTN_PAST_SEGS;
+        for (int g = 0; ok && g < p->n_seg; g++) {
+            ok = p->len[g] >= 0 && (p->len[g] == 0 || (p->k[g] && p->v[g]));
+            sum += p->len[g];
+        }
+        if (!ok || sum != n)
+            return err_set(e, ERR_INTERNAL, "attention: sequence %d: %d past segments do not hold its %d cached positions", s,
+                           p->n_seg, n);
+    }
+    return 0;
+}
+
 int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                  const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
                  struct err *e) {
-    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
+    return attn_forward_past(ctx, out, q, k, v, seq_off, seq_len, NULL, n_seq, l, e);
+}
+
+int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
+                      const int *seq_off, const int *seq_len, const struct attn_past *past, int n_seq,
+                      const struct attn_layer *l, struct err *e) {
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d;
     if (l->layer < 0 || l->layer >= ctx->n_layers)
         return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
-    for (int s = 0; s < n_seq; s++) {
-        if (seq_len[s] <= 0 || seq_len[s] > ctx->max_T)
-            return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens (context sized for %d)",
-                           s, seq_len[s], ctx->max_T);
+    for (int s = 0; s < n_seq; s++)
         if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
-    }
-    // Small batches run on the calling thread: handing out tasks costs more than the work, and
-    // results never depend on the thread count (spec section 8.5, tested). work = visible
-    // (query, key) pairs x heads x d.
-    double work = 0;
-    for (int s = 0; s < n_seq; s++) {
-        double T = seq_len[s], pairs = T * (T + 1) / 2;
-        if (l->window > 0 && T > l->window) pairs = (double)l->window * (l->window + 1) / 2 + (T - l->window) * l->window;
-        work += pairs * H * d;
-    }
-    const int par_attn = work >= 4.0e6;
-    // Kernel inputs are 16-bit (attention.md 1): round in place, rows of sequences only.
+    int rc = check_past(ctx, seq_len, past, n_seq, e);
+    if (rc) return rc;
+    // Small calls run on the calling thread: handing out tasks costs more than the work, and
+    // results never depend on the thread count (spec section 8.5, tested).
+    struct attn_split_in in = {seq_len, past, n_seq, H, Hkv, d, ctx->opts.tile, l->window, ctx->n_threads};
+    const int par_attn = attn_split_work(&in) >= 4.0e6;
+    // Kernel inputs are 16-bit (attention.md 1): round in place, new rows of sequences only
+    // (cached rows were rounded when they were computed).
     if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
         for (int s = 0; s < n_seq; s++) {
             size_t o = (size_t)seq_off[s], T = (size_t)seq_len[s];
@@ -355,11 +418,10 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
             ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
                       seq_len[s], H, Hkv, d);
         }
-    const int split = head_split(n_seq, Hkv, g, ctx->n_threads);
     const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
     if (ctx->dacc) memset(ctx->dacc, 0, (size_t)ctx->n_threads * sizeof *ctx->dacc);
-    struct attn_job j = {ctx, ctx->mode, out, q, k, v, scales, seq_off, seq_len, l, split, 1};
-    pool_for(n_seq * Hkv * split, attn_task, &j, par_attn ? ctx->n_threads : 1);
+    struct attn_job j = {ctx, ctx->mode, out, q, k, v, scales, seq_off, seq_len, past, l, NULL, 1};
+    run_tasks(ctx, &j, n_seq, par_attn ? ctx->n_threads : 1);
     // Emulated Ascend cost counts (spec/cost.md) are a function of the call shapes only:
     // callers count them with cost_count_call from the same seq_len / window (run.c).
 
@@ -367,8 +429,7 @@ int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
         struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
         for (int th = 0; th < ctx->n_threads; th++) attn_diag_acc_merge(&L->acc, &ctx->dacc[th]);
         L->calls++;
-        int rc = diag_compare(ctx, out, q, k, v, seq_off, seq_len, n_seq, l, e);
-        if (rc) return rc;
+        if ((rc = diag_compare(ctx, out, q, k, v, seq_off, seq_len, past, n_seq, l, e))) return rc;
     }
     ctx->stats.calls += (int64_t)n_seq * H;
     ctx->stats.calls_per_layer[l->layer] += (int64_t)n_seq * H;

@@ -47,13 +47,52 @@ enum attn_qmean { ATTN_QMEAN_TOKEN = 0, ATTN_QMEAN_CHANNEL = 1 };
 //  - delta_j = fp16(sum_c f32(mu_c * ks_{j,c})): ks is the smoothed K *before* qdq (as kappa of
 //    the token form), the binary32 sum runs c = 0..d-1 from +0, and delta_j is rounded to fp16
 //    once, before it is added: S_ij = f32(sm * f32(dot(qx_i, kx_j) + delta_j)).
-// Continuations (a KV cache, not implemented yet) must form the same tiles: a call whose first
-// query row is absolute position q0 > 0, with keys [0, q0 + n), still cuts tiles at multiples
-// of Br from position 0. If q0 is inside a tile, the tile's mean needs the rows [q0 / Br * Br,
-// q0) of the cached prefix too (flash.c's query loop takes absolute rows and computes each mean
-// over its whole aligned tile), and the tile's mean over min(Br, q0 + n - start) rows changes
-// when a later continuation adds rows to it: like V's 64-token groups (section 8.6), outputs
-// are prefix-exact only for prefixes that end on a multiple of Br.
+// A continuation of a cached prefix (below) forms the same tiles: a call whose first query row
+// is absolute position q0 > 0, with keys [0, q0 + n), still cuts tiles at multiples of Br from
+// position 0. The tile's mean over min(Br, T - start) rows changes when rows are added to it,
+// so like V's 64-token groups (section 8.6) outputs are prefix-exact only for prefixes that end
+// on a multiple of Br, and a continuation must start on one (the alignment rule below).
+
+// ---- continuations of a cached prefix: the alignment rule (spec/attention.md 8.6) ----
+// A KV cache keeps the kernel inputs K and V of positions [0, p) of a sequence (after RoPE and
+// q/k-norm, bf16-rounded by attn_forward for modes with ATTN_F_ROUND_INPUT: exactly what the
+// kernel consumed) and later computes rows [p, T) against them (struct attn_past). That is
+// exact only if no output of a row < p depends on a position >= p, and no quantity a row >= p
+// uses is formed over a group that straddles p differently from the one-call run. Over the
+// whole sequence the spec forms, per mode:
+//  - per row, or per key <= row only: Q and K qdq along d per (token, head); P's 64-key groups
+//    along one row's keys (masked keys enter as 0); Smooth-QK (static scales); the token form
+//    of Q-Mean (per row); the online-softmax state (per row, key tiles at multiples of Bc from
+//    position 0); the untiled binary64 modes. None crosses to later positions.
+//  - V's HiF4 groups along tokens [64k, 64k + 63] from position 0 (quantized modes with
+//    --v-group token and V quantized): a row's output depends on V up to the end of its group.
+//  - the channel form of Q-Mean: one mean over all rows of a query tile [b*Br, (b+1)*Br).
+// So the alignment of a mode under its options is
+//    attn_prefix_align = Bc   with the channel form of Q-Mean (Bc is a multiple of 64, so this
+//                              also closes V's groups);
+//                      = 64   for quantized modes with V grouped along tokens (not skipped);
+//                      = 1    otherwise (exact, f32, bf16; v-group channel or V skipped with
+//                              the token form).
+// THE RULE: for p a multiple of the alignment, the rows [p, T) of a call with q0 = p whose past
+// holds the kernel inputs K, V of rows [0, p) of the same sequence are bit-identical to rows
+// [p, T) of one call over [0, T); and rows [0, p) of a call over [0, T') are the same for every
+// T' >= p (their groups and tiles end at or before p). attn_forward refuses a past whose length
+// is not a multiple of the alignment (ERR_USAGE): for such p the cache is not exact (8.6).
+// A model built on this kernel inherits the rule layer by layer: a prefix row's K and V at
+// layer l depend only on that row's attention outputs of layers < l (every other operation of
+// the forward pass is per row), so a prefix [0, p) computed alone, or as rows of any longer
+// run, caches exactly what the full sequence computes (model.h states the cache's rule).
+// Query tiles of rows >= p start at p (p is a multiple of Br whenever the tile matters), so no
+// query row of the prefix is ever needed.
+#define ATTN_PAST_SEGS 4
+// The cached positions [0, n) of one sequence of a batch: n_seg runs of rows in order (segment
+// s holds len[s] positions, K and V each [len][Hkv][d], contiguous), sum of len = n. n = 0: no
+// past (the sequence starts at position 0, as without a cache).
+struct attn_past {
+    int n, n_seg;
+    const float *k[ATTN_PAST_SEGS], *v[ATTN_PAST_SEGS];
+    int len[ATTN_PAST_SEGS];
+};
 
 struct attn_ctx; // opaque: scratch, statistics, hooks (allocated once, see attn_ctx_init)
 
@@ -99,12 +138,19 @@ struct attn_diag {
     struct attn_diag_layer layer[ATTN_MAX_LAYERS];
 };
 
-// One sequence-layer call of a mode. q [T][H][d], k and v [T][Hkv][d], out [T][H][d], all
-// contiguous; the sequence starts at position 0. `scratch` is this thread's buffer of
-// scratch_bytes(); `diag` (may be NULL) receives diagnostics. forward processes query heads
-// [h0, h1) so the dispatcher can split work over (sequence, head) deterministically.
+// One sequence-layer call of a mode. The sequence has T positions; the call holds rows
+// [q0, T): q [T-q0][H][d], k and v [T-q0][Hkv][d], out [T-q0][H][d], all contiguous and
+// addressing position q0 at row 0; keys [0, q0) come from `past` (q0 = past->n; q0 = 0 and
+// past NULL without a cache). The forward computes the output rows [r0, r1) (q0 <= r0 < r1 <=
+// T; whole calls have r0 = q0, r1 = T) for query heads [h0, h1), reading only the keys and
+// values those rows need (keys [0, min(T, r1 rounded up to Bc)): whole V groups and Q-Mean
+// tiles); the dispatcher splits work over (sequence, kv head, heads, query tiles) with r0 and
+// r1 on multiples of Bc, and no split changes a bit. `scratch` is this thread's buffer of
+// scratch_bytes() (sized for T); `diag` (may be NULL) receives diagnostics.
 struct attn_call {
     int T, H, Hkv, d;
+    int q0, r0, r1;          // first row held by q/k/v/out; rows to compute [r0, r1)
+    const struct attn_past *past; // keys/values [0, q0), or NULL when q0 = 0
     int layer;
     float sm;          // binary32 score scale (attention.md 7.4)
     double sm64;       // binary64 score scale (f32 / exact modes)
@@ -215,6 +261,14 @@ const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx);
 // Replaces attn_opts.qdq_skip of the context (enum attn_qdq_skip) for every later attn_forward
 // call (tests of spec/attention.md 8.1, 8.4).
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip);
+// The alignment of the rule above for mode m under options o (qdq skip from o), and for a
+// context (its current qdq skip): 1, 64 or the tile Bc.
+int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o);
+int attn_ctx_align(const struct attn_ctx *ctx);
+// A 64-bit key of everything that fixes a context's outputs (mode, tile, V grouping, format,
+// Q-Mean form, qdq skip, the scales pointer): a cache may feed a context only the K and V that
+// a context with the same key produced (model.c stamps cached rows with it).
+uint64_t attn_ctx_key(const struct attn_ctx *ctx);
 
 // One layer for a packed batch. q [Ttot][H][d], k, v [Ttot][Hkv][d], out [Ttot][H][d];
 // sequence s occupies rows [seq_off[s], seq_off[s] + seq_len[s]). Rows outside every sequence
@@ -225,5 +279,15 @@ void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip);
 int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
                  const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
                  struct err *e);
+// The same with continuations: past[s] (past may be NULL: none) holds the cached positions
+// [0, past[s].n) of sequence s, whose packed rows are then its positions [past[s].n,
+// past[s].n + seq_len[s]) (RoPE'd at those positions by the caller). Only the new rows are
+// rounded, hooked (a hook and a past together are refused: calibration and traces see whole
+// sequences) and counted in the statistics. Errors: a past whose length is not a multiple of
+// attn_ctx_align (ERR_USAGE, the rule above), segments that do not sum to n or more than
+// ATTN_PAST_SEGS of them, past + new rows above the context's max_T (ERR_RANGE).
+int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
+                      const int *seq_off, const int *seq_len, const struct attn_past *past, int n_seq,
+                      const struct attn_layer *l, struct err *e);
 
 #endif

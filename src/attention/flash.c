@@ -5,9 +5,10 @@
 // SIMD lanes hold different keys (QK^T) or different output channels (PV), each lane
 // accumulating in the spec's fixed sequential order (7.2). Quantization goes through hif4.h.
 // Q-Mean runs in either form (token: a scalar per row; channel: per query tile of Br = Bc rows
-// aligned to position 0, attn.h). Layout: per kv head prep_k/prep_v, then per query head
-// head_rows -> query tiles (tile_qmean) -> blocks of BR rows (block_begin, block_tile per key
-// tile, block_end).
+// aligned to position 0, attn.h). Layout: per kv head prep_k/prep_v (keys [0, kend)), then per
+// query head head_rows (rows [r0, r1)) -> query tiles (tile_qmean) -> blocks of BR rows
+// (block_begin, block_tile per key tile, block_end). Positions are absolute: keys below q0 come
+// from a cached prefix (attn_kv_row), q and out address position q0 (attn_q_off).
 #include <math.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ struct fwd {
     struct layout L;
     const float *s;        // Smooth-QK scales of the current kv head [d], or NULL
     int H, Hkv, d, Bc, W;
+    int kend;              // keys prepared: [0, min(T, r1 rounded up to Bc))
     int quant, qm, preorder, st32;
     int qq, qk, qv, qp;    // qdq applied to Q, K, V, P (not skipped)
     enum hif4_recipe rec;
@@ -91,6 +93,9 @@ static void fwd_init(struct fwd *F, const struct attn_call *c, void *scratch, un
     F->c = c;
     layout_floats(c, &F->L, (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63));
     F->H = c->H, F->Hkv = c->Hkv, F->d = c->d, F->Bc = c->tile, F->W = c->window;
+    // whole V groups (64 | Bc) and whole query tiles (Br = Bc) of the rows computed
+    const int kend = (int)up((size_t)c->r1, (size_t)c->tile);
+    F->kend = kend < c->T ? kend : c->T;
     F->quant = (flags & ATTN_F_QUANT) != 0;
     F->qm = !(flags & ATTN_F_QMEAN) ? QM_NONE : (flags & ATTN_F_QMEAN_CH) ? QM_CHANNEL : QM_TOKEN;
     F->preorder = (flags & ATTN_F_PREORDER) != 0;
@@ -104,15 +109,16 @@ static void fwd_init(struct fwd *F, const struct attn_call *c, void *scratch, un
 // qdq of n contiguous values in 64-groups from element 0, zero-padded tail
 static void qdq_row(float *x, int n, enum hif4_recipe rec) { hif4_qdq(x, x, n, rec); }
 
-// ---- K and V of one kv head (keys [0, T)): smoothing, kappa, qdq, layout for the GEMM loops ----
+// ---- K and V of one kv head (keys [0, kend)): smoothing, kappa, qdq, layout for the GEMM loops ----
 // ks_j = bf16(k_j / s) (7.6) or k_j; kappa_j = fp16(sum_c ks_j) (token form); the channel form
-// keeps ks in ksP for its delta GEMV; kx = qdq(ks) into kP.
+// keeps ks in ksP for its delta GEMV; kx = qdq(ks) into kP. Keys past kend up to the next panel
+// edge are zero (the vector loops read whole panels' lanes).
 static void prep_k(const struct fwd *F, const float *k, int kh) {
-    const int T = F->c->T, Hkv = F->Hkv, d = F->d;
+    const int T = F->kend, d = F->d;
     const struct layout *L = &F->L;
     float *row = L->tmp, kmax = 0;
     for (int j = 0; j < T; j++) {
-        const float *kr = k + ((size_t)j * Hkv + kh) * d;
+        const float *kr = attn_kv_row(F->c, k, j, 0) + (size_t)kh * d;
         if (F->s)
             for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / F->s[ch]);
         else
@@ -130,7 +136,7 @@ static void prep_k(const struct fwd *F, const float *k, int kh) {
         if (F->qk) qdq_row(row, d, F->rec);
         for (int ch = 0; ch < d; ch++) kp[(size_t)ch * PW] = row[ch];
     }
-    for (size_t j = (size_t)T; j < L->Tp; j++)
+    for (size_t j = (size_t)T; j < up((size_t)T, PW); j++)
         for (int ch = 0; ch < d; ch++) {
             L->kP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
             if (F->qm == QM_CHANNEL) L->ksP[(j / PW) * d * PW + (size_t)ch * PW + j % PW] = 0;
@@ -141,13 +147,13 @@ static void prep_k(const struct fwd *F, const float *k, int kh) {
 // V of one kv head into panels; qdq along tokens in groups from position 0 (spec section 3), or
 // along d per token with --v-group channel
 static void prep_v(const struct fwd *F, const float *v, int kh) {
-    const int T = F->c->T, Hkv = F->Hkv, d = F->d;
+    const int T = F->kend, d = F->d;
     const struct layout *L = &F->L;
     const size_t Tp = L->Tp, dp = L->dp;
     const int by_channel = F->c->v_group == ATTN_VGROUP_CHANNEL;
     float *row = L->tmp;
     for (int j = 0; j < T; j++) {
-        const float *vr = v + ((size_t)j * Hkv + kh) * d;
+        const float *vr = attn_kv_row(F->c, v, j, 1) + (size_t)kh * d;
         if (F->qv && by_channel) { // groups along d per token
             memcpy(row, vr, (size_t)d * sizeof(float));
             qdq_row(row, d, F->rec);
@@ -162,7 +168,7 @@ static void prep_v(const struct fwd *F, const float *v, int kh) {
     }
     for (size_t p = 0; p < dp / PW; p++) {
         float *panel = L->vP + p * Tp * PW;
-        memset(panel + (size_t)T * PW, 0, (Tp - (size_t)T) * PW * sizeof(float));
+        memset(panel + (size_t)T * PW, 0, (up((size_t)T, 64) - (size_t)T) * PW * sizeof(float));
         int w = (int)((size_t)d - p * PW < PW ? (size_t)d - p * PW : PW);
         if (F->qv && !by_channel) hif4_qdq_cols(panel, PW, panel, PW, T, w, F->rec);
     }
@@ -209,7 +215,7 @@ static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int t
     float *mu = F->L.mu, *row = F->L.tmp;
     for (int ch = 0; ch < d; ch++) mu[ch] = 0;
     for (int i = ts; i < te; i++) {
-        smooth_q(row, q + ((size_t)i * F->H + h) * d, F->s, d);
+        smooth_q(row, q + attn_q_off(F->c, i, h), F->s, d);
         for (int ch = 0; ch < d; ch++) mu[ch] += row[ch];
     }
     const float n = (float)(te - ts);
@@ -349,7 +355,7 @@ static void block_begin(const struct fwd *F, struct blk *B, const float *q, int 
     for (int rr = 0; rr < BR; rr++) {
         float *qr = F->L.qx + rr * dp;
         B->mu[rr] = 0;
-        if (rr < nr) B->mu[rr] = prep_q(F, qr, q + ((size_t)(i0 + rr) * F->H + h) * F->d);
+        if (rr < nr) B->mu[rr] = prep_q(F, qr, q + attn_q_off(F->c, i0 + rr, h));
         else memset(qr, 0, dp * sizeof(float));
         B->m[rr] = -INFINITY;
         B->l[rr] = 0;
@@ -458,7 +464,7 @@ static void block_tile(const struct fwd *F, struct blk *B, int t0) {
 static void block_end(const struct fwd *F, const struct blk *B, float *out, int h, int raw) {
     const int d = F->d;
     for (int rr = 0; rr < B->nr; rr++) {
-        float *oi = out + ((size_t)(B->i0 + rr) * F->H + h) * d;
+        float *oi = out + attn_q_off(F->c, B->i0 + rr, h);
         const float *o = F->L.O + rr * F->L.dp;
         if (raw)
             for (int ch = 0; ch < d; ch++) oi[ch] = o[ch] / B->l[rr];
@@ -467,17 +473,17 @@ static void block_end(const struct fwd *F, const struct blk *B, float *out, int 
     }
 }
 
-// Query rows [q0, q1) of query head h against keys [0, q1) (prepared by prep_k/prep_v). Rows are
-// absolute positions: q and out address row 0 of the sequence. Query tiles of Br = Bc rows start
-// at multiples of Br from position 0 (attn.h), and a channel-form mean is over the whole tile, so
-// rows [q0 / Br * Br, q0) of q must be readable too (a KV-cache continuation passes its cached
-// prefix's rows of that tile); row blocks never straddle a query tile.
-static void head_rows(const struct fwd *F, float *out, const float *q, int h, int q0, int q1, int raw) {
-    const int Br = F->Bc;
-    for (int ts = q0 / Br * Br; ts < q1; ts += Br) {
-        const int te = ts + Br < q1 ? ts + Br : q1;
-        if (F->qm == QM_CHANNEL) tile_qmean(F, q, h, ts, te);
-        for (int i0 = ts > q0 ? ts : q0; i0 < te; i0 += BR) {
+// Query rows [r0, r1) of query head h against keys [0, r1) (prepared by prep_k/prep_v). Rows are
+// absolute positions (q and out address position q0). Query tiles of Br = Bc rows start at
+// multiples of Br from position 0 (attn.h) and end at T, and a channel-form mean is over the
+// whole tile, so with the channel form r0 is a tile start >= q0 (the alignment rule) and the
+// tile's rows up to min(start + Br, T) are read; row blocks never straddle a query tile.
+static void head_rows(const struct fwd *F, float *out, const float *q, int h, int r0, int r1, int raw) {
+    const int Br = F->Bc, T = F->c->T;
+    for (int ts = r0 / Br * Br; ts < r1; ts += Br) {
+        const int te = ts + Br < r1 ? ts + Br : r1;
+        if (F->qm == QM_CHANNEL) tile_qmean(F, q, h, ts, ts + Br < T ? ts + Br : T);
+        for (int i0 = ts > r0 ? ts : r0; i0 < te; i0 += BR) {
             struct blk B;
             block_begin(F, &B, q, h, i0, te - i0 < BR ? te - i0 : BR);
             for (int t0 = B.jlo[0] / F->Bc * F->Bc; t0 < B.i0 + B.nr; t0 += F->Bc) block_tile(F, &B, t0);
@@ -496,6 +502,6 @@ void attn_flash_forward(float *out, const float *q, const float *k, const float 
         prep_k(&F, k, kh);
         prep_v(&F, v, kh);
         const int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
-        for (int h = ha; h < hb; h++) head_rows(&F, out, q, h, 0, c->T, (flags & ATTN_FI_RAW_OUT) != 0);
+        for (int h = ha; h < hb; h++) head_rows(&F, out, q, h, c->r0, c->r1, (flags & ATTN_FI_RAW_OUT) != 0);
     }
 }

@@ -3,7 +3,9 @@
 // the fast kernel (flash.c) is tested against bit for bit (STYLE.md section 5); it is not
 // registered as a mode and is far too slow for evaluation. Both Q-Mean forms: `qmean` (a
 // scalar mean per row) and `qmean-ch` (a channel mean per query tile of Br = Bc rows aligned to
-// position 0; the choices the spec leaves open are written down in attn.h).
+// position 0; the choices the spec leaves open are written down in attn.h). Positions are
+// absolute: a call may continue a cached prefix (keys below q0 from attn_call.past) and computes
+// the rows [r0, r1), preparing every key of the sequence (the fast kernel prepares fewer).
 #include <math.h>
 
 #include "attention/kern.h"
@@ -69,12 +71,13 @@ static void qdq_vec(float *x, int n, enum hif4_recipe rec) {
 
 // ---- K of kv head kh: smoothing (bf16(k/s)), kappa, qdq along d ----
 static void ref_prep_k(struct ref *R, const float *k, int kh) {
-    const int T = R->T, d = R->d, Hkv = R->c->Hkv;
+    const int T = R->T, d = R->d;
     R->s = R->c->scales ? R->c->scales + (size_t)kh * d : NULL;
     for (int j = 0; j < T; j++) {
         float *kr = R->ks + (size_t)j * d, *kq = R->kx + (size_t)j * d;
+        const float *src = attn_kv_row(R->c, k, j, 0) + (size_t)kh * d;
         for (int ch = 0; ch < d; ch++) {
-            float x = k[((size_t)j * Hkv + kh) * d + ch];
+            float x = src[ch];
             kr[ch] = R->sqk ? bf16(x / R->s[ch]) : x;
         }
         float sum = 0;
@@ -90,10 +93,10 @@ static void ref_prep_k(struct ref *R, const float *k, int kh) {
 
 // ---- V: qdq along tokens in groups from position 0 (or along d with --v-group channel) ----
 static void ref_prep_v(struct ref *R, const float *v, int kh) {
-    const int T = R->T, d = R->d, Hkv = R->c->Hkv;
+    const int T = R->T, d = R->d;
     float *vx = R->vx;
     for (int j = 0; j < T; j++)
-        for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = v[((size_t)j * Hkv + kh) * d + ch];
+        for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = attn_kv_row(R->c, v, j, 1)[(size_t)kh * d + ch];
     if (R->qv && R->c->v_group == ATTN_VGROUP_CHANNEL) {
         for (int j = 0; j < T; j++) qdq_vec(vx + (size_t)j * d, d, R->rec);
     } else if (R->qv) {
@@ -110,7 +113,7 @@ static void ref_prep_v(struct ref *R, const float *v, int kh) {
 
 // qs of query row i, head h: bf16(q * s) with Smooth-QK, else q
 static float q_smoothed(const struct ref *R, const float *q, int i, int h, int ch) {
-    float x = q[((size_t)i * R->c->H + h) * R->d + ch];
+    float x = q[attn_q_off(R->c, i, h) + (size_t)ch];
     return R->sqk ? bf16(x * R->s[ch]) : x;
 }
 
@@ -207,7 +210,7 @@ static void ref_row(struct ref *R, float *oi, int i, float mu, unsigned flags) {
 void attn_flash_ref_forward(float *out, const float *q, const float *k, const float *v,
                             const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags) {
-    const int T = c->T, H = c->H, d = c->d, g = H / c->Hkv, Br = c->tile;
+    const int T = c->T, g = c->H / c->Hkv, Br = c->tile;
     struct ref R;
     ref_init(&R, c, scratch, flags);
     for (int kh = h0 / g; kh <= (h1 - 1) / g; kh++) {
@@ -215,11 +218,13 @@ void attn_flash_ref_forward(float *out, const float *q, const float *k, const fl
         ref_prep_v(&R, v, kh);
         int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
         for (int h = ha; h < hb; h++)
-            for (int i = 0; i < T; i++) {
-                // query tiles of Br rows from position 0; the last one may be partial
-                if (R.channel && i % Br == 0) ref_tile_mean(&R, q, h, i, i + Br < T ? i + Br : T);
+            for (int i = c->r0; i < c->r1; i++) {
+                // query tiles of Br rows from position 0; the last one may be partial. With the
+                // channel form r0 is a tile start (the alignment rule of attn.h).
+                if (R.channel && (i % Br == 0 || i == c->r0))
+                    ref_tile_mean(&R, q, h, i / Br * Br, i / Br * Br + Br < T ? i / Br * Br + Br : T);
                 float mu = ref_q_row(&R, q, i, h);
-                ref_row(&R, out + ((size_t)i * H + h) * d, i, mu, flags);
+                ref_row(&R, out + attn_q_off(c, i, h), i, mu, flags);
             }
     }
 }

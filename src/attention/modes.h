@@ -16,6 +16,22 @@ extern const struct attn_mode attn_mode_direct_qmean;
 extern const struct attn_mode attn_mode_direct_qmean_sqk;
 extern const struct attn_mode attn_mode_direct_qmean_preorder;
 
+// ---- rows of a call (attn.h struct attn_call): absolute positions ----
+// K or V of position j < T ([Hkv][d] floats): from the past segments for j < q0, else row
+// j - q0 of x (the call's k or v). The dispatcher checked that the segments sum to q0.
+static inline const float *attn_kv_row(const struct attn_call *c, const float *x, int j, int is_v) {
+    const size_t w = (size_t)c->Hkv * (size_t)c->d;
+    if (j >= c->q0) return x + (size_t)(j - c->q0) * w;
+    const struct attn_past *p = c->past;
+    int s = 0;
+    while (s + 1 < p->n_seg && j >= p->len[s]) j -= p->len[s++];
+    return (is_v ? p->v[s] : p->k[s]) + (size_t)j * w;
+}
+// Q or out row of position i (q0 <= i < T) of query head h: x addresses position q0.
+static inline size_t attn_q_off(const struct attn_call *c, int i, int h) {
+    return ((size_t)(i - c->q0) * (size_t)c->H + (size_t)h) * (size_t)c->d;
+}
+
 // ---- internal kernel flags (tests only; never set by a registered mode) ----
 // Beside the public enum attn_flag bits. They exist so tests can check spec section 8
 // invariants (Theorem 1) on the same code path the modes run.
@@ -28,9 +44,8 @@ enum attn_iflag {
 // Same contract as struct attn_mode.forward, with the mode's flags (enum attn_flag plus
 // enum attn_iflag) passed explicitly; the Q-Mean form is the flag ATTN_F_QMEAN_CH (tiled.c sets
 // it from attn_call.qmean). Both must agree bit for bit for every flag set. Query tiles of the
-// channel form are aligned to position 0 of the sequence (attn.h); inside flash.c the query loop
-// already takes absolute row ranges [q0, q1) against keys [0, q1), the shape a KV-cache
-// continuation needs.
+// channel form are aligned to position 0 of the sequence (attn.h); both compute the rows [r0,
+// r1) of a call, which may continue a cached prefix (q0 > 0, attn_call.past).
 size_t attn_flash_scratch(const struct attn_call *c);
 void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
                         const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags);

@@ -13,7 +13,7 @@ size_t attn_ref_literal_scratch(const struct attn_call *c) {
     return (size_t)c->T * sizeof(double) + (size_t)c->d * sizeof(double);
 }
 
-// out [T][H][d], q [T][H][d], k/v [T][Hkv][d]; heads [h0, h1)
+// rows [r0, r1) of heads [h0, h1) (attn_call: positions absolute, keys below q0 cached)
 void attn_ref_literal_forward(float *out, const float *q, const float *k, const float *v,
                               const struct attn_call *c, int h0, int h1, void *scratch) {
     const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv;
@@ -21,12 +21,12 @@ void attn_ref_literal_forward(float *out, const float *q, const float *k, const 
     double *acc = p + T;       // (d)
     for (int h = h0; h < h1; h++) {
         const int kh = h / g;
-        for (int i = 0; i < T; i++) {
-            const float *qi = q + ((size_t)i * H + h) * d;
+        for (int i = c->r0; i < c->r1; i++) {
+            const float *qi = q + attn_q_off(c, i, h);
             int j0 = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
             double mx = -INFINITY;
             for (int j = j0; j <= i; j++) {
-                const float *kj = k + ((size_t)j * Hkv + kh) * d;
+                const float *kj = attn_kv_row(c, k, j, 0) + (size_t)kh * d;
                 double s = 0;
                 for (int ch = 0; ch < d; ch++) s += (double)qi[ch] * (double)kj[ch];
                 s *= c->sm64;
@@ -41,10 +41,10 @@ void attn_ref_literal_forward(float *out, const float *q, const float *k, const 
             }
             for (int ch = 0; ch < d; ch++) acc[ch] = 0;
             for (int j = j0; j <= i; j++) {
-                const float *vj = v + ((size_t)j * Hkv + kh) * d;
+                const float *vj = attn_kv_row(c, v, j, 1) + (size_t)kh * d;
                 for (int ch = 0; ch < d; ch++) acc[ch] += p[j] * (double)vj[ch];
             }
-            float *oi = out + ((size_t)i * H + h) * d;
+            float *oi = out + attn_q_off(c, i, h);
             for (int ch = 0; ch < d; ch++) oi[ch] = (float)(acc[ch] / sum);
         }
     }

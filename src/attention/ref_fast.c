@@ -4,6 +4,8 @@
 // channels (PV); a vectorizable binary64 exp. Same mathematics as the literal version in ref.c,
 // which the tests compare it to (only the binary64 summation order and the last ulps of exp
 // differ). It is the ground truth of the error diagnostics, so it must stay fast at 16K tokens.
+// Computes the rows [r0, r1) of a call against keys [0, r1) (positions are absolute; keys below
+// q0 come from a cached prefix, attn.h).
 #include <math.h>
 #include <string.h>
 
@@ -74,30 +76,32 @@ static void scores(double *S, size_t Tp, const double *qx, size_t dp, const doub
 
 void attn_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c,
                       int h0, int h1, void *scratch) {
-    const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, W = c->window;
+    const int H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, W = c->window, T = c->r1;
     const double sm = c->sm64, cap = (double)c->softcap;
     struct rlayout L;
     rlayout_doubles(c, &L, (double *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63));
-    const size_t Tp = L.Tp, dp = L.dp;
+    const size_t Tp = L.Tp, dp = L.dp, Tk = up((size_t)T, KW); // keys [0, r1), whole panels
     for (int kh = h0 / g; kh <= (h1 - 1) / g; kh++) {
-        for (size_t j = 0; j < Tp; j++) {
+        for (size_t j = 0; j < Tk; j++) {
             double *kp = L.kP + (j / KW) * d * KW + j % KW;
             double *vr = L.vx + j * dp;
+            const float *kr = j < (size_t)T ? attn_kv_row(c, k, (int)j, 0) + (size_t)kh * d : NULL;
+            const float *vs = j < (size_t)T ? attn_kv_row(c, v, (int)j, 1) + (size_t)kh * d : NULL;
             for (int ch = 0; ch < d; ch++) {
-                kp[(size_t)ch * KW] = j < (size_t)T ? (double)k[(j * Hkv + kh) * d + ch] : 0.0;
-                vr[ch] = j < (size_t)T ? (double)v[(j * Hkv + kh) * d + ch] : 0.0;
+                kp[(size_t)ch * KW] = kr ? (double)kr[ch] : 0.0;
+                vr[ch] = vs ? (double)vs[ch] : 0.0;
             }
             for (size_t ch = (size_t)d; ch < dp; ch++) vr[ch] = 0;
         }
         int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
         for (int h = ha; h < hb; h++)
-            for (int i0 = 0; i0 < T; i0 += BR) {
+            for (int i0 = c->r0; i0 < T; i0 += BR) {
                 const int nr = T - i0 < BR ? T - i0 : BR, ilast = i0 + nr - 1;
                 int jlo[BR];
                 for (int rr = 0; rr < BR; rr++) {
                     const int i = i0 + rr;
                     for (int ch = 0; ch < (int)dp; ch++)
-                        L.qx[rr * dp + ch] = rr < nr && ch < d ? (double)q[((size_t)i * H + h) * d + ch] : 0.0;
+                        L.qx[rr * dp + ch] = rr < nr && ch < d ? (double)q[attn_q_off(c, i, h) + (size_t)ch] : 0.0;
                     jlo[rr] = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0;
                 }
                 const int ka = jlo[0] / KW * KW, kb = ilast + 1;
@@ -140,7 +144,7 @@ void attn_ref_forward(float *out, const float *q, const float *k, const float *v
                     }
                 }
                 for (int rr = 0; rr < nr; rr++) {
-                    float *oi = out + ((size_t)(i0 + rr) * H + h) * d;
+                    float *oi = out + attn_q_off(c, i0 + rr, h);
                     for (int ch = 0; ch < d; ch++) oi[ch] = (float)(L.acc[rr * dp + ch] / sum[rr]);
                 }
             }

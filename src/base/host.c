@@ -107,6 +107,17 @@ const char *host_simd_level(void) {
     return "baseline";
 }
 
+size_t host_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
 void host_libm(char *out, size_t n) {
 #ifdef __GLIBC__
     const char *variant = "sse2";

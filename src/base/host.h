@@ -1,5 +1,5 @@
 // host.h: provenance of the machine and the build a result was made with (recorded in run.json):
-// the git revision of the source tree and the CPU. Reads files only; never fails (unknown
+// the git revision of the source tree and the CPU; and the memory available. Reads files only; never fails (unknown
 // values are reported as "unknown").
 #ifndef HIFA4_HOST_H
 #define HIFA4_HOST_H
@@ -19,6 +19,10 @@ void host_git_revision(char *rev, size_t n);
 // "avx512f", "avx2+fma" or "baseline".
 void host_cpu_model(char *out, size_t n);
 const char *host_simd_level(void);
+
+// Bytes the kernel says can be allocated without swapping (/proc/meminfo MemAvailable); 0 when
+// unknown.
+size_t host_mem_available(void);
 
 // The C library and the variant of its libm that this CPU selects, e.g. "glibc 2.36 fma".
 // glibc's x86-64 libm picks a compiled variant of exp, log, tanh, erf, expf ... at load time:

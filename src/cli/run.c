@@ -18,8 +18,8 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *shard, *nonfinite;
-    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell;
+    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
+    int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int64_t seed;
 };
 
@@ -100,6 +100,9 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->task = (struct task_opts){.data_dir = o->data_dir, .file = o->task_file, .subject = o->subject,
                                   .skip_bad_rows = o->skip_bad_rows, .seed = (uint64_t)o->seed, .limit = o->limit,
                                   .niah_lengths = o->niah_lengths, .niah_per_cell = o->niah_per_cell};
+    if (o->niah_form && strcmp(o->niah_form, "likelihood") && strcmp(o->niah_form, "generate"))
+        return err_set(e, ERR_USAGE, "--niah-form '%s': expected likelihood or generate", o->niah_form);
+    ro->task.niah_generate = o->niah_form && !strcmp(o->niah_form, "generate");
     ro->ppl_ctx = o->ppl_ctx;
     if (!strcmp(o->nonfinite, "stop")) ro->nonfinite = RUN_NONFINITE_STOP;
     else if (!strcmp(o->nonfinite, "count")) ro->nonfinite = RUN_NONFINITE_COUNT;
@@ -107,6 +110,7 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->out_dir = o->out;
     ro->resume = o->resume;
     ro->stop_after_items = stop_after();
+    ro->prefix_cache = !o->no_prefix_cache;
     return 0;
 }
 
@@ -190,6 +194,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
         {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
+        {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
+                                             "(default) or by greedy decoding of 8 tokens (the paper's form)"},
         {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
@@ -201,6 +207,8 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
+        {"no-prefix-cache", CLI_FLAG, &o.no_prefix_cache, "run every sequence whole instead of sharing prefixes through "
+                                                          "the exact KV cache (same results bit for bit; for comparisons)"},
         {"bos", CLI_STR, &o.bos, "auto|on|off: BOS policy (default auto = the tokenizer's post-processor)"},
         {"tokenizer", CLI_STR, &o.tokenizer, "DIR: tokenizer (default: the model directory)"},
         {"skip-bad-rows", CLI_FLAG, &o.skip_bad_rows, "skip malformed dataset rows (counted in the report)"},

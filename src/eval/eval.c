@@ -396,7 +396,7 @@ double eval_logprob(const float *row, int vocab, int tok, int *is_max) {
 
 void eval_score_free(struct eval_score *s) {
     if (!s) return;
-    free(s->ll); free(s->n_tok); free(s->n_chars); free(s->greedy); free(s->kl);
+    free(s->ll); free(s->n_tok); free(s->n_chars); free(s->greedy); free(s->kl); free(s->generated);
     memset(s, 0, sizeof *s);
 }
 

@@ -124,6 +124,7 @@ struct eval_score {
     int n_kl;          // scored rows of this item
     double *kl;        // [n_kl] KL(ref || this) per row (metrics_kl_logits)
     int top1_same;     // rows whose argmax equals the reference's
+    char *generated;   // niah's generation form: the decoded text (eval/run_generate.c), else NULL
 };
 void eval_score_free(struct eval_score *s);
 

@@ -21,6 +21,7 @@ void run_opts_default(struct run_opts *o) {
     o->ppl_ctx = 2048;
     o->shard_n = 1;
     o->n_threads = 1;
+    o->prefix_cache = 1;
 }
 
 // every registered mode but the slow binary64 `exact`; bf16 (else f32) is the reference
@@ -148,7 +149,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
 }
 
 // Attention hook coverage and the emulated cost of the batch just run under mode m.
-static int count_mode(struct run *r, int m, struct err *e) {
+int run_count_mode(struct run *r, int m, int cost, struct err *e) {
     const struct model_config *cfg = model_cfg(r->model);
     struct run_mode_acc *acc = &r->acc[m];
     const struct attn_stats *st = attn_ctx_stats(model_attn(r->model));
@@ -158,7 +159,7 @@ static int count_mode(struct run *r, int m, struct err *e) {
     attn_ctx_reset_stats(model_attn(r->model));
     // cost counts are exact functions of the call shapes (spec/cost.md 1)
     const unsigned fl = attn_mode_run_flags(attn_mode_find(r->o.modes[m]), r->o.attn.qmean); // the Q-Mean form's work
-    for (int s = 0; s < r->batch.n_seq; s++)
+    for (int s = 0; cost && s < r->batch.n_seq; s++)
         for (int l = 0; l < cfg->n_layers; l++) {
             int rc = cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,
                                      cfg->window[l], COST_BR_DEFAULT, COST_BC_DEFAULT, e);
@@ -189,7 +190,7 @@ static int check_finite(struct run *r, int t, int m, const char *id, const struc
 }
 
 // Appends the batch's items under mode m to its samples file.
-static int write_samples(struct run *r, int t, int m, struct err *e) {
+int run_write_samples(struct run *r, int t, int m, struct err *e) {
     const struct eval_batch *b = &r->batch;
     const struct task_set *set = &r->sets[t];
     int rc = 0;
@@ -205,7 +206,7 @@ static int write_samples(struct run *r, int t, int m, struct err *e) {
                                     .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                     .pred_norm = s->pred_norm, .margin = s->margin,
                                     .n_kl = m > 0 ? s->n_kl : 0, .kl = s->kl, .top1_same = s->top1_same,
-                                    .nonfinite = nonfinite};
+                                    .nonfinite = nonfinite, .generated = s->generated};
         rc = results_writer_add(&r->writers[m], &rs, e);
     }
     for (int i = b->item0; i < b->item1; i++) eval_score_free(&r->scores[i]);
@@ -222,17 +223,20 @@ static int score_batch(struct run *r, int t, struct err *e) {
         if (n_modes > 1 && (rc = model_set_attn(r->model, r->o.modes[m], &r->o.attn, r->scales, e))) break;
         float *lg = m == 0 ? r->logits_ref : r->logits_q;
         double tf = time_now();
-        rc = model_forward(r->model, b->tok, b->seq_len, b->n_seq, b->out_pos, b->n_out, lg, e);
+        if (r->kv) rc = cached_forward(r->model, r->kv, p, b, lg, r->vocab, &r->acc[m].cached, e);
+        else rc = model_forward(r->model, b->tok, b->seq_len, b->n_seq, b->out_pos, b->n_out, lg, e);
         r->acc[m].forward_s += time_now() - tf;
+        r->acc[m].tokens_input += b->n_tok;
+        r->acc[m].rows_scored += b->n_out;
         if (rc) {
             err_prefix(e, "task %s, mode %s, items %d..%d", r->sets[t].name, r->o.modes[m], b->item0, b->item1 - 1);
             break;
         }
-        if ((rc = count_mode(r, m, e))) break;
+        if ((rc = run_count_mode(r, m, 1, e))) break;
         struct eval_score *sc = r->scores + b->item0;
         if ((rc = eval_batch_score(sc, p, b, lg, r->vocab, r->o.n_threads, e))) break;
         if (m > 0 && (rc = eval_batch_compare(sc, p, b, r->logits_ref, r->logits_q, r->vocab, r->o.n_threads, e))) break;
-        rc = write_samples(r, t, m, e);
+        rc = run_write_samples(r, t, m, e);
     }
     return rc;
 }
@@ -241,9 +245,11 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
     const struct eval_plan *p = &r->plans[t];
     if (item_end > p->n_items) item_end = p->n_items;
     int rc = 0;
+    // with the cache a batch is bounded by its logits rows: many items share roots and calls
+    const int budget = r->kv ? (r->max_tokens < (1 << 24) ? 64 * r->max_tokens : INT32_MAX / 2) : r->max_tokens;
     while (r->next < item_end && !rc) {
-        if ((rc = eval_batch_next(&r->batch, p, r->next, item_end, r->max_tokens, r->max_out, e))) break;
-        if ((rc = score_batch(r, t, e))) break;
+        if ((rc = eval_batch_next(&r->batch, p, r->next, item_end, budget, r->max_out, e))) break;
+        if ((rc = r->sets[t].generate ? run_generate_batch(r, t, e) : score_batch(r, t, e))) break;
         const int k = r->batch.item1 - r->batch.item0;
         r->done += k;
         r->processed += k;

@@ -50,6 +50,8 @@ struct run_opts {
     const char *bos_arg;         // the --bos text (run.json tokenizer.bos_policy)
     int ppl_ctx;                 // tokens per perplexity window (capped at the model's window)
     int shard_k, shard_n;        // score items [k*n/N, (k+1)*n/N) of every task (0, 1: all)
+    int prefix_cache;            // 1 (default): share prefixes through the exact KV cache (eval/cached.h);
+                                 // 0: every sequence whole (--no-prefix-cache). Never changes a result.
     int n_threads;               // resolved thread count (> 0)
     // run directory
     const char *out_dir;         // NULL: results/<model_name>-<UTC time>

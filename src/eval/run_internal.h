@@ -5,6 +5,7 @@
 #define HIFA4_RUN_INTERNAL_H
 
 #include "attention/cost.h"
+#include "eval/cached.h"
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "results/results.h"
@@ -16,6 +17,9 @@ struct run_mode_acc {              // per mode, over this invocation
     int64_t calls, tokens;         // attention hook coverage (sequence x layer x head calls)
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
     struct cost_counts cost;       // emulated Ascend work counts (spec/cost.md section 1)
+    int64_t tokens_input;          // positions of the scored sequences (what an uncached run computes)
+    int64_t rows_scored;           // logits rows scored
+    struct cached_stats cached;    // with the prefix cache: positions computed, stored, calls
 };
 
 struct run {
@@ -29,6 +33,7 @@ struct run {
     // model and tokenizer
     struct model *model;
     struct model_opts mo;          // as opened (max_tokens may grow for a long item)
+    struct model_kv *kv;           // the prefix cache (NULL: --no-prefix-cache or not applicable)
     struct tokenizer *tok;
     char tok_hex[65];
     int vocab, add_bos;
@@ -62,6 +67,14 @@ struct run {
     run_progress_fn progress;
     void *progress_user;
 };
+
+// run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
+// counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
+int run_count_mode(struct run *r, int m, int cost, struct err *e);
+int run_write_samples(struct run *r, int t, int m, struct err *e);
+// The current batch of a task scored by greedy decoding (task_set.generate: niah's generation
+// form) under every mode, into r->scores and the samples files (run_generate.c).
+int run_generate_batch(struct run *r, int t, struct err *e);
 
 // run.json of a new run (run_record.c): everything needed to reproduce it, with "resume_key"
 // and "complete": false; checks an old run.json for --resume (ERR_MISMATCH if the key

@@ -13,6 +13,7 @@
 #include "attention/scales.h"
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "eval/prefix.h"
 #include "eval/run_internal.h"
 #include "io/safetensors.h"
 #include "results/lock.h"
@@ -157,6 +158,44 @@ static int plan_mc(struct run *r, int t, const struct eval_plan_opts *po0, struc
 }
 
 // Every task loaded (task_load refuses an empty one, naming task and file) before any is planned.
+// ---- the prefix cache (eval/cached.h) ----
+// On unless --no-prefix-cache, or for a LongRoPE model whose sequences cross rope_orig_max (its
+// RoPE factors depend on the total length, so a prefix would need recomputing: model.h).
+static int use_cache(const struct run *r) {
+    if (!r->o.prefix_cache) return 0;
+    int longest = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) longest = r->plans[t].max_seq_len > longest ? r->plans[t].max_seq_len : longest;
+    return !(r->cfg.rope_type == ROPE_LONGROPE && longest > r->cfg.rope_orig_max);
+}
+
+static int max_continuation(const struct run *r) {
+    int cont = 0;
+    for (int t = 0; t < r->o.n_tasks; t++)
+        for (int q = 0; q < r->plans[t].n_req; q++) cont = r->plans[t].req[q].n_cont > cont ? r->plans[t].req[q].n_cont : cont;
+    return cont;
+}
+
+// The cache, allocated once: the longest sequence plus one batch of stored positions
+// (prefix_store_rows).
+static int open_cache(struct run *r, struct err *e) {
+    if (!r->o.prefix_cache) return 0;
+    if (!use_cache(r)) {
+        log_warn("run: prefix cache off: sequences cross this LongRoPE model's factor switch at %d tokens",
+                 r->cfg.rope_orig_max);
+        return 0;
+    }
+    int rows = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) {
+        const int n = prefix_store_rows(&r->plans[t], model_get_opts(r->model)->max_tokens);
+        rows = n > rows ? n : rows;
+    }
+    int rc = model_kv_open(&r->kv, r->model, rows, e);
+    if (rc) return err_prefix(e, "prefix cache (--no-prefix-cache runs without it)");
+    log_info("run: prefix cache: %d positions x %.1f KB = %.3f GB, allocated once", rows,
+             model_kv_row_bytes(r->model) / 1024.0, model_kv_bytes(r->kv) * 1e-9);
+    return 0;
+}
+
 static int plan_tasks(struct run *r, struct err *e) {
     const struct run_opts *o = &r->o;
     const struct model_config *cfg = &r->cfg;
@@ -183,11 +222,25 @@ static int plan_tasks(struct run *r, struct err *e) {
         if (rc) return rc;
         if (r->plans[t].n_items > r->max_items) r->max_items = r->plans[t].n_items;
     }
-    // One item must fit in one batch: the batch capacity grows to the largest item (the window
-    // caps every sequence at max_position_embeddings)
+    // Without the prefix cache one item must fit in one batch: the batch capacity grows to the
+    // largest item (the window caps every sequence at max_position_embeddings). With it only a
+    // leaf must (eval/prefix.h): up to one alignment of recomputed context and its continuation.
     int max_item = 0;
     for (int t = 0; t < nt; t++)
         if (r->plans[t].max_item_tokens > max_item) max_item = r->plans[t].max_item_tokens;
+    if (use_cache(r)) {
+        const int leaf = max_continuation(r) + (o->attn.tile > 64 ? o->attn.tile : 64);
+        max_item = leaf < max_item ? leaf : max_item;
+    }
+    for (int t = 0; t < nt; t++) { // greedy decoding: a context and its decoded tokens
+        if (!r->sets[t].generate) continue;
+        if (r->plans[t].n_truncated)
+            return err_set(e, ERR_RANGE, "task %s (generation form): %d contexts do not fit the model's window of %d "
+                           "tokens with %d decoded ones: lower --niah-lengths", o->tasks[t], r->plans[t].n_truncated,
+                           cfg->max_seq, r->sets[t].generate);
+        const int need = r->plans[t].max_seq_len + r->sets[t].generate;
+        if (!use_cache(r) && need > max_item) max_item = need;
+    }
     r->mo = o->model;
     if (max_item > r->mo.max_tokens) {
         log_info("run: an item needs %d tokens (batch capacity %d): using max_tokens %d", max_item, r->mo.max_tokens, max_item);
@@ -254,7 +307,7 @@ int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     if ((rc = open_dir(r, e)) || (rc = probe_model(r, e)) || (rc = plan_tasks(r, e))) goto fail;
     cJSON *old = r->old;
     r->old = NULL; // run_record_open takes it
-    if ((rc = run_record_open(r, old, e)) || (rc = open_model(r, e))) goto fail;
+    if ((rc = run_record_open(r, old, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e))) goto fail;
     if ((rc = results_write_json(r->json_path, r->json, e))) goto fail;
     r->json_written = 1;
     for (int t = 0; t < o->n_tasks; t++) r->total += r->plans[t].n_items;
@@ -274,6 +327,7 @@ void run_free(struct run *r) {
         if (r->sets) task_set_free(&r->sets[t]);
     }
     eval_batch_free(&r->batch);
+    model_kv_free(r->kv);
     free(r->item_lo);
     free(r->tok_s);
     free(r->scores);

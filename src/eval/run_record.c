@@ -159,7 +159,7 @@ static int check_resume(struct run *r, cJSON *old, const char *key, struct err *
     const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
     int same = cJSON_IsString(ok) && !strcmp(ok->valuestring, key);
     if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
-        static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "note"};
+        static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "prefix_cache", "note"};
         r->carry = cJSON_CreateObject();
         for (size_t k = 0; r->carry && k < sizeof keep_fields / sizeof keep_fields[0]; k++) {
             const cJSON *x = cJSON_GetObjectItem(old, keep_fields[k]);
@@ -197,6 +197,28 @@ int run_record_open(struct run *r, cJSON *old, struct err *e) {
     return 0;
 }
 
+// What the prefix cache did per mode: positions of the scored sequences (an uncached run's
+// work), positions computed and stored, forward calls, logits rows scored (eval/cached.h).
+static void add_prefix_cache(cJSON *run, const struct run *r) {
+    const struct run_opts *o = &r->o;
+    cJSON *pc = cJSON_AddObjectToObject(run, "prefix_cache");
+    cJSON_AddBoolToObject(pc, "enabled", r->kv != NULL);
+    cJSON_AddNumberToObject(pc, "cache_positions", r->kv ? model_kv_rows(r->kv) : 0);
+    cJSON_AddNumberToObject(pc, "cache_bytes", r->kv ? (double)model_kv_bytes(r->kv) : 0);
+    cJSON *pm = cJSON_AddObjectToObject(pc, "modes");
+    for (int m = 0; m < o->n_modes; m++) {
+        const struct run_mode_acc *a = &r->acc[m];
+        cJSON *x = cJSON_AddObjectToObject(pm, o->modes[m]);
+        struct attn_opts ao = o->attn;
+        cJSON_AddNumberToObject(x, "align", attn_prefix_align(attn_mode_find(o->modes[m]), &ao));
+        cJSON_AddNumberToObject(x, "tokens_input", (double)a->tokens_input);
+        cJSON_AddNumberToObject(x, "tokens_computed", (double)(r->kv ? a->cached.tokens : a->tokens_input));
+        cJSON_AddNumberToObject(x, "tokens_stored", (double)a->cached.stored);
+        cJSON_AddNumberToObject(x, "rows_scored", (double)a->rows_scored);
+        cJSON_AddNumberToObject(x, "forward_calls", (double)a->cached.calls);
+    }
+}
+
 void run_record_finish(struct run *r) {
     const struct run_opts *o = &r->o;
     const int n_layers = r->cfg.n_layers;
@@ -217,6 +239,7 @@ void run_record_finish(struct run *r) {
     }
     cJSON *cc = cJSON_AddObjectToObject(run, "cost_counts");
     for (int m = 0; m < o->n_modes; m++) cJSON_AddItemToObject(cc, o->modes[m], cost_counts_json(&r->acc[m].cost));
+    add_prefix_cache(run, r);
     if (r->carry && r->processed == 0) {
         // re-running --resume on a finished run scored nothing: keep what the finished run measured
         // (before, its timings, hook coverage and cost counts were replaced by zeros)

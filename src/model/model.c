@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/host.h"
 #include "base/pool.h"
 #include "model/gemm.h"
+#include "model/kvcache.h"
 #include "model/ops.h"
 #include "io/safetensors.h"
 
@@ -63,7 +65,9 @@ struct model {
     float *q, *att;              // (max_tokens, n_heads*head_dim)
     float *k, *v;                // (max_tokens, n_kv_heads*head_dim)
     float *gate, *up;            // (max_tokens, hidden_dim)
-    int *ibuf;                   // seq_off (max_tokens) | pos (max_tokens) | long (max_tokens)
+    int *ibuf;                   // seq_off | pos | long | seq_len (max_tokens each)
+    struct model_seq *seqs;      // (max_tokens) model_forward's batch as uncached sequences
+    struct attn_past *apast;     // (max_tokens) one layer's pasts of a cached batch
     double *rope;                // cos | sin (max_seq, rope_dim/2) [| long cos | long sin]
     struct attn_ctx *attn;
     struct model_stats stats;
@@ -255,16 +259,6 @@ static int bind_layer(struct model *m, int l, struct err *e) {
     return 0;
 }
 
-static size_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
 
 // ---- RoPE tables (binary64, goldens README) ----
 static void rope_inv_freq(const struct model_config *c, const double *ext, double *inv) {
@@ -305,6 +299,8 @@ void model_free(struct model *m) {
     attn_ctx_free(m->attn);
     free(m->run);
     free(m->ibuf);
+    free(m->seqs);
+    free(m->apast);
     free(m->rope);
     free(m->sbuf);
     free(m->wbuf);
@@ -350,7 +346,7 @@ static int setup_weights(struct model *m, size_t *res_bytes, struct err *e) {
         }
     m->weights = m->opts.weights;
     if (m->weights == MODEL_WEIGHTS_AUTO) {
-        size_t avail = mem_available();
+        size_t avail = host_mem_available();
         m->weights = (double)total < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
         log_debug("model: weights %s (%.2f GB packed binary32, %.2f GB available)",
                   m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", total * 1e-9, avail * 1e-9);
@@ -388,10 +384,12 @@ static int alloc_run_state(struct model *m, struct err *e) {
     const size_t T = (size_t)op->max_tokens;
     size_t n = T * (3 * (size_t)D + 2 * (size_t)qd + 2 * (size_t)kd + 2 * (size_t)F);
     m->run = calloc(n, sizeof(float));
-    m->ibuf = malloc(3 * T * sizeof(int));
+    m->ibuf = malloc(4 * T * sizeof(int));
+    m->seqs = calloc(T, sizeof *m->seqs);
+    m->apast = calloc(T, sizeof *m->apast);
     const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
     m->rope = malloc(nt * (size_t)op->max_seq * half * sizeof(double));
-    if (!m->run || !m->ibuf || !m->rope)
+    if (!m->run || !m->ibuf || !m->seqs || !m->apast || !m->rope)
         return err_set(e, ERR_NOMEM, "model: cannot allocate run state for %d tokens", op->max_tokens);
     float *p = m->run;
     m->x = p, p += T * D;
@@ -438,8 +436,7 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         rc = err_set(e, ERR_RANGE, "model: max_tokens %d out of range (1..%d)", op->max_tokens, 1 << 22);
         goto fail;
     }
-    if (op->max_seq <= 0) op->max_seq = op->max_tokens < c->max_seq ? op->max_tokens : c->max_seq;
-    if (op->max_seq > op->max_tokens) op->max_seq = op->max_tokens;
+    if (op->max_seq <= 0) op->max_seq = c->max_seq; // a cached prefix may exceed one batch
     op->n_threads = n_threads_of(o);
     if (op->n_threads != pool_threads()) pool_set_threads(op->n_threads);
     if (op->weights < MODEL_WEIGHTS_AUTO || op->weights > MODEL_WEIGHTS_STREAM) {
@@ -646,25 +643,69 @@ static void softcap_fn(struct model *m, const void *p, int i0, int i1) {
 }
 
 // ---- forward ----
-// Checks the packed batch and fills seq_off / pos / lng (ibuf). *T: packed rows.
-static int check_batch(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos,
-                       int n_out, int *T, struct err *e) {
+// The stamp of a row computed by the current attention context in a sequence of total length
+// T: the context's key, and for LongRoPE which factor set the run used (model.h cache rule).
+static uint64_t row_stamp(const struct model *m, int64_t T) {
     const struct model_config *c = &m->cfg;
-    int *seq_off = m->ibuf, *pos = m->ibuf + m->opts.max_tokens, *lng = m->ibuf + 2 * m->opts.max_tokens;
+    const int lng = c->rope_type == ROPE_LONGROPE && T > c->rope_orig_max;
+    return attn_ctx_key(m->attn) ^ (lng ? 0x9e3779b97f4a7c15ull : 0) ^ 1; // never 0 (0 = empty row)
+}
+
+// Sequence s's past and stored range against the cache rule (model.h).
+static int check_kv(const struct model *m, const struct model_kv *kv, const struct model_seq *q, int s, int align,
+                    struct err *e) {
+    const struct model_past *p = &q->past;
+    if (!p->n && !q->save_n) return 0;
+    if (!kv) return err_set(e, ERR_USAGE, "model_forward_kv: sequence %d uses a cache but none was given", s);
+    if (p->n % align || (q->save_n && (p->n + q->save_n) % align))
+        return err_set(e, ERR_USAGE, "model_forward_kv: sequence %d: cached prefix %d / stored end %d not a multiple of %d "
+                       "(attention mode %s): not exact (spec/attention.md 8.6)", s, p->n, p->n + q->save_n, align,
+                       attn_ctx_mode(m->attn)->name);
+    if (q->save_n < 0 || q->save_n > q->n || (q->save_n && (q->save_row < 0 || q->save_row + q->save_n > kv->rows)))
+        return err_set(e, ERR_RANGE, "model_forward_kv: sequence %d stores %d of %d rows at %d (cache of %d)", s, q->save_n,
+                       q->n, q->save_row, kv->rows);
+    if (!p->n) return 0;
+    const uint64_t want = row_stamp(m, (int64_t)p->n + q->n);
+    int64_t sum = 0;
+    if (p->n_seg < 1 || p->n_seg > ATTN_PAST_SEGS)
+        return err_set(e, ERR_RANGE, "model_forward_kv: sequence %d: %d past segments", s, p->n_seg);
+    for (int g = 0; g < p->n_seg; g++) {
+        if (p->len[g] < 0 || p->row[g] < 0 || p->row[g] + p->len[g] > kv->rows)
+            return err_set(e, ERR_RANGE, "model_forward_kv: sequence %d: past rows %d..+%d outside the cache (%d)", s,
+                           p->row[g], p->len[g], kv->rows);
+        for (int r = p->row[g]; r < p->row[g] + p->len[g]; r++)
+            if (kv->stamp[r] != want)
+                return err_set(e, ERR_MISMATCH, "model_forward_kv: sequence %d: cache row %d was %s", s, r,
+                               kv->stamp[r] ? "computed under another attention configuration (or RoPE factor set)"
+                                            : "never stored");
+        sum += p->len[g];
+    }
+    if (sum != p->n) return err_set(e, ERR_RANGE, "model_forward_kv: sequence %d: segments hold %lld of %d", s, (long long)sum, p->n);
+    return 0;
+}
+
+// Checks the packed batch and fills seq_off / pos / lng / seq_len (ibuf). *T: packed rows.
+static int check_batch(struct model *m, const struct model_kv *kv, const int32_t *tokens, const struct model_seq *seqs,
+                       int n_seq, const int *out_pos, int n_out, int *T, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int mt = m->opts.max_tokens;
+    int *seq_off = m->ibuf, *pos = m->ibuf + mt, *lng = m->ibuf + 2 * mt, *seq_len = m->ibuf + 3 * mt;
     if (!m->attn) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
-    if (n_seq <= 0) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
+    if (n_seq <= 0 || n_seq > mt) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
+    const int align = attn_ctx_align(m->attn);
     int64_t T64 = 0;
     for (int s = 0; s < n_seq; s++) {
-        if (seq_len[s] <= 0 || seq_len[s] > m->opts.max_seq)
-            return err_set(e, ERR_RANGE, "model_forward: sequence %d has %d tokens (max_seq %d)", s, seq_len[s],
+        const int n = seqs[s].n, p = seqs[s].past.n;
+        if (n <= 0 || p < 0 || (int64_t)p + n > m->opts.max_seq)
+            return err_set(e, ERR_RANGE, "model_forward: sequence %d has %d tokens after %d cached (max_seq %d)", s, n, p,
                            m->opts.max_seq);
-        if (T64 + seq_len[s] > m->opts.max_tokens)
-            return err_set(e, ERR_RANGE, "model_forward: batch exceeds max_tokens %d", m->opts.max_tokens);
-        T64 += seq_len[s];
+        if (T64 + n > mt) return err_set(e, ERR_RANGE, "model_forward: batch exceeds max_tokens %d", mt);
+        int rc = check_kv(m, kv, &seqs[s], s, align, e);
+        if (rc) return rc;
+        T64 += n;
     }
     *T = (int)T64;
-    if (n_out < 0 || n_out > m->opts.max_tokens)
-        return err_set(e, ERR_RANGE, "model_forward: %d output rows (max %d)", n_out, m->opts.max_tokens);
+    if (n_out < 0 || n_out > mt) return err_set(e, ERR_RANGE, "model_forward: %d output rows (max %d)", n_out, mt);
     for (int i = 0; i < n_out; i++)
         if (out_pos[i] < 0 || out_pos[i] >= *T)
             return err_set(e, ERR_RANGE, "model_forward: out_pos[%d] = %d outside the %d packed rows", i, out_pos[i], *T);
@@ -672,37 +713,77 @@ static int check_batch(struct model *m, const int32_t *tokens, const int *seq_le
         if (tokens[t] < 0 || tokens[t] >= c->vocab_size)
             return err_set(e, ERR_RANGE, "model_forward: token %d at row %d outside the vocabulary (%d)", tokens[t], t,
                            c->vocab_size);
-    for (int s = 0, o = 0; s < n_seq; o += seq_len[s], s++) {
+    for (int s = 0, o = 0; s < n_seq; o += seqs[s].n, s++) {
+        const int p = seqs[s].past.n, total = p + seqs[s].n;
         seq_off[s] = o;
-        for (int i = 0; i < seq_len[s]; i++) {
-            pos[o + i] = i;
-            lng[o + i] = c->rope_type == ROPE_LONGROPE && seq_len[s] > c->rope_orig_max; // HF longrope: per length
+        seq_len[s] = seqs[s].n;
+        for (int i = 0; i < seqs[s].n; i++) {
+            pos[o + i] = p + i;
+            lng[o + i] = c->rope_type == ROPE_LONGROPE && total > c->rope_orig_max; // HF longrope: per length
         }
     }
     return 0;
 }
 
-// Layer l's attention block: q/k/v, norms and RoPE, attention, o projection, residual + the
-// MLP's input norm (layer 0's input norm runs before it, later ones fuse with the residual).
-static int attention_block(struct model *m, int l, const int *seq_len, int n_seq, int T, struct err *e) {
+// Layer l's pasts (store rows -> this layer's K/V pointers) into m->apast; 0 if none has one.
+static int layer_pasts(struct model *m, const struct model_kv *kv, const struct model_seq *seqs, int n_seq, int l) {
+    int any = 0;
+    for (int s = 0; s < n_seq; s++) {
+        const struct model_past *p = &seqs[s].past;
+        struct attn_past *a = &m->apast[s];
+        a->n = p->n;
+        a->n_seg = p->n ? p->n_seg : 0;
+        for (int g = 0; g < a->n_seg; g++) {
+            a->k[g] = kv_k(kv, l, p->row[g]);
+            a->v[g] = kv_v(kv, l, p->row[g]);
+            a->len[g] = p->len[g];
+        }
+        any |= p->n > 0;
+    }
+    return any;
+}
+
+// After layer l's attention: the kernel-input K and V of the rows each sequence stores.
+static void store_rows(struct model *m, struct model_kv *kv, const struct model_seq *seqs, int n_seq, int l) {
+    const size_t w = kv->row_floats;
+    for (int s = 0; s < n_seq; s++) {
+        const struct model_seq *q = &seqs[s];
+        if (!q->save_n) continue;
+        const size_t o = (size_t)m->ibuf[s];
+        memcpy(kv_k(kv, l, q->save_row), m->k + o * w, (size_t)q->save_n * w * sizeof(float));
+        memcpy(kv_v(kv, l, q->save_row), m->v + o * w, (size_t)q->save_n * w * sizeof(float));
+        // a row is valid once every layer holds it: cleared at the first layer, stamped at the last
+        const uint64_t st = l == m->cfg.n_layers - 1 ? row_stamp(m, (int64_t)q->past.n + q->n) : 0;
+        if (l == 0 || st)
+            for (int r = 0; r < q->save_n; r++) kv->stamp[q->save_row + r] = st;
+    }
+}
+
+// Layer l's attention block: q/k/v, norms and RoPE, attention (against the cached pasts), the
+// rows to store, o projection, residual + the MLP's input norm (layer 0's input norm runs
+// before it, later ones fuse with the residual).
+static int attention_block(struct model *m, struct model_kv *kv, const struct model_seq *seqs, int l, int n_seq, int T,
+                           struct err *e) {
     const struct model_config *c = &m->cfg;
     const struct layer_w *L = &m->layers[l];
     const int D = c->dim, qd = c->n_heads * c->head_dim, kd = c->n_kv_heads * c->head_dim, bf16 = m->opts.act_bf16;
-    const int *seq_off = m->ibuf;
+    const int mt = m->opts.max_tokens, *seq_off = m->ibuf, *seq_len = m->ibuf + 3 * mt;
     int rc;
     if ((rc = linear(m, m->q, m->xb, &L->w[W_Q], L->b[B_Q], T, qd, bf16, e)) ||
         (rc = linear(m, m->k, m->xb, &L->w[W_K], L->b[B_K], T, kd, bf16, e)) ||
         (rc = linear(m, m->v, m->xb, &L->w[W_V], L->b[B_V], T, kd, bf16, e)))
         return rc;
-    struct rows_args ra = {.pos = m->ibuf + m->opts.max_tokens, .lng = m->ibuf + 2 * m->opts.max_tokens, .L = L};
+    struct rows_args ra = {.pos = m->ibuf + mt, .lng = m->ibuf + 2 * mt, .L = L};
     par_rows(m, T, (size_t)(qd + kd), qk_rope_fn, &ra);
     const double sm64 = 1.0 / sqrt(c->query_pre_attn_scalar);
     struct attn_layer al = {.layer = l, .sm = (float)sm64, .sm64 = sm64, .softcap = (float)c->attn_softcap,
                             .window = c->window[l]};
+    const int any_past = kv && layer_pasts(m, kv, seqs, n_seq, l);
     double t0 = time_now();
-    rc = attn_forward(m->attn, m->att, m->q, m->k, m->v, seq_off, seq_len, n_seq, &al, e);
+    rc = attn_forward_past(m->attn, m->att, m->q, m->k, m->v, seq_off, seq_len, any_past ? m->apast : NULL, n_seq, &al, e);
     m->stats.attn_s += time_now() - t0;
     if (rc) return err_prefix(e, "layer %d", l);
+    if (kv) store_rows(m, kv, seqs, n_seq, l);
     if (bf16) {
         struct rows_args rr = {.x = m->att, .n = qd};
         par_rows(m, T, (size_t)qd, round_fn, &rr);
@@ -744,11 +825,11 @@ static int head(struct model *m, const int *out_pos, int n_out, float *logits, s
     return rc;
 }
 
-int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
-                  float *logits, struct err *e) {
+int model_forward_kv(struct model *m, struct model_kv *kv, const int32_t *tokens, const struct model_seq *seqs,
+                     int n_seq, const int *out_pos, int n_out, float *logits, struct err *e) {
     const double t_start = time_now(), c_start = cpu_now();
     int T = 0, rc;
-    if ((rc = check_batch(m, tokens, seq_len, n_seq, out_pos, n_out, &T, e))) return rc;
+    if ((rc = check_batch(m, kv, tokens, seqs, n_seq, out_pos, n_out, &T, e))) return rc;
     _Atomic size_t bad = 0;
     struct rows_args ea = {.tokens = tokens, .bad = &bad};
     par_rows(m, T, (size_t)m->cfg.dim, embed_fn, &ea);
@@ -758,7 +839,7 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     }
     norm_rows(m, m->xb, m->x, m->layers[0].in_norm, T, m->cfg.dim);
     for (int l = 0; l < m->cfg.n_layers && !rc; l++)
-        if (!(rc = attention_block(m, l, seq_len, n_seq, T, e))) rc = mlp_block(m, l, T, e);
+        if (!(rc = attention_block(m, kv, seqs, l, n_seq, T, e))) rc = mlp_block(m, l, T, e);
     if (!rc) rc = head(m, out_pos, n_out, logits, e);
     if (rc) return rc;
     m->stats.n_forward++;
@@ -767,3 +848,12 @@ int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, in
     m->stats.forward_cpu_s += cpu_now() - c_start;
     return 0;
 }
+
+int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq, const int *out_pos, int n_out,
+                  float *logits, struct err *e) {
+    if (n_seq <= 0 || n_seq > m->opts.max_tokens) return err_set(e, ERR_RANGE, "model_forward: %d sequences", n_seq);
+    for (int s = 0; s < n_seq; s++) m->seqs[s] = (struct model_seq){.n = seq_len[s]};
+    return model_forward_kv(m, NULL, tokens, m->seqs, n_seq, out_pos, n_out, logits, e);
+}
+
+int model_attn_align(const struct model *m) { return attn_ctx_align(m->attn); }

@@ -18,7 +18,7 @@ struct model_opts {
     int act_bf16;        // 1 (default): round activations to bf16 where a BF16 PyTorch model rounds; 0: f32
     int weights;         // enum model_weights (default auto)
     int max_tokens;      // capacity of one packed batch in tokens (default 4096)
-    int max_seq;         // longest single sequence (default min(max_tokens, max_position_embeddings))
+    int max_seq;         // longest single sequence, cached positions included (default max_position_embeddings)
     int n_threads;       // <= 0: OMP_NUM_THREADS if set, else all cores
 };
 void model_opts_default(struct model_opts *o);
@@ -65,9 +65,70 @@ struct attn_ctx *model_attn(struct model *m); // for hooks and statistics
 int model_forward(struct model *m, const int32_t *tokens, const int *seq_len, int n_seq,
                   const int *out_pos, int n_out, float *logits, struct err *e);
 
+// ---- the exact KV cache (issue 13) ----
+// THE CACHE RULE. A cached row holds the K and V of one position at every layer exactly as the
+// attention kernel consumed them (after RoPE and q/k-norm, bf16-rounded when the mode rounds its
+// inputs). Every operation of the forward pass but attention is per row (the GEMMs of gemm.h:
+// a row's bits depend only on that row), so a position's K and V at layer l depend only on its
+// own attention outputs at layers < l. By the alignment rule of attention/attn.h those are final
+// - equal to what the whole sequence computes - for every position below a multiple p of the
+// alignment A (model_attn_align: 1, 64 or the tile) once the run that computed them reached p.
+// Hence, with p a multiple of A:
+//  - the rows [0, p) of any run of a sequence (alone, or the first rows of a longer run, or a
+//    continuation that itself ended at or beyond p) may be stored and reused;
+//  - a continuation with past = those rows computes the positions [p, T) - K, V, attention and
+//    the logits of every row - bit for bit as one model_forward over [0, T);
+//  - so a context of length c is shared by its continuations at p = floor(c' / A) * A for any
+//    c' <= c whose rows up to c' need no logits; the rows [p, c) are recomputed together with
+//    each continuation (the row that predicts the first continuation token included).
+// Decoding (greedy or otherwise) is one continuation per step: with tokens [0, T) known, the
+// step computes the rows [p, T), p = floor((T - 1) / A) * A, against the cached [0, p) and takes
+// the logits of row T - 1; it may then store the rows [p, floor(T / A) * A), which are final.
+// Each step's logits equal one model_forward over [0, T) (tests/test_kvcache.c checks every
+// step against full runs). model_forward_kv refuses what the rule does not cover: a past or a
+// stored range that does not end on a multiple of A (ERR_USAGE), rows stamped by another
+// attention configuration (ERR_MISMATCH: every stored row carries attn_ctx_key of the context
+// that computed it; a cache is never fed to another mode), and, for Phi-3 LongRoPE models whose
+// RoPE factors switch with the total length, rows whose run sat on the other side of
+// rope_orig_max (ERR_MISMATCH: the stamp includes the factor set).
+struct model_kv;
+// Bytes one cached position takes: n_layers x 2 (K, V) x n_kv_heads x head_dim x 4.
+size_t model_kv_row_bytes(const struct model *m);
+// Allocates room for `rows` positions once (rows x model_kv_row_bytes). Refuses (ERR_NOMEM,
+// naming the bytes, the rows and the available memory) when it exceeds MemAvailable or the
+// allocation fails: a cache is sized up front and never grows.
+int model_kv_open(struct model_kv **out, const struct model *m, int rows, struct err *e);
+void model_kv_free(struct model_kv *kv); // safe on NULL
+int model_kv_rows(const struct model_kv *kv);
+size_t model_kv_bytes(const struct model_kv *kv);
+// The alignment A of the rule above for the current attention context (attn_ctx_align).
+int model_attn_align(const struct model *m);
+
+// A cached prefix: positions [0, n) as n_seg runs of store rows, in order: positions
+// [sum of len[0..g), + len[g]) are store rows [row[g], row[g] + len[g]).
+struct model_past {
+    int n, n_seg;
+    int row[ATTN_PAST_SEGS], len[ATTN_PAST_SEGS];
+};
+// One sequence of a cached batch: its n new tokens are positions [past.n, past.n + n).
+// save_n > 0 stores the K and V of the first save_n new positions at store rows [save_row,
+// save_row + save_n) (past.n + save_n must be a multiple of the alignment).
+struct model_seq {
+    int n;
+    struct model_past past;  // past.n = 0: none (the sequence starts at position 0)
+    int save_row, save_n;
+};
+// model_forward with a cache: tokens holds the new tokens of every sequence, packed in order;
+// out_pos index those packed rows. kv may be NULL when no sequence has a past or saves rows.
+// A sequence's logits are bit-identical to model_forward over its whole sequence (the rule
+// above); stores happen after each layer's attention, so a sequence may read rows another
+// sequence of the same batch stores only if they were stored by an earlier call.
+int model_forward_kv(struct model *m, struct model_kv *kv, const int32_t *tokens, const struct model_seq *seqs,
+                     int n_seq, const int *out_pos, int n_out, float *logits, struct err *e);
+
 // ---- timing (accumulated over forward calls; reset with model_reset_stats) ----
 struct model_stats {
-    int64_t n_forward, tokens, n_gemm;
+    int64_t n_forward, tokens, n_gemm; // tokens: positions computed (cached ones not counted)
     double forward_s; // whole model_forward
     double gemm_s;    // inside the GEMMs
     double attn_s;    // inside attn_forward

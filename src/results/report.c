@@ -497,10 +497,26 @@ int report_render(const char *dir, char **headline, struct err *e) {
     if (cJSON_IsObject(fw)) {
         double tokens = 0;
         cJSON_ArrayForEach(t, jget(run, "tasks")) if (cJSON_IsNumber(jget(t, "n_tokens"))) tokens += jnum(t, "n_tokens");
-        rc |= results_buf_printf(&o, "### Forward time per mode\n\n| mode | seconds | tokens/s |\n|---|---:|---:|\n");
+        // with the prefix cache (run.json prefix_cache): the positions each mode computed
+        const cJSON *pc = jget(run, "prefix_cache"), *pm = jget(pc, "modes");
+        const int cached = cJSON_IsTrue(jget(pc, "enabled"));
+        rc |= results_buf_printf(&o, "### Forward time per mode\n\n%s| mode | seconds | tokens/s |%s\n|---|---:|---:|%s\n",
+                                 cached ? "Prefix cache on (exact: the same logits bit for bit): tokens/s counts the input "
+                                          "tokens of the scored sequences; computed = positions actually run.\n\n" : "",
+                                 cached ? " align | input tokens | computed | computed/input | scored rows |" : "",
+                                 cached ? "---:|---:|---:|---:|---:|" : "");
         const cJSON *x;
-        cJSON_ArrayForEach(x, fw) rc |= results_buf_printf(&o, "| %s | %.2f | %.0f |\n", x->string, x->valuedouble,
-                                                          x->valuedouble > 0 ? tokens / x->valuedouble : 0.0);
+        cJSON_ArrayForEach(x, fw) {
+            rc |= results_buf_printf(&o, "| %s | %.2f | %.0f |", x->string, x->valuedouble,
+                                     x->valuedouble > 0 ? tokens / x->valuedouble : 0.0);
+            const cJSON *pmx = jget(pm, x->string);
+            if (cached) {
+                const double in = jnum(pmx, "tokens_input"), co = jnum(pmx, "tokens_computed");
+                rc |= results_buf_printf(&o, " %d | %.0f | %.0f | %.3f | %.0f |", (int)jnum(pmx, "align"), in, co,
+                                         in > 0 ? co / in : 0.0, jnum(pmx, "rows_scored"));
+            }
+            rc |= results_buf_put(&o, "\n", 1);
+        }
         const char *note = jstr(run, "note", NULL);
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }

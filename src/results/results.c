@@ -53,7 +53,7 @@ int results_buf_printf(struct results_buf *b, const char *fmt, ...) {
 // ---- sample lines ----
 void results_sample_free(struct results_sample *s) {
     if (!s) return;
-    free(s->id); free(s->subject); free(s->ll); free(s->n_chars); free(s->n_tok); free(s->greedy); free(s->kl);
+    free(s->id); free(s->subject); free(s->ll); free(s->n_chars); free(s->n_tok); free(s->greedy); free(s->kl); free(s->generated);
     memset(s, 0, sizeof *s);
 }
 
@@ -99,6 +99,7 @@ int results_sample_line(struct results_buf *b, const struct results_sample *s) {
     if (!rc) rc = results_buf_printf(b, ",\"pred\":%d,\"pred_norm\":%d,\"margin\":", s->pred, s->pred_norm);
     if (!rc) rc = put_dbl(b, s->margin);
     if (!rc && s->nonfinite) rc = results_buf_put(b, ",\"nonfinite\":1", 14);
+    if (!rc && s->generated) { rc = results_buf_put(b, ",\"generated\":", 13); if (!rc) rc = put_str(b, s->generated); }
     if (!rc && s->n_kl > 0) {
         rc = put_dbl_arr(b, "kl", s->kl, s->n_kl);
         if (!rc) rc = results_buf_printf(b, ",\"same_top1\":%d", s->top1_same);
@@ -145,7 +146,7 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     cJSON *j = NULL;
     int rc = json_parse(&j, line, len, ctx, e);
     if (rc) return rc;
-    const char *id = NULL, *subject = NULL;
+    const char *id = NULL, *subject = NULL, *gen = NULL;
     const cJSON *ll, *ch, *nt, *gr, *kl = NULL;
     double margin = NAN;
     if ((rc = json_get_int(j, "idx", &s->idx, 1, ctx, e)) || (rc = json_get_str(j, "id", &id, 1, ctx, e)) ||
@@ -158,7 +159,7 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
         (rc = get_arr_n(j, "is_greedy", s->n_choices, &gr, ctx, e)) || (rc = json_get_int(j, "pred", &s->pred, 1, ctx, e)) ||
         (rc = json_get_int(j, "pred_norm", &s->pred_norm, 1, ctx, e)) || (rc = json_get_arr(j, "kl", &kl, 0, ctx, e)) ||
         (rc = json_get_int(j, "same_top1", &s->top1_same, 0, ctx, e)) ||
-        (rc = json_get_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)))
+        (rc = json_get_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)) || (rc = json_get_str(j, "generated", &gen, 0, ctx, e)))
         goto fail;
     if (s->nonfinite != 0 && s->nonfinite != 1) {
         rc = err_set(e, ERR_FORMAT, "%s: field 'nonfinite': expected 1, got %d", ctx, s->nonfinite);
@@ -171,11 +172,12 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     size_t nc = (size_t)s->n_choices;
     s->id = str_dup(id);
     s->subject = subject ? str_dup(subject) : NULL;
+    s->generated = gen ? str_dup(gen) : NULL;
     s->ll = malloc(sizeof *s->ll * nc);
     s->n_chars = malloc(sizeof(int) * nc);
     s->n_tok = malloc(sizeof(int) * nc);
     s->greedy = malloc(sizeof(int) * nc);
-    if (!s->id || (subject && !s->subject) || !s->ll || !s->n_chars || !s->n_tok || !s->greedy) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", ctx); goto fail; }
+    if (!s->id || (subject && !s->subject) || (gen && !s->generated) || !s->ll || !s->n_chars || !s->n_tok || !s->greedy) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", ctx); goto fail; }
     if ((rc = read_dbls(ll, s->ll, "logliks", ctx, e)) || (rc = read_ints(ch, s->n_chars, "char_lens", ctx, e)) ||
         (rc = read_ints(nt, s->n_tok, "tok_lens", ctx, e)) || (rc = read_ints(gr, s->greedy, "is_greedy", ctx, e)))
         goto fail;

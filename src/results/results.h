@@ -31,6 +31,7 @@ struct results_sample {
     int top1_same;
     int nonfinite;      // 1: a log-likelihood was not finite (run --nonfinite count): the item is
                         // left out of every statistic; written only when set
+    char *generated;    // niah's generation form: the decoded text (owned), else NULL (not written)
 };
 void results_sample_free(struct results_sample *s);
 

@@ -5,7 +5,9 @@
 // fraction d of the prefix (in bytes; the nearest ". " boundary), followed by
 // "\nWhat is the special magic number? The special magic number is". The choices are N and 9
 // distinct distractor numbers in seeded order (continuation " " + number); gold = N's index.
-// The eval may instead greedy-decode 8 tokens and look for choices[gold] (the spec's other form).
+// The generation form (o->niah_generate, `--niah-form generate`; the paper's): the run
+// greedy-decodes NIAH_GEN_TOKENS tokens after the context and the item is correct when the
+// decoded text contains choices[gold] (eval/run_generate.c); the choices stay for the record.
 // The prefix is the longest (on a whitespace boundary) whose whole context, counted with
 // o->count_tokens (the model's tokenizer, no BOS), has at most T tokens. The haystack is --task-file
 // or the WikiText-2 test text of the ppl task. Items ordered by T, depth, k; id
@@ -98,8 +100,10 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
     int rc = task_load_ppl(&hs, o, e);
     if (!rc && hs.text_len == 0) rc = err_set(e, ERR_FORMAT, "%s: the haystack text is empty", hs.source);
     if (rc) { task_set_free(&hs); return err_prefix(e, "niah haystack"); }
-    task_set_begin(s, "niah", TASK_METRIC_ACC, "niah-ll-v1", o);
+    task_set_begin(s, "niah", TASK_METRIC_ACC, o->niah_generate ? "niah-gen-v1" : "niah-ll-v1", o);
+    s->generate = o->niah_generate ? NIAH_GEN_TOKENS : 0;
     task_source_add(s, "haystack %s", hs.source);
+    if (o->niah_generate) task_source_add(s, "generation form: greedy %d tokens", NIAH_GEN_TOKENS);
     char lens[256];
     snprintf(lens, sizeof lens, "%s", o->niah_lengths ? o->niah_lengths : "1024,2048,4096");
     int per = o->niah_per_cell > 0 ? o->niah_per_cell : 4;

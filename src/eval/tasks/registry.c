@@ -35,7 +35,7 @@ static const struct task_def g_tasks[] = {
     {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --task-file (acc)",
      task_load_mc_jsonl},
     {"ppl", "perplexity on plain text (default WikiText-2 test raw) or --task-file", task_load_ppl},
-    {"niah", "needle in a haystack, likelihood of the magic number among 10 (needs the tokenizer)", task_load_niah},
+    {"niah", "needle in a haystack: likelihood of the magic number among 10, or greedy decoding (--niah-form generate; needs the tokenizer)", task_load_niah},
 };
 
 int task_count(void) { return (int)(sizeof g_tasks / sizeof g_tasks[0]); }

@@ -37,7 +37,10 @@ struct task_set {
     char template_version[32];
     int n_bad_rows;      // rows skipped under skip_bad_rows
     uint64_t seed;       // seed used (gpqa shuffle), recorded
+    int generate;        // > 0: scored by greedy decoding of this many tokens (niah's generation
+                         // form): correct when the decoded text contains choices[gold]
 };
+#define NIAH_GEN_TOKENS 8 // tokens the generation form of niah decodes (the paper's Table 4)
 
 // Token counter for tasks whose prompts are sized in tokens (niah): the number of tokens of
 // s[0..n) under the model's tokenizer, without BOS; negative on error.
@@ -57,6 +60,7 @@ struct task_opts {
     void *count_ctx;
     const char *niah_lengths;  // comma list of haystack sizes T in tokens (NULL: "1024,2048,4096")
     int niah_per_cell;         // items per (T, depth) cell (0: 4)
+    int niah_generate;         // 1: the generation form (--niah-form generate); 0: likelihood
 };
 
 struct task_def {

@@ -1,0 +1,32 @@
+// generate.h: greedy decoding (issue 13; niah's generation form, paper Table 4). With a cache
+// each step computes only the rows after the last aligned cached position and stores the rows
+// that became final (the decoding paragraph of model.h's cache rule), so a step's logits - and
+// the decoded tokens - are bit-identical to recomputing the whole sequence every step, which is
+// what the function does without a cache (the reference, `--no-prefix-cache`).
+#ifndef HIFA4_GENERATE_H
+#define HIFA4_GENERATE_H
+
+#include <stdint.h>
+
+#include "base/common.h"
+#include "model/model.h"
+
+struct gen_stats {
+    int64_t tokens;  // positions computed (every row of every forward call)
+    int64_t stored;  // of those, stored in the cache
+    int64_t calls;   // forward calls
+    int64_t steps;   // tokens decoded
+};
+
+// Greedy-decodes up to max_new tokens after ctx[0..n_ctx): each token the argmax of the last
+// row's binary32 logits (ties: the lowest id); stops after eos_id (>= 0) is decoded or when the
+// sequence reaches the model's window. kv NULL: each step is one model_forward over the whole
+// sequence (needs n_ctx + max_new - 1 <= max_tokens); else the cache's rows [0, ...) are
+// overwritten (it needs floor_A(n_ctx + max_new) rows) and contexts longer than max_tokens
+// are prefilled in aligned chunks. out: [max_new]; *n_out tokens decoded. Errors: an empty
+// context or one longer than the model's window (ERR_RANGE naming both), logits that are not
+// finite (ERR_RANGE), a cache too small (ERR_RANGE).
+int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_ctx, int max_new, int eos_id,
+               int32_t *out, int *n_out, struct gen_stats *st, struct err *e);
+
+#endif

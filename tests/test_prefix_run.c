@@ -1,0 +1,297 @@
+// test_prefix_run.c: scoring through the exact KV cache (eval/cached.h) changes no byte. Runs
+// of a make-model checkpoint (Qwen3 layout, head_dim 64) over ARC-format questions written here (arc_challenge --task-file)
+// - groups of items sharing few-shot prefixes of different lengths, unrelated questions of 1 to
+// ~300 tokens, 2 to 5 options of different lengths, some sharing their first words - under
+// every registered attention mode, with the prefix cache (the default) and with
+// --no-prefix-cache: the samples files of every mode are byte-identical. Configurations: tile
+// 64 and 128, Q-Mean token and channel forms, and a batch of 256 tokens (contexts longer than a
+// batch are prefilled in chunks; the cache is filled in several sub-batches). run.json's
+// prefix_cache block is checked too: every mode computes fewer positions than it scores with
+// alignment 1, and no mode computes more than an uncached run.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attn.h"
+#include "attention/scales.h"
+#include "eval/generate.h"
+#include "eval/run.h"
+#include "import/make_model.h"
+#include "test.h"
+
+static char tmp[1024], model_dir[1200], qfile[1200], scales[1200], hayfile[1200];
+static const char *modes[RUN_MAX_MODES];
+static int n_modes;
+
+static uint64_t rng_state = 0x1234567;
+static double urand(void) { // [0, 1)
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1p-53;
+}
+
+static const char *const words[] = {"the", "cat", "sat", "on", "a", "mat", "while", "seven", "dogs", "ran",
+                                    "across", "green", "fields", "under", "bright", "stars", "and", "quiet", "rivers", "flow"};
+static void put_words(FILE *f, int n) {
+    for (int i = 0; i < n; i++) fprintf(f, "%s%s", i ? " " : "", words[(int)(urand() * 20)]);
+}
+
+// 48 items in AI2 ARC JSONL (arc_challenge --task-file): 16 after a long shared prefix (~3
+// tiles), 12 after a short one (~1 tile), 20 unrelated; 2..5 options of 1..10 words, the first
+// two of an item sharing their first word.
+static int write_questions(void) {
+    FILE *f = fopen(qfile, "w");
+    if (!f) return -1;
+    char shots[2][2048];
+    for (int k = 0; k < 2; k++) {
+        FILE *m = fmemopen(shots[k], sizeof shots[k], "w");
+        for (int s = 0; s < (k ? 1 : 3); s++) {
+            fprintf(m, "Question: ");
+            put_words(m, 20 + (int)(urand() * 30));
+            fprintf(m, "? Answer: %s. ", words[(int)(urand() * 20)]);
+        }
+        fclose(m);
+    }
+    for (int i = 0; i < 48; i++) {
+        fprintf(f, "{\"id\": \"q%d\", \"question\": {\"stem\": \"%s", i, i < 16 ? shots[0] : i < 28 ? shots[1] : "");
+        put_words(f, 1 + (int)(urand() * (i < 28 ? 60 : 220)));
+        const int nc = 2 + (int)(urand() * 4);
+        fprintf(f, "?\", \"choices\": [");
+        for (int c = 0; c < nc; c++) {
+            fprintf(f, "%s{\"label\": \"%c\", \"text\": \"%s ", c ? ", " : "", 'A' + c, c < 2 ? "seven" : words[(int)(urand() * 20)]);
+            put_words(f, (int)(urand() * 10));
+            fprintf(f, "\"}");
+        }
+        fprintf(f, "]}, \"answerKey\": \"%c\"}\n", 'A' + i % nc);
+    }
+    return fclose(f);
+}
+
+// Smooth-QK scales in [0.5, 2.5) for every layer, kv head and channel (safetensors, F32).
+static int write_scales(int L, int Hkv, int d) {
+    const int n = L * Hkv * d;
+    char hdr[256];
+    int hl = snprintf(hdr, sizeof hdr, "{\"smooth_qk.scales\":{\"dtype\":\"F32\",\"shape\":[%d,%d,%d],\"data_offsets\":[0,%d]}}",
+                      L, Hkv, d, 4 * n);
+    while (hl % 8) hdr[hl++] = ' ';
+    FILE *f = fopen(scales, "wb");
+    if (!f) return -1;
+    const uint64_t h = (uint64_t)hl;
+    fwrite(&h, 8, 1, f);
+    fwrite(hdr, 1, (size_t)hl, f);
+    for (int i = 0; i < n; i++) {
+        const float s = (float)(0.5 + 2.0 * urand());
+        fwrite(&s, 4, 1, f);
+    }
+    return fclose(f);
+}
+
+struct cfg { int tile, qmean, max_tokens; };
+
+static int score(const char *out, const struct cfg *c, int cache, const char *task) {
+    struct run_opts o;
+    run_opts_default(&o);
+    o.model_dir = o.model_arg = model_dir;
+    o.model_name = "tiny";
+    o.model.max_tokens = c->max_tokens;
+    o.n_threads = 2;
+    o.out_dir = out;
+    o.task.file = strcmp(task, "niah") ? qfile : hayfile;
+    o.task.niah_generate = !strcmp(task, "niah");
+    o.task.niah_lengths = "100,300";
+    o.task.niah_per_cell = 2;
+    o.scales = scales;
+    o.attn.tile = c->tile;
+    o.attn.qmean = c->qmean;
+    o.prefix_cache = cache;
+    static char *argv0[] = {"test_prefix_run"};
+    o.argc = 1, o.argv = argv0;
+    const char *tasks[] = {task};
+    struct err e = {0};
+    struct run *r = NULL;
+    int rc = run_select_modes(&o, modes, n_modes, &e);
+    if (!rc) rc = run_select_tasks(&o, tasks, 1, &e);
+    if (!rc) rc = run_open(&r, &o, &e);
+    int next = 0;
+    if (!rc) rc = run_task_begin(r, 0, &next, &e);
+    if (!rc) rc = run_task_score(r, 0, run_task_items(r, 0), &e);
+    if (!rc) rc = run_task_end(r, 0, &e);
+    char *head = NULL;
+    if (!rc) rc = run_finish(r, &head, &e);
+    free(head);
+    run_free(r);
+    if (rc) fprintf(stderr, "run %s: %s\n", out, e.msg);
+    return rc;
+}
+
+static int same_file(const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    struct err e = {0};
+    int ok = !file_read_all(a, &x, &nx, &e) && !file_read_all(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
+    free(x), free(y);
+    return ok;
+}
+
+// run.json prefix_cache of the cached run: enabled; per mode computed <= input, and < input / 2
+// at alignment 1 (the long shared prefixes are computed once).
+static void check_counts(const char *dir, const char *what) {
+    char path[1400], *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    if (file_read_all(path, &txt, &n, &e)) { CHECK(0, "%s", e.msg); return; }
+    cJSON *j = cJSON_Parse(txt), *pc = cJSON_GetObjectItem(j, "prefix_cache");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(pc, "enabled")), "%s: prefix_cache.enabled", what);
+    for (int m = 0; m < n_modes; m++) {
+        const cJSON *x = cJSON_GetObjectItem(cJSON_GetObjectItem(pc, "modes"), modes[m]);
+        const double in = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "tokens_input"));
+        const double co = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "tokens_computed"));
+        const double st = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "tokens_stored"));
+        const int align = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(x, "align"));
+        CHECK(in > 0 && co > 0 && co <= in, "%s %s: computed %.0f of %.0f", what, modes[m], co, in);
+        if (align == 1) CHECK(co < in / 2, "%s %s (align 1): computed %.0f of %.0f", what, modes[m], co, in);
+        if (m == 0 || align > 1) printf("  %s %-22s align %3d: computed %6.0f of %6.0f input positions (%.2f), %.0f stored\n",
+                                        what, modes[m], align, co, in, co / in, st);
+    }
+    cJSON_Delete(j);
+    free(txt);
+}
+
+// ==== greedy decoding (eval/generate.h) ====
+// Cached decoding (a model with a batch of 128 tokens: longer contexts are prefilled in chunks)
+// against recomputing the whole sequence every step (a model with room for it): the same
+// tokens, for every mode, tiles 64/128, both Q-Mean forms, contexts around the alignments.
+static void test_generate(void) {
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.n_threads = 2;
+    struct model *mk = NULL, *mr = NULL;
+    struct model_kv *kv = NULL;
+    struct err e = {0};
+    mo.max_tokens = 128;
+    int rc = model_open(&mk, model_dir, &mo, &e);
+    mo.max_tokens = 512;
+    if (!rc) rc = model_open(&mr, model_dir, &mo, &e);
+    if (!rc) rc = model_kv_open(&kv, mk, 512, &e);
+    float *sc = NULL;
+    if (!rc) rc = attn_scales_load(&sc, scales, model_cfg(mk)->n_layers, model_cfg(mk)->n_kv_heads, model_cfg(mk)->head_dim, NULL, &e);
+    if (rc) { CHECK(0, "%s", e.msg); goto done; }
+    const int lens[] = {1, 63, 64, 65, 127, 128, 129, 200, 0};
+    int32_t ctx[300], a[48], b[48];
+    int same = 0, cases = 0;
+    int64_t tok_kv = 0, tok_full = 0;
+    for (int k = 0; k < attn_mode_count(); k++)
+        for (int f = 0; f < 4; f++)
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                const char *mode = attn_mode_at(k)->name;
+                struct attn_opts ao;
+                attn_opts_default(&ao);
+                ao.tile = f & 1 ? 128 : 64, ao.qmean = f & 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
+                if (f && !strcmp(mode, "exact")) continue; // untiled binary64: one configuration is enough
+                const int n = lens[li] ? lens[li] : 1 + (int)(urand() * 250);
+                for (int i = 0; i < n; i++) ctx[i] = (int32_t)(urand() * 500);
+                int na = 0, nb = 0;
+                struct gen_stats sa = {0}, sb = {0};
+                if (model_set_attn(mk, mode, &ao, sc, &e) || model_set_attn(mr, mode, &ao, sc, &e) ||
+                    gen_greedy(mk, kv, ctx, n, 40, -1, a, &na, &sa, &e) || gen_greedy(mr, NULL, ctx, n, 40, -1, b, &nb, &sb, &e)) {
+                    CHECK(0, "%s tile %d length %d: %s", mode, ao.tile, n, e.msg);
+                    continue;
+                }
+                const int ok = na == 40 && nb == 40 && !memcmp(a, b, sizeof(int32_t) * 40);
+                CHECK(ok, "%s tile %d qmean %d context %d: cached decoding differs from recomputation", mode, ao.tile, ao.qmean, n);
+                same += ok, cases++, tok_kv += sa.tokens, tok_full += sb.tokens;
+            }
+    printf("greedy decoding: %d of %d (mode, tile, form, context) cases decode the same 40 tokens cached and recomputed; "
+           "positions computed %lld cached, %lld recomputed\n", same, cases, (long long)tok_kv, (long long)tok_full);
+    CHECK(tok_kv < tok_full / 4, "the cache computed %lld of %lld positions", (long long)tok_kv, (long long)tok_full);
+done:
+    free(sc);
+    model_kv_free(kv);
+    model_free(mk), model_free(mr);
+}
+
+// A haystack for niah: numbered sentences.
+static int write_haystack(void) {
+    FILE *f = fopen(hayfile, "w");
+    if (!f) return -1;
+    for (int i = 0; i < 400; i++) {
+        fprintf(f, "Sentence %d tells that ", i);
+        put_words(f, 4 + (int)(urand() * 10));
+        fprintf(f, ". ");
+    }
+    return fclose(f);
+}
+
+// niah in the generation form, with and without the cache: byte-identical samples files.
+static void test_niah_generate(void) {
+    const struct cfg c = {64, ATTN_QMEAN_CHANNEL, 4096};
+    char on[1300], off[1300];
+    snprintf(on, sizeof on, "%s/niah-on", tmp);
+    snprintf(off, sizeof off, "%s/niah-off", tmp);
+    if (score(on, &c, 1, "niah") || score(off, &c, 0, "niah")) { CHECK(0, "niah generate: a run failed"); return; }
+    int same = 0;
+    for (int m = 0; m < n_modes; m++) {
+        char a[1500], b[1500], *txt = NULL;
+        size_t n = 0;
+        struct err e = {0};
+        snprintf(a, sizeof a, "%s/samples-niah-%s.jsonl.zst", on, modes[m]);
+        snprintf(b, sizeof b, "%s/samples-niah-%s.jsonl.zst", off, modes[m]);
+        const int ok = same_file(a, b);
+        CHECK(ok, "niah generate %s: samples with and without the cache differ", modes[m]);
+        same += ok;
+        if (m == 0 && !file_read_all(a, &txt, &n, &e)) CHECK(strstr(txt, "\"generated\":") != NULL, "no decoded text in %s", a);
+        free(txt);
+    }
+    printf("niah generation form: %d of %d modes' samples byte-identical with and without the cache\n", same, n_modes);
+}
+
+int main(void) {
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/prefix_run", t ? t : "build/tmp");
+    snprintf(model_dir, sizeof model_dir, "%s/model", tmp);
+    snprintf(qfile, sizeof qfile, "%s/questions.jsonl", tmp);
+    snprintf(scales, sizeof scales, "%s/scales.safetensors", tmp);
+    snprintf(hayfile, sizeof hayfile, "%s/haystack.txt", tmp);
+    char cmd[2200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", tmp, tmp);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    log_set_level(LOG_WARN);
+    struct make_model_opts mo;
+    make_model_opts_default(&mo);
+    mo.arch = ARCH_QWEN3;
+    mo.n_heads = 2, mo.n_kv_heads = 1, mo.head_dim = 64;
+    struct err e = {0};
+    CHECK(make_model(&mo, model_dir, &e) == 0, "make_model: %s", e.msg);
+    CHECK(write_questions() == 0 && write_scales(mo.n_layers, mo.n_kv_heads, mo.head_dim) == 0 && write_haystack() == 0,
+          "cannot write %s", tmp);
+    for (int k = 0; k < attn_mode_count(); k++) modes[n_modes++] = attn_mode_at(k)->name;
+    const struct cfg cfgs[] = {{64, ATTN_QMEAN_TOKEN, 4096}, {128, ATTN_QMEAN_TOKEN, 4096}, {64, ATTN_QMEAN_CHANNEL, 4096},
+                               {128, ATTN_QMEAN_CHANNEL, 4096}, {64, ATTN_QMEAN_CHANNEL, 256}};
+    int same = 0, total = 0;
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        char on[1300], off[1300], what[64];
+        snprintf(what, sizeof what, "tile %d, qmean %s, batch %d", cfgs[c].tile, cfgs[c].qmean ? "channel" : "token",
+                 cfgs[c].max_tokens);
+        TEST_PROGRESS("%s", what);
+        snprintf(on, sizeof on, "%s/on%zu", tmp, c);
+        snprintf(off, sizeof off, "%s/off%zu", tmp, c);
+        if (score(on, &cfgs[c], 1, "arc_challenge") || score(off, &cfgs[c], 0, "arc_challenge")) { CHECK(0, "%s: a run failed", what); continue; }
+        for (int m = 0; m < n_modes; m++) {
+            char a[1500], b[1500];
+            snprintf(a, sizeof a, "%s/samples-arc_challenge-%s.jsonl.zst", on, modes[m]);
+            snprintf(b, sizeof b, "%s/samples-arc_challenge-%s.jsonl.zst", off, modes[m]);
+            const int ok = same_file(a, b);
+            CHECK(ok, "%s: %s: samples with and without the prefix cache differ", what, modes[m]);
+            same += ok, total++;
+        }
+        check_counts(on, what);
+    }
+    TEST_PROGRESS("greedy decoding, cached and recomputed");
+    test_generate();
+    TEST_PROGRESS("niah generation form, cache on and off");
+    test_niah_generate();
+    printf("prefix cache on/off: %d of %d samples files byte-identical (%d modes x %zu configurations)\n", same, total,
+           n_modes, sizeof cfgs / sizeof cfgs[0]);
+    return test_summary("test_prefix_run");
+}
