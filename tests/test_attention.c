@@ -14,6 +14,7 @@
 #include "attention/scales.h"
 #include "attention/hif4.h"
 #include "io/safetensors.h"
+#include "rng.h"
 #include "test.h"
 
 static const char *const golden_rel[] = {
@@ -89,15 +90,6 @@ static void test_goldens(void) {
 }
 
 // ---- deterministic synthetic inputs ----
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
-static double urand(void) { // [0, 1)
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float nrand(void) { // approx. standard normal (sum of 4 uniforms)
-    return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508);
-}
 
 struct synth {
     int T, H, Hkv, d;

@@ -18,16 +18,10 @@
 #include "eval/prefix.h"
 #include "import/make_model.h"
 #include "model/model.h"
+#include "rng.h"
 #include "test.h"
 
 // ---- deterministic synthetic attention inputs (bf16-valued; K has an outlier channel) ----
-static uint64_t rng_state;
-static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
-static double urand(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float nrand(void) { return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508); }
 
 struct synth {
     int T, H, Hkv, d;

@@ -19,6 +19,7 @@
 #include "attention/modes.h"
 #include "io/safetensors.h"
 #include "results/results.h"
+#include "rng.h"
 #include "test.h"
 
 static const char *bin, *tmp; // $HIFA4_BIN (NULL: command tests skipped), $HIFA4_TMP
@@ -49,13 +50,6 @@ static size_t n_diff(const float *a, const float *b, size_t n, size_t *first) {
 }
 
 // ---- deterministic synthetic inputs ----
-static uint64_t rng_state;
-static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
-static double urand(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float nrand(void) { return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508); }
 
 struct synth {
     int T, H, Hkv, d;
