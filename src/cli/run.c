@@ -3,6 +3,7 @@
 // drives the run module (src/eval/run.h), which scores the tasks under every mode and writes
 // the run directory. Progress lines go to stderr.
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -48,6 +49,10 @@ static int stop_after(void) {
     const char *s = getenv("HIFA4_STOP_AFTER_ITEMS"); // test hook: simulate a kill after N items
     return s ? atoi(s) : 0;
 }
+
+// Test hook (HIFA4_FREEZE_AT_STOP=1): stop the process with SIGSTOP where HIFA4_STOP_AFTER_ITEMS
+// would end the run, so a test can deliver a real SIGKILL at a known point instead of racing.
+static void freeze_self(void) { raise(SIGSTOP); }
 
 
 // Checks of single flags, in the order a user reads them in --help.
@@ -110,6 +115,7 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->out_dir = o->out;
     ro->resume = o->resume;
     ro->stop_after_items = stop_after();
+    if (getenv("HIFA4_FREEZE_AT_STOP")) ro->at_stop = freeze_self;
     ro->prefix_cache = !o->no_prefix_cache;
     return 0;
 }

@@ -257,6 +257,7 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
         progress(r, t, 0);
         if (r->o.stop_after_items > 0 && r->processed >= r->o.stop_after_items) {
             // test hook: leave the files as a SIGKILL would (pending lines lost)
+            if (r->o.at_stop) r->o.at_stop();
             for (int m = 0; m < r->o.n_modes; m++) results_writer_abort(&r->writers[m]);
             return err_set(e, ERR_INTERNAL, "stopped after %d items (HIFA4_STOP_AFTER_ITEMS)", (int)r->processed);
         }

@@ -60,6 +60,8 @@ struct run_opts {
     char **argv;
     int nonfinite;               // enum run_nonfinite: what a non-finite log-likelihood does
     int stop_after_items;        // test hook: fail like a SIGKILL after this many items (0: off)
+    void (*at_stop)(void);       // test hook: called first when stop_after_items is reached (the CLI
+                                 // freezes itself there so a test can SIGKILL it at a known point)
 };
 // A log-likelihood that is not finite (NaN/inf logits: an overflowing weight, scale or
 // activation) is never scored as a prediction. STOP (default): the run stops naming task, item
