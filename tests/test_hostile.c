@@ -437,6 +437,34 @@ static void test_cli_names(void) {
     free(s);
 }
 
+// --subjects through the CLI: a name no task has is refused before anything runs; the filter is
+// recorded in run.json and is part of the configuration (a resume with other subjects is refused).
+static void test_subjects(void) {
+    char f[1300], d[1300], err[1400];
+    snprintf(f, sizeof f, "%s/subj.jsonl", tmp);
+    snprintf(d, sizeof d, "%s/subj", tmp);
+    snprintf(err, sizeof err, "%s/subj.err", tmp);
+    FILE *fp = fopen(f, "w");
+    for (int i = 0; fp && i < 9; i++)
+        fprintf(fp, "{\"subject\": \"s%d\", \"question\": \"Q%d?\", \"choices\": [\"a\", \"b\"], \"answer\": 0}\n", i % 3, i);
+    if (fp) fclose(fp);
+    sh("rm -rf %s", d);
+    const char *args = "--task mc_jsonl --attn f32 --threads 1";
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --subjects s1,s9 --out %s >/dev/null 2>%s", bin, model, args, f, d, err);
+    char *s = slurp("%s", err);
+    CHECK(rc == 1 && one_line(s) && strstr(s, "'s9'") && !file_exists(d), "unknown subject: exit %d: %s", rc, s ? s : "");
+    free(s);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --subjects s2,s0 --out %s >/dev/null 2>&1", bin, model, args, f, d);
+    s = slurp("%s/run.json", d);
+    CHECK(rc == 0 && s && strstr(s, "\"subjects\":\t\"s2,s0\"") && strstr(s, "\"n_items\":\t6"), "run with --subjects s2,s0: exit %d",
+          rc);
+    free(s);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --subjects s2 --out %s --resume >/dev/null 2>%s", bin, model, args, f, d, err);
+    s = slurp("%s", err);
+    CHECK(rc != 0 && s && strstr(s, "resume"), "resume with other --subjects refused: exit %d: %s", rc, s ? s : "");
+    free(s);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -453,6 +481,8 @@ int main(void) {
         fprintf(f, "{\"question\": \"Question number %d?\", \"choices\": [\"yes\", \"no\", \"maybe\"], \"answer\": %d}\n", i, i % 3);
     if (f) fclose(f);
     (void)shared_path;
+    TEST_PROGRESS("subjects");
+    test_subjects();
     TEST_PROGRESS("prompts niah");
     test_prompts_niah();
     TEST_PROGRESS("report short mode");

@@ -914,8 +914,46 @@ static void test_limit_per_subject(void) {
     task_set_free(&h);
 }
 
+// --subjects: the list matcher, the filter on a real loader (mmlu JSONL: subjects a_sub, b_sub),
+// and on bbh's real data when present (its first 3 subtasks, the prefix-cache measurement).
+static void test_subjects(void) {
+    CHECK(task_subject_listed("a,bc,d", "bc") && task_subject_listed("a,bc,d", "a") && task_subject_listed("a,bc,d", "d") &&
+              !task_subject_listed("a,bc,d", "b") && !task_subject_listed("a,bc,d", "a,bc") && !task_subject_listed("ab", "a") &&
+              !task_subject_listed("a,bc,d", NULL) && !task_subject_listed(NULL, "a"),
+          "subject list matching is by whole name");
+    struct task_opts o = {.file = FIX "/mmlu_mini.jsonl", .skip_bad_rows = 1, .subjects = "b_sub"};
+    struct task_set s;
+    struct err e = {0};
+    int rc = task_load("mmlu", &s, &o, &e);
+    CHECK(rc == 0 && s.n_items == 2 && !strcmp(s.items[0].id, "b_sub/0") && !strcmp(s.items[1].id, "b_sub/1"),
+          "--subjects b_sub keeps b_sub's 2 items in order (rc %d, n %d)", rc, s.n_items);
+    task_set_free(&s);
+    o.subjects = "b_sub,nope,a_sub";
+    rc = task_load("mmlu", &s, &o, &e);
+    CHECK(rc == 0 && s.n_items == 3 && !strcmp(s.items[0].id, "a_sub/0"), "a list keeps the task's order, not the list's");
+    task_set_free(&s);
+    o.subjects = "nope";
+    rc = task_load("mmlu", &s, &o, &e);
+    CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "'nope'") && strstr(e.msg, "a_sub, b_sub") && s.n_items == 0,
+          "no listed subject: an error naming the task's subjects: %s", e.msg);
+    if (NEED("bbh")) {
+        struct task_opts b = {.data_dir = datasets, .limit = 2, .subjects = "boolean_expressions,causal_judgement,date_understanding"};
+        rc = task_load("bbh", &s, &b, &e);
+        CHECK(rc == 0 && s.n_items == 6 && !strcmp(s.items[0].subject, "boolean_expressions") &&
+                  !strcmp(s.items[5].subject, "date_understanding"), "bbh's first 3 subtasks, 2 items each (rc %d, n %d)", rc, s.n_items);
+        task_set_free(&s);
+        if (NEED("arc")) {
+            struct task_opts a = {.data_dir = datasets, .limit = 5, .subjects = "boolean_expressions"};
+            rc = task_load("arc_challenge", &s, &a, &e);
+            CHECK(rc == 0 && s.n_items == 5, "a task without subjects is left whole");
+            task_set_free(&s);
+        }
+    }
+}
+
 int main(void) {
     datasets = test_data("datasets");
+    test_subjects();
     test_registry();
     test_limit_per_subject();
     test_preprocess();

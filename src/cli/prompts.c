@@ -25,7 +25,7 @@ static int count_tokens(void *ctx, const char *s, size_t n) {
 int cmd_prompts(int argc, char **argv, struct err *e) {
     int help = 0, skip = 0, summary = 0, limit = 0;
     int64_t seed = 0;
-    const char *task = NULL, *data_dir = NULL, *file = NULL, *subject = NULL, *tokenizer = NULL, *niah_lengths = NULL;
+    const char *task = NULL, *data_dir = NULL, *file = NULL, *subject = NULL, *subjects = NULL, *tokenizer = NULL, *niah_lengths = NULL;
     int niah_per_cell = 0;
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
@@ -33,6 +33,7 @@ int cmd_prompts(int argc, char **argv, struct err *e) {
         {"data-dir", CLI_STR, &data_dir, "DIR: data root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &file, "PATH: data file/dir (mc_jsonl's questions, ppl's text, exam's pool; as in run)"},
         {"subject", CLI_STR, &subject, "TEXT: subject for mc_jsonl"},
+        {"subjects", CLI_STR, &subjects, "a,b: only these subjects / subtasks (as in run)"},
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer that sizes niah's haystack (a model directory)"},
         {"niah-lengths", CLI_STR, &niah_lengths, "T1,T2: niah haystack sizes in tokens (default 1024,2048,4096)"},
         {"niah-per-cell", CLI_INT, &niah_per_cell, "N: niah items per (length, depth) cell (default 4)"},
@@ -51,7 +52,7 @@ int cmd_prompts(int argc, char **argv, struct err *e) {
     }
     if (limit < 0) return err_set(e, ERR_USAGE, "--limit must be >= 0, got %d", limit);
     if (niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell must be >= 0, got %d", niah_per_cell);
-    struct task_opts o = {.data_dir = data_dir, .file = file, .subject = subject, .skip_bad_rows = skip,
+    struct task_opts o = {.data_dir = data_dir, .file = file, .subject = subject, .subjects = subjects, .skip_bad_rows = skip,
                           .seed = (uint64_t)seed, .limit = limit, .niah_lengths = niah_lengths,
                           .niah_per_cell = niah_per_cell};
     struct tokenizer *tok = NULL;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "attention/scales.h"
@@ -19,7 +20,7 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
-    const char *task_file, *subject, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
+    const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int64_t seed;
 };
@@ -62,6 +63,9 @@ static int check_flags(struct run_cli *o, struct err *e) {
     if (!o->task) o->task = o->tasks;
     if (!o->task) return err_set(e, ERR_USAGE, "--task is required (e.g. --task mmlu,hellaswag)");
     if (o->limit < 0) return err_set(e, ERR_USAGE, "--limit %d: must be >= 0", o->limit);
+    if (o->subjects && (!*o->subjects || strlen(o->subjects) > 1000 || strstr(o->subjects, ",,") || *o->subjects == ',' ||
+                        o->subjects[strlen(o->subjects) - 1] == ','))
+        return err_set(e, ERR_USAGE, "--subjects '%.40s': expected a comma list of names (at most 1000 characters)", o->subjects);
     if (o->ppl_ctx < 2) return err_set(e, ERR_USAGE, "--ppl-ctx %d: must be >= 2", o->ppl_ctx);
     if (o->niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell %d: must be >= 0", o->niah_per_cell);
     if (o->batch_tokens < 16) return err_set(e, ERR_USAGE, "--batch-tokens %d: must be >= 16", o->batch_tokens);
@@ -102,7 +106,7 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
         ro->model.weights = model_weights_parse(o->weights);
         if (ro->model.weights < 0) return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", o->weights);
     }
-    ro->task = (struct task_opts){.data_dir = o->data_dir, .file = o->task_file, .subject = o->subject,
+    ro->task = (struct task_opts){.data_dir = o->data_dir, .file = o->task_file, .subject = o->subject, .subjects = o->subjects,
                                   .skip_bad_rows = o->skip_bad_rows, .seed = (uint64_t)o->seed, .limit = o->limit,
                                   .niah_lengths = o->niah_lengths, .niah_per_cell = o->niah_per_cell};
     if (o->niah_form && strcmp(o->niah_form, "likelihood") && strcmp(o->niah_form, "generate"))
@@ -197,6 +201,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &o.task_file, "F: data file/dir for mc_jsonl, ppl, exam"},
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
+        {"subjects", CLI_STR, &o.subjects, "a,b: only these subjects (mmlu) / subtasks (bbh) of the tasks that have them; --limit applies within each"},
         {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
         {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},

@@ -276,6 +276,18 @@ static int open_model(struct run *r, struct err *e) {
     return 0;
 }
 
+// Blanks (to commas) the names of the comma list that are subjects of s.
+static void strike_subjects(char *list, const struct task_set *s) {
+    for (char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        char c = p[k];
+        p[k] = 0;
+        if (*p && task_has_subject(s, p)) memset(p, ',', k);
+        p[k] = c;
+        p += k + (c != 0);
+    }
+}
+
 int run_precheck(const struct run_opts *o, struct err *e) {
     if (o->out_dir) {
         char jp[4200];
@@ -286,13 +298,22 @@ int run_precheck(const struct run_opts *o, struct err *e) {
             return err_set(e, ERR_USAGE, "--out %s: a file, not a directory", o->out_dir);
     }
     if (o->scales && !file_exists(o->scales)) return err_set(e, ERR_NOTFOUND, "--scales %s: no such file", o->scales);
+    const char *subj = o->task.subjects;
+    char unmatched[1024] = "";
+    if (subj) snprintf(unmatched, sizeof unmatched, "%s", subj); // names no loaded task has, blanked as found
     for (int t = 0; t < o->n_tasks; t++) {
         if (!strcmp(o->tasks[t], "niah")) continue; // sized in tokens: checked by run_open with the tokenizer
         struct task_set s;
         int rc = task_load(o->tasks[t], &s, &o->task, e);
+        if (!rc && subj) strike_subjects(unmatched, &s);
         task_set_free(&s);
         if (rc) return rc;
     }
+    for (char *p = unmatched; subj && *p; p++)
+        if (*p != ',') {
+            size_t k = strcspn(p, ",");
+            return err_set(e, ERR_NOTFOUND, "--subjects: '%.*s' is a subject of none of the tasks given", (int)k, p);
+        }
     return 0;
 }
 

@@ -116,6 +116,7 @@ static void add_attention(cJSON *run, const struct run *r) {
     }
     cJSON_AddNumberToObject(run, "seed", (double)o->task.seed);
     cJSON_AddNumberToObject(run, "limit", o->task.limit);
+    if (o->task.subjects) cJSON_AddStringToObject(run, "subjects", o->task.subjects);
     cJSON_AddNumberToObject(run, "batch_tokens", r->max_tokens);
     cJSON_AddNumberToObject(run, "window", r->cfg.max_seq);
     if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");

@@ -779,9 +779,10 @@ static int attention_block(struct model *m, struct model_kv *kv, const struct mo
     struct attn_layer al = {.layer = l, .sm = (float)sm64, .sm64 = sm64, .softcap = (float)c->attn_softcap,
                             .window = c->window[l]};
     const int any_past = kv && layer_pasts(m, kv, seqs, n_seq, l);
-    double t0 = time_now();
+    double t0 = time_now(), c0 = cpu_now();
     rc = attn_forward_past(m->attn, m->att, m->q, m->k, m->v, seq_off, seq_len, any_past ? m->apast : NULL, n_seq, &al, e);
     m->stats.attn_s += time_now() - t0;
+    m->stats.attn_cpu_s += cpu_now() - c0;
     if (rc) return err_prefix(e, "layer %d", l);
     if (kv) store_rows(m, kv, seqs, n_seq, l);
     if (bf16) {

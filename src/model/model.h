@@ -136,7 +136,7 @@ struct model_stats {
     double gemm_flop; // 2*M*N*K summed
     // process CPU seconds (all threads) of the whole forward and of the sgemm calls: robust
     // against other processes on a shared machine, where wall time is not
-    double forward_cpu_s, gemm_cpu_s;
+    double forward_cpu_s, gemm_cpu_s, attn_cpu_s;
 };
 const struct model_stats *model_stats(const struct model *m);
 void model_reset_stats(struct model *m);

@@ -409,7 +409,7 @@ int results_write_json(const char *path, const cJSON *j, struct err *e) {
 }
 
 void results_config_key(char hex[65], const cJSON *run, int with_shard) {
-    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "window", "shard"};
+    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "subjects", "window", "shard"};
     static const char *const task_stats[] = {"tokenize_s", "n_requests", "n_sequences", "n_tokens", "n_truncated", "item_range"};
     cJSON *k = cJSON_CreateObject();
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(run, "model");

@@ -64,6 +64,7 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
     static const struct task_opts none = {0};
     memset(out, 0, sizeof *out); // a loader may fail before task_set_begin (niah without a tokenizer)
     int rc = d->load(out, o ? o : &none, e);
+    if (!rc && o && o->subjects) rc = task_keep_subjects(out, o->subjects, e);
     // an empty task would be "scored" (0 items, accuracy undefined) and fail late, after every
     // other task, in code that never expected it: refuse it here, naming the task and its data
     if (!rc && (out->is_ppl ? out->text_len == 0 : out->n_items == 0)) {
@@ -204,6 +205,15 @@ void task_apply_limit(struct task_set *s, const struct task_opts *o) {
     if (!o || o->limit <= 0 || o->limit >= s->n_items) return;
     for (int i = o->limit; i < s->n_items; i++) item_free(&s->items[i]);
     s->n_items = o->limit;
+}
+
+void task_keep_if(struct task_set *s, int (*keep)(const struct task_item *it, const void *ctx), const void *ctx) {
+    int kept = 0;
+    for (int i = 0; i < s->n_items; i++) {
+        if (keep(&s->items[i], ctx)) s->items[kept++] = s->items[i];
+        else item_free(&s->items[i]);
+    }
+    s->n_items = kept;
 }
 
 void task_apply_limit_per_subject(struct task_set *s, const struct task_opts *o) {

@@ -50,6 +50,8 @@ struct task_opts {
     const char *data_dir;  // --data-dir (may be NULL)
     const char *file;      // explicit file for mc_jsonl / ppl / exam pool dir / niah haystack (may be NULL)
     const char *subject;   // mc_jsonl --subject
+    const char *subjects;  // --subjects a,b: keep only items of these subjects / subtasks (NULL: all);
+                           // applied by task_load after the loader (and its per-subject --limit)
     int skip_bad_rows;
     uint64_t seed;
     int limit;             // 0 = all; otherwise the first `limit` items in the task's canonical
@@ -180,6 +182,19 @@ void task_apply_limit(struct task_set *s, const struct task_opts *o);
 // Keeps the first o->limit items of every run of consecutive items with the same subject
 // (grouped tasks: mmlu subjects, bbh subtasks), freeing the rest.
 void task_apply_limit_per_subject(struct task_set *s, const struct task_opts *o);
+// Keeps the items for which keep(item, ctx) is non-zero (order kept), freeing the rest.
+void task_keep_if(struct task_set *s, int (*keep)(const struct task_item *it, const void *ctx), const void *ctx);
+
+// ---- --subjects (eval/tasks/subjects.c) ----
+// 1 when `subject` is one of the names of the comma list `subjects` (exact, case-sensitive).
+int task_subject_listed(const char *subjects, const char *subject);
+// 1 when some item of s has this subject.
+int task_has_subject(const struct task_set *s, const char *subject);
+// Writes "a, b, ... (N in all)": the first distinct subjects of s, for error messages.
+void task_subject_list(char *out, size_t n, const struct task_set *s);
+// Keeps only the items whose subject is listed. A task whose items have no subject (arc, ppl)
+// is left whole; a task with subjects of which none is listed is ERR_NOTFOUND naming some of them.
+int task_keep_subjects(struct task_set *s, const char *subjects, struct err *e);
 // Common start of every loader: zero *s, set name, delim " ", metrics, template version, seed.
 void task_set_begin(struct task_set *s, const char *name, unsigned metrics, const char *tmpl_version,
                     const struct task_opts *o);
