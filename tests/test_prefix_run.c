@@ -87,6 +87,8 @@ static int write_scales(int L, int Hkv, int d) {
 }
 
 struct cfg { int tile, qmean, max_tokens; };
+static const char *niah_lengths = "100,300";
+static char last_err[1024]; // the message of score's last failure
 
 static int score(const char *out, const struct cfg *c, int cache, const char *task) {
     struct run_opts o;
@@ -98,7 +100,7 @@ static int score(const char *out, const struct cfg *c, int cache, const char *ta
     o.out_dir = out;
     o.task.file = strcmp(task, "niah") ? qfile : hayfile;
     o.task.niah_generate = !strcmp(task, "niah");
-    o.task.niah_lengths = "100,300";
+    o.task.niah_lengths = niah_lengths;
     o.task.niah_per_cell = 2;
     o.scales = scales;
     o.attn.tile = c->tile;
@@ -120,7 +122,7 @@ static int score(const char *out, const struct cfg *c, int cache, const char *ta
     if (!rc) rc = run_finish(r, &head, &e);
     free(head);
     run_free(r);
-    if (rc) fprintf(stderr, "run %s: %s\n", out, e.msg);
+    if (rc) fprintf(stderr, "run %s: %s\n", out, e.msg), snprintf(last_err, sizeof last_err, "%s", e.msg);
     return rc;
 }
 
@@ -215,7 +217,7 @@ done:
 static int write_haystack(void) {
     FILE *f = fopen(hayfile, "w");
     if (!f) return -1;
-    for (int i = 0; i < 400; i++) {
+    for (int i = 0; i < 1600; i++) { // long enough for a context that overflows the 4096 window
         fprintf(f, "Sentence %d tells that ", i);
         put_words(f, 4 + (int)(urand() * 10));
         fprintf(f, ". ");
@@ -244,6 +246,14 @@ static void test_niah_generate(void) {
         free(txt);
     }
     printf("niah generation form: %d of %d modes' samples byte-identical with and without the cache\n", same, n_modes);
+    // a context that leaves no room for the 8 decoded tokens in the window (4096) is refused
+    // before any forward, naming the longest allowed context
+    snprintf(on, sizeof on, "%s/niah-long", tmp);
+    niah_lengths = "100,4093"; // contexts of 4090 tokens: they fit the window, not with 8 more
+    fprintf(stderr, "(the next \"run\" error is expected)\n");
+    CHECK(score(on, &c, 1, "niah") == ERR_RANGE && strstr(last_err, "window of 4096 minus 8 decoded") &&
+              strstr(last_err, "--niah-lengths"), "niah generate with 4090-token contexts in a 4096 window: %s", last_err);
+    niah_lengths = "100,300";
 }
 
 int main(void) {

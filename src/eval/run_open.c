@@ -234,10 +234,19 @@ static int plan_tasks(struct run *r, struct err *e) {
     }
     for (int t = 0; t < nt; t++) { // greedy decoding: a context and its decoded tokens
         if (!r->sets[t].generate) continue;
-        if (r->plans[t].n_truncated)
-            return err_set(e, ERR_RANGE, "task %s (generation form): %d contexts do not fit the model's window of %d "
-                           "tokens with %d decoded ones: lower --niah-lengths", o->tasks[t], r->plans[t].n_truncated,
-                           cfg->max_seq, r->sets[t].generate);
+        const int room = cfg->max_seq - r->sets[t].generate;
+        int over = 0, longest = 0;
+        for (int i = 0; i < r->plans[t].n_items; i++) { // the context of item i: its first sequence up to the first row
+            const struct eval_seq *q = &r->plans[t].seq[r->plans[t].item_seq[i]];
+            const int n_ctx = q->pos[0] + 1;
+            over += n_ctx > room;
+            longest = n_ctx > longest ? n_ctx : longest;
+        }
+        if (over || r->plans[t].n_truncated)
+            return err_set(e, ERR_RANGE, "task %s (generation form): %d of its %d items have a context of up to %d tokens, "
+                           "longer than %d (the model's window of %d minus %d decoded tokens): lower --niah-lengths",
+                           o->tasks[t], over ? over : r->plans[t].n_items, r->plans[t].n_items, longest, room, cfg->max_seq,
+                           r->sets[t].generate);
         const int need = r->plans[t].max_seq_len + r->sets[t].generate;
         if (!use_cache(r) && need > max_item) max_item = need;
     }
