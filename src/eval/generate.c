@@ -70,7 +70,10 @@ int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_c
     if (!rc) memcpy(seq, ctx, (size_t)n_ctx * sizeof *seq);
     int T = n_ctx, stored = 0;
     while (!rc && *n_out < max_new && T <= window) {
-        if ((rc = next_logits(m, kv, seq, T, &stored, lg, st, e))) break;
+        const double t0 = time_now();
+        rc = next_logits(m, kv, seq, T, &stored, lg, st, e);
+        *(*n_out ? &st->decode_s : &st->prefill_s) += time_now() - t0;
+        if (rc) break;
         const int tok = argmax_row(lg, vocab);
         if (tok < 0) {
             rc = err_set(e, ERR_RANGE, "generate: the logits after %d tokens are not finite", T);

@@ -16,6 +16,8 @@ struct gen_stats {
     int64_t stored;  // of those, stored in the cache
     int64_t calls;   // forward calls
     int64_t steps;   // tokens decoded
+    double prefill_s; // wall seconds up to the first decoded token (the context's forward)
+    double decode_s;  // wall seconds of the steps after it (steps - 1 tokens: decoding speed)
 };
 
 // Greedy-decodes up to max_new tokens after ctx[0..n_ctx): each token the argmax of the last

@@ -43,6 +43,8 @@ static int gen_item(struct run *r, int t, int m, int i, struct err *e) {
     a->cached.stored += st.stored;
     a->tokens_input += (int64_t)n_out * n_ctx + (int64_t)n_out * (n_out - 1) / 2; // a step recomputing all
     a->rows_scored += n_out;
+    a->gen_items++, a->gen_tokens += n_out;
+    a->prefill_s += st.prefill_s, a->decode_s += st.decode_s;
     struct eval_score *s = &r->scores[i];
     eval_score_free(s);
     size_t len = 0;

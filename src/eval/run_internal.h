@@ -20,6 +20,8 @@ struct run_mode_acc {              // per mode, over this invocation
     int64_t tokens_input;          // positions of the scored sequences (what an uncached run computes)
     int64_t rows_scored;           // logits rows scored
     struct cached_stats cached;    // with the prefix cache: positions computed, stored, calls
+    int64_t gen_items, gen_tokens; // greedy decoding: contexts decoded from, tokens decoded
+    double prefill_s, decode_s;    // their wall seconds: up to each first token, and after it
 };
 
 struct run {

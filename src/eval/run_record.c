@@ -217,6 +217,14 @@ static void add_prefix_cache(cJSON *run, const struct run *r) {
         cJSON_AddNumberToObject(x, "tokens_stored", (double)a->cached.stored);
         cJSON_AddNumberToObject(x, "rows_scored", (double)a->rows_scored);
         cJSON_AddNumberToObject(x, "forward_calls", (double)a->cached.calls);
+        if (a->gen_items) { // greedy decoding: the first token of each context is its prefill
+            cJSON *g = cJSON_AddObjectToObject(x, "decoding");
+            cJSON_AddNumberToObject(g, "contexts", (double)a->gen_items);
+            cJSON_AddNumberToObject(g, "prefill_s", a->prefill_s);
+            cJSON_AddNumberToObject(g, "tokens_after_first", (double)(a->gen_tokens - a->gen_items));
+            cJSON_AddNumberToObject(g, "decode_s", a->decode_s);
+            cJSON_AddNumberToObject(g, "decode_tokens_per_s", a->decode_s > 0 ? (a->gen_tokens - a->gen_items) / a->decode_s : 0);
+        }
     }
 }
 

@@ -425,6 +425,27 @@ static int nonfinite_md(struct results_buf *o, const cJSON *sum) {
     return rc;
 }
 
+
+// Greedy decoding per mode (run.json prefix_cache.modes.*.decoding; niah's generation form):
+// the contexts' prefill up to each first token, then the decoding speed of the tokens after it.
+static int decoding_md(struct results_buf *o, const cJSON *pm) {
+    int rc = 0, any = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, pm) {
+        const cJSON *g = jget(x, "decoding");
+        if (!g) continue;
+        if (!any++)
+            rc |= results_buf_printf(o, "\nGreedy decoding (the first token of each context is its prefill; decoding = the "
+                                        "tokens after it, each step recomputing the rows after the last aligned cached "
+                                        "position):\n\n| mode | contexts | prefill s | decoded tokens | decode s | "
+                                        "decode tokens/s |\n|---|---:|---:|---:|---:|---:|\n");
+        rc |= results_buf_printf(o, "| %s | %.0f | %.2f | %.0f | %.2f | %.2f |\n", x->string, jnum(g, "contexts"),
+                                 jnum(g, "prefill_s"), jnum(g, "tokens_after_first"), jnum(g, "decode_s"),
+                                 jnum(g, "decode_tokens_per_s"));
+    }
+    return rc;
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
@@ -517,6 +538,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
             }
             rc |= results_buf_put(&o, "\n", 1);
         }
+        rc |= decoding_md(&o, pm);
         const char *note = jstr(run, "note", NULL);
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }
