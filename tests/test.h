@@ -184,6 +184,21 @@ static inline const char *test_text(void) {
         fflush(stdout);                                                                   \
     } while (0)
 
+// 1 when files a and b exist and hold the same bytes (compressed files compared as stored).
+static inline int test_same_bytes(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        char x[65536], y[65536];
+        const size_t na = fread(x, 1, sizeof x, fa), nb = fread(y, 1, sizeof y, fb);
+        if (na != nb || memcmp(x, y, na)) same = 0;
+        if (na == 0) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed", name, test_passed_, test_failed_);
     if (test_skipped_) printf(", %d skipped", test_skipped_);

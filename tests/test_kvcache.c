@@ -305,6 +305,16 @@ static int make_tiny(char *dir, size_t n, int arch, int window, struct err *e) {
     return rc;
 }
 
+// make_tiny, then model_open with max_tokens rows per call on 2 threads.
+static int open_tiny(struct model **m, int arch, int window, int max_tokens, struct err *e) {
+    char dir[512];
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.max_tokens = max_tokens, mo.n_threads = 2;
+    int rc = make_tiny(dir, sizeof dir, arch, window, e);
+    return rc ? rc : model_open(m, dir, &mo, e);
+}
+
 static float *scales_for(const struct model *m) {
     const struct model_config *c = model_cfg(m);
     size_t n = (size_t)c->n_layers * c->n_kv_heads * c->head_dim;
@@ -355,13 +365,9 @@ static int cached_logits(struct model *m, struct model_kv *kv, const int32_t *to
 static void test_model_continuation(int arch, int window, int all_modes) {
     static const int NS[] = {1, 2, 7, 63, 64, 65, 129, 300}; // every length 1..300: test_continuation
     const int n_ns = (int)(sizeof NS / sizeof NS[0]);
-    char dir[512];
     struct err e = {0};
     struct model *m = NULL;
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.max_tokens = 1024, mo.n_threads = 2;
-    if (make_tiny(dir, sizeof dir, arch, window, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (open_tiny(&m, arch, window, 1024, &e)) { CHECK(0, "%s", e.msg); return; }
     const int V = model_cfg(m)->vocab_size, Lmax = 3 * 128 + 2 + 300;
     float *scales = scales_for(m), *ref = malloc((size_t)Lmax * V * 4), *got = malloc((size_t)Lmax * V * 4);
     int32_t *tok = malloc(Lmax * sizeof *tok);
@@ -406,13 +412,9 @@ static void test_model_continuation(int arch, int window, int all_modes) {
 // known, the step computes rows [p, T) (p = floor((T-1)/A)*A) against the cached [0, p), takes
 // row T-1's logits and stores the final rows [p, floor(T/A)*A).
 static void test_decode(void) {
-    char dir[512];
     struct err e = {0};
     struct model *m = NULL;
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.max_tokens = 512, mo.n_threads = 2;
-    if (make_tiny(dir, sizeof dir, ARCH_QWEN3, 0, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (open_tiny(&m, ARCH_QWEN3, 0, 512, &e)) { CHECK(0, "%s", e.msg); return; }
     const int V = model_cfg(m)->vocab_size, C = 150, STEPS = 140;
     float *scales = scales_for(m), *ref = malloc((size_t)(C + STEPS) * V * 4), *lg = malloc((size_t)V * 4);
     int32_t tok[512];
@@ -458,13 +460,9 @@ static void test_decode(void) {
 // What the rule does not cover is refused: unaligned pasts and stores, rows of another mode,
 // rows never stored, LongRoPE rows from the other side of rope_orig_max, a cache beyond memory.
 static void test_model_refusals(void) {
-    char dir[512];
     struct err e = {0};
     struct model *m = NULL;
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.max_tokens = 512, mo.n_threads = 2;
-    if (make_tiny(dir, sizeof dir, ARCH_PHI3, 0, &e) || model_open(&m, dir, &mo, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (open_tiny(&m, ARCH_PHI3, 0, 512, &e)) { CHECK(0, "%s", e.msg); return; }
     int32_t tok[400];
     for (int i = 0; i < 400; i++) tok[i] = (i * 31 + 7) % 300;
     struct model_kv *kv = NULL;

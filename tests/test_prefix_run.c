@@ -18,6 +18,7 @@
 #include "eval/generate.h"
 #include "eval/run.h"
 #include "import/make_model.h"
+#include "run_util.h"
 #include "test.h"
 
 static char tmp[1024], model_dir[1200], qfile[1200], scales[1200], hayfile[1200];
@@ -110,29 +111,11 @@ static int score(const char *out, const struct cfg *c, int cache, const char *ta
     o.argc = 1, o.argv = argv0;
     const char *tasks[] = {task};
     struct err e = {0};
-    struct run *r = NULL;
     int rc = run_select_modes(&o, modes, n_modes, &e);
     if (!rc) rc = run_select_tasks(&o, tasks, 1, &e);
-    if (!rc) rc = run_open(&r, &o, &e);
-    int next = 0;
-    if (!rc) rc = run_task_begin(r, 0, &next, &e);
-    if (!rc) rc = run_task_score(r, 0, run_task_items(r, 0), &e);
-    if (!rc) rc = run_task_end(r, 0, &e);
-    char *head = NULL;
-    if (!rc) rc = run_finish(r, &head, &e);
-    free(head);
-    run_free(r);
+    if (!rc) rc = test_run_all(&o, NULL, &e);
     if (rc) fprintf(stderr, "run %s: %s\n", out, e.msg), snprintf(last_err, sizeof last_err, "%s", e.msg);
     return rc;
-}
-
-static int same_file(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    struct err e = {0};
-    int ok = !file_read_all(a, &x, &nx, &e) && !file_read_all(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
-    free(x), free(y);
-    return ok;
 }
 
 // run.json prefix_cache of the cached run: enabled; per mode computed <= input, and < input / 2
@@ -225,6 +208,29 @@ static int write_haystack(void) {
     return fclose(f);
 }
 
+// run.json's decoding record of a niah generation run (20 items): per mode 20 contexts, at most
+// 7 tokens after each first one, and seconds that are not negative.
+static void check_decoding(const char *dir) {
+    char path[1400], *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    if (file_read_all(path, &txt, &n, &e)) { CHECK(0, "%s", e.msg); return; }
+    cJSON *j = cJSON_Parse(txt);
+    const cJSON *pm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prefix_cache"), "modes");
+    for (int m = 0; m < n_modes; m++) {
+        const cJSON *g = cJSON_GetObjectItem(cJSON_GetObjectItem(pm, modes[m]), "decoding");
+        const double ctx = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "contexts"));
+        const double after = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "tokens_after_first"));
+        const double ps = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "prefill_s"));
+        const double ds = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "decode_s"));
+        CHECK(g && ctx == 20 && after >= 0 && after <= 7 * ctx && ps > 0 && ds >= 0,
+              "%s: decoding record (contexts %.0f, after first %.0f, %.3f s + %.3f s)", modes[m], ctx, after, ps, ds);
+    }
+    cJSON_Delete(j);
+    free(txt);
+}
+
 // niah in the generation form, with and without the cache: byte-identical samples files.
 static void test_niah_generate(void) {
     const struct cfg c = {64, ATTN_QMEAN_CHANNEL, 4096};
@@ -239,13 +245,14 @@ static void test_niah_generate(void) {
         struct err e = {0};
         snprintf(a, sizeof a, "%s/samples-niah-%s.jsonl.zst", on, modes[m]);
         snprintf(b, sizeof b, "%s/samples-niah-%s.jsonl.zst", off, modes[m]);
-        const int ok = same_file(a, b);
+        const int ok = test_same_bytes(a, b);
         CHECK(ok, "niah generate %s: samples with and without the cache differ", modes[m]);
         same += ok;
         if (m == 0 && !file_read_all(a, &txt, &n, &e)) CHECK(strstr(txt, "\"generated\":") != NULL, "no decoded text in %s", a);
         free(txt);
     }
     printf("niah generation form: %d of %d modes' samples byte-identical with and without the cache\n", same, n_modes);
+    check_decoding(on);
     // a context that leaves no room for the 8 decoded tokens in the window (4096) is refused
     // before any forward, naming the longest allowed context
     snprintf(on, sizeof on, "%s/niah-long", tmp);
@@ -291,7 +298,7 @@ int main(void) {
             char a[1500], b[1500];
             snprintf(a, sizeof a, "%s/samples-arc_challenge-%s.jsonl.zst", on, modes[m]);
             snprintf(b, sizeof b, "%s/samples-arc_challenge-%s.jsonl.zst", off, modes[m]);
-            const int ok = same_file(a, b);
+            const int ok = test_same_bytes(a, b);
             CHECK(ok, "%s: %s: samples with and without the prefix cache differ", what, modes[m]);
             same += ok, total++;
         }

@@ -57,22 +57,6 @@ static char *slurp(const char *path, size_t *n) {
     return b;
 }
 
-static int same_file(const char *a, const char *b) {
-    size_t na, nb;
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        char x[65536], y[65536];
-        na = fread(x, 1, sizeof x, fa);
-        nb = fread(y, 1, sizeof y, fb);
-        if (na != nb || memcmp(x, y, na)) same = 0;
-        if (na == 0) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
-
 // pred and gold of every line of a samples file, parsed here with cJSON
 static int read_preds(const char *path, int *pred, int *gold, int max) {
     size_t n;
@@ -159,7 +143,7 @@ static void test_four_tasks(void) {
     snprintf(b, sizeof b, "%s/report.first.md", tmp);
     sh("cp %s %s", a, b);
     CHECK(sh("%s --quiet report %s > /dev/null", bin, out) == 0, "report");
-    CHECK(same_file(a, b), "re-rendered report.md identical");
+    CHECK(test_same_bytes(a, b), "re-rendered report.md identical");
     CHECK(sh("%s diff %s %s:%s > %s/diff.txt", bin, out, out, qm, tmp) == 0, "diff");
     snprintf(p, sizeof p, "%s/diff.txt", tmp);
     txt = slurp(p, &n);
@@ -256,17 +240,17 @@ static void test_resume(void) {
     }
     CHECK(killed, "the run froze at item 64 and was killed with SIGKILL");
     samples_path(pa, sizeof pa, part, tk.resume, qm);
-    CHECK(!file_exists(pa) || !same_file(pa, (samples_path(pb, sizeof pb, full, tk.resume, qm), pb)), "the killed run is incomplete");
+    CHECK(!file_exists(pa) || !test_same_bytes(pa, (samples_path(pb, sizeof pb, full, tk.resume, qm), pb)), "the killed run is incomplete");
     CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume");
     for (int m = 0; m < 2; m++) {
         const char *mode = m ? qm : "f32";
         samples_path(pa, sizeof pa, full, tk.resume, mode);
         samples_path(pb, sizeof pb, part, tk.resume, mode);
-        CHECK(same_file(pa, pb), "resumed %s samples byte-identical after the SIGKILL", mode);
+        CHECK(test_same_bytes(pa, pb), "resumed %s samples byte-identical after the SIGKILL", mode);
     }
     // resuming a finished run changes nothing
     CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume done run");
-    CHECK(same_file(pa, pb), "still identical");
+    CHECK(test_same_bytes(pa, pb), "still identical");
     // resuming with other options is refused
     CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume 2>/dev/null", bin, imodel, args, limit + 1, part) == 1,
           "resume with another --limit refused");
@@ -290,7 +274,7 @@ static void test_batch_threads(void) {
         for (int m = 0; m < 2 + has_direct; m++) {
             samples_path(pa, sizeof pa, a, tasks[t], modes[m]);
             samples_path(pb, sizeof pb, b, tasks[t], modes[m]);
-            CHECK(same_file(pa, pb), "%s/%s: batch 256 x 1 thread == batch 20000 x 2 threads", tasks[t], modes[m]);
+            CHECK(test_same_bytes(pa, pb), "%s/%s: batch 256 x 1 thread == batch 20000 x 2 threads", tasks[t], modes[m]);
         }
 }
 
@@ -319,11 +303,11 @@ static void test_shard_merge(void) {
     for (int i = 0; i <= n_tasks; i++) {
         snprintf(pa, sizeof pa, "%s/%s", full, files[i]);
         snprintf(pb, sizeof pb, "%s/%s", mg, files[i]);
-        CHECK(same_file(pa, pb), "merged %s identical to the unsharded run's", files[i]);
+        CHECK(test_same_bytes(pa, pb), "merged %s identical to the unsharded run's", files[i]);
     }
     samples_path(pa, sizeof pa, full, tasks[n_tasks - 1], qm);
     samples_path(pb, sizeof pb, mg, tasks[n_tasks - 1], qm);
-    CHECK(same_file(pa, pb), "merged %s samples identical", qm);
+    CHECK(test_same_bytes(pa, pb), "merged %s samples identical", qm);
 }
 
 int main(void) {

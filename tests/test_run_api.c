@@ -10,6 +10,7 @@
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "import/make_model.h"
+#include "run_util.h"
 #include "test.h"
 
 static char tmp[1024], model_dir[1200], qfile[1200];
@@ -51,35 +52,10 @@ static int score(const char *out, int resume, const int *ranges, int stop_after)
     struct run_opts o;
     opts_for(&o, out, resume, tasks, 1);
     o.stop_after_items = stop_after;
-    struct run *r = NULL;
     struct err e = {0};
-    int rc = run_open(&r, &o, &e);
-    for (int t = 0; !rc && t < run_n_tasks(r); t++) {
-        int next;
-        if ((rc = run_task_begin(r, t, &next, &e))) break;
-        for (int k = 0; !rc && next < run_task_items(r, t); k++) {
-            int end = ranges ? ranges[k] : run_task_items(r, t);
-            rc = run_task_score(r, t, end, &e);
-            if (end >= run_task_items(r, t)) break;
-        }
-        if (!rc) rc = run_task_end(r, t, &e);
-    }
-    char *head = NULL;
-    if (!rc) rc = run_finish(r, &head, &e);
-    free(head);
-    run_free(r);
+    int rc = test_run_all(&o, ranges, &e);
     if (rc && !stop_after) fprintf(stderr, "run: %s\n", e.msg);
     return rc;
-}
-
-static int same_file(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    struct err e = {0};
-    int ok = !file_read_all(a, &x, &nx, &e) && !file_read_all(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return ok;
 }
 
 static void compare(const char *dir_a, const char *dir_b, const char *what) {
@@ -88,7 +64,7 @@ static void compare(const char *dir_a, const char *dir_b, const char *what) {
         char a[1500], b[1500];
         snprintf(a, sizeof a, "%s/samples-mc_jsonl-%s.jsonl.zst", dir_a, modes[m]);
         snprintf(b, sizeof b, "%s/samples-mc_jsonl-%s.jsonl.zst", dir_b, modes[m]);
-        CHECK(same_file(a, b), "%s: %s differs from %s", what, b, a);
+        CHECK(test_same_bytes(a, b), "%s: %s differs from %s", what, b, a);
     }
 }
 
