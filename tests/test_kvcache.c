@@ -622,7 +622,7 @@ static void test_prefix_schedule(void) {
     for (int ai = 0; ai < 3; ai++)
         for (int mi = 0; mi < 4; mi++)
             for (int bi = 0; bi < 3; bi++) {
-                const int A = aligns[ai], MT = mts[mi], S = prefix_store_rows(&p, MT);
+                const int A = aligns[ai], MT = mts[mi], S = prefix_store_rows(&p, MT, A);
                 int64_t tokens = 0;
                 for (int i0 = 0; i0 < p.n_items; i0 += batch[bi]) {
                     const int i1 = i0 + batch[bi] < p.n_items ? i0 + batch[bi] : p.n_items;

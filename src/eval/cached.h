@@ -17,7 +17,7 @@ struct cached_stats {
 };
 
 // Logits of the batch b of plan p into logits ([b->n_out][vocab]); kv must hold at least
-// prefix_store_rows(p, max_tokens) rows. Adds to *st.
+// prefix_store_rows(p, max_tokens, A) rows for its alignment A or more. Adds to *st.
 int cached_forward(struct model *m, struct model_kv *kv, const struct eval_plan *p, const struct eval_batch *b,
                    float *logits, int vocab, struct cached_stats *st, struct err *e);
 

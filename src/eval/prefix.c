@@ -278,13 +278,24 @@ void prefix_sched_free(struct prefix_sched *s) {
     memset(s, 0, sizeof *s);
 }
 
-int prefix_store_rows(const struct eval_plan *p, int max_tokens) {
-    // private nodes (leaves longer than max_tokens) of one item are stored together
+int prefix_store_rows(const struct eval_plan *p, int max_tokens, int align_max) {
+    // private nodes (leaves longer than max_tokens) of one item are stored together. A leaf of
+    // an item with two or more sequences starts at or after its node's end P_i =
+    // floor_A(min(LCP, first scored)) >= min(LCP, first scored) - (align_max - 1) (or at its
+    // root, which is longer); a private node ends at or before the first scored position.
     int64_t priv = max_tokens;
     for (int i = 0; i < p->n_items; i++) {
+        const int s0 = p->item_seq[i], s1 = p->item_seq[i + 1];
+        int lo = 0;
+        if (s1 - s0 >= 2) {
+            int L = p->seq[s0].n, f = first_scored(&p->seq[s0]);
+            for (int s = s0 + 1; s < s1; s++) L = min2(L, lcp(&p->seq[s0], &p->seq[s])), f = min2(f, first_scored(&p->seq[s]));
+            lo = min2(L, f) - (align_max - 1);
+            lo = lo > 0 ? lo : 0;
+        }
         int64_t need = 0;
-        for (int s = p->item_seq[i]; s < p->item_seq[i + 1]; s++)
-            if (p->seq[s].n > max_tokens) need += first_scored(&p->seq[s]);
+        for (int s = s0; s < s1; s++)
+            if (p->seq[s].n - lo > max_tokens && first_scored(&p->seq[s]) > lo) need += first_scored(&p->seq[s]) - lo;
         priv = need > priv ? need : priv;
     }
     const int64_t n = (int64_t)p->max_seq_len + priv;

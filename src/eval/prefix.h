@@ -58,9 +58,11 @@ int prefix_schedule(struct prefix_sched *s, const struct eval_plan *p, int item0
                     int align, int store_rows, int max_tokens, struct err *e);
 void prefix_sched_free(struct prefix_sched *s); // safe on a zeroed schedule
 
-// Cache rows the schedules of plan p need at most (any alignment, any batch): the longest
-// sequence (a root with one item's nodes) plus one batch of max_tokens stored positions, or
-// more when one item's private nodes need more.
-int prefix_store_rows(const struct eval_plan *p, int max_tokens);
+// Cache rows the schedules of plan p need at most (any alignment up to align_max, any batch):
+// the longest sequence (a root with one item's nodes) plus one batch of max_tokens stored
+// positions, or more when one item's private nodes need more (leaves that go on for more than
+// max_tokens after the item's shared context: an item of one long sequence, or options that
+// part early).
+int prefix_store_rows(const struct eval_plan *p, int max_tokens, int align_max);
 
 #endif

@@ -176,7 +176,8 @@ static int max_continuation(const struct run *r) {
 }
 
 // The cache, allocated once: the longest sequence plus one batch of stored positions
-// (prefix_store_rows).
+// (prefix_store_rows, for the largest alignment of the run's modes); for greedy decoding the
+// longest context plus its decoded tokens.
 static int open_cache(struct run *r, struct err *e) {
     if (!r->o.prefix_cache) return 0;
     if (!use_cache(r)) {
@@ -184,9 +185,21 @@ static int open_cache(struct run *r, struct err *e) {
                  r->cfg.rope_orig_max);
         return 0;
     }
-    int rows = 0;
+    int rows = 0, align_max = 1;
+    for (int m = 0; m < r->o.n_modes; m++) {
+        struct attn_opts ao = r->o.attn;
+        const int a = attn_prefix_align(attn_mode_find(r->o.modes[m]), &ao);
+        align_max = a > align_max ? a : align_max;
+    }
     for (int t = 0; t < r->o.n_tasks; t++) {
-        const int n = prefix_store_rows(&r->plans[t], model_get_opts(r->model)->max_tokens);
+        const struct eval_plan *p = &r->plans[t];
+        int n = 0;
+        if (r->sets[t].generate) { // greedy decoding stores one context and its decoded tokens
+            for (int i = 0; i < p->n_items; i++) n = p->seq[p->item_seq[i]].pos[0] + 1 > n ? p->seq[p->item_seq[i]].pos[0] + 1 : n;
+            n += r->sets[t].generate;
+        } else {
+            n = prefix_store_rows(p, model_get_opts(r->model)->max_tokens, align_max);
+        }
         rows = n > rows ? n : rows;
     }
     int rc = model_kv_open(&r->kv, r->model, rows, e);
