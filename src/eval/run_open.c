@@ -152,8 +152,12 @@ static int plan_mc(struct run *r, int t, const struct eval_plan_opts *po0, struc
     if (rc) return err_prefix(e, "task %s", r->o.tasks[t]);
     r->tok_s[t] = time_now() - ts;
     const struct eval_plan *p = &r->plans[t];
-    log_info("run: %s: %d items, %d requests, %d sequences, %lld tokens, %d truncated (%.2fs)", r->o.tasks[t], n, p->n_req,
-             p->n_seq, (long long)p->n_tokens, p->n_truncated, r->tok_s[t]);
+    if (s->generate) // the options are only matched against the decoded text: no option sequence runs
+        log_info("run: %s: %d items, generation form: greedy decoding of up to %d tokens after each context "
+                 "(%d option texts matched, not scored) (%.2fs)", r->o.tasks[t], n, s->generate, p->n_req, r->tok_s[t]);
+    else
+        log_info("run: %s: %d items, %d requests, %d sequences, %lld tokens, %d truncated (%.2fs)", r->o.tasks[t], n,
+                 p->n_req, p->n_seq, (long long)p->n_tokens, p->n_truncated, r->tok_s[t]);
     return 0;
 }
 
