@@ -46,8 +46,8 @@ static int gen_item(struct run *r, int t, int m, int i, struct err *e) {
     a->gen_items++, a->gen_tokens += n_out;
     a->prefill_s += st.prefill_s, a->decode_s += st.decode_s;
     // a long context takes minutes per mode: say where the run is (the batch's progress line comes after all modes)
-    log_info("[%s] %s: context %d/%d (%d tokens) prefilled in %.1fs, %d tokens decoded in %.2fs", r->sets[t].name,
-             r->o.modes[m], i + 1, p->n_items, n_ctx, st.prefill_s, n_out, st.decode_s);
+    log_info("[%s] %s: context %d/%d (%d tokens): prefill and first token %.1fs, %d more tokens %.2fs", r->sets[t].name,
+             r->o.modes[m], i + 1, p->n_items, n_ctx, st.prefill_s, n_out > 0 ? n_out - 1 : 0, st.decode_s);
     struct eval_score *s = &r->scores[i];
     eval_score_free(s);
     size_t len = 0;
