@@ -51,24 +51,30 @@ static int next_logits(struct model *m, struct model_kv *kv, const int32_t *seq,
     return rc;
 }
 
-int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_ctx, int max_new, int eos_id,
-               int32_t *out, int *n_out, struct gen_stats *st, struct err *e) {
-    const int window = model_get_opts(m)->max_seq, vocab = model_cfg(m)->vocab_size, A = model_attn_align(m);
-    *n_out = 0;
-    if (n_ctx < 1 || n_ctx > window)
-        return err_set(e, ERR_RANGE, "generate: a context of %d tokens (the model's window is %d)", n_ctx, window);
-    if (max_new < 1) return 0;
-    if (kv && (int64_t)(n_ctx + max_new) / A * A > model_kv_rows(kv))
-        return err_set(e, ERR_RANGE, "generate: %d + %d tokens need %d cached positions, the cache holds %d", n_ctx,
-                       max_new, (n_ctx + max_new) / A * A, model_kv_rows(kv));
-    if (A > model_get_opts(m)->max_tokens)
-        return err_set(e, ERR_RANGE, "generate: --batch-tokens %d below the attention alignment %d",
-                       model_get_opts(m)->max_tokens, A);
+void gen_prev_free(struct gen_prev *p) {
+    free(p->tok);
+    *p = (struct gen_prev){0};
+}
+
+// the positions of prev's cached rows that ctx[0..n_ctx) can reuse (generate.h)
+static int reusable(const struct gen_prev *prev, const int32_t *ctx, int n_ctx, int A) {
+    const int n = prev->n < n_ctx ? prev->n : n_ctx;
+    int lcp = 0;
+    while (lcp < n && prev->tok[lcp] == ctx[lcp]) lcp++;
+    if (lcp > prev->stored) lcp = prev->stored;
+    if (lcp > n_ctx - 1) lcp = n_ctx - 1;
+    return lcp / A * A;
+}
+
+// The greedy loop from `stored` cached positions of ctx; prev (may be NULL) takes the sequence.
+static int greedy(struct model *m, struct model_kv *kv, struct gen_prev *prev, int stored, const int32_t *ctx,
+                  int n_ctx, int max_new, int eos_id, int32_t *out, int *n_out, struct gen_stats *st, struct err *e) {
+    const int window = model_get_opts(m)->max_seq, vocab = model_cfg(m)->vocab_size;
     int32_t *seq = malloc(((size_t)n_ctx + (size_t)max_new) * sizeof *seq);
     float *lg = malloc((size_t)vocab * sizeof *lg);
     int rc = seq && lg ? 0 : err_set(e, ERR_NOMEM, "generate: out of memory");
     if (!rc) memcpy(seq, ctx, (size_t)n_ctx * sizeof *seq);
-    int T = n_ctx, stored = 0;
+    int T = n_ctx;
     while (!rc && *n_out < max_new && T <= window) {
         const double t0 = time_now();
         rc = next_logits(m, kv, seq, T, &stored, lg, st, e);
@@ -84,6 +90,40 @@ int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_c
         if (tok == eos_id || T == window) break;
         seq[T++] = tok;
     }
+    if (prev) {
+        gen_prev_free(prev);
+        if (!rc) *prev = (struct gen_prev){.tok = seq, .n = T, .stored = stored}, seq = NULL;
+    }
     free(seq), free(lg);
     return rc;
+}
+
+// the checks both entry points share
+static int check_args(struct model *m, struct model_kv *kv, int n_ctx, int max_new, struct err *e) {
+    const int window = model_get_opts(m)->max_seq, A = model_attn_align(m);
+    if (n_ctx < 1 || n_ctx > window)
+        return err_set(e, ERR_RANGE, "generate: a context of %d tokens (the model's window is %d)", n_ctx, window);
+    if (max_new < 1) return 0;
+    if (kv && (int64_t)(n_ctx + max_new) / A * A > model_kv_rows(kv))
+        return err_set(e, ERR_RANGE, "generate: %d + %d tokens need %d cached positions, the cache holds %d", n_ctx,
+                       max_new, (n_ctx + max_new) / A * A, model_kv_rows(kv));
+    if (A > model_get_opts(m)->max_tokens)
+        return err_set(e, ERR_RANGE, "generate: --batch-tokens %d below the attention alignment %d",
+                       model_get_opts(m)->max_tokens, A);
+    return 0;
+}
+
+int gen_greedy_after(struct model *m, struct model_kv *kv, struct gen_prev *prev, const int32_t *ctx, int n_ctx,
+                     int max_new, int eos_id, int32_t *out, int *n_out, struct gen_stats *st, struct err *e) {
+    *n_out = 0;
+    int rc = check_args(m, kv, n_ctx, max_new, e);
+    if (rc || max_new < 1) return rc;
+    if (!kv) prev = NULL;
+    const int stored = prev ? reusable(prev, ctx, n_ctx, model_attn_align(m)) : 0;
+    return greedy(m, kv, prev, stored, ctx, n_ctx, max_new, eos_id, out, n_out, st, e);
+}
+
+int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_ctx, int max_new, int eos_id,
+               int32_t *out, int *n_out, struct gen_stats *st, struct err *e) {
+    return gen_greedy_after(m, kv, NULL, ctx, n_ctx, max_new, eos_id, out, n_out, st, e);
 }

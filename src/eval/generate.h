@@ -31,4 +31,22 @@ struct gen_stats {
 int gen_greedy(struct model *m, struct model_kv *kv, const int32_t *ctx, int n_ctx, int max_new, int eos_id,
                int32_t *out, int *n_out, struct gen_stats *st, struct err *e);
 
+// What the cache holds after a gen_greedy_after call: the tokens of the last sequence decoded
+// (context + decoded tokens) and how many of its positions are stored. Zero it to start (and
+// again whenever the cache's rows are overwritten by anything else, e.g. another mode).
+struct gen_prev {
+    int32_t *tok; // owned; free with gen_prev_free
+    int n, stored;
+};
+void gen_prev_free(struct gen_prev *p);
+
+// gen_greedy that reuses the cached rows of the previous sequence (prev) its context shares:
+// positions [0, p) with p = the longest common prefix of the two sequences, floored to the
+// attention alignment, capped at what prev stored and at n_ctx - 1 (the last row is always
+// computed). Those rows depend only on tokens [0, p) (model.h's cache rule), so the decoded
+// tokens are bit-identical to gen_greedy's. niah's depths share their haystack up to the needle.
+// kv NULL or prev NULL: gen_greedy. On success prev describes this sequence.
+int gen_greedy_after(struct model *m, struct model_kv *kv, struct gen_prev *prev, const int32_t *ctx, int n_ctx,
+                     int max_new, int eos_id, int32_t *out, int *n_out, struct gen_stats *st, struct err *e);
+
 #endif

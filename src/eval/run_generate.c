@@ -2,8 +2,9 @@
 // Each item's context - the tokens the likelihood form would feed before its first choice,
 // lm-eval's split kept - is greedy-decoded for task_set.generate tokens under every mode
 // (eval/generate.h, through the prefix cache unless --no-prefix-cache: the same tokens bit for
-// bit). The item is correct when the decoded text contains the needle's number choices[gold]:
-// pred = gold then; otherwise pred is the choice whose number appears first in the text, or,
+// bit; under one mode each context reuses the cached rows it shares with the previous item's
+// sequence, as niah's depths share their haystack up to the needle). The item is correct when
+// the decoded text contains the needle's number choices[gold]: pred = gold then; otherwise pred is the choice whose number appears first in the text, or,
 // when none does, the first index other than gold (so accuracy, flips and per-cell tables read
 // correct / not correct). The samples record the decoded text ("generated"); logliks are 0 (no
 // option is scored), tok_lens the continuation lengths, is_greedy 1 for pred.
@@ -26,7 +27,7 @@ static int pred_of(const char *text, char *const *choices, int n, int gold) {
 }
 
 // Item i of task t under the current mode: decode, then its score.
-static int gen_item(struct run *r, int t, int m, int i, struct err *e) {
+static int gen_item(struct run *r, int t, int m, int i, struct gen_prev *prev, struct err *e) {
     const struct eval_plan *p = &r->plans[t];
     const struct task_item *it = &r->sets[t].items[r->item_lo[t] + i];
     const struct eval_seq *q = &p->seq[p->item_seq[i]];
@@ -35,7 +36,7 @@ static int gen_item(struct run *r, int t, int m, int i, struct err *e) {
     int n_out = 0;
     struct gen_stats st = {0};
     if (max_new > 64) return err_set(e, ERR_INTERNAL, "generate: %d tokens", max_new);
-    int rc = gen_greedy(r->model, r->kv, q->tok, n_ctx, max_new, tok_eos_id(r->tok), out, &n_out, &st, e);
+    int rc = gen_greedy_after(r->model, r->kv, prev, q->tok, n_ctx, max_new, tok_eos_id(r->tok), out, &n_out, &st, e);
     if (rc) return err_prefix(e, "task %s, item '%s', mode %s", r->sets[t].name, it->id, r->o.modes[m]);
     struct run_mode_acc *a = &r->acc[m];
     a->cached.tokens += st.tokens;
@@ -75,7 +76,9 @@ int run_generate_batch(struct run *r, int t, struct err *e) {
     for (int m = 0; m < n_modes && !rc; m++) {
         if (n_modes > 1 && (rc = model_set_attn(r->model, r->o.modes[m], &r->o.attn, r->scales, e))) break;
         const double tf = time_now();
-        for (int i = b->item0; i < b->item1 && !rc; i++) rc = gen_item(r, t, m, i, e);
+        struct gen_prev prev = {0}; // the cache's rows belong to this mode from here on
+        for (int i = b->item0; i < b->item1 && !rc; i++) rc = gen_item(r, t, m, i, &prev, e);
+        gen_prev_free(&prev);
         r->acc[m].forward_s += time_now() - tf;
         if (!rc && !(rc = run_count_mode(r, m, 0, e))) rc = run_write_samples(r, t, m, e);
     }
