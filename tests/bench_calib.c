@@ -163,7 +163,11 @@ int main(int argc, char **argv) {
     const char *model = NULL, *calib = NULL, *shape = "smollm2";
     int samples = 16, len = 512, reps = 1, threads = 0, no_ref = 0;
     for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc) { fprintf(stderr, "usage: bench_calib [--model DIR | --shape NAME] [--calib FILE] [--samples N] [--len N] [--reps N] [--threads N] [--no-ref 0|1]\n"); return 2; }
+        if (i + 1 >= argc) { // a lone option, e.g. --help
+            fprintf(stderr, "usage: bench_calib [--model DIR | --shape NAME] [--calib FILE] [--samples N] [--len N]"
+                            " [--reps N] [--threads N] [--no-ref 0|1]\n");
+            return 2;
+        }
         if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--shape")) shape = argv[i + 1];
         else if (!strcmp(argv[i], "--calib")) calib = argv[i + 1];

@@ -76,7 +76,10 @@ int main(int argc, char **argv) {
     char lens_s[256] = "4096,16384", modes_s[256] = "bf16,direct,hifa4";
     int threads = 0;
     for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc) { fprintf(stderr, "usage: bench_longctx [--model DIR] [--len N,N] [--attn MODE,MODE] [--threads N]\n"); return 2; }
+        if (i + 1 >= argc) { // a lone option, e.g. --help
+            fprintf(stderr, "usage: bench_longctx [--model DIR] [--len N,N] [--attn MODE,MODE] [--threads N]\n");
+            return 2;
+        }
         if (!strcmp(argv[i], "--model")) model_dir = argv[i + 1];
         else if (!strcmp(argv[i], "--len")) snprintf(lens_s, sizeof lens_s, "%s", argv[i + 1]);
         else if (!strcmp(argv[i], "--attn")) snprintf(modes_s, sizeof modes_s, "%s", argv[i + 1]);

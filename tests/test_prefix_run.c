@@ -147,21 +147,42 @@ static void check_counts(const char *dir, const char *what) {
 // Cached decoding (a model with a batch of 128 tokens: longer contexts are prefilled in chunks)
 // against recomputing the whole sequence every step (a model with room for it): the same
 // tokens, for every mode, tiles 64/128, both Q-Mean forms, contexts around the alignments.
-static void test_generate(void) {
+// The decoding tests' models: mk decodes through a 512-position cache in calls of at most 128
+// rows (so contexts are prefilled in chunks), mr recomputes whole sequences; sc their scales.
+struct gen_models {
+    struct model *mk, *mr;
+    struct model_kv *kv;
+    float *sc;
+};
+
+static void gen_models_free(struct gen_models *g) {
+    free(g->sc);
+    model_kv_free(g->kv);
+    model_free(g->mk), model_free(g->mr);
+}
+
+static int gen_models_open(struct gen_models *g, struct err *e) {
     struct model_opts mo;
     model_opts_default(&mo);
-    mo.n_threads = 2;
-    struct model *mk = NULL, *mr = NULL;
-    struct model_kv *kv = NULL;
-    struct err e = {0};
-    mo.max_tokens = 128;
-    int rc = model_open(&mk, model_dir, &mo, &e);
+    mo.n_threads = 2, mo.max_tokens = 128;
+    *g = (struct gen_models){0};
+    int rc = model_open(&g->mk, model_dir, &mo, e);
     mo.max_tokens = 512;
-    if (!rc) rc = model_open(&mr, model_dir, &mo, &e);
-    if (!rc) rc = model_kv_open(&kv, mk, 512, &e);
-    float *sc = NULL;
-    if (!rc) rc = attn_scales_load(&sc, scales, model_cfg(mk)->n_layers, model_cfg(mk)->n_kv_heads, model_cfg(mk)->head_dim, NULL, &e);
-    if (rc) { CHECK(0, "%s", e.msg); goto done; }
+    if (!rc) rc = model_open(&g->mr, model_dir, &mo, e);
+    if (!rc) rc = model_kv_open(&g->kv, g->mk, 512, e);
+    const struct model_config *c = rc ? NULL : model_cfg(g->mk);
+    if (!rc) rc = attn_scales_load(&g->sc, scales, c->n_layers, c->n_kv_heads, c->head_dim, NULL, e);
+    if (rc) gen_models_free(g);
+    return rc;
+}
+
+static void test_generate(void) {
+    struct gen_models g;
+    struct err e = {0};
+    if (gen_models_open(&g, &e)) { CHECK(0, "%s", e.msg); return; }
+    struct model *mk = g.mk, *mr = g.mr;
+    struct model_kv *kv = g.kv;
+    const float *sc = g.sc;
     const int lens[] = {1, 63, 64, 65, 127, 128, 129, 200, 0};
     int32_t ctx[300], a[48], b[48];
     int same = 0, cases = 0;
@@ -190,10 +211,7 @@ static void test_generate(void) {
     printf("greedy decoding: %d of %d (mode, tile, form, context) cases decode the same 40 tokens cached and recomputed; "
            "positions computed %lld cached, %lld recomputed\n", same, cases, (long long)tok_kv, (long long)tok_full);
     CHECK(tok_kv < tok_full / 4, "the cache computed %lld of %lld positions", (long long)tok_kv, (long long)tok_full);
-done:
-    free(sc);
-    model_kv_free(kv);
-    model_free(mk), model_free(mr);
+    gen_models_free(&g);
 }
 
 // Consecutive contexts through one cache (gen_greedy_after): each shares a prefix of length k
@@ -210,19 +228,12 @@ static int next_context(int32_t *ctx, const int32_t *prev, int n_prev, int j) {
 }
 
 static void test_generate_after(void) {
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.n_threads = 2, mo.max_tokens = 128;
-    struct model *mk = NULL, *mr = NULL;
-    struct model_kv *kv = NULL;
+    struct gen_models g;
     struct err e = {0};
-    int rc = model_open(&mk, model_dir, &mo, &e);
-    mo.max_tokens = 512;
-    if (!rc) rc = model_open(&mr, model_dir, &mo, &e);
-    if (!rc) rc = model_kv_open(&kv, mk, 512, &e);
-    float *sc = NULL;
-    if (!rc) rc = attn_scales_load(&sc, scales, model_cfg(mk)->n_layers, model_cfg(mk)->n_kv_heads, model_cfg(mk)->head_dim, NULL, &e);
-    if (rc) { CHECK(0, "%s", e.msg); goto done; }
+    if (gen_models_open(&g, &e)) { CHECK(0, "%s", e.msg); return; }
+    struct model *mk = g.mk, *mr = g.mr;
+    struct model_kv *kv = g.kv;
+    const float *sc = g.sc;
     int same = 0, cases = 0;
     int64_t tok_after = 0, tok_fresh = 0;
     for (int k = 0; k < attn_mode_count(); k++)
@@ -265,10 +276,7 @@ static void test_generate_after(void) {
            "recomputation; positions computed %lld reusing, %lld from an empty cache\n", same, cases,
            (long long)tok_after, (long long)tok_fresh);
     CHECK(cases > 0 && tok_after < tok_fresh, "reusing computed %lld of %lld positions", (long long)tok_after, (long long)tok_fresh);
-done:
-    free(sc);
-    model_kv_free(kv);
-    model_free(mk), model_free(mr);
+    gen_models_free(&g);
 }
 
 // A haystack for niah: numbered sentences.

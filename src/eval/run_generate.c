@@ -4,9 +4,9 @@
 // (eval/generate.h, through the prefix cache unless --no-prefix-cache: the same tokens bit for
 // bit; under one mode each context reuses the cached rows it shares with the previous item's
 // sequence, as niah's depths share their haystack up to the needle). The item is correct when
-// the decoded text contains the needle's number choices[gold]: pred = gold then; otherwise pred is the choice whose number appears first in the text, or,
-// when none does, the first index other than gold (so accuracy, flips and per-cell tables read
-// correct / not correct). The samples record the decoded text ("generated"); logliks are 0 (no
+// the decoded text contains the needle's number choices[gold]: pred = gold then; otherwise pred
+// is the choice whose number appears first in the text, or, when none does, the first index
+// other than gold (so accuracy, flips and per-cell tables read correct / not correct). The samples record the decoded text ("generated"); logliks are 0 (no
 // option is scored), tok_lens the continuation lengths, is_greedy 1 for pred.
 #include <stdlib.h>
 #include <string.h>
