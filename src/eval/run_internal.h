@@ -62,6 +62,7 @@ struct run {
     cJSON *json;                   // run.json as being written
     cJSON *carry;                  // --resume of a complete run: its measurements, kept
     struct results_writer writers[RUN_MAX_MODES];
+    struct results_buf *sink;      // run_task_score_lines: lines go here ([n_modes]), not to writers
     struct run_mode_acc acc[RUN_MAX_MODES];
     // progress
     int next;                      // next item of the task being scored
@@ -69,6 +70,10 @@ struct run {
     run_progress_fn progress;
     void *progress_user;
 };
+
+// Adds the counts and seconds of a to *to (a distributed run sums its ranks' work); a count
+// that would overflow is ERR_RANGE (cost_add).
+int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e);
 
 // run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
 // counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
