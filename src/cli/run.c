@@ -237,7 +237,8 @@ static int drive(const struct run_opts *opts, struct err *e) {
     return rc;
 }
 
-int cmd_run(int argc, char **argv, struct err *e) {
+// *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
+static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
                          .nonfinite = "stop"};
     struct cli_opt opts[] = {
@@ -303,6 +304,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
     // MPI rank 0 fetches, the other ranks then find the model in the cache
     if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0)
         rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e);
+    *met = 1;
     if ((rc = dist_agree(rc, e)) || (dist_rank() > 0 && (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, 1, e))))
         return rc;
     name_model(model_name, sizeof model_name, o.model, model_dir);
@@ -311,4 +313,10 @@ int cmd_run(int argc, char **argv, struct err *e) {
     ro.argc = argc;
     ro.argv = argv;
     return drive(&ro, e);
+}
+
+int cmd_run(int argc, char **argv, struct err *e) {
+    int met = 0;
+    const int rc = run_command(argc, argv, &met, e);
+    return rc && !met ? dist_agree(rc, e) : rc; // failed before the ranks met: meet them there
 }

@@ -343,6 +343,9 @@ static int rank0(struct run *r, struct err *e) {
     d.keep = calloc((size_t)r->o.n_tasks, sizeof *d.keep);
     d.fin = calloc((size_t)d.n_ranks, sizeof *d.fin);
     int rc = d.keep && d.fin ? plan_units(&d, e) : err_set(e, ERR_NOMEM, "run: out of memory");
+    for (int t = 0; t < r->o.n_tasks && !rc; t++) // a task of no items (an empty shard) still has its files
+        if (r->plans[t].n_items == 0 && !(rc = open_task(&d, t, e)))
+            for (int m = 0; m < r->o.n_modes && !rc; m++) rc = results_writer_close(&r->writers[m], e);
     pthread_t th;
     if (!rc && pthread_create(&th, NULL, dispatcher, &d) != 0) rc = err_set(e, ERR_INTERNAL, "run: cannot start a thread");
     else if (!rc) {
