@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/dist.h"
 #include "eval/run_internal.h"
@@ -20,7 +21,7 @@ struct unit_msg { int32_t u, t, a, b; };       // rank 0 -> worker: compute item
 struct result_head { int32_t u, n_modes; uint64_t len[RUN_MAX_MODES]; }; // worker -> rank 0, lines follow
 struct final_msg {                             // worker -> rank 0 after DONE
     struct run_mode_acc acc[RUN_MAX_MODES];
-    double busy_s, wait_s;
+    double busy_s, cpu_s, wait_s; // computing (wall, process CPU), waiting for rank 0 (workers)
     int64_t items, units;
     char host[64];
 };
@@ -230,11 +231,18 @@ static void *dispatcher(void *arg) {
 }
 
 // ---- computing units (every rank) ----
+static double cpu_now(void) { // process CPU seconds, all threads
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int compute(struct run *r, const struct unit_msg *m, struct results_buf *lines, struct final_msg *me,
                    struct err *e) {
-    const double t0 = time_now();
+    const double t0 = time_now(), c0 = cpu_now();
     int rc = run_task_score_lines(r, m->t, m->a, m->b, lines, e);
     me->busy_s += time_now() - t0;
+    me->cpu_s += cpu_now() - c0;
     me->items += m->b - m->a;
     me->units++;
     return rc;
@@ -299,6 +307,7 @@ static int absorb(struct dist *d, struct err *e) {
     struct run *r = d->r;
     cJSON *dj = cJSON_CreateObject(), *hosts = cJSON_AddArrayToObject(dj, "hosts");
     cJSON *busy = cJSON_AddArrayToObject(dj, "busy_s"), *wait = cJSON_AddArrayToObject(dj, "wait_s");
+    cJSON *cpu = cJSON_AddArrayToObject(dj, "cpu_s");
     cJSON *units = cJSON_AddArrayToObject(dj, "units");
     double max = 0, sum = 0;
     int rc = 0;
@@ -309,6 +318,7 @@ static int absorb(struct dist *d, struct err *e) {
         cJSON_AddItemToArray(hosts, cJSON_CreateString(f->host));
         cJSON_AddItemToArray(busy, cJSON_CreateNumber(f->busy_s));
         cJSON_AddItemToArray(wait, cJSON_CreateNumber(f->wait_s));
+        cJSON_AddItemToArray(cpu, cJSON_CreateNumber(f->cpu_s));
         cJSON_AddItemToArray(units, cJSON_CreateNumber((double)f->units));
         max = f->busy_s > max ? f->busy_s : max;
         sum += f->busy_s;
@@ -322,7 +332,8 @@ static int absorb(struct dist *d, struct err *e) {
     char line[2048];
     size_t k = (size_t)snprintf(line, sizeof line, "run: %d ranks, %d units; busy s", d->n_ranks, d->n_units);
     for (int i = 0; i < d->n_ranks && k < sizeof line; i++)
-        k += (size_t)snprintf(line + k, sizeof line - k, " %d:%.1f (%s)", i, d->fin[i].busy_s, d->fin[i].host);
+        k += (size_t)snprintf(line + k, sizeof line - k, " %d:%.1f/%.1f CPU (%s)", i, d->fin[i].busy_s, d->fin[i].cpu_s,
+                              d->fin[i].host);
     log_info("%s; imbalance max/mean %.3f", line, imb);
     return rc;
 }
