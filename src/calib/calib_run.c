@@ -49,10 +49,10 @@ struct hook_state {
     double stats_s;    // wall seconds inside the statistics
 };
 
-static void hook(void *user, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
-                 int Hkv, int d) {
-    (void)v; (void)H; (void)Hkv; (void)d;
+static void hook(void *user, const struct attn_hook_call *c) {
     struct hook_state *h = user;
+    const int layer = c->layer, seq = c->seq, T = c->T;
+    const float *q = c->q, *k = c->k;
     if (h->rc) return;
     double t0 = time_now();
     if (h->ref) {
@@ -104,6 +104,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     double t_open = time_now();
     int rc = model_open(&m, model_dir, &mo, e);
     if (rc) return rc;
@@ -119,11 +120,11 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     hs.q = malloc((size_t)max_nb * sizeof *hs.q);
     hs.k = malloc((size_t)max_nb * sizeof *hs.k);
     hs.T = malloc((size_t)max_nb * sizeof *hs.T);
-    if ((rc = model_set_attn(m, "bf16", &ao, NULL, e))) goto done;
+    if ((rc = model_attn_open(&ctx, m, "bf16", &ao, NULL, e))) goto done;
     if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
                                e)))
         goto done;
-    attn_ctx_set_hook(model_attn(m), hook, &hs);
+    attn_ctx_set_hook(ctx, hook, &hs);
     logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
     out_pos = malloc((size_t)max_nb * sizeof *out_pos);
     if (!logits || !out_pos || !hs.q || !hs.k || !hs.T) {
@@ -143,8 +144,10 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         }
         hs.base = s0;
         hs.nb = nb;
+        const struct model_batch b = {.tokens = ids + off, .n_seq = nb, .seq_len = lens + s0, .out_pos = out_pos,
+                                      .n_out = nb};
         // under MPI each rank runs its share of the batches (calib_dist.h)
-        if (calib_dist_mine(batch)) rc = model_forward(m, ids + off, lens + s0, nb, out_pos, nb, logits, e);
+        if (calib_dist_mine(batch)) rc = model_forward(m, ctx, NULL, &b, logits, e);
         if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
         if (rc) goto done;
         s0 += nb;
@@ -172,6 +175,7 @@ done:
     free(hs.T);
     free(logits);
     free(out_pos);
+    attn_ctx_free(ctx);
     model_free(m);
     if (rc) calib_run_free(r);
     return rc;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "attention/attn.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
@@ -80,6 +81,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.seed = (uint64_t)seed;
     co.force = force;
     co.threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     co.batch_tokens = batch_tokens;
     // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
     // cache directory like `run` does; the scales are then named after the registry name, which
