@@ -122,6 +122,11 @@ static int resume_point(struct run *r, int t, int *keep, struct err *e) {
     return 0;
 }
 
+int run_task_resume_point(struct run *r, int t, int *keep, struct err *e) {
+    *keep = 0;
+    return r->o.resume ? resume_point(r, t, keep, e) : 0;
+}
+
 int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     const int n = r->plans[t].n_items;
     int keep = 0, rc;
@@ -213,7 +218,8 @@ int run_write_samples(struct run *r, int t, int m, struct err *e) {
                                     .pred_norm = s->pred_norm, .margin = s->margin,
                                     .n_kl = m != RUN_REF_MODE ? s->n_kl : 0, .kl = s->kl, .top1_same = s->top1_same,
                                     .nonfinite = nonfinite, .generated = s->generated};
-        rc = results_writer_add(&r->writers[m], &rs, e);
+        if (r->sink) rc = results_sample_line(&r->sink[m], &rs) ? err_set(e, ERR_NOMEM, "run: out of memory") : 0;
+        else rc = results_writer_add(&r->writers[m], &rs, e);
     }
     for (int i = b->item0; i < b->item1; i++) eval_score_free(&r->scores[i]);
     return rc;
@@ -266,15 +272,41 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
         r->done += k;
         r->processed += k;
         r->next = r->batch.item1;
-        progress(r, t, 0);
+        if (!r->sink) progress(r, t, 0);
         if (r->o.stop_after_items > 0 && r->processed >= r->o.stop_after_items) {
             // test hook: leave the files as a SIGKILL would (pending lines lost)
             if (r->o.at_stop) r->o.at_stop();
-            for (int m = 0; m < r->o.n_modes; m++) results_writer_abort(&r->writers[m]);
+            for (int m = 0; m < r->o.n_modes && !r->sink; m++) results_writer_abort(&r->writers[m]);
             return err_set(e, ERR_INTERNAL, "stopped after %d items (HIFA4_STOP_AFTER_ITEMS)", (int)r->processed);
         }
     }
     return rc;
+}
+
+int run_task_score_lines(struct run *r, int t, int item0, int item1, struct results_buf *lines, struct err *e) {
+    r->next = item0;
+    r->sink = lines;
+    int rc = run_task_score(r, t, item1, e);
+    r->sink = NULL;
+    return rc;
+}
+
+int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e) {
+    to->forward_s += a->forward_s;
+    to->nonfinite += a->nonfinite;
+    to->calls += a->calls;
+    to->tokens += a->tokens;
+    for (int l = 0; l < ATTN_MAX_LAYERS; l++) to->calls_per_layer[l] += a->calls_per_layer[l];
+    to->tokens_input += a->tokens_input;
+    to->rows_scored += a->rows_scored;
+    to->cached.tokens += a->cached.tokens;
+    to->cached.stored += a->cached.stored;
+    to->cached.calls += a->cached.calls;
+    to->gen_items += a->gen_items;
+    to->gen_tokens += a->gen_tokens;
+    to->prefill_s += a->prefill_s;
+    to->decode_s += a->decode_s;
+    return cost_add(&to->cost, &a->cost, e);
 }
 
 int run_task_end(struct run *r, int t, struct err *e) {

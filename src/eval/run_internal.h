@@ -67,6 +67,7 @@ struct run {
     cJSON *json;                   // run.json as being written
     cJSON *carry;                  // --resume of a complete run: its measurements, kept
     struct results_writer writers[RUN_MAX_MODES];
+    struct results_buf *sink;      // run_task_score_lines: lines go here ([n_modes]), not to writers
     struct run_mode_acc acc[RUN_MAX_MODES];
     // progress
     int next;                      // next item of the task being scored
@@ -74,6 +75,10 @@ struct run {
     run_progress_fn progress;
     void *progress_user;
 };
+
+// Adds the counts and seconds of a to *to (a distributed run sums its ranks' work); a count
+// that would overflow is ERR_RANGE (cost_add).
+int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e);
 
 // run.c, for run_generate.c: the attention calls just run under mode m (from its context's
 // statistics, then reset); the emulated cost counts of the current batch's sequences under

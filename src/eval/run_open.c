@@ -358,6 +358,13 @@ int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     r->lock_fd = -1;
     r->t_start = time_now();
     int rc;
+    if (o->role == RUN_ROLE_WORKER) {
+        // a distributed run's worker: the same plans and model as rank 0, no run directory
+        if ((rc = probe_model(r, e)) || (rc = plan_tasks(r, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e)))
+            goto fail;
+        *out = r;
+        return 0;
+    }
     if ((rc = open_dir(r, e)) || (rc = probe_model(r, e)) || (rc = plan_tasks(r, e))) goto fail;
     cJSON *old = r->old;
     r->old = NULL; // run_record_open takes it
