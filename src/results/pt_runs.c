@@ -59,6 +59,7 @@ static int task_list(const struct pt_ctx *c, const int *rs, int nr, const char *
     return n;
 }
 
+// the reference mode (always bf16: paper_tables.c leaves out runs with another)
 static const char *ref_of(const struct pt_ctx *c, int r) { return pt_str(c->in->sum[r], "reference", "?"); }
 // vs_reference of mode in task (NULL when the mode or task is not there)
 static const cJSON *vs(const struct pt_ctx *c, int r, const char *task, const char *mode) {
@@ -157,7 +158,7 @@ static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tas
         const char *mode = row ? "hifa4" : ref_of(c, r);
         rc |= grid_row(g);
         if (!row) rc |= grid_set(g, 0, "%s (%s)", model, gate);
-        if (!row) rc |= grid_set(g, 1, "%s", strcmp(mode, "bf16") ? mode : "BF16");
+        if (!row) rc |= grid_set(g, 1, "BF16");
         else rc |= grid_set(g, 1, "HiFA4%s", form(c, r, "hifa4"));
         if (pm) {
             snprintf(key, sizeof key, "%s (*) / %s", pm, row ? "HiFA4" : "BF16");
@@ -213,8 +214,7 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
         rc |= grid_row(g);
         if (first && !k) rc |= grid_set(g, 0, "%s", model);
         if (!k) rc |= grid_set(g, 1, "%s (%d)", label, (int)pt_num(pt_task(c, r, task), "n"));
-        if (k) rc |= grid_set(g, 2, "%s%s", methods[k], form(c, r, modes[k]));
-        else rc |= grid_set(g, 2, "%s", strcmp(modes[0], "bf16") ? modes[0] : "BF16");
+        rc |= grid_set(g, 2, "%s%s", methods[k], form(c, r, modes[k]));
         if (pm && tn && tn->t3) {
             snprintf(key, sizeof key, "%s / %s / %s", pm, tn->t3, methods[k]);
             rc |= grid_set_rkey(g, key);
@@ -411,8 +411,8 @@ int pt_table2(struct pt_ctx *c, struct err *e) {
     struct t2_cols cols = {tasks, task_list(c, rs, n, order2, tasks, 32),
                            pt_paper_only(c, pt_model_name(c, first), "Qwen3-8B") != NULL, has_ppl};
     char title[512];
-    snprintf(title, sizeof title, "Table 2: calibration aggregation (%s); delta_w = sample-weighted accuracy loss vs %s (pp)",
-             pt_model_name(c, first), strcmp(ref_of(c, first), "bf16") ? ref_of(c, first) : "BF16");
+    snprintf(title, sizeof title, "Table 2: calibration aggregation (%s); delta_w = sample-weighted accuracy loss vs BF16 (pp)",
+             pt_model_name(c, first));
     struct grid *g = pt_grid(c, 2, title, 2 + cols.nt + has_ppl);
     if (!g) return ERR_RANGE;
     rc |= grid_row(g) | grid_set(g, 0, "Strategy");
