@@ -109,5 +109,17 @@ if [ $rc != 0 ] && grep -q "odd.json': not a run directory, diagnose.json" "$TMP
 "$BIN" tables "$TMP/none" >/dev/null 2>"$TMP/none.err"; rc=$?
 if [ $rc != 0 ] && grep -q "none': no such file" "$TMP/none.err"; then ok; else bad "missing input: exit $rc"; fi
 
+# ---- run.json records the scales' aggregator and gate (Table 2's and Table 5's input) ----
+M=$TMP/model
+if "$BIN" --quiet make-model --arch qwen3 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out "$M" >/dev/null &&
+   "$BIN" --quiet calibrate --model "$M" --calib README.md --calib-samples 4 --calib-len 64 --agg mean --threads 1 \
+       --out "$TMP/s.safetensors" >/dev/null 2>&1 &&
+   "$BIN" --quiet run --model "$M" --task mc_jsonl --task-file tests/data/tasks/mc_mini.jsonl --skip-bad-rows --attn bf16,direct,hifa4 \
+       --scales "$TMP/s.safetensors" --threads 1 --out "$TMP/run" >/dev/null 2>&1; then ok; else bad "make-model/calibrate/run"; fi
+if python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['scales_calibration']; sys.exit(not (c['aggregator']=='mean' and c['gate'] in ('strong','mild','bypass') and 'alpha' in c))" "$TMP/run/run.json" 2>/dev/null; then ok
+else bad "run.json scales_calibration: $(grep -A6 scales_calibration "$TMP/run/run.json" | tr '\n' ' ')"; fi
+"$BIN" tables "$TMP/run" >"$TMP/run.md" 2>&1
+if grep -q '^| Mean | ' "$TMP/run.md" && grep -q '^| model (' "$TMP/run.md"; then ok; else bad "tables over the live run: $(head -c 600 "$TMP/run.md")"; fi
+
 echo "test_tables: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
