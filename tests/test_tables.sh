@@ -102,6 +102,13 @@ else bad "diagnose alone: Tables 1 and 8, not listed as missing"; fi
 "$BIN" tables "$I/diagnose.json" --layer-groups 0,1-5 >"$TMP/lg.out" 2>&1; rc=$?
 if [ $rc = 2 ] && grep -q "layer-groups '0,1-5'" "$TMP/lg.out"; then ok; else bad "--layer-groups beyond the layers: exit $rc $(cat "$TMP/lg.out")"; fi
 
+# ---- --paper-model: the paper's row beside a model that is not in the paper ----
+"$BIN" tables "$I/diagnose.json" --paper --paper-model llama3.1-8b >"$TMP/pm.md" 2>&1
+if grep -q '^| tiny-outlier | 27.23 | 4.78 | +22.45 | 20.15 | 2.70 | +17.45 | 0.317 | 0.679 | -0.362 |' "$TMP/pm.md"; then ok
+else bad "--paper-model llama3.1-8b: $(grep -m1 tiny-outlier "$TMP/pm.md")"; fi
+"$BIN" tables "$I/diagnose.json" --paper --paper-model gpt-2 >/dev/null 2>"$TMP/pm.err"; rc=$?
+if [ $rc = 2 ] && grep -q "paper-model 'gpt-2': not one of the paper's models" "$TMP/pm.err"; then ok; else bad "--paper-model gpt-2: exit $rc"; fi
+
 # ---- input errors name the input ----
 echo '{"x": 1}' >"$TMP/odd.json"
 "$BIN" tables "$TMP/odd.json" >/dev/null 2>"$TMP/odd.err"; rc=$?

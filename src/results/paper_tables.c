@@ -42,7 +42,7 @@ const char *pt_paper_model(const struct pt_ctx *c, const char *name, const char 
     const char *m = paper_model_of(name);
     if (m) return m;
     if (c->o->beside != PT_BESIDE_ALWAYS) return NULL;
-    return c->o->paper_model ? c->o->paper_model : def;
+    return c->o->paper_model ? paper_model_of(c->o->paper_model) : def;
 }
 
 const char *pt_paper_only(const struct pt_ctx *c, const char *name, const char *only) {
@@ -281,6 +281,9 @@ int pt_render(const char *const *inputs, int n, const struct pt_opts *o, const c
     struct pt_ctx *c = calloc(1, sizeof *c);
     struct results_buf md = {0};
     int rc = c ? 0 : err_set(e, ERR_NOMEM, "tables: out of memory");
+    if (!rc && o->paper_model && !paper_model_of(o->paper_model))
+        rc = err_set(e, ERR_USAGE, "--paper-model '%s': not one of the paper's models (Qwen3-8B, Gemma2-9B, LLaMA3.1-8B, "
+                     "Mistral-7B, Phi-4B)", o->paper_model);
     for (int i = 0; i < n && !rc; i++) rc = add_input(&in, inputs[i], e);
     if (!rc) rc = o->paper_dir ? paper_load(&pv, o->paper_dir, e) : paper_load_default(&pv, e);
     if (!rc) {
