@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/host.h"
+#include "io/safetensors.h"
 #include "eval/run_internal.h"
 #include "model/gemm.h"
 
@@ -53,6 +54,24 @@ static void add_host(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(gj, "arithmetic", GEMM_ARITHMETIC);
     gemm_isa_init(NULL, 0); // the path the forward will use (selected at first use otherwise)
     cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
+}
+
+// How the scales were calibrated (their file's metadata: aggregator, gate, alpha, as `calibrate`
+// writes them), for `tables` (paper Tables 2 and 5). Outside the configuration key: the file's
+// sha256 already fixes them. Nothing is added for a file without these keys (the goldens).
+static void add_scales_calibration(cJSON *run, const char *path) {
+    static const char *const keys[] = {"aggregator", "gate", "alpha", "samples", "source"};
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return; // it was loaded already: an error here is not this record's to report
+    cJSON *cj = NULL;
+    for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) {
+        const char *v = st_meta(&st, keys[i]);
+        if (!v) continue;
+        if (!cj) cj = cJSON_AddObjectToObject(run, "scales_calibration");
+        cJSON_AddStringToObject(cj, keys[i], v);
+    }
+    st_close(&st);
 }
 
 static void add_model(cJSON *run, const struct run *r) {
@@ -106,6 +125,7 @@ static void add_attention(cJSON *run, const struct run *r) {
         cJSON *sj = cJSON_AddObjectToObject(run, "scales");
         cJSON_AddStringToObject(sj, "path", o->scales);
         cJSON_AddStringToObject(sj, "sha256", r->scales_hex);
+        add_scales_calibration(run, o->scales);
     } else {
         cJSON_AddNullToObject(run, "scales");
     }
