@@ -125,6 +125,55 @@ static int poison(const char *dir, const char *name, size_t at, size_t n, float 
 // A log line model_open prints: a case that must fail before the weights load must not show it.
 #define MODEL_LOADED "parameters; weights"
 
+
+// ---- issue 27 helpers ----
+// Runs a shell command with stderr to a file; checks the exit code and that stderr's last
+// message holds every '|'-separated needle (and, for a failure, that nothing says the weights
+// loaded when must_be_early). Returns the check's outcome.
+enum early { ANY_TIME, BEFORE_WEIGHTS };
+static int expect(int want, const char *needles, enum early early, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int expect(int want, const char *needles, enum early early, const char *fmt, ...) {
+    char cmd[12000], full[16000], err[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    snprintf(full, sizeof full, "timeout 120 %s >/dev/null 2>%s", cmd, err);
+    int rc = sh("%s", full);
+    char *s = slurp("%s", err);
+    int ok = rc == want && s;
+    for (const char *p = needles; ok && p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        char nd[512];
+        snprintf(nd, sizeof nd, "%.*s", (int)n, p);
+        ok = strstr(s, nd) != NULL;
+        p = bar ? bar + 1 : NULL;
+    }
+    if (ok && early == BEFORE_WEIGHTS) ok = !strstr(s, MODEL_LOADED);
+    CHECK(ok, "`%s`: exit %d (want %d), needles '%s':\n%s", cmd, rc, want, needles, s ? s : "(no stderr)");
+    free(s);
+    return ok;
+}
+
+static void write_text(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(text, 1, n, f), fclose(f);
+}
+
+// Sets dir/config.json's field key to the JSON value (NULL: removes it).
+static void set_cfg(const char *dir, const char *key, const char *value) {
+    cJSON *j = json_at("%s/config.json", dir);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, key);
+    if (value) cJSON_AddItemToObject(j, key, cJSON_Parse(value));
+    char *t = cJSON_Print(j), path[1400];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_text(path, t, strlen(t));
+    free(t);
+    cJSON_Delete(j);
+}
+
 // ---- crashes ----
 static void test_prompts_niah(void) {
     char err[1400];
@@ -465,6 +514,185 @@ static void test_subjects(void) {
     free(s);
 }
 
+// ---- issue 27: no silent wrong result ----
+#define Q2 "\"choices\": [\"a\", \"b\"], \"answer\": 0}"
+
+// JSONL: one JSON value per line, LF or CRLF, no NUL, unique ids - each a case and its boundary
+static void test_jsonl_rows(void) {
+    char f[1300];
+    snprintf(f, sizeof f, "%s/rows.jsonl", tmp);
+    struct { const char *text; size_t n; int rc; const char *needles; } c[] = {
+        // two objects on one line scored only the first
+        {"{\"question\": \"Q1?\", " Q2 "{\"question\": \"Q2?\", " Q2 "\n", 0, 1, "rows.jsonl:1: a second JSON value at byte 55"},
+        // an object followed by garbage
+        {"{\"question\": \"Q1?\", " Q2 " junk\n", 0, 1, "rows.jsonl:1: other characters after the JSON value at byte 56"},
+        {"{\"question\": \"Q1?\", " Q2 ",\n", 0, 1, "rows.jsonl:1: other characters"},
+        // CR-only line endings were one item
+        {"{\"question\": \"Q1?\", " Q2 "\r{\"question\": \"Q2?\", " Q2 "\r", 0, 1, "rows.jsonl:1: a carriage return (CR) without a line feed at column 56"},
+        {"{\"question\": \"Q1?\", " Q2 "\n{\"question\": \"Q2\r?\", " Q2 "\n", 0, 1, "rows.jsonl:2: a carriage return"},
+        // a NUL in a question cut it short: raw and escaped
+        {"{\"question\": \"Q1\\u0000 more?\", " Q2 "\n", 0, 1, "rows.jsonl:1: a NUL character at column 17"},
+        {"{\"question\": \"Q1\0 more?\", " Q2 "\n", 39, 1, "rows.jsonl:1: a NUL character at column 17"},
+        {"{\"question\": \"Q1?\", " Q2 "\n\0\n", 59, 1, "rows.jsonl:2: a NUL character at column 1"},
+        // duplicate ids (a string and a number that print alike, too)
+        {"{\"id\": \"x\", \"question\": \"Q1?\", " Q2 "\n{\"id\": \"x\", \"question\": \"Q2?\", " Q2 "\n", 0, 1,
+         "item id 'x' is used by items 0 and 1"},
+        {"{\"id\": \"7\", \"question\": \"Q1?\", " Q2 "\n{\"id\": 7, \"question\": \"Q2?\", " Q2 "\n", 0, 1, "item id '7' is used by items 0 and 1"},
+        // boundaries that stay valid: CRLF, trailing blanks, an escaped backslash before "u0000", distinct ids
+        {"{\"question\": \"Q1?\", " Q2 "\r\n{\"question\": \"Q2?\", " Q2 "\r\n", 0, 0, NULL},
+        {"{\"question\": \"Q1?\", " Q2 "  \t \n", 0, 0, NULL},
+        {"{\"question\": \"Q1\\\\u0000?\", " Q2 "\n", 0, 0, NULL},
+        {"{\"id\": \"x\", \"question\": \"Q1?\", " Q2 "\n{\"id\": \"y\", \"question\": \"Q2?\", " Q2 "\n", 0, 0, NULL},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        write_text(f, c[k].text, c[k].n ? c[k].n : strlen(c[k].text));
+        expect(c[k].rc, c[k].needles ? c[k].needles : "", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin, f);
+    }
+    // --skip-bad-rows counts such rows (the CR-only file is one bad row: then nothing is left)
+    write_text(f, c[0].text, strlen(c[0].text));
+    expect(1, "no usable items|all 1 rows are malformed", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s --skip-bad-rows", bin, f);
+    // through run: refused before the weights load
+    write_text(f, c[3].text, strlen(c[3].text));
+    expect(1, "a carriage return", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn f32 --out %s/rowsrun", bin,
+           model, f, tmp);
+}
+
+// Inputs are regular files: a FIFO, a link to one, a device - an error naming it, never a hang
+static void test_regular_files(void) {
+    char fifo[1300], m[1300], link[1400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmp);
+    snprintf(m, sizeof m, "%s/fifomodel", tmp);
+    snprintf(link, sizeof link, "%s/fifolink.jsonl", tmp);
+    sh("rm -rf %s %s %s && mkfifo %s && ln -s fifo %s", fifo, m, link, fifo, link);
+    expect(1, "fifo: a FIFO (named pipe), not a regular file", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin, fifo);
+    expect(1, "fifolink.jsonl: a FIFO (named pipe), not a regular file", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin,
+           link);
+    expect(1, "/dev/zero: a character device", ANY_TIME, "%s prompts --task mc_jsonl --task-file /dev/zero", bin);
+    expect(1, "--scales|a FIFO", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn bf16 --scales %s --out %s/fiforun",
+           bin, model, mc, fifo, tmp);
+    const char *files[] = {"config.json", "tokenizer.json", "model.safetensors"};
+    for (int k = 0; k < 3; k++) {
+        sh("rm -rf %s && cp -r %s %s && rm %s/%s && ln -s ../fifo %s/%s", m, model, m, m, files[k], m, files[k]);
+        char nd[200];
+        snprintf(nd, sizeof nd, "%s: a FIFO (named pipe), not a regular file", files[k]);
+        expect(1, nd, BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn f32 --out %s/fiforun", bin, m, mc, tmp);
+    }
+    // documented streaming input stays: tokenize reads '-' from a pipe
+    expect(0, "", ANY_TIME, "echo hello | %s tokenize --tokenizer %s -", bin, model);
+}
+
+// Every option counts: twice is an error, a list with an empty element is an error
+static void test_options_count(void) {
+    const char *run = "run --model %s --task mc_jsonl --task-file %s --out %s/optrun";
+    char base[4000];
+    snprintf(base, sizeof base, run, model, mc, tmp);
+    const char *bad[][2] = {
+        {"--attn ''", "--attn: empty list"},
+        {"--attn ,,", "--attn: list element 1 is empty"},
+        {"--attn bf16,direct,", "--attn: list element 3 is empty"},
+        {"--attn ,bf16", "--attn: list element 1 is empty"},
+        {"--task ppl", "--task given twice"},
+        {"--limit 1 --limit 2", "--limit given twice"},
+        {"--resume --resume", "--resume given twice"},
+        {"--attn bf16 --attn=f32", "--attn given twice"},
+        {"--subjects s1,", "--subjects 's1,'"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        expect(2, bad[k][1], BEFORE_WEIGHTS, "%s %s %s", bin, base, bad[k][0]);
+    expect(2, "--plant-outlier: list element 2 is empty", ANY_TIME, "%s make-model --out %s/pl --plant-outlier 0:1:2,", bin, tmp);
+    expect(2, "--attn: list element 2 is empty", ANY_TIME, "%s cost --shape 2:64:1:32 --seq 128 --attn bf16,", bin);
+    expect(2, "bad haystack length ''", ANY_TIME, "%s prompts --task niah --task-file tests/data/tasks/haystack.txt --tokenizer %s "
+           "--niah-lengths 64,", bin, model);
+    // the boundary: one list, each element once
+    expect(0, "", ANY_TIME, "%s --quiet %s --attn f32,bf16 --limit 2 --threads 1", bin, base);
+}
+
+// Values that are valid JSON but meaningless: a window of 0 switched on, eps outside (0, 1)
+static void test_config_meaning(void) {
+    char q[1300], mi[1300];
+    snprintf(q, sizeof q, "%s/cfgq2", tmp);
+    snprintf(mi, sizeof mi, "%s/cfgmistral", tmp);
+    int rc = sh("%s --quiet make-model --arch qwen2 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out %s >/dev/null && "
+                "%s --quiet make-model --arch mistral --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out %s >/dev/null",
+                bin, q, bin, mi);
+    CHECK(rc == 0, "make-model qwen2, mistral");
+    char run[4000];
+    snprintf(run, sizeof run, "%s --quiet run --task mc_jsonl --task-file %s --limit 2 --attn f32 --threads 1 --out %s/cfgrun --model",
+             bin, mc, tmp);
+    // qwen2: use_sliding_window true, sliding_window 0, max_window_layers 0 (every layer slides)
+    set_cfg(q, "use_sliding_window", "true");
+    set_cfg(q, "sliding_window", "0");
+    set_cfg(q, "max_window_layers", "0");
+    expect(1, "field 'sliding_window': 0 while use_sliding_window is true", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "max_window_layers", "1"); // boundary: no layer at or past max_window_layers slides
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "max_window_layers", "0");
+    set_cfg(q, "use_sliding_window", "false"); // boundary: switched off
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "use_sliding_window", "true");
+    set_cfg(q, "sliding_window", "1"); // boundary: the smallest window
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "sliding_window", "0");
+    set_cfg(q, "layer_types", "[\"sliding_attention\"]");
+    expect(1, "field 'sliding_window': 0 while layer_types holds sliding_attention", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    // mistral: a number switches it on; null is full attention
+    set_cfg(mi, "sliding_window", "0");
+    expect(1, "field 'sliding_window': 0 while a number switches it on", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, mi);
+    set_cfg(mi, "sliding_window", "null");
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, mi);
+    // rms_norm_eps: (0, 1) open at both ends
+    const char *eps[][2] = {{"0", "1"}, {"1", "1"}, {"-1e-6", "1"}, {"2", "1"}, {"1e-30", "0"}, {"0.999", "0"}};
+    for (int k = 0; k < 6; k++) {
+        set_cfg(mi, "rms_norm_eps", eps[k][0]);
+        expect(atoi(eps[k][1]), atoi(eps[k][1]) ? "field 'rms_norm_eps'|is outside (0, 1)" : "", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s",
+               tmp, run, mi);
+    }
+}
+
+// A llama2.c checkpoint (dim 16, hidden 32, 1 layer, heads 2/2, vocab 32, seq_len 8, shared
+// classifier) with deterministic weights, written to path.
+static void write_llama2c(const char *path) {
+    const int32_t hdr[7] = {16, 32, 1, 2, 2, 32, 8};
+    const size_t D = 16, F = 32, L = 1, kvd = 16, V = 32, S = 8, hs = 8;
+    const size_t n = V * D + L * (D + D * D + 2 * D * kvd + D * D + D + 3 * D * F) + D + S * hs;
+    float *w = malloc(4 * n);
+    uint32_t x = 7;
+    for (size_t i = 0; i < n; i++) x = x * 1664525u + 1013904223u, w[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.2f;
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(hdr, 4, 7, f), fwrite(w, 4, n, f), fclose(f);
+    free(w);
+}
+
+// Imports never mix models: a non-empty --out is refused unless --force, which removes the
+// model files first (the old tokenizer_config.json made the new model run without BOS)
+static void test_import_dir(void) {
+    char ck[1300], d[1300];
+    snprintf(ck, sizeof ck, "%s/tiny-l2c.bin", tmp);
+    snprintf(d, sizeof d, "%s/importdir", tmp);
+    write_llama2c(ck);
+    sh("rm -rf %s && cp -r %s %s && echo keep > %s/notes.txt && echo '{}' > %s/tokenizer_config.json", d, model, d, d, d);
+    expect(2, "--out|is not empty|--force", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    expect(2, "--out|is not empty|--force", ANY_TIME, "%s import-gguf %s --out %s", bin, ck, d);
+    char p[1400];
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", d);
+    CHECK(file_exists(p), "a refused import leaves the directory alone");
+    expect(0, "kept 1 file(s) that are not model files|notes.txt", ANY_TIME, "%s import-llama2c %s --force --out %s", bin, ck, d);
+    CHECK(!file_exists(p), "--force removed the old model's tokenizer_config.json");
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    CHECK(!file_exists(p), "--force removed the old model's tokenizer.json (this import writes none)");
+    snprintf(p, sizeof p, "%s/notes.txt", d);
+    CHECK(file_exists(p), "--force keeps files that are not model files");
+    cJSON *c = json_at("%s/config.json", d);
+    CHECK(c && cJSON_GetObjectItem(c, "hidden_size") && cJSON_GetObjectItem(c, "hidden_size")->valueint == 16, "the new model's config");
+    cJSON_Delete(c);
+    // boundaries: an empty directory and a missing one are fine; a file is not a directory
+    sh("rm -rf %s && mkdir -p %s", d, d);
+    expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    sh("rm -rf %s", d);
+    expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    expect(2, "a file, not a directory", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, ck);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -501,5 +729,15 @@ int main(void) {
     test_complete_last();
     TEST_PROGRESS("cli names");
     test_cli_names();
+    TEST_PROGRESS("issue 27: JSONL rows");
+    test_jsonl_rows();
+    TEST_PROGRESS("issue 27: regular files");
+    test_regular_files();
+    TEST_PROGRESS("issue 27: options");
+    test_options_count();
+    TEST_PROGRESS("issue 27: config meaning");
+    test_config_meaning();
+    TEST_PROGRESS("issue 27: import directory");
+    test_import_dir();
     return test_summary("test_hostile");
 }
