@@ -28,6 +28,7 @@
 
 #include "base/common.h"
 #include "io/safetensors.h"
+#include "results/stamp.h"
 #include "test.h"
 
 static const char *bin;
@@ -68,6 +69,16 @@ static char *slurp(const char *fmt, ...) {
     size_t n;
     struct err e = {0};
     return file_read_all(path, &b, &n, &e) ? NULL : b;
+}
+
+// Byte equality of two files as stored (a samples file's stamp frame included).
+static int same_raw(const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    struct err e = {0};
+    int same = !file_read_raw(a, &x, &nx, &e) && !file_read_raw(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
+    free(x), free(y);
+    return same;
 }
 
 static int one_line(const char *s) { return s && strchr(s, '\n') == s + strlen(s) - 1; }
@@ -120,6 +131,21 @@ static int poison(const char *dir, const char *name, size_t at, size_t n, float 
     free(data), free(w);
     st_close(&st);
     return rc ? rc : rename(tmpf, path);
+}
+
+// Writes to dst the item frames of src under the stamp frame dst has now (stamp.h).
+static int restamp(const char *src, const char *dst) {
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    struct err e = {0};
+    if (file_read_raw(dst, &a, &na, &e) || file_read_raw(src, &b, &nb, &e)) { free(a); free(b); return -1; }
+    const size_t sa = results_stamp_size(a, na), sb = results_stamp_size(b, nb);
+    char *c = malloc(sa + nb - sb + 1);
+    memcpy(c, a, sa);
+    memcpy(c + sa, b + sb, nb - sb);
+    int rc = sa ? file_write_atomic(dst, c, sa + nb - sb, &e) : -1;
+    free(a), free(b), free(c);
+    return rc;
 }
 
 // A log line model_open prints: a case that must fail before the weights load must not show it.
@@ -205,7 +231,12 @@ static void test_report_short_mode(void) {
     rc |= sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn f32,bf16 --threads 1 --limit 130 --out %s "
              ">/dev/null", bin, model, mc, b);
     CHECK(rc == 0, "the two runs");
-    rc = sh("cp %s/samples-mc_jsonl-bf16.jsonl.zst %s/", b, a);
+    // b's 130 items under a's stamp (a's own file cut short; a copy of b's file is named as
+    // foreign by its stamp: test_foreign_samples)
+    char pa[1400], pb[1400];
+    snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-bf16.jsonl.zst", a);
+    snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-bf16.jsonl.zst", b);
+    CHECK(restamp(pb, pa) == 0, "a's stamp on b's items");
     rc = sh("%s report %s >/dev/null 2>%s", bin, a, err);
     char *s = slurp("%s", err);
     CHECK(rc == 1 && one_line(s) && strstr(s, "samples-mc_jsonl-bf16.jsonl.zst: 130 items") && strstr(s, "300"),
@@ -693,6 +724,148 @@ static void test_import_dir(void) {
     expect(2, "a file, not a directory", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, ck);
 }
 
+// Runs the command between the first pair of backticks in the file err (the fix an error
+// suggests) with hifa4-eval found on PATH as the binary under test; its exit status.
+static int run_suggested(const char *err) {
+    char *s = slurp("%s", err), bindir[2048] = ".", cmd[8192];
+    const char *a = s ? strchr(s, '`') : NULL, *b = a ? strchr(a + 1, '`') : NULL;
+    if (!b) { free(s); return -1; }
+    if (realpath(bin, bindir)) *strrchr(bindir, '/') = 0;
+    snprintf(cmd, sizeof cmd, "PATH='%s':\"$PATH\"; %.*s >/dev/null 2>&1", bindir, (int)(b - a - 1), a + 1);
+    free(s);
+    return sh("%s", cmd);
+}
+
+// Samples files carry their run's key and model: report, diff, tables, merge and --resume name
+// a foreign (or renamed) file, and the command the error suggests resolves it
+static void test_foreign_samples(void) {
+    char a[1300], b[1300], err[1400], ma[1400], mb[1400];
+    snprintf(a, sizeof a, "%s/fa", tmp);
+    snprintf(b, sizeof b, "%s/fb", tmp);
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    sh("rm -rf %s %s", a, b);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1";
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --limit 80 --out %s >/dev/null", bin, model, args, mc, a);
+    rc |= sh("%s --quiet run --model %s %s --task-file %s --limit 70 --out %s >/dev/null", bin, model, args, mc, b);
+    CHECK(rc == 0, "two runs");
+    snprintf(ma, sizeof ma, "%s/samples-mc_jsonl-bf16.jsonl.zst", a);
+    snprintf(mb, sizeof mb, "%s/samples-mc_jsonl-bf16.jsonl.zst", b);
+    sh("cp %s %s.orig && cp %s %s", ma, ma, mb, ma);
+    const char *cmds[4] = {"report %s", "diff %s %s", "tables %s", "--quiet run --model %s --task mc_jsonl --attn f32,bf16 "
+                           "--threads 1 --task-file %s --limit 80 --resume --out %s"};
+    for (int k = 0; k < 4; k++) {
+        char c[4000];
+        if (k < 3) snprintf(c, sizeof c, cmds[k], a, a);
+        else snprintf(c, sizeof c, cmds[k], model, mc, a);
+        expect(1, "samples-mc_jsonl-bf16.jsonl.zst is not a file of this run|its stamp says config_key|rm ", ANY_TIME, "%s %s", bin, c);
+    }
+    // the suggested fix: remove the file and resume; then every reader accepts the run
+    CHECK(run_suggested(err) == 0, "the suggested `rm ... && hifa4-eval run ... --resume` works");
+    char orig[1500];
+    snprintf(orig, sizeof orig, "%s.orig", ma);
+    CHECK(same_raw(ma, orig), "re-scored to the bytes the run first wrote");
+    expect(0, "", ANY_TIME, "%s report %s", bin, a);
+    // a mode's file renamed as another mode's (same run, same key)
+    char mf[1400];
+    snprintf(mf, sizeof mf, "%s/samples-mc_jsonl-f32.jsonl.zst", a);
+    sh("cp %s %s.orig && cp %s %s", mf, mf, ma, mf);
+    expect(1, "samples-mc_jsonl-f32.jsonl.zst is not a file of this run|its stamp says mode bf16, this run's is f32", ANY_TIME,
+           "%s report %s", bin, a);
+    sh("mv %s.orig %s", mf, mf);
+    expect(0, "", ANY_TIME, "%s tables %s %s", bin, a, b);
+    // merge: a shard whose file came from another shard
+    char s0[1300], s1[1300], mo[1300];
+    snprintf(s0, sizeof s0, "%s/fs0", tmp);
+    snprintf(s1, sizeof s1, "%s/fs1", tmp);
+    snprintf(mo, sizeof mo, "%s/fmerged", tmp);
+    sh("rm -rf %s %s %s", s0, s1, mo);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --limit 80 --shard 0/2 --out %s >/dev/null && %s --quiet run --model %s "
+            "%s --task-file %s --limit 80 --shard 1/2 --out %s >/dev/null", bin, model, args, mc, s0, bin, model, args, mc, s1);
+    CHECK(rc == 0, "two shards");
+    sh("cp %s/samples-mc_jsonl-f32.jsonl.zst %s/", s0, s1);
+    expect(1, "fs1/samples-mc_jsonl-f32.jsonl.zst is not a file of this run|config_key", ANY_TIME, "%s merge %s %s --out %s", bin, s0,
+           s1, mo);
+    // boundary: unmodified shards merge to the unsharded run's bytes (stamp included)
+    sh("rm -rf %s %s && %s --quiet run --model %s %s --task-file %s --limit 80 --shard 1/2 --out %s >/dev/null", s1, mo, bin, model,
+       args, mc, s1);
+    expect(0, "", ANY_TIME, "%s --quiet merge %s %s --out %s", bin, s0, s1, mo);
+    char pm[1400];
+    snprintf(pm, sizeof pm, "%s/samples-mc_jsonl-bf16.jsonl.zst", mo);
+    CHECK(same_raw(pm, ma), "merged samples (with their stamp) byte-identical to the unsharded run's");
+}
+
+// Identity by content: the same model, tokenizer and task file under other spellings resume;
+// the resume command printed for an --out with a space and a quote is shell-quoted and works
+static void test_resume_identity(void) {
+    char d[1300], absm[2048], absmc[2048], q[1300];
+    snprintf(d, sizeof d, "%s/spell", tmp);
+    sh("rm -rf %s", d);
+    CHECK(realpath(model, absm) && realpath(mc, absmc), "realpath");
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1 --limit 70";
+    int rc = sh("HIFA4_STOP_AFTER_ITEMS=64 %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1", bin, model, args, mc, d);
+    CHECK(rc == 1 && !run_complete(d), "a killed run");
+    const char *models[3] = {"%s/", "./%s", "%s"};
+    for (int k = 0; k < 3; k++) {
+        char m[2100];
+        snprintf(m, sizeof m, models[k], k == 2 ? absm : model);
+        expect(0, "", ANY_TIME, "%s --quiet run --model %s %s --task-file %s --tokenizer %s/ --out %s --resume", bin, m, args,
+               k == 2 ? mc : absmc, k == 1 ? absm : model, d);
+        CHECK(run_complete(d), "resumed with the model spelled '%s'", m);
+    }
+    // a different model (same shape, another seed) is still refused
+    char other[1300];
+    snprintf(other, sizeof other, "%s/othermodel", tmp);
+    sh("rm -rf %s && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --seed 2 --out %s "
+       ">/dev/null", other, bin, other);
+    expect(1, "--resume|different model", ANY_TIME, "%s run --model %s %s --task-file %s --out %s --resume", bin, other, args, mc, d);
+    // the printed resume command, for an --out holding a space and a quote, pasted into a shell
+    snprintf(q, sizeof q, "%s/it's a run", tmp);
+    sh("rm -rf \"%s\"", q);
+    rc = sh("HIFA4_STOP_AFTER_ITEMS=64 %s --quiet run --model %s %s --task-file %s --out \"%s\" >/dev/null 2>&1", bin, model, args, mc, q);
+    CHECK(rc == 1 && !run_complete(q), "a killed run in a directory with a space");
+    char err[1400];
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    expect(1, "is not a complete run|'build/tmp/hostile/it'\\''s a run'", ANY_TIME, "%s report \"%s\"", bin, q);
+    CHECK(run_suggested(err) == 0 && run_complete(q), "the printed resume command, pasted, finishes the run");
+}
+
+// tables: rows of runs that differ only in --limit or --tile (or format, Q-Mean form) say so
+static void test_table_labels(void) {
+    char d[3][1300], out[1400];
+    const char *extra[3] = {"--limit 70", "--limit 80", "--limit 80 --tile 64"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(d[k], sizeof d[k], "%s/label%d", tmp, k);
+        sh("rm -rf %s", d[k]);
+        CHECK(sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16,direct --threads 1 %s --out %s >/dev/null", bin,
+                 model, mc, extra[k], d[k]) == 0, "run %s", extra[k]);
+    }
+    snprintf(out, sizeof out, "%s/labels.md", tmp);
+    int rc = sh("%s tables %s %s %s >%s 2>/dev/null", bin, d[0], d[1], d[2], out);
+    char *s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model [limit 70, tile 128] |") && strstr(s, "| model [limit 80, tile 128] |") &&
+              strstr(s, "| model [limit 80, tile 64] |"), "labels say limit and tile:\n%s", s ? s : "");
+    free(s);
+    // two runs alike in every option: their directories tell them apart
+    rc = sh("%s tables %s %s >%s 2>/dev/null", bin, d[1], d[1], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model [run "), "identical runs labelled by directory:\n%s", s ? s : "");
+    free(s);
+    // diff says the same under its title; two modes of one run differ in nothing else
+    rc = sh("%s diff %s:direct %s:direct >%s 2>/dev/null", bin, d[0], d[2], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "A and B differ in: limit 70 vs 80, tile 128 vs 64\n"), "diff header:\n%s", s ? s : "");
+    free(s);
+    rc = sh("%s diff %s %s >%s 2>/dev/null", bin, d[0], d[0], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && !strstr(s, "differ in"), "diff within one run:\n%s", s ? s : "");
+    free(s);
+    // boundary: one run, nothing to tell apart
+    rc = sh("%s tables %s >%s 2>/dev/null", bin, d[0], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model | direct"), "one run: a plain label:\n%s", s ? s : "");
+    free(s);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -739,5 +912,11 @@ int main(void) {
     test_config_meaning();
     TEST_PROGRESS("issue 27: import directory");
     test_import_dir();
+    TEST_PROGRESS("issue 27: foreign samples files");
+    test_foreign_samples();
+    TEST_PROGRESS("issue 27: resume identity and command");
+    test_resume_identity();
+    TEST_PROGRESS("issue 27: table labels");
+    test_table_labels();
     return test_summary("test_hostile");
 }

@@ -12,6 +12,7 @@
 #include "results/metrics.h"
 #include "results/plot.h"
 #include "results/results.h"
+#include "results/stamp.h"
 
 // ---- table grid ----
 struct grid {
@@ -335,7 +336,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
 }
 
 // Margin histogram of one task: one curve per mode over the items all modes answer correctly.
-static int margin_plot(const char *dir, const char *task, const cJSON *modes, struct err *e) {
+static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
     double **v = calloc((size_t)nm, sizeof *v);
@@ -345,7 +346,7 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         char path[4096];
         int cnt;
         rc = results_samples_path(path, sizeof path, dir, task, cJSON_GetArrayItem(modes, m)->valuestring, e);
-        if (!rc) rc = results_samples_read(path, &s[m], &cnt, e);
+        if (!rc) rc = results_samples_read_run(dir, run, task, cJSON_GetArrayItem(modes, m)->valuestring, &s[m], &cnt, e);
         if (!rc && m == 0) n = cnt;
         if (!rc && cnt != n) {
             // freed here with its own count: the clean-up below frees n per mode
@@ -468,7 +469,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     const cJSON *t;
     if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (has_metric(t, "ppl")) continue;
-        if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
+        if ((rc = margin_plot(dir, run, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
     const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
@@ -561,6 +562,86 @@ done:
 }
 
 // ---- cross-run tables ----
+// What tells run r apart from the others in one table (issue 27: runs that differed in --limit
+// or --tile got identical row labels): every recorded option whose value is not the same in all
+// runs, as " [limit 100, tile 64]"; runs still alike (same model name) get their directory too.
+static const struct { const char *obj, *key, *label; } g_run_fields[] = {
+    {NULL, "limit", "limit"},         {"attention", "tile", "tile"},       {"attention", "qformat", "format"},
+    {"attention", "qmean", "Q-Mean"}, {"attention", "v_group", "v-group"}, {"attention", "qdq_skip", "qdq-skip"},
+    {"model", "act", "act"},          {NULL, "subjects", "subjects"},      {NULL, "seed", "seed"},
+    {"model", "hash", "model"},       {"scales", "sha256", "scales"},      {"tokenizer", "hash", "tokenizer"}};
+#define N_RUN_FIELDS (sizeof g_run_fields / sizeof g_run_fields[0])
+
+// Field i of a run.json as text; hashes cut to their first 8 hex digits.
+static void field_text(char *v, size_t n, const cJSON *run, size_t i) {
+    const cJSON *o = g_run_fields[i].obj ? jget(run, g_run_fields[i].obj) : run, *x = o ? jget(o, g_run_fields[i].key) : NULL;
+    const int hash = !strcmp(g_run_fields[i].key, "hash") || !strcmp(g_run_fields[i].key, "sha256");
+    if (cJSON_IsString(x)) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), x->valuestring);
+    else if (cJSON_IsNumber(x) && !strcmp(g_run_fields[i].key, "limit") && x->valuedouble == 0) snprintf(v, n, "all");
+    else if (cJSON_IsNumber(x)) snprintf(v, n, "%.17g", x->valuedouble);
+    else snprintf(v, n, "-");
+}
+
+// The fields of run r that differ among the runs, " [a 1, b 2" (no bracket closed); its length.
+static size_t differing(char *out, size_t n, cJSON *const *rj, int n_runs, int r) {
+    size_t k = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+        char mine[96], theirs[96];
+        field_text(mine, sizeof mine, rj[r], i);
+        int differs = 0;
+        for (int q = 0; q < n_runs && !differs; q++) {
+            field_text(theirs, sizeof theirs, rj[q], i);
+            differs = strcmp(mine, theirs) != 0;
+        }
+        if (differs && k + strlen(g_run_fields[i].label) + strlen(mine) + 4 < n)
+            k += (size_t)snprintf(out + k, n - k, "%s%s %s", k ? ", " : " [", g_run_fields[i].label, mine);
+    }
+    return k;
+}
+
+void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b) {
+    size_t k = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+        char va[96], vb[96];
+        field_text(va, sizeof va, a, i);
+        field_text(vb, sizeof vb, b, i);
+        if (strcmp(va, vb) && k + strlen(g_run_fields[i].label) + strlen(va) + strlen(vb) + 8 < n)
+            k += (size_t)snprintf(out + k, n - k, "%s%s %s vs %s", k ? ", " : "", g_run_fields[i].label, va, vb);
+    }
+}
+
+static void tell_apart(char *out, size_t n, cJSON *const *rj, const char *const *dirs, int n_runs, int r) {
+    size_t k = differing(out, n, rj, n_runs, r);
+    int alike = 0;
+    char other[512];
+    for (int q = 0; q < n_runs && !alike; q++) {
+        if (q == r || strcmp(jstr(jget(rj[q], "model"), "name", "?"), jstr(jget(rj[r], "model"), "name", "?"))) continue;
+        differing(other, sizeof other, rj, n_runs, q);
+        alike = !strcmp(other, out);
+    }
+    if (alike && k + strlen(dirs[r]) + 8 < n) k += (size_t)snprintf(out + k, n - k, "%srun %s", k ? ", " : " [", dirs[r]);
+    if (k && k + 2 < n) snprintf(out + k, n - k, "]");
+}
+
+// Every samples file of a run is its own (stamp.h): a file copied in after the summary was
+// written is named here too, though tables reads only summary.json.
+static int check_stamps(const char *dir, const cJSON *run, struct err *e) {
+    const cJSON *t, *m;
+    cJSON_ArrayForEach(t, jget(run, "tasks")) cJSON_ArrayForEach(m, jget(run, "modes")) {
+        const char *task = jstr(t, "name", NULL);
+        char path[4096];
+        struct results_stamp want;
+        if (!task || !cJSON_IsString(m)) continue;
+        results_stamp_expect(&want, run, dir, task, m->valuestring);
+        int rc = results_samples_path(path, sizeof path, dir, task, m->valuestring, e);
+        if (!rc) rc = results_stamp_check_file(path, &want, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char **md, struct err *e) {
     *md = NULL;
     cJSON **sums = calloc((size_t)(n_runs ? n_runs : 1), sizeof *sums), **rj = calloc((size_t)(n_runs ? n_runs : 1), sizeof *rj);
@@ -573,6 +654,7 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
         rc = path_join(path, sizeof path, runs[r], "run.json", e);
         if (!rc) rc = json_parse_file(&rj[r], path, e);
         if (!rc) rc = results_check_complete(runs[r], rj[r], e); // a partial run's numbers are not comparable
+        if (!rc) rc = check_stamps(runs[r], rj[r], e);
         if (!rc) rc = path_join(path, sizeof path, runs[r], "summary.json", e);
         if (!rc) rc = json_parse_file(&sums[r], path, e);
     }
@@ -609,7 +691,9 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
         else for (int k = 0; k < nt; k++) rc |= grid_set(G, 2 + k, "%s", tasks[k]);
         for (int r = 0; r < n_runs; r++) {
             const cJSON *modes = jget(sums[r], "modes"), *m;
-            const char *model = jstr(jget(rj[r], "model"), "name", runs[r]);
+            char apart[512], model[700];
+            tell_apart(apart, sizeof apart, rj, runs, n_runs, r);
+            snprintf(model, sizeof model, "%s%s", jstr(jget(rj[r], "model"), "name", runs[r]), apart);
             int mi = 0;
             cJSON_ArrayForEach(m, modes) {
                 int is_ref = mi++ == 0;
