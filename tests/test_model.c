@@ -757,7 +757,7 @@ static void test_cli(void) {
     const char *gmmlu = s260k ? TEST_NEED("goldens/stories260K/stories260K-mmlu.safetensors") : NULL;
     if (gmmlu) {
         snprintf(cmd, sizeof cmd,
-                 "%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s 2>/dev/null && %s --quiet logits "
+                 "%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --force --out %s 2>/dev/null && %s --quiet logits "
                  "--model %s --ids-file %s --attn exact --act f32 --out %s",
                  bin, s260k, s260k, dir, bin, dir, gmmlu, out);
         CHECK(system(cmd) == 0, "failed: %s", cmd);

@@ -106,7 +106,7 @@ static void test_line_roundtrip(void) {
 static int write_items(const char *path, int from, int to, int keep, int close) {
     struct results_writer w;
     struct err e = {0};
-    if (results_writer_open(&w, path, keep, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
+    if (results_writer_open(&w, path, keep, NULL, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
     for (int i = from; i < to; i++) {
         struct results_sample s;
         make_sample(&s, i);
@@ -160,7 +160,7 @@ static void test_writer_resume(void) {
     CHECK(nf == nr && full && res && !memcmp(full, res, nf), "resumed file byte-identical (%zu vs %zu bytes)", nf, nr);
     // resuming at an item that is not a frame boundary is refused
     struct results_writer w;
-    CHECK(results_writer_open(&w, b, 100, &e) == ERR_MISMATCH, "resume at item 100 refused: %s", e.msg);
+    CHECK(results_writer_open(&w, b, 100, NULL, &e) == ERR_MISMATCH, "resume at item 100 refused: %s", e.msg);
     free(full); free(res);
 }
 
@@ -178,7 +178,7 @@ static void write_run_task(const char *dir, const char *task, const char *mode, 
     struct err e = {0};
     results_samples_path(path, sizeof path, dir, task, mode, &e);
     struct results_writer w;
-    results_writer_open(&w, path, 0, &e);
+    results_writer_open(&w, path, 0, NULL, &e);
     for (int i = 0; i < n; i++) {
         struct results_sample s;
         make_sample(&s, i);
@@ -337,7 +337,7 @@ static void test_hostile_runs(void) {
     for (int m = 0; m < 2; m++) {
         snprintf(path, sizeof path, "%s/samples-t1-%s.jsonl.zst", dir, m ? "q" : "ref");
         struct results_writer w;
-        results_writer_open(&w, path, 0, &e);
+        results_writer_open(&w, path, 0, NULL, &e);
         for (int i = 0; i < 20; i++) {
             struct results_sample s;
             make_sample(&s, i);

@@ -267,7 +267,7 @@ static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e)
     const char *modes[MAX_MODES];
     snprintf(j->mbuf, sizeof j->mbuf, "%s", modes_arg);
     int n = cli_split(j->mbuf, modes, MAX_MODES, e), rc;
-    if (n < 0) return n;
+    if (n < 0) return err_prefix(e, "--attn");
     if (n == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
     for (int i = 0; i < n; i++) {
         unsigned f = 0;

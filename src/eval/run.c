@@ -10,6 +10,7 @@
 #include "base/json_util.h"
 #include "eval/run_internal.h"
 #include "results/report.h"
+#include "results/stamp.h"
 
 // ---- options ----
 void run_opts_default(struct run_opts *o) {
@@ -112,10 +113,14 @@ static int resume_point(struct run *r, int t, int *keep, struct err *e) {
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
         int cnt, rc;
+        struct results_stamp want; // a samples file of another run, task or mode is named, never continued
+        results_stamp_expect(&want, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
         if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_samples_count(sp, &cnt, e)))
+            (rc = results_stamp_check_file(sp, &want, e)) || (rc = results_samples_count(sp, &cnt, e)))
             return rc;
-        if (cnt > n) return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d", sp, cnt, n);
+        if (cnt > n)
+            return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d: not this run's file; remove it and run the "
+                           "same command again (--resume re-scores the task)", sp, cnt, n);
         if (cnt < n) cnt -= cnt % RESULTS_FRAME_ITEMS;
         if (cnt < *keep) *keep = cnt;
     }
@@ -143,8 +148,10 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     }
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
+        struct results_stamp st;
+        results_stamp_expect(&st, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
         if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, keep, e)))
+            (rc = results_writer_open(&r->writers[m], sp, keep, &st, e)))
             return rc;
     }
     r->done += keep;

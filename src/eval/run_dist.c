@@ -12,6 +12,7 @@
 
 #include "base/dist.h"
 #include "eval/run_internal.h"
+#include "results/stamp.h"
 
 enum { TAG_REQ = 1, TAG_UNIT, TAG_RESULT, TAG_DONE, TAG_FINAL };
 #define UNITS_PER_RANK 8 // per task: enough for the largest-first queue to even out the ranks
@@ -112,8 +113,10 @@ static int open_task(struct dist *d, int t, struct err *e) {
     int rc;
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
+        struct results_stamp st;
+        results_stamp_expect(&st, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
         if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, d->keep[t], e)))
+            (rc = results_writer_open(&r->writers[m], sp, d->keep[t], &st, e)))
             return rc;
     }
     d->open_task = t;

@@ -330,7 +330,9 @@ int run_precheck(const struct run_opts *o, struct err *e) {
         if (file_exists(o->out_dir))
             return err_set(e, ERR_USAGE, "--out %s: a file, not a directory", o->out_dir);
     }
-    if (o->scales && !file_exists(o->scales)) return err_set(e, ERR_NOTFOUND, "--scales %s: no such file", o->scales);
+    int fd = -1;
+    if (o->scales && file_open_regular(o->scales, &fd, e)) return err_prefix(e, "--scales");
+    if (fd >= 0) close(fd);
     const char *subj = o->task.subjects;
     char unmatched[1024] = "";
     if (subj) snprintf(unmatched, sizeof unmatched, "%s", subj); // names no loaded task has, blanked as found

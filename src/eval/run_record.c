@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/host.h"
+#include "base/sha256.h"
 #include "io/safetensors.h"
 #include "eval/run_internal.h"
 #include "model/gemm.h"
@@ -142,6 +143,28 @@ static void add_attention(cJSON *run, const struct run *r) {
     if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");
 }
 
+// The task's data by content (issue 27: identity by content, not by spelling): every item's id,
+// subject, prompt, choices and gold (each NUL-terminated, so fields cannot run into each other),
+// or a perplexity task's text. The configuration key holds this, not the files' paths.
+static void items_sha256(const struct task_set *s, char hex[65]) {
+    struct sha256 h;
+    sha256_init(&h);
+    if (s->is_ppl) sha256_update(&h, s->text ? s->text : "", s->text_len);
+    for (int i = 0; !s->is_ppl && i < s->n_items; i++) {
+        const struct task_item *it = &s->items[i];
+        char g[32];
+        int k = snprintf(g, sizeof g, "%d/%d", it->gold, it->n_choices);
+        sha256_update(&h, it->id, strlen(it->id) + 1);
+        sha256_update(&h, it->subject ? it->subject : "", it->subject ? strlen(it->subject) + 1 : 1);
+        sha256_update(&h, it->context, strlen(it->context) + 1);
+        for (int c = 0; c < it->n_choices; c++) sha256_update(&h, it->choices[c], strlen(it->choices[c]) + 1);
+        sha256_update(&h, g, (size_t)k + 1);
+    }
+    uint8_t d[32];
+    sha256_final(&h, d);
+    sha256_to_hex(d, hex);
+}
+
 static cJSON *task_json(const struct run *r, int t) {
     const struct task_set *s = &r->sets[t];
     const struct eval_plan *p = &r->plans[t];
@@ -164,6 +187,9 @@ static cJSON *task_json(const struct run *r, int t) {
     if (s->metrics & TASK_METRIC_ACC_NORM) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
     cJSON_AddStringToObject(x, "template_version", s->template_version);
     cJSON_AddStringToObject(x, "source", s->source);
+    char hex[65];
+    items_sha256(s, hex);
+    cJSON_AddStringToObject(x, "items_sha256", hex);
     cJSON_AddNumberToObject(x, "n_bad_rows", s->n_bad_rows);
     cJSON_AddNumberToObject(x, "seed", (double)s->seed);
     cJSON_AddNumberToObject(x, "n_requests", p->n_req);
@@ -177,8 +203,12 @@ static cJSON *task_json(const struct run *r, int t) {
 // --resume: the old run must have the same configuration; if it is complete and nothing is
 // left to score, the measurements of the run that did the work stay (r->carry).
 static int check_resume(struct run *r, cJSON *old, const char *key, struct err *e) {
-    const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
-    int same = cJSON_IsString(ok) && !strcmp(ok->valuestring, key);
+    // recomputed from the old run.json, not its stored resume_key: the key no longer holds paths
+    // (a model spelled st260/, ./st260 or absolute was "a different model"), and a run.json of
+    // an older version, whose stored key did, resumes all the same
+    char old_key[65];
+    results_config_key(old_key, old, 1);
+    int same = !strcmp(old_key, key);
     if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
         static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "prefix_cache", "note"};
         r->carry = cJSON_CreateObject();

@@ -12,6 +12,7 @@
 #include "results/metrics.h"
 #include "results/plot.h"
 #include "results/results.h"
+#include "results/stamp.h"
 
 // ---- JSON access with defaults (summary.json is our own output, validated on read) ----
 static const cJSON *jget(const cJSON *o, const char *k) { return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL; }
@@ -239,7 +240,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
 }
 
 // Margin histogram of one task: one curve per mode over the items all modes answer correctly.
-static int margin_plot(const char *dir, const char *task, const cJSON *modes, struct err *e) {
+static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
     double **v = calloc((size_t)nm, sizeof *v);
@@ -249,7 +250,7 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         char path[4096];
         int cnt;
         rc = results_samples_path(path, sizeof path, dir, task, cJSON_GetArrayItem(modes, m)->valuestring, e);
-        if (!rc) rc = results_samples_read(path, &s[m], &cnt, e);
+        if (!rc) rc = results_samples_read_run(dir, run, task, cJSON_GetArrayItem(modes, m)->valuestring, &s[m], &cnt, e);
         if (!rc && m == 0) n = cnt;
         if (!rc && cnt != n) {
             // freed here with its own count: the clean-up below frees n per mode
@@ -372,7 +373,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     const cJSON *t;
     if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (has_metric(t, "ppl")) continue;
-        if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
+        if ((rc = margin_plot(dir, run, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
     const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
@@ -462,4 +463,34 @@ done:
     cJSON_Delete(run);
     cJSON_Delete(sum);
     return rc;
+}
+
+// ---- what tells two runs apart (diff's title; issue 27) ----
+static const struct { const char *obj, *key, *label; } g_run_fields[] = {
+    {NULL, "limit", "limit"},         {"attention", "tile", "tile"},       {"attention", "qformat", "format"},
+    {"attention", "qmean", "Q-Mean"}, {"attention", "v_group", "v-group"}, {"attention", "qdq_skip", "qdq-skip"},
+    {"model", "act", "act"},          {NULL, "subjects", "subjects"},      {NULL, "seed", "seed"},
+    {"model", "hash", "model"},       {"scales", "sha256", "scales"},      {"tokenizer", "hash", "tokenizer"}};
+#define N_RUN_FIELDS (sizeof g_run_fields / sizeof g_run_fields[0])
+
+// Field i of a run.json as text; hashes cut to their first 8 hex digits.
+static void field_text(char *v, size_t n, const cJSON *run, size_t i) {
+    const cJSON *o = g_run_fields[i].obj ? jget(run, g_run_fields[i].obj) : run, *x = o ? jget(o, g_run_fields[i].key) : NULL;
+    const int hash = !strcmp(g_run_fields[i].key, "hash") || !strcmp(g_run_fields[i].key, "sha256");
+    if (cJSON_IsString(x)) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), x->valuestring);
+    else if (cJSON_IsNumber(x) && !strcmp(g_run_fields[i].key, "limit") && x->valuedouble == 0) snprintf(v, n, "all");
+    else if (cJSON_IsNumber(x)) snprintf(v, n, "%.17g", x->valuedouble);
+    else snprintf(v, n, "-");
+}
+
+void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b) {
+    size_t k = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+        char va[96], vb[96];
+        field_text(va, sizeof va, a, i);
+        field_text(vb, sizeof vb, b, i);
+        if (strcmp(va, vb) && k + strlen(g_run_fields[i].label) + strlen(va) + strlen(vb) + 8 < n)
+            k += (size_t)snprintf(out + k, n - k, "%s%s %s vs %s", k ? ", " : "", g_run_fields[i].label, va, vb);
+    }
 }

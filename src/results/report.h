@@ -6,11 +6,18 @@
 #ifndef HIFA4_REPORT_H
 #define HIFA4_REPORT_H
 
+#include <cjson/cJSON.h>
+
 #include "base/common.h"
 
 // Writes report.md, tables/*.csv and plots/*.svg into run_dir from its run.json and
 // summary.json (plots also read the samples files). *headline (may be NULL) receives a
 // malloc'd Markdown copy of the headline table (accuracy and flips per task and mode).
 int report_render(const char *run_dir, char **headline, struct err *e);
+
+// "limit 80 vs 70, tile 128 vs 64": the recorded options in which run.json objects a and b
+// differ (limit, tile, format, Q-Mean form, v-group, qdq-skip, activations, subjects, seed, and
+// the model, scales and tokenizer hashes), "" when none (diff prints it under its title).
+void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b);
 
 #endif
