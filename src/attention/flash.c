@@ -118,7 +118,7 @@ static void prep_k(const struct fwd *F, const float *k, int kh) {
     const struct layout *L = &F->L;
     float *row = L->tmp, kmax = 0;
     for (int j = 0; j < T; j++) {
-        const float *kr = attn_kv_row(F->c, k, j, 0) + (size_t)kh * d;
+        const float *kr = attn_kv_row(F->c, k, F->c->past_k, j) + (size_t)kh * d;
         if (F->s)
             for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / F->s[ch]);
         else
@@ -153,7 +153,7 @@ static void prep_v(const struct fwd *F, const float *v, int kh) {
     const int by_channel = F->c->v_group == ATTN_VGROUP_CHANNEL;
     float *row = L->tmp;
     for (int j = 0; j < T; j++) {
-        const float *vr = attn_kv_row(F->c, v, j, 1) + (size_t)kh * d;
+        const float *vr = attn_kv_row(F->c, v, F->c->past_v, j) + (size_t)kh * d;
         if (F->qv && by_channel) { // groups along d per token
             memcpy(row, vr, (size_t)d * sizeof(float));
             qdq_row(row, d, F->rec);
@@ -492,8 +492,10 @@ static void head_rows(const struct fwd *F, float *out, const float *q, int h, in
     }
 }
 
-void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
-                        const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags) {
+void attn_flash_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int g = c->H / c->Hkv;
     struct fwd F;
     fwd_init(&F, c, scratch, flags);

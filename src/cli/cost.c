@@ -193,7 +193,8 @@ static int find_params(char *out, size_t n, const char *given, struct err *e) {
 static int counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc, struct err *e) {
     memset(c, 0, sizeof *c);
     for (int l = 0; l < s->n_layers; l++) {
-        int rc = cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc, e);
+        const struct cost_shape sh = {T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc};
+        int rc = cost_count_call(c, flags, &sh, e);
         if (rc) return err_prefix(e, "--seq %d with %d layers: the shape is beyond what 64-bit counts hold", T, s->n_layers);
     }
     return 0;

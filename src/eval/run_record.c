@@ -85,7 +85,7 @@ static void add_model(cJSON *run, const struct run *r) {
 static void add_attention(cJSON *run, const struct run *r) {
     const struct run_opts *o = &r->o;
     cJSON_AddItemToObject(run, "modes", str_array(o->modes, o->n_modes));
-    cJSON_AddStringToObject(run, "reference", o->modes[0]);
+    cJSON_AddStringToObject(run, "reference", o->modes[RUN_REF_MODE]);
     cJSON *aj = cJSON_AddObjectToObject(run, "attention");
     cJSON_AddNumberToObject(aj, "tile", o->attn.tile);
     cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(o->attn.v_group));

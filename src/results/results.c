@@ -303,12 +303,23 @@ static int flush_frame(struct results_writer *w, struct err *e) {
     return 0;
 }
 
-int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e) {
-    if (results_sample_line(&w->pending, s)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+static int count_line(struct results_writer *w, struct err *e) {
     w->n_pending++;
     w->n_items++;
     if (w->n_items % RESULTS_FRAME_ITEMS == 0) return flush_frame(w, e);
     return 0;
+}
+
+int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e) {
+    if (results_sample_line(&w->pending, s)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+    return count_line(w, e);
+}
+
+int results_writer_add_line(struct results_writer *w, const char *line, size_t len, struct err *e) {
+    if (!len || line[len - 1] != '\n' || memchr(line, '\n', len - 1))
+        return err_set(e, ERR_INTERNAL, "%s: a samples line must be one line ending in a newline", w->path);
+    if (results_buf_put(&w->pending, line, len)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+    return count_line(w, e);
 }
 
 int results_writer_close(struct results_writer *w, struct err *e) {

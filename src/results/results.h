@@ -75,6 +75,9 @@ int results_samples_count_mem(const char *raw, size_t len, const char *path, int
 int results_writer_open(struct results_writer *w, const char *path, int keep_items, struct err *e);
 // Adds one sample's line; writes and flushes a frame every RESULTS_FRAME_ITEMS items.
 int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e);
+// Adds one line as results_sample_line made it (len bytes ending in its '\n'; a line of a
+// distributed run's worker rank). Not one line: ERR_INTERNAL.
+int results_writer_add_line(struct results_writer *w, const char *line, size_t len, struct err *e);
 // Writes the last partial frame, fsyncs and closes. Safe on a zeroed writer.
 int results_writer_close(struct results_writer *w, struct err *e);
 // Closes without writing pending items (error paths).
