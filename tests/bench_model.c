@@ -76,40 +76,37 @@ static const char *load_avg(void) {
     return buf;
 }
 
-// One packed batch, as model_forward takes it.
-struct batch { const int32_t *tok; const int *lens, *pos; int n_seq, n_out; float *lg; };
-
 // Streamed weights (bf16 panels packed per layer during the forward) against resident packed
 // f32 weights on the same batch: forwards alternated, fastest of 3 each, wall and process CPU.
-static int stream_vs_resident(const char *dir, const struct model_opts *base, struct model *res, const struct batch *b) {
+static int stream_vs_resident(const char *dir, const struct model_opts *base, struct model *res,
+                              const struct model_batch *b, float *lg) {
     struct model_opts o = *base;
     o.weights = MODEL_WEIGHTS_STREAM;
     struct model *st = NULL;
+    struct attn_ctx *ctx[2] = {NULL, NULL};
     struct err e = {0};
-    if (model_open(&st, dir, &o, &e) || model_set_attn(st, attn_mode_find("bf16") ? "bf16" : "f32", NULL, NULL, &e)) {
-        fprintf(stderr, "bench_model: %s\n", e.msg);
-        model_free(st);
-        return 1;
-    }
+    const char *mode = attn_mode_find("bf16") ? "bf16" : "f32";
+    int rc = model_open(&st, dir, &o, &e);
+    if (!rc) rc = model_attn_open(&ctx[0], res, mode, NULL, NULL, &e);
+    if (!rc) rc = model_attn_open(&ctx[1], st, mode, NULL, NULL, &e);
     double w[2] = {1e30, 1e30}, c[2] = {1e30, 1e30};
-    for (int r = -1; r < 3; r++) // r = -1: warm-up of the streaming model's buffers
-        for (int k = 0; k < 2; k++) {
+    for (int r = -1; r < 3 && !rc; r++) // r = -1: warm-up of the streaming model's buffers
+        for (int k = 0; k < 2 && !rc; k++) {
             struct model *m = k ? st : res;
             if (r < 0 && !k) continue;
             model_reset_stats(m);
-            if (model_forward(m, b->tok, b->lens, b->n_seq, b->pos, b->n_out, b->lg, &e)) {
-                fprintf(stderr, "bench_model: %s\n", e.msg);
-                model_free(st);
-                return 1;
-            }
-            if (r < 0) continue;
+            if ((rc = model_forward(m, ctx[k], NULL, b, lg, &e)) || r < 0) continue;
             if (model_stats(m)->forward_s < w[k]) w[k] = model_stats(m)->forward_s;
             if (model_stats(m)->forward_cpu_s < c[k]) c[k] = model_stats(m)->forward_cpu_s;
         }
-    printf("  weights stream vs resident (same batch, alternated, fastest of 3): resident %.3f s (%.3f CPU-s), "
-           "stream %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", w[0], c[0], w[1], c[1], w[1] / w[0], c[1] / c[0]);
+    if (rc) fprintf(stderr, "bench_model: %s\n", e.msg);
+    else
+        printf("  weights stream vs resident (same batch, alternated, fastest of 3): resident %.3f s (%.3f CPU-s), "
+               "stream %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", w[0], c[0], w[1], c[1], w[1] / w[0], c[1] / c[0]);
+    attn_ctx_free(ctx[0]);
+    attn_ctx_free(ctx[1]);
     model_free(st);
-    return 0;
+    return rc ? 1 : 0;
 }
 
 int main(void) {
@@ -218,8 +215,8 @@ int main(void) {
            "CPU-s), whole forward %.2f (GEMM flop / forward CPU-s)\n", gemm_isa_name(), peak,
            s->gemm_flop / s->gemm_cpu_s * 1e-9 / peak, s->gemm_flop / s->forward_cpu_s * 1e-9 / peak);
     printf("  load average while running: %s", load_avg());
-    const struct batch bt = {tok, lens, pos, N_SEQ, n_out, lg};
-    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && stream_vs_resident(dir, &o, m, &bt)) return 1;
+    const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
+    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && stream_vs_resident(dir, &o, m, &bt, lg)) return 1;
 
     // Attention modes on the same packed batches (issue 4: a hifa4 forward <= 1.3x a bf16
     // forward). The 4 x 128 batch above, and one 512-token sequence where attention weighs
