@@ -16,6 +16,7 @@
 #include "model/gemm.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "bench_peak.h"
 
 static void fill(float *x, size_t n, uint64_t s) {
     for (size_t i = 0; i < n; i++) {
@@ -73,6 +74,39 @@ static const char *load_avg(void) {
         fclose(f);
     }
     return buf;
+}
+
+// Streamed weights (bf16 panels packed per layer during the forward) against resident packed
+// f32 weights on the same batch: forwards alternated, fastest of 3 each, wall and process CPU.
+static int stream_vs_resident(const char *dir, const struct model_opts *base, struct model *res,
+                              const struct model_batch *b, float *lg) {
+    struct model_opts o = *base;
+    o.weights = MODEL_WEIGHTS_STREAM;
+    struct model *st = NULL;
+    struct attn_ctx *ctx[2] = {NULL, NULL};
+    struct err e = {0};
+    const char *mode = attn_mode_find("bf16") ? "bf16" : "f32";
+    int rc = model_open(&st, dir, &o, &e);
+    if (!rc) rc = model_attn_open(&ctx[0], res, mode, NULL, NULL, &e);
+    if (!rc) rc = model_attn_open(&ctx[1], st, mode, NULL, NULL, &e);
+    double w[2] = {1e30, 1e30}, c[2] = {1e30, 1e30};
+    for (int r = -1; r < 3 && !rc; r++) // r = -1: warm-up of the streaming model's buffers
+        for (int k = 0; k < 2 && !rc; k++) {
+            struct model *m = k ? st : res;
+            if (r < 0 && !k) continue;
+            model_reset_stats(m);
+            if ((rc = model_forward(m, ctx[k], NULL, b, lg, &e)) || r < 0) continue;
+            if (model_stats(m)->forward_s < w[k]) w[k] = model_stats(m)->forward_s;
+            if (model_stats(m)->forward_cpu_s < c[k]) c[k] = model_stats(m)->forward_cpu_s;
+        }
+    if (rc) fprintf(stderr, "bench_model: %s\n", e.msg);
+    else
+        printf("  weights stream vs resident (same batch, alternated, fastest of 3): resident %.3f s (%.3f CPU-s), "
+               "stream %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", w[0], c[0], w[1], c[1], w[1] / w[0], c[1] / c[0]);
+    attn_ctx_free(ctx[0]);
+    attn_ctx_free(ctx[1]);
+    model_free(st);
+    return rc ? 1 : 0;
 }
 
 int main(void) {
@@ -176,7 +210,13 @@ int main(void) {
            "    GEMM CPU / ceiling CPU: %.3f (vs OpenBLAS threads, %.3f CPU-s), %.3f (vs the same split, %.3f CPU-s)\n",
            s->forward_cpu_s, T / s->forward_cpu_s, s->gemm_cpu_s, s->gemm_cpu_s / ceiling_cpu, ceiling_cpu,
            s->gemm_cpu_s / ceiling_mt_cpu, ceiling_mt_cpu);
+    const double peak = bench_peak_isa(gemm_isa_name(), 10);
+    printf("  FMA peak of the %s path %.1f GFLOP per CPU-s per thread: forward GEMMs %.2f of it (GEMM flop / GEMM "
+           "CPU-s), whole forward %.2f (GEMM flop / forward CPU-s)\n", gemm_isa_name(), peak,
+           s->gemm_flop / s->gemm_cpu_s * 1e-9 / peak, s->gemm_flop / s->forward_cpu_s * 1e-9 / peak);
     printf("  load average while running: %s", load_avg());
+    const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
+    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && stream_vs_resident(dir, &o, m, &bt, lg)) return 1;
 
     // Attention modes on the same packed batches (issue 4: a hifa4 forward <= 1.3x a bf16
     // forward). The 4 x 128 batch above, and one 512-token sequence where attention weighs
