@@ -77,7 +77,10 @@ static void test_permutation(void) {
     CHECK_CLOSE(stats_perm_p(e, 12, &o), 92.0 / 512, 0, 1e-12);
     CHECK_CLOSE(stats_perm_p(e, 12, &o), metrics_mcnemar_exact_p(7, 2), 0, 1e-12);
     CHECK(stats_perm_p(e + 9, 3, &o) == 1.0, "all zero gives 1");
-    // Monte Carlo (m > 20). 30 ones: only 2 of 2^30 patterns reach 30, none of 1000 draws
+    double h[16];
+    for (int i = 0; i < 16; i++) h[i] = 1;             // m = 16 is still exact: 2 / 2^16
+    CHECK_CLOSE(stats_perm_p(h, 16, &o), 2.0 / 65536, 0, 0);
+    // Monte Carlo (m > 16). 30 ones: only 2 of 2^30 patterns reach 30, none of 1000 draws
     // does, so p = (1 + 0) / (1 + 1000). 13 ones and 12 minus ones: every sum of 25 odd terms
     // is odd, |sum| >= 1 always, p = 1001/1001.
     double f[30];
@@ -86,7 +89,7 @@ static void test_permutation(void) {
     CHECK_CLOSE(stats_perm_p(f, 30, &o), 1.0 / 1001, 0, 1e-15);
     for (int i = 13; i < 25; i++) f[i] = -1;
     CHECK_CLOSE(stats_perm_p(f, 25, &o), 1.0, 0, 0);
-    // 15 up, 7 down (m = 22): exact 2 sum_{i<=7} C(22,i) / 2^22 = 0.13380; 10000 draws have
+    // 15 up, 7 down (m = 22 > 16): exact 2 sum_{i<=7} C(22,i) / 2^22 = 0.13380; 10000 draws have
     // a standard error of 0.0034, the check allows 0.015
     double g[22];
     for (int i = 0; i < 22; i++) g[i] = i < 15 ? 1 : -1;

@@ -81,7 +81,7 @@ double stats_perm_p(const double *d, int n, const struct stats_opts *o) {
     double p = 1.0;
     if (m > 0) {
         double thr = fabs(obs) - 1e-9 * scale;
-        if (m <= 20) {
+        if (m <= 16) {
             uint64_t total = (uint64_t)1 << m, hits = 0;
             for (uint64_t pat = 0; pat < total; pat++) hits += flipped_abs_sum(nz, m, pat) >= thr;
             p = (double)hits / (double)total;
@@ -127,7 +127,7 @@ int stats_paired(struct stats_paired *out, const double *a, const double *b, int
     struct stats_paired r = {.n = n > 0 ? n : 0, .perm_p = 1.0};
     r.mean_a = stats_mean(a, n);
     r.mean_b = stats_mean(b, n);
-    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    double *d = calloc((size_t)(n > 0 ? n : 1), sizeof *d);
     if (!d) return -1;
     for (int i = 0; i < n; i++) d[i] = b[i] - a[i];
     int rc = stats_bootstrap_mean(&r.diff, &r.lo, &r.hi, d, n, o);

@@ -44,7 +44,7 @@ int stats_bootstrap_mean(double *mean, double *lo, double *hi, const double *x, 
 // Two-sided paired permutation p of mean(d) = 0 under sign flips of each d[i]: the share of
 // sign patterns whose |sum| is >= the observed |sum| (ties within 1e-9 * sum|d| count as >=).
 // Zeros are left out (flipping them changes nothing). Exact over all 2^m patterns of the m
-// nonzero d[i] when m <= 20; else (1 + hits) / (1 + o->n_perm) over o->n_perm seeded patterns
+// nonzero d[i] when m <= 16; else (1 + hits) / (1 + o->n_perm) over o->n_perm seeded patterns
 // (bit j of the pattern from stats_next, 64 items per draw). m == 0 gives 1. For d in
 // {-1, 0, 1} the exact p equals metrics_mcnemar_exact_p(#{d = 1}, #{d = -1}).
 double stats_perm_p(const double *d, int n, const struct stats_opts *o);
