@@ -11,6 +11,7 @@
 #include "base/json_util.h"
 #include "results/metrics.h"
 #include "results/plot.h"
+#include "results/report_noise.h"
 #include "results/results.h"
 
 // ---- table grid ----
@@ -542,6 +543,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
         const char *note = jstr(run, "note", NULL);
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }
+    rc |= report_noise_md(&o, sum, run);
     rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
     cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
@@ -561,6 +563,19 @@ done:
 }
 
 // ---- cross-run tables ----
+// replicas of a run (summary.json noise.replicas.k; 0 without)
+static int replicas_of(const cJSON *sum) {
+    const cJSON *r = jget(jget(sum, "noise"), "replicas");
+    return cJSON_IsObject(r) ? (int)jnum(r, "k") : 0;
+}
+
+// "<pre>12.34 [10.00, 15.00]" (percent) of an interval object, or "" when it has no mean
+static void pct_iv(char *b, size_t n, const char *pre, const cJSON *iv) {
+    double m = jnum(iv, "mean");
+    if (isfinite(m)) snprintf(b, n, "%s%.2f [%.2f, %.2f]", pre, 100 * m, 100 * jnum(iv, "lo"), 100 * jnum(iv, "hi"));
+    else b[0] = 0;
+}
+
 int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char **md, struct err *e) {
     *md = NULL;
     cJSON **sums = calloc((size_t)(n_runs ? n_runs : 1), sizeof *sums), **rj = calloc((size_t)(n_runs ? n_runs : 1), sizeof *rj);
@@ -634,8 +649,13 @@ int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char
                     const cJSON *t = jget(jget(sums[r], "tasks"), tasks[k]);
                     if (!t) { rc |= grid_set(G, 2 + k, "-"); continue; }
                     const cJSON *v = jget(jget(t, "vs_reference"), m->valuestring);
-                    if (q == 0) { fmt_pct(a, sizeof a, jnum(v, "pfr")); rc |= grid_set(G, 2 + k, "%s", a); }
-                    else if (q == 2) rc |= grid_set(G, 2 + k, "%d / %d", (int)jnum(v, "hurts"), (int)jnum(v, "helps"));
+                    // with replicas (run --replicas K): the flip / hurt probability [95%] beside the counts
+                    const cJSON *nz = replicas_of(sums[r]) > 0 ? jget(jget(jget(t, "noise"), "modes"), m->valuestring) : NULL;
+                    char f[160] = "";
+                    if (nz && q == 0) pct_iv(f, sizeof f, "; flip prob ", jget(nz, "flip"));
+                    if (nz && q == 2) pct_iv(f, sizeof f, "; hurt prob ", jget(nz, "hurt"));
+                    if (q == 0) { fmt_pct(a, sizeof a, jnum(v, "pfr")); rc |= grid_set(G, 2 + k, "%s%s", a, f); }
+                    else if (q == 2) rc |= grid_set(G, 2 + k, "%d / %d%s", (int)jnum(v, "hurts"), (int)jnum(v, "helps"), f);
                     else { fmt_pct(a, sizeof a, jnum(jget(jget(t, "modes"), m->valuestring), "acc")); rc |= grid_set(G, 2 + k, "%s", a); }
                 }
             }
