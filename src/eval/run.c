@@ -9,6 +9,7 @@
 
 #include "base/json_util.h"
 #include "eval/run_internal.h"
+#include "results/noise.h"
 #include "results/report.h"
 
 // ---- options ----
@@ -104,6 +105,28 @@ static void progress(struct run *r, int t, int final) {
     if (r->progress) r->progress(r->progress_user, r->sets[t].name, r->done, r->total, r->resumed, final);
 }
 
+// ---- replicas ----
+int run_n_replicas(const struct run *r) { return r->o.replicas; }
+
+int run_samples_path(char *out, size_t n, const struct run *r, int t, int m, struct err *e) {
+    char name[512];
+    int rc = noise_replica_name(name, sizeof name, r->o.modes[m], r->rep, e);
+    return rc ? rc : results_samples_path(out, n, r->out_dir, r->sets[t].name, name, e);
+}
+
+int run_set_replica(struct run *r, int k, struct err *e) {
+    if (k < 0 || k > r->o.replicas) return err_set(e, ERR_USAGE, "run: replica %d of %d", k, r->o.replicas);
+    if (k == r->rep) return 0;
+    // undo the current replica's perturbation (an involution), then apply k's
+    int rc = model_perturb(r->model, r->o.replica_seed, r->rep, e);
+    if (!rc) rc = model_perturb(r->model, r->o.replica_seed, k, e);
+    if (rc) return rc;
+    if (!r->acc0_saved) { memcpy(r->acc0, r->acc, sizeof r->acc); r->acc0_saved = 1; }
+    r->rep = k;
+    log_info("run: replica %d of %d (%s)", k, r->o.replicas, k ? "weights moved one ulp, seed-dependent" : "unperturbed");
+    return 0;
+}
+
 // ---- scoring ----
 // Items every mode's samples file holds in whole frames (a killed run's last frame may be short).
 static int resume_point(struct run *r, int t, int *keep, struct err *e) {
@@ -112,8 +135,7 @@ static int resume_point(struct run *r, int t, int *keep, struct err *e) {
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
         int cnt, rc;
-        if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_samples_count(sp, &cnt, e)))
+        if ((rc = run_samples_path(sp, sizeof sp, r, t, m, e)) || (rc = results_samples_count(sp, &cnt, e)))
             return rc;
         if (cnt > n) return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d", sp, cnt, n);
         if (cnt < n) cnt -= cnt % RESULTS_FRAME_ITEMS;
@@ -128,7 +150,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     if (r->o.resume) {
         if ((rc = resume_point(r, t, &keep, e))) return rc;
         if (keep == n && n > 0) {
-            log_info("run: %s: complete, skipped", r->sets[t].name);
+            log_info("run: %s%s: complete, skipped", r->sets[t].name, r->rep ? " (this replica)" : "");
             r->done += n;
             r->resumed += n;
             *next = r->next = n;
@@ -138,8 +160,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     }
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
-        if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, keep, e)))
+        if ((rc = run_samples_path(sp, sizeof sp, r, t, m, e)) || (rc = results_writer_open(&r->writers[m], sp, keep, e)))
             return rc;
     }
     r->done += keep;

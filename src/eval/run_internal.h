@@ -63,12 +63,19 @@ struct run {
     cJSON *carry;                  // --resume of a complete run: its measurements, kept
     struct results_writer writers[RUN_MAX_MODES];
     struct run_mode_acc acc[RUN_MAX_MODES];
+    // replicas (run_set_replica): the current one; replica 0's accumulators while others run
+    int rep;
+    int acc0_saved;
+    struct run_mode_acc acc0[RUN_MAX_MODES];
     // progress
     int next;                      // next item of the task being scored
     int64_t done, total, resumed, processed;
     run_progress_fn progress;
     void *progress_user;
 };
+
+// The samples file of mode m in the current replica (r->rep) of task t.
+int run_samples_path(char *out, size_t n, const struct run *r, int t, int m, struct err *e);
 
 // run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
 // counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
