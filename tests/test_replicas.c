@@ -85,6 +85,15 @@ static void test_replica0_and_spread(void) {
     CHECK(cJSON_IsObject(cJSON_GetObjectItem(bf, "null_flip")), "null flip rate of bf16");
     cJSON_Delete(s);
     free(txt);
+    // report.md, `tables` and `diff` carry it
+    snprintf(pa, sizeof pa, "%s/report.md", rep);
+    char *md = NULL;
+    CHECK(file_read_all(pa, &md, &n, &e) == 0 && strstr(md, "### How much is noise") && strstr(md, "#### Null flip rate") &&
+              strstr(md, "Paired differences of the hurt probability"), "report.md has the noise section");
+    free(md);
+    CHECK(sh("%s --quiet tables %s | grep -q 'flip prob'", bin, rep) == 0, "tables: flip probabilities beside the PFR");
+    CHECK(sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
+          "diff of a 2-replica mode against a single-run mode");
     // the configuration key holds K and the seed
     CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 3 --resume --out %s 2>/dev/null",
              bin, model, task, data, rep) == 1, "--resume with another --replicas refused");

@@ -123,6 +123,15 @@ static int paired_row(struct results_buf *o, const struct side *a, const struct 
     return 0;
 }
 
+static void print_probs(const char *rows) {
+    printf("\nflip and hurt probabilities, each against its own run's reference (%% per item over replicas 0..K, "
+           "mean over items); B - A with a bootstrap 95%% interval, p (paired permutation; exact McNemar on the "
+           "indicators when neither run has replicas) and the items needed to detect 20%% less than A's at p < 0.05 "
+           "with 80%% power:\n\n| task | n | replicas A / B | flip A | flip B | B - A [95%%] | p | items needed | "
+           "hurt A | hurt B | B - A [95%%] | p | items needed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+           "---:|---:|---:|\n%s", rows);
+}
+
 int cmd_diff(int argc, char **argv, struct err *e) {
     int help = 0, show = 20;
     const char *only = NULL;
@@ -231,14 +240,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         if (rc) goto done;
     }
     if (!n_common) { rc = err_set(e, ERR_NOTFOUND, "no task in common between %s and %s%s%s", a.dir, b.dir, only ? " named " : "", only ? only : ""); goto done; }
-    if (probs_txt.n) {
-        printf("\nflip and hurt probabilities, each against its own run's reference (%% per item over replicas 0..K, "
-               "mean over items); B - A with a bootstrap 95%% interval, p (paired permutation; exact McNemar on the "
-               "indicators when neither run has replicas) and the items needed to detect 20%% less than A's at p < 0.05 "
-               "with 80%% power:\n\n| task | n | replicas A / B | flip A | flip B | B - A [95%%] | p | items needed | "
-               "hurt A | hurt B | B - A [95%%] | p | items needed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-               "---:|---:|---:|\n%s", probs_txt.p);
-    }
+    if (probs_txt.n) print_probs(probs_txt.p);
     if (flips_txt.n) {
         printf("\nflipped items (pred A != pred B):\n\n| task | id | gold | pred A | pred B | margin A | margin B |\n|---|---|---:|---:|---:|---:|---:|\n%s", flips_txt.p);
     }
