@@ -48,16 +48,22 @@ static void test_item_probs(void) {
     CHECK(f[0] == 2. / 3 && f[1] == 0 && f[2] == 0 && f[3] == 0, "B flips %g %g %g %g", f[0], f[1], f[2], f[3]);
 }
 
+// noise_json of modes ref, A, B with the default options
+static cJSON *noise_of(const struct noise_preds *p) {
+    char *modes[3] = {"ref", "A", "B"};
+    struct stats_opts o;
+    stats_opts_default(&o);
+    cJSON *j = NULL;
+    struct err e = {0};
+    CHECK(noise_json(&j, p, modes, &o, &e) == 0, "%s", e.msg);
+    return j;
+}
+
 static void test_json(void) {
     const int *pred[9];
     for (int k = 0; k < 9; k++) pred[k] = P[k];
     struct noise_preds p = {4, 3, 3, gold4, pred};
-    char *modes[3] = {"ref", "A", "B"};
-    struct stats_opts o;
-    stats_opts_default(&o);
-    cJSON *j;
-    struct err e = {0};
-    CHECK(noise_json(&j, &p, modes, &o, &e) == 0, "%s", e.msg);
+    cJSON *j = noise_of(&p);
     CHECK(jnum(j, "n") == 4 && jnum(j, "replicas") == 2, "n, replicas");
     const cJSON *A = jo(jo(j, "modes"), "A"), *B = jo(jo(j, "modes"), "B");
     // replica 0 alone: A flips 2 of 4 (1 hurt, 1 help), B flips 1 (1 hurt)
@@ -91,12 +97,7 @@ static void test_single_run(void) {
     int ref[10] = {0}, a[10] = {1, 1, 1, 1, 1, 1}, b[10] = {0}, gold[10] = {0};
     const int *pred[3] = {ref, a, b};
     struct noise_preds p = {10, 3, 1, gold, pred};
-    char *modes[3] = {"ref", "A", "B"};
-    struct stats_opts o;
-    stats_opts_default(&o);
-    cJSON *j;
-    struct err e = {0};
-    CHECK(noise_json(&j, &p, modes, &o, &e) == 0, "%s", e.msg);
+    cJSON *j = noise_of(&p);
     const cJSON *pr = cJSON_GetArrayItem(jo(j, "pairs"), 0);
     CHECK_CLOSE(jnum(jo(pr, "flip"), "p"), 1.0 / 32, 0, 1e-12);
     CHECK_CLOSE(jnum(jo(pr, "hurt"), "p"), 1.0 / 32, 0, 1e-12);
@@ -106,6 +107,7 @@ static void test_single_run(void) {
     CHECK(jnum(j, "replicas") == 0, "replicas 0");
     cJSON_Delete(j);
     char name[32];
+    struct err e = {0};
     CHECK(noise_replica_name(name, sizeof name, "direct+qmean", 3, &e) == 0 && !strcmp(name, "direct+qmean@r3"), "%s", name);
     CHECK(noise_replica_name(name, sizeof name, "bf16", 0, &e) == 0 && !strcmp(name, "bf16"), "%s", name);
     CHECK(noise_replica_name(name, 8, "direct+qmean", 3, &e) == ERR_RANGE, "too long");

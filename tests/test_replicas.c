@@ -8,28 +8,15 @@
 //  - model_perturb applied twice gives the unperturbed logits bit for bit.
 // Tasks: arc_easy from the test data, else the Debian exam pools; skipped without either.
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "model/model.h"
 #include "test.h"
 
 static const char *bin, *tmp, *task = "arc_easy";
 static char model[1024], data[1200];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static const char *const modes[] = {"f32", "bf16", "direct"};
 #define N_MODES 3
@@ -57,10 +44,10 @@ static void test_replica0_and_spread(void) {
     char plain[1024], rep[1024], pa[2048], pb[2048];
     snprintf(plain, sizeof plain, "%s/rep_plain", tmp);
     snprintf(rep, sizeof rep, "%s/rep_k2", tmp);
-    sh("rm -rf %s %s", plain, rep);
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --out %s > /dev/null", bin, model,
+    test_sh("rm -rf %s %s", plain, rep);
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --out %s > /dev/null", bin, model,
              task, data, plain) == 0, "plain run");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --out %s > /dev/null",
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --out %s > /dev/null",
              bin, model, task, data, rep) == 0, "run --replicas 2");
     for (int m = 0; m < N_MODES; m++) {
         spath(pa, sizeof pa, plain, m, 0);
@@ -91,20 +78,20 @@ static void test_replica0_and_spread(void) {
     CHECK(file_read_all(pa, &md, &n, &e) == 0 && strstr(md, "### How much is noise") && strstr(md, "#### Null flip rate") &&
               strstr(md, "Paired differences of the hurt probability"), "report.md has the noise section");
     free(md);
-    CHECK(sh("%s --quiet tables %s | grep -q 'flip prob'", bin, rep) == 0, "tables: flip probabilities beside the PFR");
-    CHECK(sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
+    CHECK(test_sh("%s --quiet tables %s | grep -q 'flip prob'", bin, rep) == 0, "tables: flip probabilities beside the PFR");
+    CHECK(test_sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
           "diff of a 2-replica mode against a single-run mode");
     // the configuration key holds K and the seed
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 3 --resume --out %s 2>/dev/null",
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 3 --resume --out %s 2>/dev/null",
              bin, model, task, data, rep) == 1, "--resume with another --replicas refused");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --replica-seed 5 --resume "
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --replica-seed 5 --resume "
              "--out %s 2>/dev/null", bin, model, task, data, rep) == 1, "--resume with another --replica-seed refused");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --resume --out %s > /dev/null",
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --resume --out %s > /dev/null",
              bin, model, task, data, rep) == 0, "--resume of the finished run with the same key");
     CHECK(same_replicas(plain, rep, 0, "after resume") == 0, "unchanged by resuming the finished run");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas -1 2>/dev/null", bin, model, task, data) == 2,
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas -1 2>/dev/null", bin, model, task, data) == 2,
           "--replicas -1 is a usage error");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas 1 --weights stream --out %s/rep_st "
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas 1 --weights stream --out %s/rep_st "
              "2>/dev/null", bin, model, task, data, tmp) == 2, "--replicas with streamed weights refused");
 }
 
@@ -113,17 +100,17 @@ static void test_batch_threads_resume(void) {
     snprintf(a, sizeof a, "%s/rep_k2", tmp);   // batch 4096 (default) x 2 threads, from above
     snprintf(b, sizeof b, "%s/rep_bt", tmp);
     snprintf(c, sizeof c, "%s/rep_resume", tmp);
-    sh("rm -rf %s %s", b, c);
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 1 --batch-tokens 256 --replicas 2 "
+    test_sh("rm -rf %s %s", b, c);
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 1 --batch-tokens 256 --replicas 2 "
              "--out %s > /dev/null", bin, model, task, data, b) == 0, "batch 256, 1 thread");
     CHECK(same_replicas(a, b, 2, "batch/threads") == 0, "every replica file: batch 256 x 1 thread == batch 4096 x 2 threads");
     // stopped (as a kill leaves the files) after 70 items of replica 0 and ~70 of replica 1
-    CHECK(sh("HIFA4_STOP_AFTER_ITEMS=140 %s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 "
+    CHECK(test_sh("HIFA4_STOP_AFTER_ITEMS=140 %s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 "
              "--batch-tokens 256 --replicas 2 --out %s > /dev/null 2>&1", bin, model, task, data, c) != 0, "stopped run");
     char p[2048];
     spath(p, sizeof p, c, 0, 2);
     CHECK(!file_exists(p), "the stop came before replica 2");
-    CHECK(sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --resume --out %s "
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --resume --out %s "
              "> /dev/null", bin, model, task, data, c) == 0, "--resume");
     CHECK(same_replicas(a, c, 2, "resume") == 0, "every replica file of the resumed run identical");
 }
@@ -134,13 +121,13 @@ static void test_shard_merge(void) {
     snprintf(s0, sizeof s0, "%s/rep_sh_0", tmp);
     snprintf(s1, sizeof s1, "%s/rep_sh_1", tmp);
     snprintf(mg, sizeof mg, "%s/rep_sh_merged", tmp);
-    sh("rm -rf %s %s %s %s", full, s0, s1, mg);
+    test_sh("rm -rf %s %s %s %s", full, s0, s1, mg);
     char args[4096];
     snprintf(args, sizeof args, "--model %s --task %s %s --limit 9 --attn " ATTN " --replicas 1", model, task, data);
-    CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded");
-    CHECK(sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
-    CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
-    CHECK(sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s0, s1, mg) == 0, "merge");
+    CHECK(test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded");
+    CHECK(test_sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
+    CHECK(test_sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
+    CHECK(test_sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s0, s1, mg) == 0, "merge");
     CHECK(same_replicas(full, mg, 1, "merge") == 0, "merged replica files identical to the unsharded run's");
     char pa[2048], pb[2048];
     snprintf(pa, sizeof pa, "%s/summary.json", full);
@@ -193,7 +180,7 @@ int main(void) {
     char st[1100];
     snprintf(st, sizeof st, "%s/model.safetensors", model);
     if (!file_exists(st))
-        CHECK(sh("%s --quiet make-model --arch llama --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 32 --ffn 256 "
+        CHECK(test_sh("%s --quiet make-model --arch llama --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 32 --ffn 256 "
                  "--seed 21 --out %s > /dev/null", bin, model) == 0, "make-model");
     TEST_PROGRESS("model_perturb is an involution");
     test_involution();

@@ -26,17 +26,10 @@ void stats_opts_default(struct stats_opts *o) {
     o->rel = 0.2;
 }
 
-double stats_mean(const double *x, int n) {
-    if (n <= 0) return NAN;
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    return s / n;
-}
-
 double stats_sd(const double *x, int n) {
     if (n <= 0) return NAN;
     if (n < 2) return 0.0;
-    double m = stats_mean(x, n), s = 0;
+    double m = metrics_mean(x, n), s = 0;
     for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
     return sqrt(s / (n - 1));
 }
@@ -44,7 +37,7 @@ double stats_sd(const double *x, int n) {
 int stats_bootstrap_mean(double *mean, double *lo, double *hi, const double *x, int n, const struct stats_opts *o) {
     *mean = *lo = *hi = NAN;
     if (n <= 0) return 0;
-    *mean = stats_mean(x, n);
+    *mean = metrics_mean(x, n);
     int nb = o->n_boot > 0 ? o->n_boot : 1;
     double *m = malloc((size_t)nb * sizeof *m);
     if (!m) return -1;
@@ -125,8 +118,8 @@ double stats_items_needed(double sd, double delta) {
 
 int stats_paired(struct stats_paired *out, const double *a, const double *b, int n, const struct stats_opts *o) {
     struct stats_paired r = {.n = n > 0 ? n : 0, .perm_p = 1.0};
-    r.mean_a = stats_mean(a, n);
-    r.mean_b = stats_mean(b, n);
+    r.mean_a = metrics_mean(a, n);
+    r.mean_b = metrics_mean(b, n);
     double *d = calloc((size_t)(n > 0 ? n : 1), sizeof *d);
     if (!d) return -1;
     for (int i = 0; i < n; i++) d[i] = b[i] - a[i];

@@ -29,8 +29,8 @@ struct stats_opts {
 };
 void stats_opts_default(struct stats_opts *o);
 
-// Mean and sample standard deviation (n - 1 in the denominator; 0 for n < 2). n <= 0: NaN.
-double stats_mean(const double *x, int n);
+// Sample standard deviation (n - 1 in the denominator; 0 for n < 2). n <= 0: NaN. The mean is
+// metrics_mean.
 double stats_sd(const double *x, int n);
 
 // Percentile bootstrap of the mean of x[0..n): o->n_boot resamples of n items, drawn with
