@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "base/common.h"
 
@@ -197,6 +198,18 @@ static inline int test_same_bytes(const char *a, const char *b) {
     if (fa) fclose(fa);
     if (fb) fclose(fb);
     return same;
+}
+
+// Runs the shell command fmt formats; returns its exit status (-1 when it did not exit).
+static inline int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int test_sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static inline int test_summary(const char *name) {

@@ -550,17 +550,6 @@ static void test_options(void) {
 
 // ---- a run in each form: run.json, the configuration key, resume/merge, reports, tables ----
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *slurp(const char *fmt, ...) {
     char path[4096], *b = NULL;
@@ -607,12 +596,12 @@ static void test_run_forms(void) {
         fprintf(f, "{\"question\": \"Item %d: which word comes after number %d in the list?\", \"choices\": [\"apple\", "
                    "\"river stone\", \"blue\", \"seven and a half\"], \"answer\": %d, \"id\": \"q%d\"}\n", i, 3 * i, i % 4, i);
     if (f) fclose(f);
-    CHECK(sh("rm -rf %s %s %s && %s --quiet make-model --arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 64 "
+    CHECK(test_sh("rm -rf %s %s %s && %s --quiet make-model --arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 64 "
              "--ffn 256 --out %s > /dev/null", model, tok, ch, bin, model) == 0, "make-model");
     snprintf(args, sizeof args, "--model %s --task mc_jsonl --task-file %s --threads 2 --tile 64", model, task);
     // one command per form: every mode (the ones with Smooth-QK are skipped without scales)
-    CHECK(sh("%s --quiet run %s --attn all --out %s > /dev/null 2>&1", bin, args, tok) == 0, "run --attn all (token)");
-    CHECK(sh("%s --quiet run %s --attn all --qmean channel --out %s > /dev/null 2>&1", bin, args, ch) == 0,
+    CHECK(test_sh("%s --quiet run %s --attn all --out %s > /dev/null 2>&1", bin, args, tok) == 0, "run --attn all (token)");
+    CHECK(test_sh("%s --quiet run %s --attn all --qmean channel --out %s > /dev/null 2>&1", bin, args, ch) == 0,
           "run --attn all --qmean channel");
     cJSON *jt = run_json(tok), *jc = run_json(ch);
     CHECK(jt && jc, "run.json of both runs");
@@ -661,12 +650,12 @@ static void test_run_forms(void) {
     // one form per run directory: --resume with the other form is refused, naming it
     char log[1200];
     snprintf(log, sizeof log, "%s/qm_resume.txt", tmp);
-    CHECK(sh("%s --quiet run %s --attn all --out %s --resume > %s 2>&1", bin, args, ch, log) == 1,
+    CHECK(test_sh("%s --quiet run %s --attn all --out %s --resume > %s 2>&1", bin, args, ch, log) == 1,
           "--resume of a channel run with the token form refused");
     char *txt = slurp("%s", log);
     CHECK(txt && strstr(txt, "--qmean channel") && strstr(txt, "--qmean token"), "message names both forms: %s", txt ? txt : "");
     free(txt);
-    CHECK(sh("%s --quiet run %s --attn all --qmean channel --out %s --resume > /dev/null 2>&1", bin, args, ch) == 0,
+    CHECK(test_sh("%s --quiet run %s --attn all --qmean channel --out %s --resume > /dev/null 2>&1", bin, args, ch) == 0,
           "--resume with the same form");
     // reports and tables say which form rows B-E are
     char *md = slurp("%s/report.md", ch);
@@ -674,28 +663,28 @@ static void test_run_forms(void) {
               strstr(md, "`direct+qmean+preorder (channel)`"),
           "report.md labels the channel form");
     free(md);
-    CHECK(sh("%s tables %s %s > %s/qm_tables.md 2> /dev/null", bin, tok, ch, tmp) == 0, "tables over both forms");
+    CHECK(test_sh("%s tables %s %s > %s/qm_tables.md 2> /dev/null", bin, tok, ch, tmp) == 0, "tables over both forms");
     md = slurp("%s/qm_tables.md", tmp);
     CHECK(md && strstr(md, "| B. +Q-Mean | - | - |") && strstr(md, "| B. +Q-Mean (channel) | - | - |") &&
               strstr(md, "| D. +P-Reordering (channel) | - |") && strstr(md, "Q-Mean, token form)") &&
               strstr(md, "Q-Mean, channel form)"),
           "tables rows B-E name their form:\n%s", md ? md : "");
     free(md);
-    CHECK(sh("%s diff %s:direct+qmean %s:direct+qmean > %s/qm_diff.txt 2>&1", bin, tok, ch, tmp) == 0, "diff across forms");
+    CHECK(test_sh("%s diff %s:direct+qmean %s:direct+qmean > %s/qm_diff.txt 2>&1", bin, tok, ch, tmp) == 0, "diff across forms");
     md = slurp("%s/qm_diff.txt", tmp);
     CHECK(md && strstr(md, "(A: direct+qmean (token))") && strstr(md, "(B: direct+qmean (channel))"), "diff names the forms: %.300s",
           md ? md : "");
     free(md);
     // shards of different forms do not merge
-    CHECK(sh("rm -rf %s/qm_s0 %s/qm_s1 %s/qm_m && %s --quiet run %s --attn bf16,direct+qmean --qmean channel --shard 0/2 "
+    CHECK(test_sh("rm -rf %s/qm_s0 %s/qm_s1 %s/qm_m && %s --quiet run %s --attn bf16,direct+qmean --qmean channel --shard 0/2 "
              "--out %s/qm_s0 > /dev/null 2>&1 && %s --quiet run %s --attn bf16,direct+qmean --shard 1/2 --out %s/qm_s1 > /dev/null 2>&1",
              tmp, tmp, tmp, bin, args, tmp, bin, args, tmp) == 0, "two shards");
-    CHECK(sh("%s --quiet merge %s/qm_s0 %s/qm_s1 --out %s/qm_m > %s 2>&1", bin, tmp, tmp, tmp, log) == 1, "merge of two forms refused");
+    CHECK(test_sh("%s --quiet merge %s/qm_s0 %s/qm_s1 --out %s/qm_m > %s 2>&1", bin, tmp, tmp, tmp, log) == 1, "merge of two forms refused");
     txt = slurp("%s", log);
     CHECK(txt && strstr(txt, "--qmean"), "merge message names the form: %s", txt ? txt : "");
     free(txt);
     // --qdq-skip: recorded, named; a bad list is a usage error
-    CHECK(sh("rm -rf %s/qm_skip && %s --quiet run %s --attn bf16,direct --qdq-skip p --out %s/qm_skip > /dev/null 2>&1", tmp, bin,
+    CHECK(test_sh("rm -rf %s/qm_skip && %s --quiet run %s --attn bf16,direct --qdq-skip p --out %s/qm_skip > /dev/null 2>&1", tmp, bin,
              args, tmp) == 0, "run --qdq-skip p");
     snprintf(pa, sizeof pa, "%s/qm_skip", tmp);
     cJSON *js = run_json(pa);
@@ -703,10 +692,10 @@ static void test_run_forms(void) {
               !strcmp(jpath(js, "attention", "display", "direct"), "direct [qdq-skip p]"),
           "run.json qdq_skip p, display 'direct [qdq-skip p]'");
     cJSON_Delete(js);
-    CHECK(sh("%s --quiet run %s --attn bf16,direct --qdq-skip p,x --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qdq-skip p,x exits 2");
-    CHECK(sh("%s --quiet run %s --qmean rows --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qmean rows exits 2");
+    CHECK(test_sh("%s --quiet run %s --attn bf16,direct --qdq-skip p,x --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qdq-skip p,x exits 2");
+    CHECK(test_sh("%s --quiet run %s --qmean rows --out %s/qm_bad 2> /dev/null", bin, args, tmp) == 2, "--qmean rows exits 2");
     // logits --qmean: the form reaches the model, and is recorded
-    CHECK(sh("%s --quiet logits --model %s --ids 1,2,3,4,5,6,7,8,9,10 --attn direct+qmean --out %s/qm_lt.safetensors && "
+    CHECK(test_sh("%s --quiet logits --model %s --ids 1,2,3,4,5,6,7,8,9,10 --attn direct+qmean --out %s/qm_lt.safetensors && "
              "%s --quiet logits --model %s --ids 1,2,3,4,5,6,7,8,9,10 --attn direct+qmean --qmean channel --out %s/qm_lc.safetensors",
              bin, model, tmp, bin, model, tmp) == 0, "logits in both forms");
     struct safetensors a, b;

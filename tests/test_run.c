@@ -39,17 +39,6 @@ static char data[1100];         // "--data-dir <datasets>", or "" for exam from 
 static struct { const char *resume, *batch, *shard; } tk = {"arc_challenge", "mmlu,hellaswag", "arc_challenge,mmlu"};
 static int real_data; // stories260K and the benchmark data are there
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *slurp(const char *path, size_t *n) {
     char *b = NULL;
     struct err e = {0};
@@ -91,8 +80,8 @@ static void test_four_tasks(void) {
     static const char *tasks[] = {"arc_challenge", "hellaswag", "mmlu", "truthfulqa_mc1"};
     char out[1024], p[2048];
     snprintf(out, sizeof out, "%s/run_r1", tmp);
-    sh("rm -rf %s", out);
-    int rc = sh("%s --quiet run --model %s --task arc_challenge,hellaswag,mmlu,truthfulqa_mc1 %s "
+    test_sh("rm -rf %s", out);
+    int rc = test_sh("%s --quiet run --model %s --task arc_challenge,hellaswag,mmlu,truthfulqa_mc1 %s "
                 "--limit 8 --attn f32,%s --out %s > %s/r1.stdout", bin, model, data, qm, out, tmp);
     CHECK(rc == 0, "run exit status %d", rc);
     const char *files[] = {"run.json", "summary.json", "report.md", "tables/accuracy.csv", "tables/flips.csv",
@@ -141,18 +130,18 @@ static void test_four_tasks(void) {
     char a[2048], b[2048];
     snprintf(a, sizeof a, "%s/report.md", out);
     snprintf(b, sizeof b, "%s/report.first.md", tmp);
-    sh("cp %s %s", a, b);
-    CHECK(sh("%s --quiet report %s > /dev/null", bin, out) == 0, "report");
+    test_sh("cp %s %s", a, b);
+    CHECK(test_sh("%s --quiet report %s > /dev/null", bin, out) == 0, "report");
     CHECK(test_same_bytes(a, b), "re-rendered report.md identical");
-    CHECK(sh("%s diff %s %s:%s > %s/diff.txt", bin, out, out, qm, tmp) == 0, "diff");
+    CHECK(test_sh("%s diff %s %s:%s > %s/diff.txt", bin, out, out, qm, tmp) == 0, "diff");
     snprintf(p, sizeof p, "%s/diff.txt", tmp);
     txt = slurp(p, &n);
     CHECK(txt && strstr(txt, "| mmlu | 456 |"), "diff lists mmlu: %s", txt ? txt : "");
     free(txt);
-    CHECK(sh("%s tables %s %s --csv %s/tables > /dev/null", bin, out, out, tmp) == 0, "tables");
-    CHECK(sh("%s --quiet run --model %s --task mmlu --bos maybe 2>/dev/null", bin, model) == 2, "bad --bos exits 2");
-    CHECK(sh("%s --quiet run --model %s --task mmlu --attn nosuch 2>/dev/null", bin, model) == 2, "unknown mode exits 2");
-    CHECK(sh("%s --quiet run --model %s --task mmlu %s --limit 1 --attn f32 --out %s 2>/dev/null",
+    CHECK(test_sh("%s tables %s %s --csv %s/tables > /dev/null", bin, out, out, tmp) == 0, "tables");
+    CHECK(test_sh("%s --quiet run --model %s --task mmlu --bos maybe 2>/dev/null", bin, model) == 2, "bad --bos exits 2");
+    CHECK(test_sh("%s --quiet run --model %s --task mmlu --attn nosuch 2>/dev/null", bin, model) == 2, "unknown mode exits 2");
+    CHECK(test_sh("%s --quiet run --model %s --task mmlu %s --limit 1 --attn f32 --out %s 2>/dev/null",
              bin, model, data, out) == 2, "existing run dir without --resume refused");
 }
 
@@ -165,8 +154,8 @@ static void test_ppl(void) {
     if (!TEST_NEED("datasets/wikitext2")) return;
     char out[1024], p[2048];
     snprintf(out, sizeof out, "%s/run_ppl", tmp);
-    sh("rm -rf %s", out);
-    CHECK(sh("%s --quiet run --model %s --task ppl %s --limit 3 --ppl-ctx 64 --attn f32,%s "
+    test_sh("rm -rf %s", out);
+    CHECK(test_sh("%s --quiet run --model %s --task ppl %s --limit 3 --ppl-ctx 64 --attn f32,%s "
              "--out %s > /dev/null", bin, model, data, qm, out) == 0, "ppl run");
     size_t n;
     snprintf(p, sizeof p, "%s/samples-ppl-%s.jsonl.zst", out, qm);
@@ -208,12 +197,12 @@ static void test_resume(void) {
     char full[1024], part[1024], pa[2048], pb[2048];
     snprintf(full, sizeof full, "%s/run_full", tmp);
     snprintf(part, sizeof part, "%s/run_part", tmp);
-    sh("rm -rf %s %s", full, part);
+    test_sh("rm -rf %s %s", full, part);
     char args[2048];
     snprintf(args, sizeof args, "--task %s %s --attn f32,%s --threads 1", tk.resume, data, qm);
     char attn[64];
     snprintf(attn, sizeof attn, "f32,%s", qm);
-    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s > /dev/null", bin, imodel, args, limit, full) == 0, "full run");
+    CHECK(test_sh("%s --quiet run --model %s %s --limit %d --out %s > /dev/null", bin, imodel, args, limit, full) == 0, "full run");
     // A real SIGKILL at a known point: the run freezes itself (SIGSTOP) where it has scored 64
     // items, with the first frame of 64 lines on disk and the rest pending in memory. Polling for
     // the file and killing raced: with the prefix cache all 70 items are one batch, and the run
@@ -241,7 +230,7 @@ static void test_resume(void) {
     CHECK(killed, "the run froze at item 64 and was killed with SIGKILL");
     samples_path(pa, sizeof pa, part, tk.resume, qm);
     CHECK(!file_exists(pa) || !test_same_bytes(pa, (samples_path(pb, sizeof pb, full, tk.resume, qm), pb)), "the killed run is incomplete");
-    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume");
+    CHECK(test_sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume");
     for (int m = 0; m < 2; m++) {
         const char *mode = m ? qm : "f32";
         samples_path(pa, sizeof pa, full, tk.resume, mode);
@@ -249,10 +238,10 @@ static void test_resume(void) {
         CHECK(test_same_bytes(pa, pb), "resumed %s samples byte-identical after the SIGKILL", mode);
     }
     // resuming a finished run changes nothing
-    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume done run");
+    CHECK(test_sh("%s --quiet run --model %s %s --limit %d --out %s --resume > /dev/null", bin, imodel, args, limit, part) == 0, "resume done run");
     CHECK(test_same_bytes(pa, pb), "still identical");
     // resuming with other options is refused
-    CHECK(sh("%s --quiet run --model %s %s --limit %d --out %s --resume 2>/dev/null", bin, imodel, args, limit + 1, part) == 1,
+    CHECK(test_sh("%s --quiet run --model %s %s --limit %d --out %s --resume 2>/dev/null", bin, imodel, args, limit + 1, part) == 1,
           "resume with another --limit refused");
 }
 
@@ -260,13 +249,13 @@ static void test_batch_threads(void) {
     char a[1024], b[1024], pa[2048], pb[2048];
     snprintf(a, sizeof a, "%s/run_bt_a", tmp);
     snprintf(b, sizeof b, "%s/run_bt_b", tmp);
-    sh("rm -rf %s %s", a, b);
+    test_sh("rm -rf %s %s", a, b);
     // with a quantized mode too when the registry has it (the product's modes must be batch-invariant)
     int has_direct = attn_mode_find("direct") != NULL;
     char args[2048];
     snprintf(args, sizeof args, "--task %s %s --limit 6 --attn f32,%s%s", tk.batch, data, qm, has_direct ? ",direct" : "");
-    CHECK(sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, imodel, args, a) == 0, "run a");
-    CHECK(sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, imodel, args, b) == 0, "run b");
+    CHECK(test_sh("%s --quiet run --model %s %s --batch-tokens 256 --threads 1 --out %s > /dev/null", bin, imodel, args, a) == 0, "run a");
+    CHECK(test_sh("%s --quiet run --model %s %s --batch-tokens 20000 --threads 2 --out %s > /dev/null", bin, imodel, args, b) == 0, "run b");
     const char *tasks[2], *modes[] = {"f32", qm, "direct"};
     char buf[256];
     const int n_tasks = split_tasks(buf, sizeof buf, tk.batch, tasks, 2);
@@ -285,15 +274,15 @@ static void test_shard_merge(void) {
     snprintf(s0, sizeof s0, "%s/run_sh_0", tmp);
     snprintf(s1, sizeof s1, "%s/run_sh_1", tmp);
     snprintf(mg, sizeof mg, "%s/run_sh_merged", tmp);
-    sh("rm -rf %s %s %s %s", full, s0, s1, mg);
+    test_sh("rm -rf %s %s %s %s", full, s0, s1, mg);
     char args[4096];
     snprintf(args, sizeof args, "--model %s --task %s %s --limit 3 --attn f32,%s", imodel, tk.shard, data, qm);
-    CHECK(sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
-    CHECK(sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
-    CHECK(sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");
-    CHECK(sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
-    CHECK(sh("%s --quiet run %s --shard 2/2 2>/dev/null", bin, args) == 2, "--shard 2/2 is a usage error");
-    CHECK(sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s1, s0, mg) == 0, "merge");
+    CHECK(test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded run");
+    CHECK(test_sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
+    CHECK(test_sh("%s --quiet merge %s --out %s 2>/dev/null", bin, s1, mg) == 1, "merge with a shard missing refused");
+    CHECK(test_sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
+    CHECK(test_sh("%s --quiet run %s --shard 2/2 2>/dev/null", bin, args) == 2, "--shard 2/2 is a usage error");
+    CHECK(test_sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s1, s0, mg) == 0, "merge");
     // every task's f32 samples, summary.json, and the last task's second-mode samples
     const char *tasks[2];
     char buf[256], files[3][256];
@@ -327,19 +316,19 @@ int main(void) {
         char cfg[1100];
         snprintf(cfg, sizeof cfg, "%s/tokenizer.json", model);
         if (!file_exists(cfg))
-            CHECK(sh("%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s > /dev/null", bin, s260k, s260k,
+            CHECK(test_sh("%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s > /dev/null", bin, s260k, s260k,
                      model) == 0, "import-llama2c");
     } else {
         tk.resume = tk.batch = tk.shard = "exam";
         snprintf(model, sizeof model, "%s/run-mm", tmp);
-        CHECK(sh("%s --quiet make-model --arch llama --layers 2 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --seed 9 --out %s "
+        CHECK(test_sh("%s --quiet make-model --arch llama --layers 2 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --seed 9 --out %s "
                  "> /dev/null", bin, model) == 0, "make-model");
     }
     snprintf(imodel, sizeof imodel, "%s/run-smollm2-shape", tmp);
     char icfg[1100];
     snprintf(icfg, sizeof icfg, "%s/model.safetensors", imodel);
     if (!file_exists(icfg))
-        CHECK(sh("%s --quiet make-model --arch llama --layers 2 --dim 576 --heads 9 --kv-heads 3 --head-dim 64 --ffn 1536 "
+        CHECK(test_sh("%s --quiet make-model --arch llama --layers 2 --dim 576 --heads 9 --kv-heads 3 --head-dim 64 --ffn 1536 "
                  "--seed 11 --out %s > /dev/null", bin, imodel) == 0, "make-model (SmolLM2 shape)");
     TEST_PROGRESS("4 tasks x 2 modes, flips / hurts / helps recomputed by hand");
     test_four_tasks();

@@ -1,17 +1,23 @@
 // diff.c: `hifa4-eval diff RUN_A[:MODE] RUN_B[:MODE]` - item-by-item comparison of any two
 // runs or two modes of one run: per task flips / PFR (Wilson 95%), hurts, helps, dAcc,
-// McNemar exact p, the mean absolute loglik change, then the flipped items. Items are matched
-// by id; tasks present in both runs are compared. Default modes: the reference of each run;
-// with the same run twice and no modes given, its first two modes.
+// McNemar exact p, the mean absolute loglik change; then (issue 21) each side's flip and hurt
+// probability against its own run's reference (over its replicas, run --replicas) and their
+// paired difference B - A with a bootstrap 95% interval, a paired permutation p (exact McNemar
+// on the indicators when neither run has replicas) and the items needed for a 20% difference;
+// then the flipped items. Items are matched by id; tasks present in both runs are compared.
+// Default modes: the reference of each run; with the same run twice and no modes given, its
+// first two modes.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "base/json_util.h"
+#include "results/item_probs.h"
 #include "results/metrics.h"
 #include "results/report.h"
 #include "results/results.h"
+#include "results/stats.h"
 
 struct side { char dir[4096]; char mode[128]; cJSON *run; };
 
@@ -71,6 +77,79 @@ static const char *mode_at(const struct side *s, int i) {
     return cJSON_IsString(m) ? m->valuestring : NULL;
 }
 
+// One paired statistic of per-item a, b (K = 0 on both sides: McNemar on the indicators).
+static void paired_cells(struct results_buf *o, const double *a, const double *b, int n, int single) {
+    struct stats_opts so;
+    stats_opts_default(&so);
+    struct stats_paired s;
+    if (stats_paired(&s, a, b, n, &so)) { results_buf_printf(o, " - | - | - | - | - |"); return; }
+    double p = s.perm_p;
+    if (single) {
+        unsigned char *ia = malloc((size_t)n + 1), *ib = malloc((size_t)n + 1);
+        for (int i = 0; ia && ib && i < n; i++) { ia[i] = a[i] != 0; ib[i] = b[i] != 0; }
+        p = ia && ib ? stats_mcnemar_paired(ia, ib, n, NULL, NULL) : NAN;
+        free(ia); free(ib);
+    }
+    results_buf_printf(o, " %.2f | %.2f | %+.2f [%+.2f, %+.2f] | %.3g | %.0f |", 100 * s.mean_a, 100 * s.mean_b, 100 * s.diff,
+                       100 * s.lo, 100 * s.hi, p, s.items_needed);
+}
+
+// The paired flip / hurt probability row of one task into o (items matched by id).
+static int paired_row(struct results_buf *o, const struct side *a, const struct side *b, const char *task, struct err *e) {
+    struct item_probs pa, pb;
+    int rc = item_probs_load(&pa, a->dir, a->run, task, a->mode, e);
+    if (!rc && (rc = item_probs_load(&pb, b->dir, b->run, task, b->mode, e))) item_probs_free(&pa);
+    if (rc) return rc;
+    double *v = malloc(sizeof(double) * 4 * (size_t)(pa.n + 1));
+    if (!v) { item_probs_free(&pa); item_probs_free(&pb); return err_set(e, ERR_NOMEM, "diff: out of memory"); }
+    double *fa = v, *fb = v + pa.n + 1, *ha = v + 2 * (pa.n + 1), *hb = v + 3 * (pa.n + 1);
+    int n = 0;
+    for (int i = 0, j = 0; i < pa.n; i++) {
+        int k = -1;
+        if (j < pb.n && !strcmp(pa.ids[i], pb.ids[j])) k = j;
+        else for (int q = 0; q < pb.n; q++) if (!strcmp(pa.ids[i], pb.ids[q])) { k = q; break; }
+        if (k < 0) continue;
+        j = k + 1;
+        fa[n] = pa.flip[i]; fb[n] = pb.flip[k]; ha[n] = pa.hurt[i]; hb[n] = pb.hurt[k];
+        n++;
+    }
+    const int single = pa.n_rep == 1 && pb.n_rep == 1;
+    results_buf_printf(o, "| %s | %d | %d / %d |", task, n, pa.n_rep - 1, pb.n_rep - 1);
+    paired_cells(o, fa, fb, n, single);
+    paired_cells(o, ha, hb, n, single);
+    results_buf_printf(o, "\n");
+    free(v);
+    item_probs_free(&pa);
+    item_probs_free(&pb);
+    return 0;
+}
+
+static void print_probs(const char *rows) {
+    printf("\nflip and hurt probabilities, each against its own run's reference (%% per item over replicas 0..K, "
+           "mean over items); B - A with a bootstrap 95%% interval, p (paired permutation; exact McNemar on the "
+           "indicators when neither run has replicas) and the items needed to detect 20%% less than A's at p < 0.05 "
+           "with 80%% power:\n\n| task | n | replicas A / B | flip A | flip B | B - A [95%%] | p | items needed | "
+           "hurt A | hurt B | B - A [95%%] | p | items needed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+           "---:|---:|---:|\n%s", rows);
+}
+
+// The task called name in a run.json's "tasks", or NULL.
+static const cJSON *task_named(const cJSON *run, const char *name) {
+    const cJSON *t, *hit = NULL;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(run, "tasks")) {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
+        if (n && !strcmp(n, name)) hit = t;
+    }
+    return hit;
+}
+
+static void free_pair(struct results_sample *sa, int na, struct results_sample *sb, int nb) {
+    for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
+    for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
+    free(sa);
+    free(sb);
+}
+
 int cmd_diff(int argc, char **argv, struct err *e) {
     int help = 0, show = 20;
     const char *only = NULL;
@@ -104,7 +183,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const cJSON *ta, *tb;
-    struct results_buf flips_txt = {0};
+    struct results_buf flips_txt = {0}, probs_txt = {0};
     int n_common = 0;
     cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a.run, "tasks")) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(ta, "name"));
@@ -129,18 +208,12 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         }
         // each samples file must hold the items run.json promises (a file cut short by a kill, or
         // swapped in, would otherwise be compared on its common items without a word)
-        const cJSON *tb_match = NULL;
-        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
-            if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) tb_match = tb;
-        const int want_a = results_task_items(ta), want_b = results_task_items(tb_match);
+        const int want_a = results_task_items(ta), want_b = results_task_items(task_named(b.run, name));
         if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
             int bad_a = want_a >= 0 && na != want_a;
             rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
                          "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, bad_a ? want_a : want_b);
-            for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
-            for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
-            free(sa);
-            free(sb);
+            free_pair(sa, na, sb, nb);
             goto done;
         }
         // match items by id (B may hold more or fewer items; the common ones are compared)
@@ -174,19 +247,20 @@ int cmd_diff(int argc, char **argv, struct err *e) {
                    100 * c.acc_q, c.flips, 100 * c.pfr, 100 * c.pfr_lo, 100 * c.pfr_hi, c.hurts, c.helps, 100 * c.d_acc, c.mcnemar_p,
                    n ? dll / n : 0.0);
             n_common++;
+            rc = paired_row(&probs_txt, &a, &b, name, e);
         }
         free(pr); free(pq); free(gold); free(jb);
-        for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
-        for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
-        free(sa); free(sb);
+        free_pair(sa, na, sb, nb);
         if (rc) goto done;
     }
     if (!n_common) { rc = err_set(e, ERR_NOTFOUND, "no task in common between %s and %s%s%s", a.dir, b.dir, only ? " named " : "", only ? only : ""); goto done; }
+    if (probs_txt.n) print_probs(probs_txt.p);
     if (flips_txt.n) {
         printf("\nflipped items (pred A != pred B):\n\n| task | id | gold | pred A | pred B | margin A | margin B |\n|---|---|---:|---:|---:|---:|---:|\n%s", flips_txt.p);
     }
 done:
     free(flips_txt.p);
+    free(probs_txt.p);
     cJSON_Delete(a.run);
     cJSON_Delete(b.run);
     return rc;

@@ -18,13 +18,15 @@
 #include "eval/run.h"
 #include "eval/run_dist.h"
 #include "net/fetch.h"
+#include "results/results.h"
 
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
     const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
-    int64_t seed;
+    int replicas;
+    int64_t seed, replica_seed;
 };
 
 // ---- progress ----
@@ -99,6 +101,9 @@ static int check_flags(struct run_cli *o, struct err *e) {
     if (o->ppl_ctx < 2) return err_set(e, ERR_USAGE, "--ppl-ctx %d: must be >= 2", o->ppl_ctx);
     if (o->niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell %d: must be >= 0", o->niah_per_cell);
     if (o->batch_tokens < 16) return err_set(e, ERR_USAGE, "--batch-tokens %d: must be >= 16", o->batch_tokens);
+    if (o->replicas < 0 || o->replicas > RESULTS_MAX_REPLICAS)
+        return err_set(e, ERR_USAGE, "--replicas %d: must be in [0, %d]", o->replicas, RESULTS_MAX_REPLICAS);
+    if (o->replica_seed < 0) return err_set(e, ERR_USAGE, "--replica-seed %lld: must be >= 0", (long long)o->replica_seed);
     return 0;
 }
 
@@ -153,6 +158,8 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->stop_after_items = stop_after();
     if (getenv("HIFA4_FREEZE_AT_STOP")) ro->at_stop = freeze_self;
     ro->prefix_cache = !o->no_prefix_cache;
+    ro->replicas = o->replicas;
+    ro->replica_seed = (uint64_t)o->replica_seed;
     return 0;
 }
 
@@ -225,7 +232,10 @@ static int drive(const struct run_opts *opts, struct err *e) {
     if (rc) return rc;
     struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
     run_set_progress(r, progress_show, &pr);
-    rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
+    for (int k = 0; k <= run_n_replicas(r) && !rc; k++) { // replica 0 is the plain run (--replicas K)
+        if (!(rc = run_set_replica(r, k, e))) rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
+    }
+    if (!rc) rc = run_set_replica(r, 0, e); // every weight bit restored
     if (!rc && dist_rank() > 0) { run_free(r); return 0; } // a worker: rank 0 writes the run
     if (!rc) rc = run_finish(r, &headline, e);
     if (!rc) {
@@ -240,7 +250,7 @@ static int drive(const struct run_opts *opts, struct err *e) {
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
-                         .nonfinite = "stop"};
+                         .nonfinite = "stop", .replica_seed = 1};
     struct cli_opt opts[] = {
         {"model", CLI_STR, &o.model, "M: model directory or name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
@@ -277,6 +287,10 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"bos", CLI_STR, &o.bos, "auto|on|off: BOS policy (default auto = the tokenizer's post-processor)"},
         {"tokenizer", CLI_STR, &o.tokenizer, "DIR: tokenizer (default: the model directory)"},
         {"skip-bad-rows", CLI_FLAG, &o.skip_bad_rows, "skip malformed dataset rows (counted in the report)"},
+        {"replicas", CLI_INT, &o.replicas, "K: besides the run, every mode (the reference too) K more times, replica r "
+                                           "with every binary32 weight one ulp up or down (seeded): flip probabilities, "
+                                           "null flip rates, paired tests (default 0; costs K more passes)"},
+        {"replica-seed", CLI_I64, &o.replica_seed, "S: seed of the replicas' perturbation (default 1)"},
         {"nonfinite", CLI_STR, &o.nonfinite, "stop|count: a NaN/inf log-likelihood stops the run naming task, item and "
                                              "mode (default stop), or is counted and left out of every statistic"},
         {"offline", CLI_FLAG, &o.offline, "never download"},

@@ -10,6 +10,7 @@
 #include "base/json_util.h"
 #include "eval/run.h"
 #include "results/lock.h"
+#include "results/noise.h"
 #include "results/results.h"
 #include "results/stamp.h"
 
@@ -176,13 +177,20 @@ int run_merge(const char *const *shards, int n, const char *out, char **headline
     if (file_exists(path)) { rc = err_set(e, ERR_USAGE, "%s exists: merge into a new --out directory", path); goto done; }
     merged = merged_json(shards, n, runs, order);
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(runs[order[0]], "modes"), *m, *t;
+    int K = 0;
+    if ((rc = results_run_replicas(merged, &K, shards[order[0]], e))) goto done;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(merged, "tasks")) {
         if (!cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"))) {
             rc = err_set(e, ERR_FORMAT, "%s/run.json: a task without 'name'", shards[order[0]]);
             goto done;
         }
         const struct merge_src ms = {shards, runs, order, n, merged, out};
-        cJSON_ArrayForEach(m, modes) if ((rc = merge_samples(&ms, t, m->valuestring, e))) goto done;
+        // every replica of every mode (run --replicas K: "<mode>@r<k>", results/noise.h)
+        for (int k = 0; k <= K && !rc; k++) cJSON_ArrayForEach(m, modes) {
+            char name[512];
+            if ((rc = noise_replica_name(name, sizeof name, m->valuestring, k, e)) || (rc = merge_samples(&ms, t, name, e)))
+                goto done;
+        }
     }
     rc = run_publish(out, merged, headline, e);
 done:

@@ -9,6 +9,7 @@
 
 #include "base/json_util.h"
 #include "eval/run_internal.h"
+#include "results/noise.h"
 #include "results/report.h"
 #include "results/stamp.h"
 
@@ -105,6 +106,30 @@ static void progress(struct run *r, int t, int final) {
     if (r->progress) r->progress(r->progress_user, r->sets[t].name, r->done, r->total, r->resumed, final);
 }
 
+// ---- replicas ----
+int run_n_replicas(const struct run *r) { return r->o.replicas; }
+
+int run_samples_file(char *out, size_t n, struct results_stamp *st, const struct run *r, int t, int m, struct err *e) {
+    char name[512];
+    int rc = noise_replica_name(name, sizeof name, r->o.modes[m], r->rep, e);
+    if (!rc) rc = results_samples_path(out, n, r->out_dir, r->sets[t].name, name, e);
+    if (!rc && st) results_stamp_expect(st, r->json, r->out_dir, r->sets[t].name, name);
+    return rc;
+}
+
+int run_set_replica(struct run *r, int k, struct err *e) {
+    if (k < 0 || k > r->o.replicas) return err_set(e, ERR_USAGE, "run: replica %d of %d", k, r->o.replicas);
+    if (k == r->rep) return 0;
+    // undo the current replica's perturbation (an involution), then apply k's
+    int rc = model_perturb(r->model, r->o.replica_seed, r->rep, e);
+    if (!rc) rc = model_perturb(r->model, r->o.replica_seed, k, e);
+    if (rc) return rc;
+    if (!r->acc0_saved) { memcpy(r->acc0, r->acc, sizeof r->acc); r->acc0_saved = 1; }
+    r->rep = k;
+    log_info("run: replica %d of %d (%s)", k, r->o.replicas, k ? "weights moved one ulp, seed-dependent" : "unperturbed");
+    return 0;
+}
+
 // ---- scoring ----
 // Items every mode's samples file holds in whole frames (a killed run's last frame may be short).
 static int resume_point(struct run *r, int t, int *keep, struct err *e) {
@@ -114,9 +139,7 @@ static int resume_point(struct run *r, int t, int *keep, struct err *e) {
         char sp[4096];
         int cnt, rc;
         struct results_stamp want; // a samples file of another run, task or mode is named, never continued
-        results_stamp_expect(&want, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
-        if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_stamp_check_file(sp, &want, e)) || (rc = results_samples_count(sp, &cnt, e)))
+        if ((rc = run_samples_file(sp, sizeof sp, &want, r, t, m, e)) || (rc = results_stamp_check_file(sp, &want, e)) || (rc = results_samples_count(sp, &cnt, e)))
             return rc;
         if (cnt > n)
             return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d: not this run's file; remove it and run the "
@@ -138,7 +161,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     if (r->o.resume) {
         if ((rc = resume_point(r, t, &keep, e))) return rc;
         if (keep == n && n > 0) {
-            log_info("run: %s: complete, skipped", r->sets[t].name);
+            log_info("run: %s%s: complete, skipped", r->sets[t].name, r->rep ? " (this replica)" : "");
             r->done += n;
             r->resumed += n;
             *next = r->next = n;
@@ -149,9 +172,7 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
         struct results_stamp st;
-        results_stamp_expect(&st, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
-        if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, keep, &st, e)))
+        if ((rc = run_samples_file(sp, sizeof sp, &st, r, t, m, e)) || (rc = results_writer_open(&r->writers[m], sp, keep, &st, e)))
             return rc;
     }
     r->done += keep;

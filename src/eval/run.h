@@ -58,6 +58,9 @@ struct run_opts {
     int resume;                  // continue the run in out_dir
     int argc;                    // the command line, recorded in run.json
     char **argv;
+    int replicas;                // K (--replicas): every mode K more times under the null perturbation
+                                 // (model_perturb); 0: the plain run. Part of the configuration key.
+    uint64_t replica_seed;       // the perturbation's seed (--replica-seed; part of the key)
     int nonfinite;               // enum run_nonfinite: what a non-finite log-likelihood does
     int role;                    // enum run_role: a whole run, or a worker rank of a distributed one
     int stop_after_items;        // test hook: fail like a SIGKILL after this many items (0: off)
@@ -116,6 +119,15 @@ const char *run_dir(const struct run *r);      // valid until run_free
 int run_n_tasks(const struct run *r);
 const char *run_task_name(const struct run *r, int t);
 int run_task_items(const struct run *r, int t); // items of task t in this shard
+
+// Replicas (issue 21): K of run_opts.replicas. run_set_replica(r, k) moves the model's weights
+// to replica k's perturbation (model_perturb; 0: unperturbed, every bit restored) and sends the
+// task calls that follow to replica k's samples files, "<mode>@r<k>" (noise.h; replica 0's
+// are the plain run's files, byte-identical to a run without --replicas). Call it with no task
+// open; a driver scores every task for k = 0..K. Hook coverage, cost counts and forward times
+// in run.json are replica 0's; the replicas' forward seconds are recorded beside them.
+int run_n_replicas(const struct run *r);
+int run_set_replica(struct run *r, int k, struct err *e);
 
 // Opens task t's samples files. *next = the first item to score: 0, or with --resume the
 // number of items every mode's file already holds in whole frames; n (the task is complete,

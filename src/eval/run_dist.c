@@ -114,9 +114,7 @@ static int open_task(struct dist *d, int t, struct err *e) {
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
         struct results_stamp st;
-        results_stamp_expect(&st, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
-        if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, d->keep[t], &st, e)))
+        if ((rc = run_samples_file(sp, sizeof sp, &st, r, t, m, e)) || (rc = results_writer_open(&r->writers[m], sp, d->keep[t], &st, e)))
             return rc;
     }
     d->open_task = t;
@@ -283,6 +281,7 @@ static int worker(struct run *r, struct err *e) {
     if (!rc && tag != TAG_DONE) rc = err_set(e, ERR_IO, "rank 0 sent message tag %d, expected a unit or the end", tag);
     if (!rc && (rc = dist_recv(0, TAG_DONE, NULL, 0, e)) == 0) {
         memcpy(me.acc, r->acc, sizeof me.acc);
+        memset(r->acc, 0, sizeof r->acc); // rank 0 has them now: the next call (replica) sends only its own
         rc = dist_send(0, TAG_FINAL, &me, sizeof me, e);
     }
     for (int m = 0; m < RUN_MAX_MODES; m++) free(lines[m].p);

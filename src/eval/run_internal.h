@@ -69,6 +69,10 @@ struct run {
     struct results_writer writers[RUN_MAX_MODES];
     struct results_buf *sink;      // run_task_score_lines: lines go here ([n_modes]), not to writers
     struct run_mode_acc acc[RUN_MAX_MODES];
+    // replicas (run_set_replica): the current one; replica 0's accumulators while others run
+    int rep;
+    int acc0_saved;
+    struct run_mode_acc acc0[RUN_MAX_MODES];
     // progress
     int next;                      // next item of the task being scored
     int64_t done, total, resumed, processed;
@@ -79,6 +83,11 @@ struct run {
 // Adds the counts and seconds of a to *to (a distributed run sums its ranks' work); a count
 // that would overflow is ERR_RANGE (cost_add).
 int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e);
+
+// The samples file of mode m in the current replica (r->rep) of task t, and (st not NULL) the
+// stamp it carries (results/stamp.h).
+struct results_stamp;
+int run_samples_file(char *out, size_t n, struct results_stamp *st, const struct run *r, int t, int m, struct err *e);
 
 // run.c, for run_generate.c: the attention calls just run under mode m (from its context's
 // statistics, then reset); the emulated cost counts of the current batch's sequences under

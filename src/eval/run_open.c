@@ -15,6 +15,7 @@
 #include "base/sha256.h"
 #include "eval/prefix.h"
 #include "eval/run_internal.h"
+#include "model/perturb.h"
 #include "io/safetensors.h"
 #include "results/lock.h"
 
@@ -352,6 +353,21 @@ int run_precheck(const struct run_opts *o, struct err *e) {
     return 0;
 }
 
+// --replicas: the weights must be resident to be moved; the plan line says what it costs.
+static int replicas_check(struct run *r, struct err *e) {
+    const int K = r->o.replicas;
+    if (K == 0) return 0;
+    long long items = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) items += r->plans[t].n_items;
+    if (model_weights_mode(r->model) != MODEL_WEIGHTS_F32)
+        return err_set(e, ERR_USAGE, "--replicas: the null perturbation moves resident binary32 weights, and this "
+                       "model's are streamed (--weights stream, or auto on a small machine): use --weights f32");
+    log_info("run: --replicas %d: every mode, the reference included, %d more times under the null perturbation %s "
+             "(seed %llu): %d passes over %lld items x %d modes instead of 1", K, K, PERTURB_NAME,
+             (unsigned long long)r->o.replica_seed, K + 1, items, r->o.n_modes);
+    return 0;
+}
+
 int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     *out = NULL;
     struct run *r = calloc(1, sizeof *r);
@@ -370,10 +386,13 @@ int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     if ((rc = open_dir(r, e)) || (rc = probe_model(r, e)) || (rc = plan_tasks(r, e))) goto fail;
     cJSON *old = r->old;
     r->old = NULL; // run_record_open takes it
-    if ((rc = run_record_open(r, old, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e))) goto fail;
+    if ((rc = run_record_open(r, old, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e)) ||
+        (rc = replicas_check(r, e)))
+        goto fail;
     if ((rc = results_write_json(r->json_path, r->json, e))) goto fail;
     r->json_written = 1;
     for (int t = 0; t < o->n_tasks; t++) r->total += r->plans[t].n_items;
+    r->total *= o->replicas + 1;
     *out = r;
     return 0;
 fail:

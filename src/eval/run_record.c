@@ -11,6 +11,7 @@
 #include "base/sha256.h"
 #include "io/safetensors.h"
 #include "eval/run_internal.h"
+#include "model/perturb.h"
 #include "model/gemm.h"
 
 static cJSON *str_array(const char *const *v, int n) {
@@ -138,6 +139,14 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON_AddNumberToObject(run, "seed", (double)o->task.seed);
     cJSON_AddNumberToObject(run, "limit", o->task.limit);
     if (o->task.subjects) cJSON_AddStringToObject(run, "subjects", o->task.subjects);
+    if (o->replicas > 0) { // only then: a plain run's run.json and configuration key are unchanged
+        cJSON *rj = cJSON_AddObjectToObject(run, "replicas");
+        cJSON_AddNumberToObject(rj, "k", o->replicas);
+        cJSON_AddNumberToObject(rj, "seed", (double)o->replica_seed);
+        cJSON_AddStringToObject(rj, "perturbation", PERTURB_NAME);
+        cJSON_AddStringToObject(rj, "scope", "every resident binary32 weight (q, k, v, o, gate, up, down, lm_head, norms, "
+                                             "biases) one ulp up or down; not the input embedding rows");
+    }
     cJSON_AddNumberToObject(run, "batch_tokens", r->max_tokens);
     cJSON_AddNumberToObject(run, "window", r->cfg.max_seq);
     if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");
@@ -285,6 +294,11 @@ void run_record_finish(struct run *r) {
     cJSON *tm = cJSON_AddObjectToObject(run, "timings");
     cJSON_AddNumberToObject(tm, "load_s", r->t_load);
     cJSON_AddNumberToObject(tm, "total_s", time_now() - r->t_start);
+    if (r->acc0_saved) { // replicas ran: the figures below are replica 0's, the replicas' seconds beside them
+        cJSON *rf = cJSON_AddObjectToObject(tm, "replicas_forward_s");
+        for (int m = 0; m < o->n_modes; m++) cJSON_AddNumberToObject(rf, o->modes[m], r->acc[m].forward_s - r->acc0[m].forward_s);
+        memcpy(r->acc, r->acc0, sizeof r->acc);
+    }
     cJSON *fj = cJSON_AddObjectToObject(tm, "forward_s");
     for (int m = 0; m < o->n_modes; m++) cJSON_AddNumberToObject(fj, o->modes[m], r->acc[m].forward_s);
     cJSON *hc = cJSON_AddObjectToObject(run, "hook_coverage");

@@ -3,6 +3,7 @@
 // RoPE tables (runstate.c); accessors, and attention contexts of the model's shape. The
 // forward pass is forward.c, the KV cache kvcache.c; the files share model_internal.h.
 #include "model/model.h"
+#include "model/perturb.h"
 
 #include <stdlib.h>
 
@@ -28,6 +29,45 @@ int model_weights_parse(const char *s) {
 const struct model_config *model_cfg(const struct model *m) { return &m->cfg; }
 const struct model_opts *model_get_opts(const struct model *m) { return &m->opts; }
 int model_weights_mode(const struct model *m) { return m->weights; }
+
+// ---- the null perturbation of run --replicas (perturb.h) ----
+// Tensor numbers: layer l's matrix i is l * W_COUNT + i; lm_head PERTURB_T_HEAD; the norms and
+// biases (one arena, binding order) PERTURB_T_SMALL.
+#define PERTURB_T_HEAD 0x40000000u
+#define PERTURB_T_SMALL 0x40000001u
+struct perturb_job {
+    struct model *m;
+    uint64_t seed;
+    int replica;
+};
+static void perturb_task(void *ctx, int t, int slot) {
+    (void)slot;
+    const struct perturb_job *j = ctx;
+    struct model *m = j->m;
+    const int n_mat = m->cfg.n_layers * W_COUNT;
+    struct perturb_key k = {j->seed, j->replica, 0};
+    if (t < n_mat) {
+        k.tensor = (uint32_t)t;
+        struct gemm_w *w = &m->layers[t / W_COUNT].w[t % W_COUNT].pw;
+        if (w->p) perturb_packed(w, &k);
+    } else if (t == n_mat) {
+        k.tensor = PERTURB_T_HEAD;
+        perturb_packed(&m->head.pw, &k);
+    } else {
+        k.tensor = PERTURB_T_SMALL;
+        perturb_array(m->small, m->small_used, &k, 0);
+    }
+}
+
+int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e) {
+    if (replica == 0) return 0;
+    if (m->weights != MODEL_WEIGHTS_F32 || !m->head.pw.p)
+        return err_set(e, ERR_USAGE, "model: the replicas' perturbation moves resident binary32 weights; these are "
+                       "streamed (use --weights f32)");
+    struct perturb_job j = {m, seed, replica};
+    pool_for(m->cfg.n_layers * W_COUNT + 2, perturb_task, &j, m->opts.n_threads);
+    return 0;
+}
 const char *model_hash(const struct model *m) { return m->hash; }
 const struct cJSON *model_st_metadata(const struct model *m) { return m->st.metadata; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }

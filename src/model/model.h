@@ -43,6 +43,13 @@ void model_free(struct model *m); // safe on NULL
 const struct model_config *model_cfg(const struct model *m);
 const struct model_opts *model_get_opts(const struct model *m); // resolved values
 int model_weights_mode(const struct model *m);  // MODEL_WEIGHTS_F32 or MODEL_WEIGHTS_STREAM
+// The null perturbation of run --replicas (model/perturb.h, issue 21) on every resident
+// binary32 weight: each packed matrix (q, k, v, o, gate, up, down of every layer and lm_head)
+// and the norms and biases, element directions from (seed, replica, tensor, element). The
+// input embedding rows, read from the checkpoint per token, are not moved. An involution:
+// calling it again with the same seed and replica restores every bit. replica 0 does nothing.
+// Streamed weights (MODEL_WEIGHTS_STREAM): ERR_USAGE. Not during a forward pass.
+int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e);
 // Hex sha256 fingerprint of the checkpoint (st_fingerprint); valid until model_free.
 const char *model_hash(const struct model *m);
 // The checkpoint's safetensors "__metadata__" (first shard) as parsed JSON, or NULL; e.g. the

@@ -11,6 +11,7 @@
 #include "results/grid.h"
 #include "results/metrics.h"
 #include "results/plot.h"
+#include "results/report_noise.h"
 #include "results/results.h"
 #include "results/stamp.h"
 
@@ -447,6 +448,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
         const char *note = jstr(run, "note", NULL);
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }
+    rc |= report_noise_md(&o, sum, run);
     rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
     cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);

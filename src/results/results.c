@@ -450,7 +450,7 @@ int results_write_json(const char *path, const cJSON *j, struct err *e) {
 }
 
 void results_config_key(char hex[65], const cJSON *run, int with_shard) {
-    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "subjects", "window", "shard"};
+    static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "subjects", "window", "shard", "replicas"};
     static const char *const task_stats[] = {"tokenize_s", "n_requests", "n_sequences", "n_tokens", "n_truncated", "item_range"};
     cJSON *k = cJSON_CreateObject();
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(run, "model");
@@ -539,6 +539,7 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
 
 // ---- summary (spec/tasks.md section 3) ----
 #include "results/metrics.h"
+#include "results/noise.h"
 
 // percent p of v (sorted in place; nearest rank, metrics_percentile)
 static double pctl(double *v, int n, double p) { return metrics_percentile(v, n, p / 100.0); }
@@ -790,6 +791,103 @@ done:
     return rc;
 }
 
+// ---- noise: replicas (issue 21) ----
+int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *e) {
+    *k = 0;
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
+    if (!r) return 0;
+    int rc = json_get_int(r, "k", k, 1, ctx, e);
+    if (!rc && (*k < 0 || *k > RESULTS_MAX_REPLICAS))
+        rc = err_set(e, ERR_FORMAT, "%s: field 'replicas.k': %d is not in [0, %d]", ctx, *k, RESULTS_MAX_REPLICAS);
+    return rc;
+}
+
+// modes[m + r * n_modes] = the name of replica r of mode m (malloc'd for r >= 1)
+static int replica_modes(char **modes, int n_modes, int n_rep, struct err *e) {
+    for (int r = 1; r < n_rep; r++)
+        for (int m = 0; m < n_modes; m++) {
+            char name[512];
+            int rc = noise_replica_name(name, sizeof name, modes[m], r, e);
+            if (rc) return rc;
+            if (!(modes[r * n_modes + m] = str_dup(name))) return err_set(e, ERR_NOMEM, "summary: out of memory");
+        }
+    return 0;
+}
+
+// Predictions of every accuracy task, concatenated for the pooled "noise" object.
+struct noise_pool {
+    int n, cap;
+    int *gold;
+    int **pred;   // [n_all][cap]
+};
+
+static void noise_pool_free(struct noise_pool *p, int n_all) {
+    for (int k = 0; p->pred && k < n_all; k++) free(p->pred[k]);
+    free(p->pred);
+    free(p->gold);
+}
+
+static int pool_add(struct noise_pool *p, const struct task_samples *t, int n_all) {
+    if (!p->pred && !(p->pred = calloc((size_t)n_all, sizeof *p->pred))) return ERR_NOMEM;
+    if (p->n + t->n > p->cap) {
+        int cap = 2 * (p->n + t->n);
+        int *g = realloc(p->gold, sizeof *g * (size_t)cap);
+        if (!g) return ERR_NOMEM;
+        p->gold = g;
+        for (int k = 0; k < n_all; k++) {
+            int *q = realloc(p->pred[k], sizeof *q * (size_t)cap);
+            if (!q) return ERR_NOMEM;
+            p->pred[k] = q;
+        }
+        p->cap = cap;
+    }
+    for (int i = 0; i < t->n; i++) {
+        p->gold[p->n + i] = t->s[0][i].gold;
+        for (int k = 0; k < n_all; k++) p->pred[k][p->n + i] = t->s[k][i].pred;
+    }
+    p->n += t->n;
+    return 0;
+}
+
+// o["noise"] of one task from its samples of every mode and replica; appends them to pool.
+static int task_noise(cJSON *o, const struct task_samples *t, char **modes, int n_modes, int n_rep,
+                      struct noise_pool *pool, struct err *e) {
+    const int n_all = n_modes * n_rep;
+    struct noise_pool one = {0};
+    if (pool_add(&one, t, n_all) || pool_add(pool, t, n_all)) {
+        noise_pool_free(&one, n_all);
+        return err_set(e, ERR_NOMEM, "summary: out of memory");
+    }
+    struct noise_preds p = {one.n, n_modes, n_rep, one.gold, (const int *const *)one.pred};
+    struct stats_opts so;
+    stats_opts_default(&so);
+    cJSON *nj = NULL;
+    int rc = noise_json(&nj, &p, modes, &so, e);
+    if (!rc) cJSON_AddItemToObject(o, "noise", nj);
+    noise_pool_free(&one, n_all);
+    return rc;
+}
+
+// summary["noise"]: the replicas' record and the statistics over every accuracy task's items.
+static int pooled_noise(cJSON *sum, const cJSON *run, const struct noise_pool *pool, char **modes, int n_modes,
+                        int n_rep, struct err *e) {
+    cJSON *o = cJSON_AddObjectToObject(sum, "noise");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
+    if (r) cJSON_AddItemToObject(o, "replicas", cJSON_Duplicate(r, 1));
+    else cJSON_AddNumberToObject(o, "replicas", 0);
+    struct stats_opts so;
+    stats_opts_default(&so);
+    cJSON_AddNumberToObject(o, "bootstrap_seed", (double)so.seed);
+    cJSON_AddNumberToObject(o, "bootstrap_resamples", so.n_boot);
+    cJSON_AddNumberToObject(o, "rel", so.rel);
+    if (!pool->n) return 0;
+    struct noise_preds p = {pool->n, n_modes, n_rep, pool->gold, (const int *const *)pool->pred};
+    cJSON *nj = NULL;
+    int rc = noise_json(&nj, &p, modes, &so, e);
+    if (!rc) cJSON_AddItemToObject(o, "pooled", nj);
+    return rc;
+}
+
 int results_summarize(const char *dir, cJSON **out, struct err *e) {
     *out = NULL;
     char path[4096];
@@ -802,8 +900,11 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         cJSON_Delete(run);
         return rc;
     }
-    int n_modes = cJSON_GetArraySize(modes_j), n_tasks = cJSON_GetArraySize(tasks);
-    char **modes = calloc((size_t)(n_modes ? n_modes : 1), sizeof *modes);
+    int n_modes = cJSON_GetArraySize(modes_j), n_tasks = cJSON_GetArraySize(tasks), n_rep = 1;
+    if ((rc = results_run_replicas(run, &n_rep, path, e))) { cJSON_Delete(run); return rc; }
+    n_rep += 1;
+    struct noise_pool pool = {0};
+    char **modes = calloc((size_t)(n_modes ? n_modes * n_rep : 1), sizeof *modes);
     double *acc = calloc((size_t)(n_modes * n_tasks + 1), sizeof *acc), *accn = calloc((size_t)(n_modes * n_tasks + 1), sizeof *accn);
     int *ns = calloc((size_t)n_tasks + 1, sizeof *ns), *norm = calloc((size_t)n_tasks + 1, sizeof *norm);
     if (!modes || !acc || !accn || !ns || !norm) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
@@ -813,6 +914,7 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         if (!cJSON_IsString(x)) { rc = err_set(e, ERR_FORMAT, "%s: field 'modes'[%d]: expected a string, got %s", path, m, json_brief(x)); goto done; }
         modes[m] = x->valuestring;
     }
+    if ((rc = replica_modes(modes, n_modes, n_rep, e))) goto done;
     sum = cJSON_CreateObject();
     cJSON_AddStringToObject(sum, "reference", modes[0]);
     cJSON *ma = cJSON_AddArrayToObject(sum, "modes");
@@ -830,8 +932,9 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         }
         struct task_samples ts;
         const struct run_ref rr = {dir, run};
-        rc = load_task(&ts, &rr, name, modes, n_modes, results_task_items(t), e);
-        if (!rc) drop_nonfinite(&ts, modes, n_modes, cJSON_AddObjectToObject(tj, name));
+        const int n_all = n_modes * n_rep;
+        rc = load_task(&ts, &rr, name, modes, n_all, results_task_items(t), e);
+        if (!rc) drop_nonfinite(&ts, modes, n_all, cJSON_AddObjectToObject(tj, name));
         if (!rc && is_ppl) {
             cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);
             cJSON *ml = cJSON_AddArrayToObject(o, "metrics");
@@ -846,8 +949,9 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
             if (norm[k]) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
             ns[k] = ts.n;
             rc = summarize_task(o, &ts, modes, n_modes, norm[k], acc + (size_t)k * n_modes, accn + (size_t)k * n_modes, e);
+            if (!rc && n_modes > 1) rc = task_noise(o, &ts, modes, n_modes, n_rep, &pool, e);
         }
-        task_samples_free(&ts, n_modes);
+        task_samples_free(&ts, n_all);
         if (rc) goto done;
     }
     // across tasks: gap = acc(mode) - acc(reference) per task; D_avg plain mean, D_w weighted by items
@@ -873,9 +977,12 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         }
     }
     free(gap); free(w);
+    if (n_modes > 1) rc = pooled_noise(sum, run, &pool, modes, n_modes, n_rep, e);
 done:
     if (rc) cJSON_Delete(sum);
     else *out = sum;
+    if (modes) for (int m = n_modes; m < n_modes * n_rep; m++) free(modes[m]);
+    noise_pool_free(&pool, n_modes * n_rep);
     free(modes); free(acc); free(accn); free(ns); free(norm);
     cJSON_Delete(run);
     return rc;

@@ -99,7 +99,8 @@ int results_samples_path(char *out, size_t n, const char *dir, const char *task,
 int results_write_json(const char *path, const cJSON *j, struct err *e);
 // sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
 // window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
-// request/token counts, item ranges, timings), seed, limit; with_shard adds the "shard" field.
+// request/token counts, item ranges, timings), seed, limit, replicas (run --replicas: K, seed,
+// perturbation); with_shard adds the "shard" field.
 // Equal keys: a run may be resumed over another, or shards merged. The attention options
 // include the Q-Mean form and the qdq skip (so runs of different forms never mix); their
 // defaults ("token", "none") and the derived "display" names are left out, so a run.json
@@ -141,6 +142,19 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // comparisons stay paired) and counted in the task's "nonfinite": {"excluded", "modes"}. A
 // samples file with another number of items than the reference mode's is ERR_MISMATCH naming
 // it. *out owned by the caller.
+//
+// Noise (issue 21, results/noise.h): every accuracy task also gets "noise" (flip, hurt, help
+// probabilities with bootstrap intervals per mode, null flip rates, all pairs of non-reference
+// modes), and the summary a top-level "noise" with the replicas' record and "pooled" (the same
+// over the items of every accuracy task together). With run.json "replicas": {"k": K} the
+// samples files of replicas 1..K (modes "<mode>@r<r>") are read too: an item non-finite in any
+// replica leaves every statistic, and a file of another length is ERR_MISMATCH as above.
 int results_summarize(const char *run_dir, cJSON **out, struct err *e);
+
+// Replicas beyond the unperturbed run (run --replicas K).
+#define RESULTS_MAX_REPLICAS 64
+// *k = run.json's "replicas"."k" (0 when the run has no "replicas"); a bad value is ERR_FORMAT
+// naming ctx and the field.
+int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *e);
 
 #endif

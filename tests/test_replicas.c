@@ -1,0 +1,206 @@
+// test_replicas.c: `run --replicas K` (issue 21) end to end on a make-model checkpoint:
+//  - replica 0's samples files are byte-identical to a run without --replicas, and the
+//    replicas' files differ from them (the perturbation reaches the logits) and from each other;
+//  - every replica file is the same for batch 256 x 1 thread and batch 20000 x 2 threads;
+//  - a run stopped inside replica 1 and continued with --resume ends byte-identical;
+//  - --shard 0/2 + 1/2 and merge give the unsharded run's replica files and summary.json;
+//  - the replica count and seed are in the configuration key (--resume with others refused);
+//  - model_perturb applied twice gives the unperturbed logits bit for bit.
+// Tasks: arc_easy from the test data, else the Debian exam pools; skipped without either.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "test.h"
+#include "model_util.h"
+
+static const char *bin, *tmp, *task = "arc_easy";
+static char model[1024], data[1200];
+
+static const char *const modes[] = {"f32", "bf16", "direct"};
+#define N_MODES 3
+#define ATTN "f32,bf16,direct"
+
+// samples file of mode m, replica k (k = 0: the mode's own file)
+static void spath(char *p, size_t n, const char *dir, int m, int k) {
+    if (k) snprintf(p, n, "%s/samples-%s-%s_r%d.jsonl.zst", dir, task, modes[m], k);
+    else snprintf(p, n, "%s/samples-%s-%s.jsonl.zst", dir, task, modes[m]);
+}
+
+static int same_replicas(const char *a, const char *b, int K, const char *what) {
+    int bad = 0;
+    for (int k = 0; k <= K; k++)
+        for (int m = 0; m < N_MODES; m++) {
+            char pa[2048], pb[2048];
+            spath(pa, sizeof pa, a, m, k);
+            spath(pb, sizeof pb, b, m, k);
+            if (!test_same_bytes(pa, pb)) { bad++; fprintf(stderr, "  %s: %s differs from %s\n", what, pb, pa); }
+        }
+    return bad;
+}
+
+static void test_replica0_and_spread(void) {
+    char plain[1024], rep[1024], pa[2048], pb[2048];
+    snprintf(plain, sizeof plain, "%s/rep_plain", tmp);
+    snprintf(rep, sizeof rep, "%s/rep_k2", tmp);
+    test_sh("rm -rf %s %s", plain, rep);
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --out %s > /dev/null", bin, model,
+             task, data, plain) == 0, "plain run");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --out %s > /dev/null",
+             bin, model, task, data, rep) == 0, "run --replicas 2");
+    for (int m = 0; m < N_MODES; m++) {
+        spath(pa, sizeof pa, plain, m, 0);
+        spath(pb, sizeof pb, rep, m, 0);
+        CHECK(test_same_bytes(pa, pb), "%s: replica 0 byte-identical to the plain run", modes[m]);
+        for (int k = 1; k <= 2; k++) {
+            spath(pb, sizeof pb, rep, m, k);
+            CHECK(file_exists(pb) && !test_same_bytes(pa, pb), "%s: replica %d exists and differs from replica 0", modes[m], k);
+        }
+        spath(pa, sizeof pa, rep, m, 1);
+        CHECK(!test_same_bytes(pa, pb), "%s: replicas 1 and 2 differ", modes[m]);
+    }
+    // run.json records the replicas; summary.json has the noise statistics with K = 2
+    snprintf(pa, sizeof pa, "%s/summary.json", rep);
+    char *txt = NULL;
+    size_t n;
+    struct err e = {0};
+    cJSON *s = file_read_all(pa, &txt, &n, &e) ? NULL : cJSON_Parse(txt);
+    const cJSON *nz = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "tasks"), task), "noise");
+    CHECK(cJSON_GetObjectItem(nz, "replicas") && cJSON_GetObjectItem(nz, "replicas")->valueint == 2, "summary noise.replicas");
+    const cJSON *bf = cJSON_GetObjectItem(cJSON_GetObjectItem(nz, "modes"), "bf16");
+    CHECK(cJSON_IsObject(cJSON_GetObjectItem(bf, "null_flip")), "null flip rate of bf16");
+    cJSON_Delete(s);
+    free(txt);
+    // report.md, `tables` and `diff` carry it
+    snprintf(pa, sizeof pa, "%s/report.md", rep);
+    char *md = NULL;
+    CHECK(file_read_all(pa, &md, &n, &e) == 0 && strstr(md, "### How much is noise") && strstr(md, "#### Null flip rate") &&
+              strstr(md, "Paired differences of the hurt probability"), "report.md has the noise section");
+    free(md);
+    CHECK(test_sh("%s --quiet tables %s | grep -q 'flip prob'", bin, rep) == 0, "tables: flip probabilities beside the PFR");
+    CHECK(test_sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
+          "diff of a 2-replica mode against a single-run mode");
+    // the configuration key holds K and the seed
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 3 --resume --out %s 2>/dev/null",
+             bin, model, task, data, rep) == 1, "--resume with another --replicas refused");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --replica-seed 5 --resume "
+             "--out %s 2>/dev/null", bin, model, task, data, rep) == 1, "--resume with another --replica-seed refused");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --replicas 2 --resume --out %s > /dev/null",
+             bin, model, task, data, rep) == 0, "--resume of the finished run with the same key");
+    CHECK(same_replicas(plain, rep, 0, "after resume") == 0, "unchanged by resuming the finished run");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas -1 2>/dev/null", bin, model, task, data) == 2,
+          "--replicas -1 is a usage error");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas 1 --weights stream --out %s/rep_st "
+             "2>/dev/null", bin, model, task, data, tmp) == 2, "--replicas with streamed weights refused");
+}
+
+static void test_batch_threads_resume(void) {
+    char a[1024], b[1024], c[1024];
+    snprintf(a, sizeof a, "%s/rep_k2", tmp);   // batch 4096 (default) x 2 threads, from above
+    snprintf(b, sizeof b, "%s/rep_bt", tmp);
+    snprintf(c, sizeof c, "%s/rep_resume", tmp);
+    test_sh("rm -rf %s %s", b, c);
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 1 --batch-tokens 256 --replicas 2 "
+             "--out %s > /dev/null", bin, model, task, data, b) == 0, "batch 256, 1 thread");
+    CHECK(same_replicas(a, b, 2, "batch/threads") == 0, "every replica file: batch 256 x 1 thread == batch 4096 x 2 threads");
+    // stopped (as a kill leaves the files) after 70 items of replica 0 and ~70 of replica 1
+    CHECK(test_sh("HIFA4_STOP_AFTER_ITEMS=140 %s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 "
+             "--batch-tokens 256 --replicas 2 --out %s > /dev/null 2>&1", bin, model, task, data, c) != 0, "stopped run");
+    char p[2048];
+    spath(p, sizeof p, c, 0, 2);
+    CHECK(!file_exists(p), "the stop came before replica 2");
+    CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 70 --attn " ATTN " --threads 2 --replicas 2 --resume --out %s "
+             "> /dev/null", bin, model, task, data, c) == 0, "--resume");
+    CHECK(same_replicas(a, c, 2, "resume") == 0, "every replica file of the resumed run identical");
+}
+
+static void test_shard_merge(void) {
+    char full[1024], s0[1024], s1[1024], mg[1024];
+    snprintf(full, sizeof full, "%s/rep_sh_full", tmp);
+    snprintf(s0, sizeof s0, "%s/rep_sh_0", tmp);
+    snprintf(s1, sizeof s1, "%s/rep_sh_1", tmp);
+    snprintf(mg, sizeof mg, "%s/rep_sh_merged", tmp);
+    test_sh("rm -rf %s %s %s %s", full, s0, s1, mg);
+    char args[4096];
+    snprintf(args, sizeof args, "--model %s --task %s %s --limit 9 --attn " ATTN " --replicas 1", model, task, data);
+    CHECK(test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, full) == 0, "unsharded");
+    CHECK(test_sh("%s --quiet run %s --shard 0/2 --out %s > /dev/null", bin, args, s0) == 0, "shard 0/2");
+    CHECK(test_sh("%s --quiet run %s --shard 1/2 --out %s > /dev/null", bin, args, s1) == 0, "shard 1/2");
+    CHECK(test_sh("%s --quiet merge %s %s --out %s > /dev/null", bin, s0, s1, mg) == 0, "merge");
+    CHECK(same_replicas(full, mg, 1, "merge") == 0, "merged replica files identical to the unsharded run's");
+    char pa[2048], pb[2048];
+    snprintf(pa, sizeof pa, "%s/summary.json", full);
+    snprintf(pb, sizeof pb, "%s/summary.json", mg);
+    CHECK(test_same_bytes(pa, pb), "merged summary.json identical");
+}
+
+// model_perturb twice restores every bit of the logits; once changes them
+static void test_involution(void) {
+    struct model *m = NULL;
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.weights = MODEL_WEIGHTS_F32;
+    mo.max_tokens = 64;
+    mo.act_bf16 = 0; // binary32 activations: the move's size is seen, not bf16 rounding flips (2^-8 each)
+    struct err e = {0};
+    struct attn_ctx *ctx = NULL;
+    if (model_open(&m, model, &mo, &e) || model_attn_open(&ctx, m, "exact", NULL, NULL, &e)) { // exact: no bf16 inputs either
+        CHECK(0, "model_open: %s", e.msg);
+        model_free(m);
+        return;
+    }
+    const int V = model_cfg(m)->vocab_size, T = 12;
+    int32_t tok[12];
+    int pos[12];
+    for (int i = 0; i < T; i++) { tok[i] = (i * 37 + 5) % V; pos[i] = i; }
+    float *a = malloc(sizeof(float) * (size_t)T * V), *b = malloc(sizeof(float) * (size_t)T * V),
+          *c = malloc(sizeof(float) * (size_t)T * V);
+    const struct model_batch mb = test_batch(tok, &T, 1, pos, T);
+    int rc = model_forward(m, ctx, NULL, &mb, a, &e);
+    rc |= model_perturb(m, 7, 1, &e) | model_forward(m, ctx, NULL, &mb, b, &e);
+    rc |= model_perturb(m, 7, 1, &e) | model_forward(m, ctx, NULL, &mb, c, &e);
+    CHECK(rc == 0, "%s", e.msg);
+    CHECK(memcmp(a, b, sizeof(float) * (size_t)T * V) != 0, "the perturbation changes the logits");
+    CHECK(memcmp(a, c, sizeof(float) * (size_t)T * V) == 0, "applied twice: the unperturbed logits bit for bit");
+    // one ulp is 2^-24 = 6e-8 relative per weight; with binary32 activations and exact attention
+    // the logits move by about ten times that (5e-7 measured): 1e-5 catches anything of a bf16 step
+    fprintf(stderr, "  rel-L2 of the logits under replica 1: %.3g\n", test_rel_l2(b, a, (size_t)T * V));
+    CHECK(test_rel_l2(b, a, (size_t)T * V) < 1e-5, "and changes them only slightly (rel-L2 %g)", test_rel_l2(b, a, (size_t)T * V));
+    CHECK(model_perturb(m, 7, 0, &e) == 0, "replica 0 does nothing");
+    free(a); free(b); free(c);
+    attn_ctx_free(ctx);
+    model_free(m);
+}
+
+int main(void) {
+    bin = getenv("HIFA4_BIN");
+    tmp = getenv("HIFA4_TMP");
+    if (!bin) bin = "./hifa4-eval";
+    if (!tmp) tmp = "build/tmp";
+    mkdir_p(tmp, NULL);
+    snprintf(model, sizeof model, "%s/rep-model", tmp);
+    char st[1100];
+    snprintf(st, sizeof st, "%s/model.safetensors", model);
+    if (!file_exists(st))
+        CHECK(test_sh("%s --quiet make-model --arch llama --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 32 --ffn 256 "
+                 "--seed 21 --out %s > /dev/null", bin, model) == 0, "make-model");
+    TEST_PROGRESS("model_perturb is an involution");
+    test_involution();
+    const char *ds = test_data("datasets/arc") ? test_data("datasets") : NULL;
+    if (ds) snprintf(data, sizeof data, "--data-dir %s", ds);
+    else if (dir_exists("/usr/share/hamexam")) task = "exam";
+    else {
+        TEST_SKIP("no ARC under HIFA4_TEST_DATA=%s and no exam pools (apt-get install hamexam fccexam): run checks",
+                  test_data_root());
+        return test_summary("test_replicas");
+    }
+    TEST_PROGRESS("replica 0 == the plain run; replicas differ");
+    test_replica0_and_spread();
+    TEST_PROGRESS("batch size, threads, resume");
+    test_batch_threads_resume();
+    TEST_PROGRESS("shard + merge");
+    test_shard_merge();
+    return test_summary("test_replicas");
+}
