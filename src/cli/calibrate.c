@@ -49,7 +49,7 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
         {"out", CLI_STR, &out, "FILE: scales file (default configs/scales/<model>.safetensors)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},

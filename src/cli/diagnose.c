@@ -26,7 +26,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
         {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},

@@ -65,7 +65,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
         {"weights", CLI_STR, &weights, "auto|f32|stream: weight residency (default auto)"},
-        {"threads", CLI_INT, &threads, "N: threads (default all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);

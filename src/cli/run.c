@@ -195,7 +195,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"limit", CLI_INT, &o.limit, "N: first N items of each task - of each subject/subtask for mmlu and bbh, like lm-eval (0 = all)"},
         {"out", CLI_STR, &o.out, "DIR: run directory (default results/<model>-<utc time>)"},
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
-        {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &o.threads, CLI_THREADS_HELP},
         {"resume", CLI_FLAG, &o.resume, "continue an interrupted run in --out"},
         {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`"},
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},

@@ -31,7 +31,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
                                    "such mode in both forms, side by side)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"out", CLI_STR, &out, "DIR: trace.json and SVGs (default results/trace-<model>)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
