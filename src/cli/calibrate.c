@@ -12,7 +12,7 @@
 #include "calib/calib_source.h"
 #include "cli/cli.h"
 #include "model/config.h"
-#include "net/fetch.h"
+#include "cli/model_arg.h"
 #include "model/model.h"
 
 static void print_gate(const struct calib_result *r) {
@@ -36,7 +36,7 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model_arg, "DIR: model checkpoint directory (or a name from configs/models)"},
+        {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION], FILE.gguf or a name from configs/models"},
         {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory; never an evaluation split"},
         {"calib-samples", CLI_INT, &samples, "N: number of samples (default 1024)"},
         {"calib-len", CLI_INT, &len, "N: tokens per sample (default 512)"},
@@ -82,11 +82,12 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
     // cache directory like `run` does; the scales are then named after the registry name, which
     // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
-    char model_dir[4096];
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
+    // (and a hub id or GGUF file: configs/scales/<NAME@commit12 or FILE-sha12>.safetensors)
+    struct model_ref mref;
+    if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
     struct calib_run run;
-    if ((rc = calib_run_source(&run, model_dir, calib, &co, e))) return rc;
-    if (strcmp(model_dir, model_arg)) snprintf(run.model_id, sizeof run.model_id, "%s", model_arg);
+    if ((rc = calib_run_source(&run, mref.dir, calib, &co, e))) return rc;
+    if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);
     print_gate(&run.result);
     char def[4096];
     if (!out) {
