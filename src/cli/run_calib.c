@@ -17,8 +17,10 @@
 #include "net/fetch.h"
 
 // Measured speed of the calibration forward (bf16 attention, f32 activations) in multiply-adds
-// per second per thread on this project's GEMM: SmolLM2-135M, 64 x 512 tokens, docs/calibration.md.
-#define CALIB_MACS_PER_THREAD_S 2.0e9
+// per CPU-second on this project's GEMM (AVX-512 machine of issue 24: SmolLM2-135M, 64 x 512
+// tokens, 58 CPU-s; docs/calibration.md), rounded down. The wall time is this over the threads
+// on an idle machine, more on a busy one.
+#define CALIB_MACS_PER_CPU_S 5.0e10
 
 int run_calib_needed(const struct run_opts *o) {
     for (int i = 0; i < o->n_modes; i++) {
@@ -98,10 +100,11 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if (rc) return rc;
     pool_set_threads(o->threads);
     double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
-    double est = tokens * macs_per_token(&cfg) / (CALIB_MACS_PER_THREAD_S * pool_threads());
+    double cpu = tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S, wall = cpu / pool_threads();
     log_info("run: no Smooth-QK scales for %s: calibrating first on %s (Brown corpus, %s), %d samples x %d tokens, "
-             "about %.0f s on %d thread%s (once: the next run reuses them)", m->name, RUN_CALIB_SOURCE, text,
-             RUN_CALIB_SAMPLES, RUN_CALIB_LEN, est < 1 ? 1 : est, pool_threads(), pool_threads() == 1 ? "" : "s");
+             "about %.0f CPU-s = %.0f s on %d idle thread%s (once: the next run reuses the scales)", m->name,
+             RUN_CALIB_SOURCE, text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
+             pool_threads(), pool_threads() == 1 ? "" : "s");
     struct calib_run_opts co;
     calib_run_opts_default(&co);
     co.samples = RUN_CALIB_SAMPLES;
