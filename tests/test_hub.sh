@@ -49,16 +49,10 @@ with open(T + "/data/brown/brown.txt", "w") as f:
 EOF
 zstd -q --rm "$TMP/data/brown/brown.txt" -o "$TMP/data/brown/brown.txt.zst"
 
-# the server lives as long as its stdin (this fifo writer) is open
-mkfifo "$TMP/srv.in"
-python3 tests/http_server.py "$TMP/doc" <"$TMP/srv.in" >"$TMP/port.txt" &
-SRV=$!
-exec 9>"$TMP/srv.in"
-trap 'exec 9>&-; kill $SRV 2>/dev/null; wait $SRV 2>/dev/null' EXIT
-for _ in $(seq 50); do [ -s "$TMP/port.txt" ] && break; sleep 0.1; done
-PORT=$(awk '{print $2}' "$TMP/port.txt")
-ctl() { python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://127.0.0.1:$PORT/'+sys.argv[1]).read().decode().strip())" "$1"; }
-requests() { ctl _stats | sed -E 's/requests=([0-9]+).*/\1/'; }
+. tests/hub_server.sh
+hub_start "$TMP/doc" "$TMP"
+ctl() { hub_ctl "$1"; }
+requests() { hub_requests; }
 field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2" 2>/dev/null; }
 
 export HF_HUB_CACHE="$TMP/hub" HF_ENDPOINT="http://127.0.0.1:$PORT" HIFA4_DATA="$TMP/data" HIFA4_CACHE="$TMP/cache"

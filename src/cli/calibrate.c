@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
+#include "cli/run_calib.h"
 #include "model/model.h"
 
 static void print_gate(const struct calib_result *r) {
@@ -37,7 +38,7 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     int64_t seed = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION], FILE.gguf or a name from configs/models"},
-        {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory; never an evaluation split"},
+        {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory, or brown (the Brown corpus, found like task data); never an evaluation split"},
         {"calib-samples", CLI_INT, &samples, "N: number of samples (default 1024)"},
         {"calib-len", CLI_INT, &len, "N: tokens per sample (default 512)"},
         {"agg", CLI_STR, &agg_s, "rms|mean|p99|max: aggregation over samples (default rms)"},
@@ -85,6 +86,12 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     // (and a hub id or GGUF file: configs/scales/<NAME@commit12 or FILE-sha12>.safetensors)
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
+    // --calib brown: the default calibration text, found and fetched as `run` finds it
+    char text[4096];
+    if (!strcmp(calib, RUN_CALIB_SOURCE) && !file_exists(calib) && !dir_exists(calib)) {
+        if ((rc = run_calib_text(text, sizeof text, NULL, offline, e))) return rc;
+        calib = text;
+    }
     struct calib_run run;
     if ((rc = calib_run_source(&run, mref.dir, calib, &co, e))) return rc;
     if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);

@@ -9,6 +9,7 @@
 #include "attention/attn.h"
 #include "attention/scales.h"
 #include "base/paths.h"
+#include "io/safetensors.h"
 #include "base/pool.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
@@ -54,13 +55,11 @@ static double macs_per_token(const struct model_config *c) {
     return c->n_layers * layer + (double)c->dim * c->vocab_size;
 }
 
-// The calibration text: a data root (--data-dir, $HIFA4_DATA, the cache), else fetched like task
-// data (datasets/brown.json). path[0] = 0 and the reason in e when there is none.
-static int find_text(char *path, size_t n, const struct run_calib_opts *o, struct err *e) {
-    struct task_opts to = {.data_dir = o->data_dir};
+int run_calib_text(char *path, size_t n, const char *data_dir, int offline, struct err *e) {
+    struct task_opts to = {.data_dir = data_dir};
     if (task_data_try(path, n, &to, RUN_CALIB_REL, 0)) return 0;
     char root[4096];
-    int rc = fetch_task_data(RUN_CALIB_SOURCE, o->offline, root, sizeof root, e);
+    int rc = fetch_task_data(RUN_CALIB_SOURCE, offline, root, sizeof root, e);
     if (rc) { path[0] = 0; return rc; }
     if (snprintf(path, n, "%s/%s", root, RUN_CALIB_REL) >= (int)n) return err_set(e, ERR_RANGE, "path too long");
     return 0;
@@ -82,13 +81,18 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, const char
     return j;
 }
 
-// <cache>/scales/<scales id>.safetensors, and its directory
+// <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
+// by the weights, so two checkpoints of the same name never share scales
 static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, struct err *e) {
-    char cache[4096];
+    char cache[4096], hex[65];
+    struct safetensors st;
     int rc = paths_cache(cache, sizeof cache, e);
+    if (rc || (rc = st_open(&st, m->dir, e))) return rc;
+    rc = st_fingerprint(&st, hex, e);
+    st_close(&st);
     if (rc) return rc;
     if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
-        snprintf(path, n, "%s/scales/%s.safetensors", cache, m->scales_id) >= (int)n)
+        snprintf(path, n, "%s/scales/%s-%.16s.safetensors", cache, m->scales_id, hex) >= (int)n)
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
 }
@@ -132,14 +136,19 @@ int run_calib_default(char *scales, size_t n, cJSON **record, const struct model
                       const struct run_calib_opts *o, struct err *e) {
     *record = NULL;
     char dir[4096];
-    if (attn_scales_default(scales, n, m->scales_id) ||
-        (!cache_scales(scales, n, dir, sizeof dir, m, e) && file_exists(scales))) {
+    if (attn_scales_default(scales, n, m->scales_id)) {
+        log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
+        return 0;
+    }
+    int rc = cache_scales(scales, n, dir, sizeof dir, m, e);
+    if (rc) return rc;
+    if (file_exists(scales)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model; --scales overrides)", scales);
         return 0;
     }
     char text[4096];
     struct err why = {0};
-    if (find_text(text, sizeof text, o, &why)) {
+    if (run_calib_text(text, sizeof text, o->data_dir, o->offline, &why)) {
         scales[0] = 0;
         if (o->required)
             return err_set(e, why.code ? why.code : ERR_NOTFOUND, "run: the modes asked for need Smooth-QK scales and "

@@ -1,8 +1,9 @@
 // run_calib.h: the Smooth-QK scales of a run whose modes need them and that was given none:
 // calibrate's default file for the model when it exists, else a calibration run here first,
 // on the default calibration source (the Brown corpus, never an evaluation split), written
-// where the next run finds it: <cache>/scales/<scales id>.safetensors (the cache of paths.h;
-// calibrate's default configs/scales/<scales id>.safetensors is looked at first).
+// where the next run finds it: <cache>/scales/<scales id>-<fingerprint>.safetensors (the cache
+// of paths.h; keyed by the weights' fingerprint; calibrate's default
+// configs/scales/<scales id>.safetensors is looked at first).
 #ifndef HIFA4_RUN_CALIB_H
 #define HIFA4_RUN_CALIB_H
 
@@ -17,6 +18,11 @@
 #define RUN_CALIB_REL "brown/brown.txt.zst"      // its file under a data root
 #define RUN_CALIB_SAMPLES 64
 #define RUN_CALIB_LEN 512
+
+// The default calibration text (RUN_CALIB_REL) under a data root (data_dir, $HIFA4_DATA, the
+// cache), else fetched like task data (datasets/brown.json; unless offline). path[0] = 0 and
+// the reason in e (ERR_NOTFOUND naming where it looked and how to get it) when there is none.
+int run_calib_text(char *path, size_t n, const char *data_dir, int offline, struct err *e);
 
 // 1 if a mode of o needs Smooth-QK scales.
 int run_calib_needed(const struct run_opts *o);
