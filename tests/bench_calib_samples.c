@@ -9,7 +9,10 @@
 // to 0.5 (what a Strong gate would apply; the gate itself gives 1 on Bypass models), and how
 // often the gate decision differs from the full pool's. Also the per-sample CV of the K
 // channel maxima (spread over single samples; the paper's "inter-sample CV").
-//   bench_calib_samples --model DIR --calib SRC [--pool M] [--len L] [--sizes 4,8,16] [--threads N]
+//   bench_calib_samples [--model DIR] [--calib SRC] [--pool M] [--len L] [--sizes 4,8,16] [--threads N]
+// Defaults (what `make bench` runs): the synthetic demo's planted-outlier Qwen3 made once in
+// $HIFA4_TMP, the Brown corpus of $HIFA4_TEST_DATA (else README.md), a pool of 64 x 256 tokens,
+// sizes 4,8,16,32. docs/calibration.md has the runs on SmolLM2 and this model at 128 x 512.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "calib/calib.h"
 #include "calib/calib_run.h"
+#include "import/make_model.h"
 
 static double cv(const double *v, int n) {
     if (n < 2) return NAN;
@@ -136,6 +140,20 @@ static void per_sample_cv(const struct calib_stats *f) {
     free(c);
 }
 
+// the synthetic demo's shape: Qwen3, 2 layers, dim 128, head_dim 128, K outlier at layer 0 channel 51
+static int outlier_model(char *dir, size_t n, struct err *e) {
+    const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
+    snprintf(dir, n, "%s/bench-calib-samples-outlier", tmp);
+    char cfg[700];
+    snprintf(cfg, sizeof cfg, "%s/model.safetensors", dir);
+    if (file_exists(cfg)) return 0;
+    struct make_model_opts mo;
+    make_model_opts_default(&mo);
+    mo.head_dim = 128, mo.seed = 7, mo.n_outliers = 1;
+    mo.outliers[0].layer = 0, mo.outliers[0].channel = 51, mo.outliers[0].gamma = 34;
+    return make_model(&mo, dir, e);
+}
+
 static int parse_sizes(const char *s, int *v, int max) {
     int n = 0;
     while (*s && n < max) {
@@ -147,8 +165,8 @@ static int parse_sizes(const char *s, int *v, int max) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *calib = NULL, *sizes_s = "4,8,16,32,64";
-    int M = 128, len = 512, threads = 0;
+    const char *model = NULL, *calib = NULL, *sizes_s = "4,8,16,32";
+    int M = 64, len = 256, threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--calib")) calib = argv[i + 1];
@@ -157,11 +175,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--sizes")) sizes_s = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     }
-    if (!model || !calib || M < 2 || len < 2) {
-        fprintf(stderr, "usage: bench_calib_samples --model DIR --calib SRC [--pool M] [--len L] [--sizes a,b] [--threads N]\n");
+    if (M < 2 || len < 2) {
+        fprintf(stderr, "usage: bench_calib_samples [--model DIR] [--calib SRC] [--pool M] [--len L] [--sizes a,b] [--threads N]\n");
         return 2;
     }
     struct err e = {0};
+    char mdir[600], brown[1200];
+    if (!model && outlier_model(mdir, sizeof mdir, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    if (!model) model = mdir;
+    snprintf(brown, sizeof brown, "%s/datasets/brown/brown.txt.zst", getenv("HIFA4_TEST_DATA") ? getenv("HIFA4_TEST_DATA") : "../shared");
+    if (!calib) calib = file_exists(brown) ? brown : "README.md";
     struct calib_run_opts co;
     calib_run_opts_default(&co);
     co.samples = M;
