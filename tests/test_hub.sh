@@ -14,7 +14,8 @@
 #  4. a gated repository: 401 without HF_TOKEN (exit 1, the message names HF_TOKEN), downloaded
 #     with it (the server checks the bearer token);
 #  5. ORG/NAME@COMMIT resolves that snapshot; --scales none drops hifa4; an explicit --attn hifa4
-#     with no calibration text is an error that names the text and --scales none.
+#     with no calibration text is an error that names the text and --scales none;
+#  6. a name from configs/models is a shortcut for its hub id (found in the cache, no request).
 # The task data (20 ARC-style items) and the calibration text are written here (no ../shared).
 set -u
 cd "$(dirname "$0")/.."
@@ -131,6 +132,16 @@ HIFA4_DATA="$TMP/nodata" "$BIN" --model "$TMP/doc/org/gated" --task arc_easy --d
     --attn bf16,hifa4 --out r5b >/dev/null 2>r5b.err
 rc=$?
 check '[ $rc -ne 0 ] && grep -q "brown" r5b.err && grep -q "scales none" r5b.err' "hifa4 without text: exit $rc: $(cat r5b.err)"
+
+# 6. a registry name is a shortcut for its hub id: found in the Hugging Face cache, no request
+mkdir -p "$TMP/home/configs/models"
+echo '{"name": "tinyname", "repo": "org/tiny", "revision": "main", "files": ["config.json"]}' \
+    >"$TMP/home/configs/models/tinyname.json"
+ctl "_ctl?reset=1" >/dev/null
+HIFA4_HOME="$TMP/home" "$BIN" --model tinyname --task arc_easy --limit 20 --scales none --threads 2 --out r6 >/dev/null 2>r6.err
+check '[ $? -eq 0 ] && [ "$(field r6/run.json "j[\"model\"][\"name\"]+\" \"+j[\"model\"][\"source\"][\"commit\"]")" = "tinyname $COMMIT" ]' \
+    "named model via the hub cache: $(tail -2 r6.err)"
+check '[ "$(requests)" -eq 0 ]' "named model in the cache made requests"
 
 echo "test_hub: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
