@@ -5,6 +5,10 @@
 # /files/<owner>/<repo>/<path>?cdn=1 (whose ETag is not a sha256, like a CDN's) with X-Linked-Etag
 # (sha256) and X-Linked-Size for *.safetensors,
 # and serves other files directly with a 40-hex (git-blob style) ETag, as the Hub does.
+# GET /api/models/<owner>/<repo>/revision/<rev> answers the Hub API's JSON: "sha" (the content
+# of <owner>/<repo>/.commit, else a sha1 over the repository's file names and bytes) and
+# "siblings" (every file but dot files). A repository holding a file .gated answers 401 to
+# every request whose Authorization is not "Bearer <the content of .gated>", as gated repos do.
 # Faults are switched on by GET /_ctl?cut=N&fail=K&corrupt=1&ignore_range=1&status=404&reset=1
 # (each applies to the next file requests only; slow_ms=M sleeps M ms per 64 KiB until reset), and GET /_stats returns counters as
 # "requests=R bytes=B ranged=G auth=<last Authorization header>". Control requests are not
@@ -12,6 +16,7 @@
 # stdin reaches EOF (the test closes it or dies) or after 300 s, whichever comes first.
 import hashlib
 import http.server
+import json
 import os
 import sys
 import threading
@@ -88,6 +93,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 STATE["fail"] -= 1
                 return self.send_text(500, "injected failure\n")
         parts = path.strip("/").split("/")
+        if len(parts) >= 5 and (parts[2] == "resolve" or parts[0] == "api"):
+            repo = parts[2:4] if parts[0] == "api" else parts[:2]
+            gate = os.path.join(DOCROOT, *repo, ".gated")
+            if os.path.isfile(gate):
+                want = "Bearer " + open(gate).read().strip()
+                if self.headers.get("Authorization") != want:
+                    return self.send_text(401, "Access to model %s is restricted.\n" % "/".join(repo))
+        if len(parts) == 6 and parts[0] == "api" and parts[1] == "models" and parts[4] == "revision":
+            return self.api_revision(os.path.join(DOCROOT, parts[2], parts[3]))
         if len(parts) >= 5 and parts[2] == "resolve":  # Hub-style URL
             rel = "/".join(parts[:2] + parts[4:])
             fp = os.path.join(DOCROOT, rel)
@@ -107,6 +121,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "cdn=1" in u.query:
             return self.serve(fp, '"cdn-%d"' % os.path.getsize(fp))
         return self.serve(fp, '"%s"' % sha256_file(fp))
+
+    def api_revision(self, rd):
+        if not os.path.isdir(rd):
+            return self.send_text(404, '{"error":"Repository not found"}\n')
+        files = []
+        for dp, dn, fn in os.walk(rd):
+            dn[:] = sorted(d for d in dn if not d.startswith("."))
+            for f in sorted(fn):
+                if not f.startswith("."):
+                    files.append(os.path.relpath(os.path.join(dp, f), rd))
+        cf = os.path.join(rd, ".commit")
+        if os.path.isfile(cf):
+            sha = open(cf).read().strip()
+        else:
+            h = hashlib.sha1()
+            for f in files:
+                h.update(f.encode() + b"\0" + open(os.path.join(rd, f), "rb").read())
+            sha = h.hexdigest()
+        body = json.dumps({"id": os.path.relpath(rd, DOCROOT), "sha": sha,
+                           "siblings": [{"rfilename": f} for f in files]})
+        return self.send_text(200, body)
 
     def serve(self, fp, etag):
         data = open(fp, "rb").read()

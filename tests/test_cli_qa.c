@@ -199,6 +199,33 @@ static void test_run_usage_errors(void) {
     CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
 }
 
+// --threads is N >= 1 or 0 (all cores) in every command that has it; anything else is a usage
+// error naming the value, before any file is read (the model and data named here do not exist)
+static void test_threads_option(void) {
+    const char *cmds[] = {"run --model nomodel --task exam", "calibrate --model nomodel --calib nofile",
+                          "diagnose --model nomodel", "trace --model nomodel --task exam",
+                          "logits --model nomodel --ids-file x --attn bf16 --out x", "attn --case x --attn bf16 --out x"};
+    const char *bad[] = {"-1", "1.5", "x", ""};
+    char cmd[1400], errf[1200];
+    snprintf(errf, sizeof errf, "%s/threads.err", tmp);
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++)
+        for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+            snprintf(cmd, sizeof cmd, "%s %s --threads '%s' 2>%s", bin, cmds[c], bad[b], errf);
+            int rc = sh(cmd);
+            char *s = slurp(errf);
+            CHECK(rc == 2 && s && strstr(s, "--threads") && strstr(s, "0 for all cores"),
+                  "%s --threads '%s': exit %d: %s", cmds[c], bad[b], rc, s ? s : "");
+            free(s);
+        }
+    // 0 and N >= 1 pass the option check (the command then fails on the missing model: exit 1)
+    const char *good[] = {"0", "1", "3"};
+    for (size_t g = 0; g < 3; g++) {
+        snprintf(cmd, sizeof cmd, "%s run --model %s/nomodel --task exam --threads %s 2>/dev/null", bin, tmp, good[g]);
+        int rc = sh(cmd);
+        CHECK(rc == 1, "run --threads %s: exit %d, expected 1 (no such model)", good[g], rc);
+    }
+}
+
 // `tables` compares with bf16 as the paper does: a run with another reference is listed as left
 // out (with why), never mixed into a table; a run of rows A, B, D fills Table 7's rows
 static void test_tables_mixed_reference(void) {
@@ -290,6 +317,7 @@ int main(void) {
     test_help_on_stdout();
     test_named_model();
     test_run_usage_errors();
+    test_threads_option();
     test_tables_mixed_reference();
     test_ppl_report();
     test_resume_complete();

@@ -20,6 +20,7 @@
 
 #include "base/common.h"
 #include "net/fetch.h"
+#include "net/hub.h"
 #include "base/paths.h"
 #include "base/sha256.h"
 #include "test.h"
@@ -158,6 +159,34 @@ static struct fetch_opts test_opts(void) {
 }
 
 // ---- tests ----
+// hub ids (net/hub.h): which arguments are ORG/NAME[@REVISION], and what they become
+static void test_hub_refs(void) {
+    const char *yes[] = {"Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B@main", "a/b@0123456789abcdef0123456789abcdef01234567",
+                         "org/name.v2@refs/pr/1", "A_1/b-2"};
+    const char *no[] = {"qwen3-8b", "./x/y", "/abs/path", "a/b/c", "a/", "/b", ".a/b", "a/.b", "a/b@", "a@x/b",
+                        "a b/c", "a/b c", "../x", "x/..", ""};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECK(hub_is_ref(yes[i]), "'%s' is a hub id", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!hub_is_ref(no[i]), "'%s' is not a hub id", no[i]);
+    struct hub_ref r;
+    struct err e = {0};
+    CHECK(hub_parse_ref(&r, "Qwen/Qwen3-0.6B", &e) == 0 && !strcmp(r.repo, "Qwen/Qwen3-0.6B") && !strcmp(r.revision, "main"),
+          "default revision: %s %s", r.repo, r.revision);
+    CHECK(hub_parse_ref(&r, "org/m@v1.0", &e) == 0 && !strcmp(r.repo, "org/m") && !strcmp(r.revision, "v1.0"), "revision");
+    CHECK(hub_parse_ref(&r, "org/m@../../x", &e) == ERR_USAGE && strstr(e.msg, "org/m@../../x"), "revision leaving the cache: %s", e.msg);
+    CHECK(hub_parse_ref(&r, "a/b/c", &e) == ERR_USAGE && strstr(e.msg, "ORG/NAME"), "bad id: %s", e.msg);
+    // the cache root: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub
+    char root[4096], want[4200];
+    const char *home = getenv("HOME");
+    setenv("HF_HUB_CACHE", "/x/hub-cache", 1);
+    setenv("HF_HOME", "/y/hf-home", 1);
+    CHECK(hub_cache_root(root, sizeof root, &e) == 0 && !strcmp(root, "/x/hub-cache"), "HF_HUB_CACHE: %s", root);
+    unsetenv("HF_HUB_CACHE");
+    CHECK(hub_cache_root(root, sizeof root, &e) == 0 && !strcmp(root, "/y/hf-home/hub"), "HF_HOME: %s", root);
+    unsetenv("HF_HOME");
+    snprintf(want, sizeof want, "%s/.cache/huggingface/hub", home ? home : "");
+    CHECK(!home || (hub_cache_root(root, sizeof root, &e) == 0 && !strcmp(root, want)), "default: %s", root);
+}
+
 static void test_names(void) {
     struct err e = {0};
     const char *bad[] = {"", "..", "../x", "a/../b", "a/..", "/etc/passwd", "a\\b", "a//b", "a/", "./a",
@@ -185,6 +214,7 @@ static void test_names(void) {
     CHECK(fetch_plan_model(&p, "/abs", &o, &e) == ERR_USAGE, "model '/abs' accepted");
     CHECK(fetch_plan_task(&p, "../etc", &e) == ERR_USAGE, "task '../etc' accepted");
     CHECK(fetch_plan_task(&p, "a\\b", &e) == ERR_USAGE, "task 'a\\b' accepted");
+    test_hub_refs();
 }
 
 static void url_of(char *u, size_t n, const char *rel) {
@@ -714,7 +744,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     // The environment must not change what is tested, nor send loopback traffic to a proxy.
     const char *unset[] = {"HIFA4_OFFLINE", "HIFA4_RETRIES", "HIFA4_RETRY_BASE_MS", "HF_TOKEN", "HF_ENDPOINT",
-                           "HIFA4_CACHE", "HIFA4_HOME", "http_proxy", "HTTP_PROXY", "https_proxy",
+                           "HIFA4_CACHE", "HIFA4_HOME", "HF_HUB_CACHE", "HF_HOME", "HF_HUB_OFFLINE", "http_proxy", "HTTP_PROXY", "https_proxy",
                            "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
     for (size_t i = 0; i < sizeof unset / sizeof *unset; i++) unsetenv(unset[i]);
     test_names();

@@ -28,6 +28,7 @@
 #include "tokenizer/llama2c_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "gguf_build.h"
+#include "cli/model_arg.h"
 #include "test.h"
 
 static char tmp[1024];
@@ -458,6 +459,49 @@ static void test_bf16_option(void) {
     st_close(&a), st_close(&b);
 }
 
+// --model FILE.gguf (cli/model_arg.h): imported once into <cache>/gguf-import/<sha256>/, the
+// same directory reused without importing again; another file (one byte changed) is another
+// import; a file that cannot be imported leaves no directory behind.
+static void test_model_arg(void) {
+    char cache[1200], want[1400], p[1500];
+    snprintf(cache, sizeof cache, "%s", tpath("resolve-cache"));
+    snprintf(p, sizeof p, "rm -rf '%s'", cache); // imports of an earlier test run
+    if (system(p) != 0) { CHECK(0, "%s failed", p); return; }
+    setenv("HIFA4_CACHE", cache, 1);
+    struct err e = {0};
+    struct safetensors st;
+    if (st_open(&st, tpath("qwen3-bf16"), &e)) { CHECK(0, "bf16 import missing: %s", e.msg); return; }
+    char sha[65];
+    snprintf(sha, sizeof sha, "%s", st_meta(&st, "gguf_sha256") ? st_meta(&st, "gguf_sha256") : "");
+    st_close(&st);
+    snprintf(want, sizeof want, "%s/gguf-import/%s", cache, sha);
+    struct model_ref m;
+    int rc = model_resolve(&m, tpath("qwen3.gguf"), 1, &e);
+    CHECK(rc == 0 && m.imported == 1 && m.origin == MODEL_ORIGIN_GGUF && !strcmp(m.dir, want) && !strcmp(m.gguf_sha256, sha),
+          "first resolve: rc %d imported %d dir %s (want %s): %s", rc, m.imported, m.dir, want, e.msg);
+    snprintf(p, sizeof p, "%s/config.json", want);
+    CHECK(file_exists(p) && !strcmp(m.name, "qwen3"), "imported checkpoint: %s, name '%s'", p, m.name);
+    rc = model_resolve(&m, tpath("qwen3.gguf"), 1, &e);
+    CHECK(rc == 0 && m.imported == 0 && !strcmp(m.dir, want), "second resolve imported again (%d) or moved: %s", m.imported, m.dir);
+    // one byte of a tensor changed: another sha256, another directory
+    char *buf = NULL;
+    size_t len = 0;
+    if (file_read_raw(tpath("qwen3.gguf"), &buf, &len, &e)) { CHECK(0, "read: %s", e.msg); return; }
+    buf[len - 1] ^= 1;
+    FILE *f = fopen(tpath("qwen3-changed.gguf"), "wb");
+    if (f) { fwrite(buf, 1, len, f); fclose(f); }
+    rc = model_resolve(&m, tpath("qwen3-changed.gguf"), 1, &e);
+    CHECK(rc == 0 && m.imported == 1 && strcmp(m.dir, want) && strcmp(m.gguf_sha256, sha), "changed file: %s", m.dir);
+    // a truncated file fails to import and leaves nothing that a later call would take for an import
+    f = fopen(tpath("qwen3-cut.gguf"), "wb");
+    if (f) { fwrite(buf, 1, len / 2, f); fclose(f); }
+    free(buf);
+    rc = model_resolve(&m, tpath("qwen3-cut.gguf"), 1, &e);
+    CHECK(rc != 0 && !dir_exists(m.dir), "truncated GGUF: rc %d, dir %s exists %d", rc, m.dir, dir_exists(m.dir));
+    CHECK(model_resolve(&m, tpath("nosuch.gguf"), 1, &e) == ERR_NOTFOUND && strstr(e.msg, "nosuch.gguf"), "missing: %s", e.msg);
+    unsetenv("HIFA4_CACHE");
+}
+
 // ---- (3) SentencePiece vocabulary (tokenizer.ggml.model "llama") ----
 static void test_spm(void) {
     char path[1024];
@@ -859,6 +903,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) roundtrip(archs[i]);
     test_refusals();
     test_bf16_option();
+    test_model_arg();
     test_spm();
     test_smollm2();
     return test_summary("test_gguf_import");

@@ -280,6 +280,47 @@ static void test_summary_report(void) {
     free(res.md);
 }
 
+// Every tick label of a histogram is a multiple of one 1-2-5 step (times a power of ten), 3 to
+// 6 of them per axis, inside the axis range - not bin edges. Data ranges like the margin
+// histograms' (0.738 .. 3.69) and a y axis up to an odd fraction.
+static void check_ticks(const char *svg, const char *anchor, double lo, double hi, const char *what) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "text-anchor=\"%s\">", anchor);
+    double v[32];
+    int n = 0;
+    for (const char *p = strstr(svg, pat); p && n < 32; p = strstr(p + 1, pat)) {
+        if (p[strlen(pat)] == '<' || !strchr("-0123456789", p[strlen(pat)])) continue; // titles, labels
+        v[n++] = atof(p + strlen(pat));
+    }
+    CHECK(n >= 3 && n <= 6, "%s: %d ticks", what, n);
+    if (n < 2) return;
+    double step = v[1] - v[0], p10 = pow(10, floor(log10(step) + 1e-9)), m = step / p10;
+    CHECK(fabs(m - 1) < 1e-6 || fabs(m - 2) < 1e-6 || fabs(m - 5) < 1e-6, "%s: step %g is not 1, 2 or 5 x 10^k", what, step);
+    for (int i = 0; i < n; i++) {
+        double k = v[i] / step;
+        CHECK(fabs(k - round(k)) < 1e-6, "%s: tick %g is not a multiple of %g", what, v[i], step);
+        CHECK(v[i] >= lo - 1e-9 && v[i] <= hi + 1e-9, "%s: tick %g outside [%g, %g]", what, v[i], lo, hi);
+        if (i) CHECK(fabs(v[i] - v[i - 1] - step) < 1e-6 * step, "%s: uneven ticks %g, %g", what, v[i - 1], v[i]);
+    }
+}
+
+static void test_plot_ticks(void) {
+    double a[] = {0.738, 1.2, 1.48, 2.21, 2.9, 3.69, 1.3, 1.31}, c[] = {-0.043, 0.0171, 0.002};
+    const double *vals[] = {a, c};
+    const int ns[] = {8, 3};
+    const double los[] = {0.738, -0.043}, his[] = {3.69, 0.0171};
+    for (int t = 0; t < 2; t++) {
+        struct plot_series s = {"m", vals[t], ns[t]};
+        char *svg = NULL;
+        struct err e = {0};
+        CHECK(plot_hist_svg(&svg, "t", "margin", &s, 1, 7, 0, 0, &e) == 0, "plot");
+        if (!svg) continue;
+        check_ticks(svg, "middle", los[t], his[t], "x axis");
+        check_ticks(svg, "end", 0, 1.05, "y axis"); // fractions: the y axis is [0, 1.05 x the largest]
+        free(svg);
+    }
+}
+
 static void test_plot(void) {
     double a[] = {0, 0.1, 0.2, 0.9, 1.0}, b[] = {0.5, 0.5, NAN};
     struct plot_series s[2] = {{"x<&>", a, 5}, {"y", b, 3}};
@@ -293,6 +334,7 @@ static void test_plot(void) {
     CHECK(!strcmp(svg, svg2), "deterministic");
     free(svg); free(svg2);
     CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 0, 0, 0, &e) == ERR_RANGE, "0 bins refused");
+    test_plot_ticks();
 }
 
 // ---- hostile run directories (issue 14) ----

@@ -147,7 +147,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         const struct model_batch b = {.tokens = ids + off, .n_seq = nb, .seq_len = lens + s0, .out_pos = out_pos,
                                       .n_out = nb};
         // under MPI each rank runs its share of the batches (calib_dist.h)
-        if (calib_dist_mine(batch)) rc = model_forward(m, ctx, NULL, &b, logits, e);
+        if (o->ranks == CALIB_THIS_RANK || calib_dist_mine(batch)) rc = model_forward(m, ctx, NULL, &b, logits, e);
         if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
         if (rc) goto done;
         s0 += nb;
@@ -155,7 +155,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         done_tok += cur;
         double el = time_now() - t0;
         // one line rewritten in place on a terminal; one line each in a log file
-        if (dist_rank() > 0) continue; // rank 0 speaks for the job
+        if (dist_rank() > 0 && o->ranks == CALIB_ALL_RANKS) continue; // rank 0 speaks for the job
         if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
         else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
     }
@@ -165,7 +165,8 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     if (tty) log_info("%s", "");
     log_info("calibrate: %d samples, %lld tokens in %.1f s (statistics %.1f s, %.1f CPU-s in all)", n_samples,
              (long long)done_tok, r->time.forward_s, r->time.stats_s, r->time.forward_cpu_s);
-    if ((rc = calib_dist_gather(&r->stats, e)) || dist_rank() > 0) goto done; // rank 0 aggregates alone
+    if (o->ranks == CALIB_ALL_RANKS && ((rc = calib_dist_gather(&r->stats, e)) || dist_rank() > 0))
+        goto done; // rank 0 aggregates alone
     double t_comp = time_now();
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
     r->time.compute_s = time_now() - t_comp;

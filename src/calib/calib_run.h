@@ -17,7 +17,11 @@ struct calib_run_opts {
     int batch_tokens;          // tokens per forward batch
     int stats_ref;             // 1: the reference statistics (calib_observe per sequence, serial);
                                // 0 (default): calib_observe_seqs per layer on the pool (same bits)
+    int ranks;                 // enum calib_ranks (default CALIB_ALL_RANKS)
 };
+// Who runs the batches under MPI: every rank of the job (the calibrate command), or only this
+// one (run's automatic calibration, done by rank 0 before the others open the run).
+enum calib_ranks { CALIB_ALL_RANKS = 0, CALIB_THIS_RANK = 1 };
 void calib_run_opts_default(struct calib_run_opts *o);
 
 // Where a calibration's time went (wall seconds unless noted; filled by calib_run_seqs).

@@ -22,7 +22,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: QDQ recipe (default hif4)"},
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token = paper Alg. 1)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores, or $OMP_NUM_THREADS)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out_path, "FILE: output safetensors with tensor out [T][H][d]"},
         {"help", CLI_FLAG, &help, "show this help"},
     };

@@ -14,7 +14,8 @@
 #include "base/dist.h"
 #include "cli/cli.h"
 #include "model/config.h"
-#include "net/fetch.h"
+#include "cli/model_arg.h"
+#include "cli/run_calib.h"
 #include "model/model.h"
 
 static void print_gate(const struct calib_result *r) {
@@ -39,8 +40,8 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model_arg, "DIR: model checkpoint directory (or a name from configs/models)"},
-        {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory; never an evaluation split"},
+        {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION], FILE.gguf or a name from configs/models"},
+        {"calib", CLI_STR, &calib, "SOURCE: text file (.txt/.zst) or directory, or brown (the Brown corpus, found like task data); never an evaluation split"},
         {"calib-samples", CLI_INT, &samples, "N: number of samples (default 1024)"},
         {"calib-len", CLI_INT, &len, "N: tokens per sample (default 512)"},
         {"agg", CLI_STR, &agg_s, "rms|mean|p99|max: aggregation over samples (default rms)"},
@@ -52,7 +53,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
         {"out", CLI_STR, &out, "FILE: scales file (default configs/scales/<model>.safetensors)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
@@ -86,16 +87,24 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
     // cache directory like `run` does; the scales are then named after the registry name, which
     // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
-    char model_dir[4096];
-    // under MPI rank 0 fetches, the other ranks then find the model in the cache
-    rc = dist_rank() == 0 ? fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e) : 0;
+    // (and a hub id or GGUF file: configs/scales/<NAME@commit12 or FILE-sha12>.safetensors);
+    // under MPI rank 0 resolves (and fetches), the other ranks then find all of it in the caches
+    struct model_ref mref;
+    char text[4096];
+    const int fetch_text = !strcmp(calib, RUN_CALIB_SOURCE) && !file_exists(calib) && !dir_exists(calib);
+    rc = dist_rank() == 0 ? model_resolve(&mref, model_arg, offline, e) : 0;
+    // --calib brown: the default calibration text, found and fetched as `run` finds it
+    if (!rc && dist_rank() == 0 && fetch_text) rc = run_calib_text(text, sizeof text, NULL, offline, e);
     *met = 1;
-    if ((rc = dist_agree(rc, e)) || (dist_rank() > 0 && (rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, 1, e))))
-        return rc;
+    if ((rc = dist_agree(rc, e))) return rc;
+    if (dist_rank() > 0 && !(rc = model_resolve(&mref, model_arg, 1, e)) && fetch_text)
+        rc = run_calib_text(text, sizeof text, NULL, 1, e);
+    if (rc) return rc;
+    if (fetch_text) calib = text;
     struct calib_run run;
-    if ((rc = calib_run_source(&run, model_dir, calib, &co, e))) return rc;
+    if ((rc = calib_run_source(&run, mref.dir, calib, &co, e))) return rc;
     if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes
-    if (strcmp(model_dir, model_arg)) snprintf(run.model_id, sizeof run.model_id, "%s", model_arg);
+    if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);
     print_gate(&run.result);
     char def[4096];
     if (!out) {

@@ -33,6 +33,13 @@ static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
         return 0;
     }
     case CLI_FLAG: *(int *)o->dst = 1; return 0;
+    case CLI_THREADS: {
+        long v = strtol(val, &end, 10);
+        if (errno || *end || end == val || v < 0 || v > 4096)
+            return err_set(e, ERR_USAGE, "--%s '%s': expected N >= 1 threads, or 0 for all cores", o->name, val);
+        *(int *)o->dst = (int)v;
+        return 0;
+    }
     }
     return err_set(e, ERR_INTERNAL, "--%s: bad option type", o->name);
 }

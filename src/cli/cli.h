@@ -11,7 +11,11 @@ enum cli_type {
     CLI_I64,    // int64_t
     CLI_DBL,    // double             (finite)
     CLI_FLAG,   // int, set to 1; takes no value
+    CLI_THREADS,// int: N >= 1 threads, or 0 = all cores (anything else is an error); every
+                // command's --threads is this type, and 0 is also what an absent --threads means
 };
+// The help text of every --threads option.
+#define CLI_THREADS_HELP "N: threads, N >= 1, or 0 = all cores (default 0)"
 
 struct cli_opt {
     const char *name;  // long name without "--"

@@ -7,7 +7,7 @@
 #include "base/pool.h"
 #include "cli/cli.h"
 #include "calib/diagnose.h"
-#include "net/fetch.h"
+#include "cli/model_arg.h"
 
 int cmd_diagnose(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;
@@ -15,7 +15,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     double rho_min = 6, t_strong = 3, t_mild = 2;
     int64_t seed = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model_arg, "M: model directory or name from configs/models (required)"},
+        {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory (default: the 8 built-in prompts)"},
         {"calib-samples", CLI_INT, &samples, "N: samples from --calib (default 1024)"},
         {"calib-len", CLI_INT, &len, "N: tokens per --calib sample (default 512)"},
@@ -27,7 +27,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
         {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
@@ -55,12 +55,13 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
-    char model_dir[4096], def[4400];
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
+    char def[4400];
+    struct model_ref mref;
+    if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
     struct diagnose d;
-    if ((rc = diag_run(&d, model_dir, tokenizer, &o, e))) return rc;
-    // a configs/models name is the model's name (its cache dir ends in the revision, e.g. "main")
-    if (strcmp(model_dir, model_arg)) snprintf(d.model_id, sizeof d.model_id, "%s", model_arg);
+    if ((rc = diag_run(&d, mref.dir, tokenizer, &o, e))) return rc;
+    // a name, hub id or GGUF names the model (its directory is a revision, commit or hash)
+    if (mref.origin != MODEL_ORIGIN_PATH) snprintf(d.model_id, sizeof d.model_id, "%s", mref.name);
     if (!out) {
         snprintf(def, sizeof def, "results/diagnose-%s", d.model_id);
         out = def;

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "net/fetch.h"
+#include "net/hub.h"
 #include "base/paths.h"
 
 static void print_plan(const struct fetch_plan *p, int dry) {
@@ -40,11 +41,30 @@ static int one(struct fetch_plan *p, const struct fetch_opts *o, int dry, struct
     return 0;
 }
 
+// A hub id: into the Hugging Face cache (hub.h); --dry-run says where, touching no network.
+static int hub_download(const char *arg, const struct fetch_opts *o, int dry, struct err *e) {
+    struct hub_ref ref;
+    char root[4096];
+    int rc = hub_parse_ref(&ref, arg, e);
+    if (!rc) rc = hub_cache_root(root, sizeof root, e);
+    if (rc) return rc;
+    if (dry) {
+        printf("# model %s@%s -> %s/models--%.*s--%s/snapshots/<commit>/ (config, tokenizer, safetensors index "
+               "and shards; the file list from %s/api/models/%s/revision/%s)\n", ref.repo, ref.revision, root,
+               (int)strcspn(ref.repo, "/"), ref.repo, strchr(ref.repo, '/') + 1, o->hf_endpoint, ref.repo, ref.revision);
+        return 0;
+    }
+    struct hub_snapshot s;
+    if ((rc = hub_resolve(&s, &ref, o, e))) return rc;
+    printf("ok model %s@%s (commit %s): %s\n", ref.repo, ref.revision, s.commit, s.dir);
+    return 0;
+}
+
 int cmd_download(int argc, char **argv, struct err *e) {
     const char *model = NULL, *task = NULL, *cache = NULL;
     int dry = 0, offline = 0, help = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model, "NAME: a model from configs/models (qwen3-8b, gemma2-9b, llama3.1-8b, mistral-7b, phi4-mini)"},
+        {"model", CLI_STR, &model, "NAME|ORG/NAME[@REVISION]: a model from configs/models (qwen3-8b, gemma2-9b, llama3.1-8b, mistral-7b, phi4-mini; into the hifa4 cache) or any Hub id (into the Hugging Face cache)"},
         {"task", CLI_STR, &task, "NAME[,NAME]: task data from datasets/*.json (mmlu, hellaswag, ...)"},
         {"dry-run", CLI_FLAG, &dry, "print each file with its URL and destination; no network"},
         {"offline", CLI_FLAG, &offline, "never touch the network (also HIFA4_OFFLINE=1); fail listing missing files"},
@@ -52,7 +72,7 @@ int cmd_download(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    const char *syn = "--model NAME | --task NAME[,NAME...] [--dry-run] [--offline] [--cache DIR]";
+    const char *syn = "--model NAME|ORG/NAME[@REV] | --task NAME[,NAME...] [--dry-run] [--offline] [--cache DIR]";
     int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
     if (rc) return rc;
     if (help) { cli_usage("download", syn, opts, n_opts); return 0; }
@@ -60,7 +80,9 @@ int cmd_download(int argc, char **argv, struct err *e) {
     if (cache && (rc = paths_set_cache(cache, e))) return rc;
     struct fetch_opts o;
     fetch_opts_init(&o, offline);
-    if (model) {
+    if (model && hub_is_ref(model)) {
+        if ((rc = hub_download(model, &o, dry, e))) return rc;
+    } else if (model) {
         struct fetch_plan p;
         if ((rc = fetch_plan_model(&p, model, &o, e))) return rc;
         rc = one(&p, &o, dry, e);

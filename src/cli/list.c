@@ -59,7 +59,7 @@ int cmd_list(int argc, char **argv, struct err *e) {
            "  over each query tile of --tile rows (SageAttention2's Q smoothing, spec qmean-ch)\n");
     printf("\ntasks (--task):\n");
     for (int i = 0; i < task_count(); i++) printf("  %-16s %s\n", task_at(i)->name, task_at(i)->desc);
-    printf("\nnamed models (--model NAME; any checkpoint directory works too):\n");
+    printf("\nnamed models (--model NAME; also ORG/NAME[@REVISION] from the Hugging Face Hub, FILE.gguf, or a checkpoint directory):\n");
     list_models();
     return 0;
 }

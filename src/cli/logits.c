@@ -6,6 +6,7 @@
 #include "attention/scales.h"
 #include "cli/cli.h"
 #include "base/pool.h"
+#include "cli/model_arg.h"
 #include "model/model.h"
 #include "io/safetensors.h"
 
@@ -57,7 +58,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     const char *weights = "auto", *out = NULL, *qmean = "token";
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
-        {"model", CLI_STR, &model_dir, "DIR: checkpoint directory (config.json + safetensors)"},
+        {"model", CLI_STR, &model_dir, "M: checkpoint directory, ORG/NAME[@REVISION], FILE.gguf or a name from configs/models"},
         {"ids", CLI_STR, &ids_s, "LIST: comma-separated token ids"},
         {"ids-file", CLI_STR, &ids_file, "F: safetensors file with tensor input_ids"},
         {"attn", CLI_STR, &attn, "MODE: attention mode (default f32)"},
@@ -66,7 +67,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
         {"weights", CLI_STR, &weights, "auto|f32|stream: weight residency (default auto)"},
-        {"threads", CLI_INT, &threads, "N: threads (default all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -76,6 +77,9 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     if (help) { cli_usage("logits", syn, opts, n_opts); return 0; }
     if (!model_dir || !out || (!ids_s == !ids_file))
         return err_set(e, ERR_USAGE, "logits needs --model, --out and exactly one of --ids / --ids-file");
+    struct model_ref mref;
+    if ((rc = model_resolve(&mref, model_dir, 0, e))) return rc;
+    model_dir = mref.dir;
     struct model_opts mo;
     model_opts_default(&mo);
     if (!strcmp(act, "bf16")) mo.act_bf16 = 1;

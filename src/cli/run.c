@@ -19,6 +19,8 @@
 #include "eval/run_dist.h"
 #include "net/fetch.h"
 #include "results/results.h"
+#include "cli/model_arg.h"
+#include "cli/run_calib.h"
 
 // ---- options ----
 struct run_cli {
@@ -163,17 +165,21 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     return 0;
 }
 
-// Smooth-QK scales: --scales, else the file `calibrate` writes by default for this model
-// (configs/scales/<model directory name>.safetensors), when present
-static int default_scales(const struct run_cli *o, struct run_opts *ro, char *buf, size_t n) {
-    ro->scales = o->scales;
-    if (o->scales) return 0;
-    char model_id[1024];
-    path_basename(model_id, sizeof model_id, o->model);
-    if (attn_scales_default(buf, n, model_id)) {
-        ro->scales = buf;
-        log_info("run: using Smooth-QK scales %s (calibrate's default output for this model; --scales overrides)", buf);
-    }
+// Smooth-QK scales once the model is known: --scales F as given; --scales none drops the modes
+// that need them; else calibrate's default file for the model, or a calibration first
+// (run_calib.h). *record: run.json's calibration (caller frees).
+static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const struct model_ref *m, char *buf, size_t n,
+                          cJSON **record, struct err *e) {
+    *record = NULL;
+    if (o->scales && strcmp(o->scales, "none")) return 0;
+    if (!run_calib_needed(ro)) return 0;
+    if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
+    struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
+                                .required = o->attn != NULL};
+    int rc = run_calib_default(buf, n, record, m, &co, e);
+    if (rc) return rc;
+    if (buf[0]) ro->scales = buf;
+    else run_calib_drop_modes(ro, "they need Smooth-QK scales: pass --scales F, or put the calibration text where run finds it");
     return 0;
 }
 
@@ -184,18 +190,6 @@ static int split(char *buf, const char *s, const char **items, int max, const ch
     if (k < 0) return err_prefix(e, "%s", what);
     *n = k;
     return 0;
-}
-
-// The run's model name (report title, `tables` rows, default run directory): the registry name
-// for a model from configs/models (its cache directory ends in the revision, e.g.
-// .../Qwen3-8B/main, which would name every downloaded model "main"), else the directory name.
-static void name_model(char *out, size_t n, const char *arg, const char *dir) {
-    if (strcmp(dir, arg)) { snprintf(out, n, "%s", arg); return; }
-    const char *b = dir + strlen(dir);
-    while (b > dir && b[-1] == '/') b--;
-    const char *end = b;
-    while (b > dir && b[-1] != '/') b--;
-    snprintf(out, n, "%.*s", (int)(end - b), b);
 }
 
 // Every task in one process.
@@ -252,14 +246,14 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
                          .nonfinite = "stop", .replica_seed = 1};
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &o.model, "M: model directory or name from configs/models (required)"},
+        {"model", CLI_STR, &o.model, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
         {"tasks", CLI_STR, &o.tasks, "a,b: same as --task"},
         {"attn", CLI_STR, &o.attn, "m1,m2|all: attention modes, first = reference (default: bf16,direct,hifa4 as available)"},
         {"limit", CLI_INT, &o.limit, "N: first N items of each task - of each subject/subtask for mmlu and bbh, like lm-eval (0 = all)"},
         {"out", CLI_STR, &o.out, "DIR: run directory (default results/<model>-<utc time>)"},
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
-        {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &o.threads, CLI_THREADS_HELP},
         {"resume", CLI_FLAG, &o.resume, "continue an interrupted run in --out"},
         {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`; auto: K/N of this Slurm array task"},
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
@@ -271,7 +265,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
-        {"scales", CLI_STR, &o.scales, "F: Smooth-QK scales file (default configs/scales/<model>.safetensors if present)"},
+        {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
@@ -303,10 +297,11 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if (rc) return rc;
     if (o.help) { cli_usage("run", syn, opts, n_opts); return 0; }
     struct run_opts ro;
-    char lists[2][2048], model_dir[4096], model_name[256], auto_scales[4096];
+    char lists[2][2048], auto_scales[4096];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
-    if ((rc = default_scales(&o, &ro, auto_scales, sizeof auto_scales))) return rc;
+    // modes that need scales are kept while the scales are still to be found or made
+    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : "(decided once the model is known)";
     int n_modes = 0, n_tasks = 0;
     if (o.attn && strcmp(o.attn, "all") && (rc = split(lists[0], o.attn, modes, RUN_MAX_MODES, "--attn", &n_modes, e))) return rc;
     if (o.attn && !strcmp(o.attn, "all")) modes[n_modes++] = "all";
@@ -314,19 +309,31 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
+    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
     // task data, --out and --scales are checked before a model is fetched (issue 14); under
-    // MPI rank 0 fetches, the other ranks then find the model in the cache
-    if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0)
-        rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e);
+    // MPI rank 0 resolves the model (downloading, importing, calibrating as needed), the other
+    // ranks then find all of it in the caches
+    struct model_ref mref;
+    cJSON *calib = NULL, *source = NULL;
+    if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0 && !(rc = model_resolve(&mref, o.model, o.offline, e)))
+        rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
     *met = 1;
-    if ((rc = dist_agree(rc, e)) || (dist_rank() > 0 && (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, 1, e))))
-        return rc;
-    name_model(model_name, sizeof model_name, o.model, model_dir);
-    ro.model_dir = model_dir;
-    ro.model_name = model_name;
-    ro.argc = argc;
-    ro.argv = argv;
-    return drive(&ro, e);
+    if ((rc = dist_agree(rc, e))) { cJSON_Delete(calib); return rc; }
+    if (dist_rank() > 0 && (o.offline = 1) && !(rc = model_resolve(&mref, o.model, 1, e)))
+        rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
+    if (!rc) {
+        source = model_ref_json(&mref);
+        ro.model_dir = mref.dir;
+        ro.model_name = mref.name;
+        ro.model_source = source;
+        ro.calibration = calib;
+        ro.argc = argc;
+        ro.argv = argv;
+        rc = drive(&ro, e);
+    }
+    cJSON_Delete(calib);
+    cJSON_Delete(source);
+    return rc;
 }
 
 int cmd_run(int argc, char **argv, struct err *e) {

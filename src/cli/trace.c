@@ -7,7 +7,7 @@
 #include "base/pool.h"
 #include "cli/cli.h"
 #include "model/config.h"
-#include "net/fetch.h"
+#include "cli/model_arg.h"
 #include "calib/trace.h"
 
 int cmd_trace(int argc, char **argv, struct err *e) {
@@ -16,7 +16,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     const char *qmean = "token", *qdq_skip = "none";
     int limit = -1, tile = 128, threads = 0, batch_tokens = 8192, offline = 0, help = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model_arg, "M: model directory or name from configs/models (required)"},
+        {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"task", CLI_STR, &task, "T: trace the model inputs of this task (as `run` builds them)"},
         {"data-dir", CLI_STR, &data_dir, "D: dataset root for --task"},
         {"text", CLI_STR, &text, "FILE: trace windows of this text (plain or .zst)"},
@@ -32,7 +32,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
                                    "such mode in both forms, side by side)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
         {"act", CLI_STR, &act, "bf16|f32: activation rounding (default bf16)"},
-        {"threads", CLI_INT, &threads, "N: threads (default: all cores)"},
+        {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
         {"out", CLI_STR, &out, "DIR: trace.json and SVGs (default results/trace-<model>)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
@@ -69,15 +69,17 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     int n_modes = cli_split(modes_buf, modes, TRACE_MAX_MODES, e);
     if (n_modes < 0) return err_prefix(e, "--attn");
 
-    char model_dir[4096], def[4400];
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
-    // a configs/models name: its cache dir ends in the revision ("main"), so the default scales
-    // are the ones calibrate writes for the name (configs/scales/<name>.safetensors), and the
-    // trace is named after it
-    int named = strcmp(model_dir, model_arg) != 0;
+    char def[4400];
+    struct model_ref mref;
+    if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
+    const char *model_dir = mref.dir;
+    // a name, hub id or GGUF: its directory's name says nothing (a revision, a commit, a hash),
+    // so the default scales are the ones calibrate writes for it (configs/scales/<id>.safetensors)
+    // and the trace is named after it
+    int named = mref.origin != MODEL_ORIGIN_PATH;
     char named_scales[4400];
     if (named && !o.scales) {
-        snprintf(named_scales, sizeof named_scales, "configs/scales/%s.safetensors", model_arg);
+        snprintf(named_scales, sizeof named_scales, "configs/scales/%s.safetensors", mref.scales_id);
         if (file_exists(named_scales)) o.scales = named_scales;
     }
     struct trace_set *sets = NULL;
@@ -112,7 +114,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     }
     struct trace_result r;
     if ((rc = trace_run(&r, model_dir, sets, n_sets, modes, n_modes, &o, e))) goto done;
-    if (named) snprintf(r.model_id, sizeof r.model_id, "%s", model_arg);
+    if (named) snprintf(r.model_id, sizeof r.model_id, "%s", mref.name);
     if (!out) {
         snprintf(def, sizeof def, "results/trace-%s", r.model_id);
         out = def;

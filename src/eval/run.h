@@ -42,6 +42,10 @@ struct run_opts {
     int n_modes;
     struct attn_opts attn;
     const char *scales;          // Smooth-QK scales file, or NULL
+    const cJSON *model_source;   // optional: where the model came from (run.json model.source: hub
+                                 // repo, revision and commit; GGUF file and sha256); copied
+    const cJSON *calibration;    // optional: the calibration that made `scales` in this invocation
+                                 // (run.json calibration; not part of the configuration key); copied
     // tasks
     const char *tasks[RUN_MAX_TASKS];
     int n_tasks;

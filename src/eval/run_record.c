@@ -85,6 +85,7 @@ static void add_model(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(mj, "hash", r->model_hex);
     // where the weights came from (e.g. import-gguf: GGUF sha256, "dequantized from Q4_1")
     if (r->ckpt_meta) cJSON_AddItemToObject(mj, "checkpoint_metadata", cJSON_Duplicate(r->ckpt_meta, 1));
+    if (r->o.model_source) cJSON_AddItemToObject(mj, "source", cJSON_Duplicate(r->o.model_source, 1));
     cJSON *cj = cJSON_AddObjectToObject(mj, "config");
     cJSON_AddNumberToObject(cj, "dim", cfg->dim);
     cJSON_AddNumberToObject(cj, "n_layers", cfg->n_layers);
@@ -131,6 +132,7 @@ static void add_attention(cJSON *run, const struct run *r) {
     } else {
         cJSON_AddNullToObject(run, "scales");
     }
+    if (o->calibration) cJSON_AddItemToObject(run, "calibration", cJSON_Duplicate(o->calibration, 1));
     if (o->shard_n > 1) {
         cJSON *sh = cJSON_AddObjectToObject(run, "shard");
         cJSON_AddNumberToObject(sh, "k", o->shard_k);

@@ -721,7 +721,7 @@ static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int o
 }
 
 // Shard file names from a model.safetensors.index.json (weight_map values, first-seen order).
-static int index_shards(const char *path, cJSON **out, struct err *e) {
+int fetch_index_shards(const char *path, cJSON **out, struct err *e) {
     cJSON *j = NULL;
     int rc = json_parse_file(&j, path, e);
     if (rc) return rc;
@@ -853,7 +853,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     // Shards: the cached index is authoritative; else the config's list (checked later).
     char ipath[PATH_MAX_];
     if (index && snprintf(ipath, sizeof ipath, "%s/%s", p->root, index) < (int)sizeof ipath && file_exists(ipath)) {
-        if ((rc = index_shards(ipath, &idx, e))) goto fail;
+        if ((rc = fetch_index_shards(ipath, &idx, e))) goto fail;
         shards = idx;
         p->shards_from_index = 1;
     }
@@ -1058,7 +1058,7 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
     if (snprintf(ipath, sizeof ipath, "%s/%s", p->root, p->index_rel) >= (int)sizeof ipath)
         return err_set(e, ERR_RANGE, "path too long");
     cJSON *names = NULL;
-    int rc = index_shards(ipath, &names, e);
+    int rc = fetch_index_shards(ipath, &names, e);
     if (rc) return rc;
     int n_old = 0, w = 0;
     for (int i = 0; i < p->n; i++) {

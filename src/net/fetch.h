@@ -110,6 +110,13 @@ int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json
 // entry that is missing fails with its instructions. Errors: as fetch_url.
 int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err *e);
 
+// Shard file names of a model.safetensors.index.json: its weight_map's values in first-seen
+// order, each checked as fetch_check_relpath. *names: a new cJSON array of strings (caller
+// frees with cJSON_Delete). Errors name the file and key: ERR_FORMAT (empty or ill-typed
+// weight_map), ERR_USAGE (a name leaving the directory), ERR_IO.
+struct cJSON;
+int fetch_index_shards(const char *path, struct cJSON **names, struct err *e);
+
 // ---- API for the evaluation ----
 // arg is a path if it contains '/', starts with '.', or exists: copied to dir as is, never
 // downloaded. Otherwise it is a model name from configs/models: its cache dir is written to

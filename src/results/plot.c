@@ -1,6 +1,7 @@
 // plot.c: SVG histogram curves (see plot.h). Layout: 640x400 canvas, plot area with a 60 px
-// left and 50 px bottom margin, 5 ticks per axis, legend top right. Numbers are printed with
-// fixed precision so equal inputs give equal bytes.
+// left and 50 px bottom margin, legend top right. Axis ticks sit at round values, multiples
+// of a 1-2-5 step giving 3 to 6 ticks over the axis (not at bin edges such as 0.738, 1.48);
+// numbers are printed with fixed rules so equal inputs give equal bytes.
 #include "results/plot.h"
 
 #include <math.h>
@@ -12,6 +13,31 @@
 
 static const char *const palette[] = {"#222222", "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e",
                                       "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
+
+double plot_nice_step(double x) {
+    double p = pow(10, floor(log10(x))), m = x / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+// Ticks of a linear axis [lo, hi] drawn at pixel offset off + len * (v - lo) / (hi - lo):
+// every multiple of the 1-2-5 step inside the range. vertical: a y axis (labels on the left).
+static int axis_ticks(struct results_buf *o, double lo, double hi, double off, double len, double base, int vertical) {
+    double step = plot_nice_step((hi - lo) / 5);
+    int rc = 0;
+    for (double k = ceil(lo / step - 1e-9); k <= floor(hi / step + 1e-9); k++) {
+        double t = k * step, f = (t - lo) / (hi - lo);
+        if (fabs(t) < 1e-9 * step) t = 0; // no "-0"
+        if (vertical)
+            rc |= results_buf_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
+                                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                                     base - 5, off - len * f, base, off - len * f, base - 8, off - len * f + 4, t);
+        else
+            rc |= results_buf_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
+                                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                                     off + len * f, base, off + len * f, base + 5, off + len * f, base + 18, t);
+    }
+    return rc;
+}
 
 void plot_xml_escape(char *out, size_t n, const char *s) {
     size_t k = 0;
@@ -73,15 +99,8 @@ int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struc
     plot_xml_escape(esc, sizeof esc, title);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", L + pw / 2, esc);
     rc |= results_buf_printf(&o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, pw, ph);
-    for (int t = 0; t <= 5; t++) {
-        double x = L + pw * t / 5, y = T + ph - ph * t / 5;
-        rc |= results_buf_printf(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
-                                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
-                                 x, T + ph, x, T + ph + 5, x, T + ph + 18, lo + (hi - lo) * t / 5);
-        rc |= results_buf_printf(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
-                                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
-                                 L - 5, y, L, y, L - 8, y + 4, ymax * t / 5);
-    }
+    rc |= axis_ticks(&o, lo, hi, L, pw, T + ph, 0);
+    rc |= axis_ticks(&o, 0, ymax, T + ph, ph, L, 1);
     plot_xml_escape(esc, sizeof esc, xlabel);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 10, esc);
     rc |= results_buf_printf(&o, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">fraction of items</text>\n", T + ph / 2);

@@ -18,6 +18,9 @@ struct plot_series {
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
                   int n_series, int n_bins, double lo, double hi, struct err *e);
 
+// 1, 2 or 5 times a power of ten, >= x (x > 0): the step between axis ticks of every plot.
+double plot_nice_step(double x);
+
 // Escapes &, <, >, " for SVG/XML text into out (n bytes, truncated safely).
 void plot_xml_escape(char *out, size_t n, const char *s);
 

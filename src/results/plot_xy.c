@@ -24,11 +24,6 @@ struct axis_r {
     int n_ticks;
 };
 
-// 1, 2 or 5 times a power of ten, >= x (x > 0)
-static double nice_step(double x) {
-    double p = pow(10, floor(log10(x))), m = x / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
 
 static int drawable(const struct axis_r *a, double v) { return isfinite(v) && (!a->log || v > 0); }
 
@@ -61,14 +56,14 @@ static void axis_resolve(struct axis_r *a, const struct plot_axis *ax, double dm
     double lo, hi, step;
     if (fixed) {
         lo = ax->lo; hi = ax->hi;
-        step = nice_step((hi - lo) / 5);
+        step = plot_nice_step((hi - lo) / 5);
     } else {
         if (!(dmin <= dmax)) { dmin = 0; dmax = 1; }
         if (dmax - dmin <= 1e-12 * (fabs(dmin) + fabs(dmax)) || dmax == dmin) {
             double w = fabs(dmin) > 0 ? fabs(dmin) * 0.1 : 1;
             dmin -= w; dmax += w;
         }
-        step = nice_step((dmax - dmin) / 5);
+        step = plot_nice_step((dmax - dmin) / 5);
         lo = floor(dmin / step) * step;
         hi = ceil(dmax / step) * step;
         if (!(hi > lo)) hi = lo + step;
@@ -259,7 +254,7 @@ int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const ch
     put(&c, "</g>\n");
     put(&c, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000\"/>\n", c.L, c.T,
         c.pw, c.ph);
-    double xs = cols <= 16 ? 1 : nice_step(cols / 8.0), ys = rows <= 16 ? 1 : nice_step(rows / 8.0);
+    double xs = cols <= 16 ? 1 : plot_nice_step(cols / 8.0), ys = rows <= 16 ? 1 : plot_nice_step(rows / 8.0);
     for (double k = 0; k < cols; k += xs) {
         double x = c.L + cw * (k + 0.5);
         put(&c, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>"

@@ -1,0 +1,161 @@
+// run_calib.c: a run's Smooth-QK scales when none were given (see run_calib.h): calibrate's
+// default file, else a calibration here first on the default source, written where the next
+// run finds it and recorded in run.json.
+#include "cli/run_calib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "attention/attn.h"
+#include "attention/scales.h"
+#include "base/paths.h"
+#include "io/safetensors.h"
+#include "base/pool.h"
+#include "calib/calib.h"
+#include "calib/calib_run.h"
+#include "eval/tasks/task.h"
+#include "model/config.h"
+#include "net/fetch.h"
+
+// Measured speed of the calibration forward (bf16 attention, f32 activations) in multiply-adds
+// per CPU-second on this project's GEMM (AVX-512 machine of issue 24: SmolLM2-135M, 64 x 512
+// tokens, 58 CPU-s; docs/calibration.md), rounded down. The wall time is this over the threads
+// on an idle machine, more on a busy one.
+#define CALIB_MACS_PER_CPU_S 5.0e10
+
+int run_calib_needed(const struct run_opts *o) {
+    for (int i = 0; i < o->n_modes; i++) {
+        const struct attn_mode *m = attn_mode_find(o->modes[i]);
+        if (m && (m->flags & ATTN_F_SQK)) return 1;
+    }
+    return 0;
+}
+
+void run_calib_drop_modes(struct run_opts *o, const char *why) {
+    int w = 0;
+    char dropped[256] = "";
+    for (int i = 0; i < o->n_modes; i++) {
+        const struct attn_mode *m = attn_mode_find(o->modes[i]);
+        if (i > 0 && m && (m->flags & ATTN_F_SQK)) {
+            size_t l = strlen(dropped);
+            snprintf(dropped + l, sizeof dropped - l, "%s%s", l ? "," : "", o->modes[i]);
+            continue;
+        }
+        o->modes[w++] = o->modes[i];
+    }
+    o->n_modes = w;
+    if (dropped[0]) log_warn("run: skipping %s: %s", dropped, why);
+}
+
+// Multiply-adds per token of the forward pass (the linear layers and the LM head; attention's
+// share is small at calibration lengths).
+static double macs_per_token(const struct model_config *c) {
+    double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
+    double layer = (double)c->dim * (2 * q + 2 * kv) + 3.0 * c->dim * c->hidden_dim;
+    return c->n_layers * layer + (double)c->dim * c->vocab_size;
+}
+
+int run_calib_text(char *path, size_t n, const char *data_dir, int offline, struct err *e) {
+    struct task_opts to = {.data_dir = data_dir};
+    if (task_data_try(path, n, &to, RUN_CALIB_REL, 0)) return 0;
+    char root[4096];
+    int rc = fetch_task_data(RUN_CALIB_SOURCE, offline, root, sizeof root, e);
+    if (rc) { path[0] = 0; return rc; }
+    if (snprintf(path, n, "%s/%s", root, RUN_CALIB_REL) >= (int)n) return err_set(e, ERR_RANGE, "path too long");
+    return 0;
+}
+
+static cJSON *record_of(const struct calib_run *cr, const char *text, const char *scales, double seconds) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "by", "run (no --scales and no scales file for this model)");
+    cJSON_AddStringToObject(j, "source", RUN_CALIB_SOURCE);
+    cJSON_AddStringToObject(j, "text", text);
+    cJSON_AddStringToObject(j, "source_desc", cr->source_desc);
+    cJSON_AddNumberToObject(j, "samples", cr->result.n_samples);
+    cJSON_AddNumberToObject(j, "length", RUN_CALIB_LEN);
+    cJSON_AddStringToObject(j, "file", scales);
+    cJSON_AddStringToObject(j, "gate", calib_branch_name(cr->result.branch));
+    cJSON_AddNumberToObject(j, "alpha", cr->result.alpha);
+    cJSON_AddNumberToObject(j, "seconds", seconds);
+    return j;
+}
+
+// <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
+// by the weights, so two checkpoints of the same name never share scales
+static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, struct err *e) {
+    char cache[4096], hex[65];
+    struct safetensors st;
+    int rc = paths_cache(cache, sizeof cache, e);
+    if (rc || (rc = st_open(&st, m->dir, e))) return rc;
+    rc = st_fingerprint(&st, hex, e);
+    st_close(&st);
+    if (rc) return rc;
+    if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
+        snprintf(path, n, "%s/scales/%s-%.16s.safetensors", cache, m->scales_id, hex) >= (int)n)
+        return err_set(e, ERR_RANGE, "scales path too long");
+    return 0;
+}
+
+static int calibrate(char *scales, size_t n, cJSON **record, const struct model_ref *m, const char *text,
+                     const struct run_calib_opts *o, struct err *e) {
+    struct model_config cfg;
+    int rc = cfg_load(&cfg, m->dir, e);
+    if (rc) return rc;
+    pool_set_threads(o->threads);
+    double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
+    double cpu = tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S, wall = cpu / pool_threads();
+    log_info("run: no Smooth-QK scales for %s: calibrating first on %s (Brown corpus, %s), %d samples x %d tokens, "
+             "about %.0f CPU-s = %.0f s on %d idle thread%s (once: the next run reuses the scales)", m->name,
+             RUN_CALIB_SOURCE, text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
+             pool_threads(), pool_threads() == 1 ? "" : "s");
+    struct calib_run_opts co;
+    calib_run_opts_default(&co);
+    co.ranks = CALIB_THIS_RANK; // under MPI: rank 0 alone, before the other ranks open the run
+    co.samples = RUN_CALIB_SAMPLES;
+    co.len = RUN_CALIB_LEN;
+    co.threads = o->threads;
+    double t0 = time_now();
+    struct calib_run cr;
+    if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
+    if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
+    char dir[4096];
+    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, e))) rc = mkdir_p(dir, e);
+    struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
+    if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
+    double secs = time_now() - t0;
+    if (!rc) {
+        log_info("run: calibrated in %.1f s: gate %s (rho_K %.2f, T_KQ %.2f), scales %s", secs,
+                 calib_branch_name(cr.result.branch), cr.result.rho_k, cr.result.t_kq, scales);
+        *record = record_of(&cr, text, scales, secs);
+    }
+    calib_run_free(&cr);
+    return rc;
+}
+
+int run_calib_default(char *scales, size_t n, cJSON **record, const struct model_ref *m,
+                      const struct run_calib_opts *o, struct err *e) {
+    *record = NULL;
+    char dir[4096];
+    if (attn_scales_default(scales, n, m->scales_id)) {
+        log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
+        return 0;
+    }
+    int rc = cache_scales(scales, n, dir, sizeof dir, m, e);
+    if (rc) return rc;
+    if (file_exists(scales)) {
+        log_info("run: using Smooth-QK scales %s (calibrated earlier for this model; --scales overrides)", scales);
+        return 0;
+    }
+    char text[4096];
+    struct err why = {0};
+    if (run_calib_text(text, sizeof text, o->data_dir, o->offline, &why)) {
+        scales[0] = 0;
+        if (o->required)
+            return err_set(e, why.code ? why.code : ERR_NOTFOUND, "run: the modes asked for need Smooth-QK scales and "
+                           "the calibration text is missing: %s; or pass --scales FILE, or --scales none", why.msg);
+        log_warn("run: no calibration text for Smooth-QK (%s)", why.msg);
+        return 0;
+    }
+    return calibrate(scales, n, record, m, text, o, e);
+}
