@@ -69,7 +69,9 @@ int attn_parse_vgroup(const char *s, int *out, struct err *e) {
 int attn_parse_qformat(const char *s, int *out, struct err *e) {
     if (!strcmp(s, "hif4")) *out = ATTN_QFORMAT_HIF4;
     else if (!strcmp(s, "hif4-a6")) *out = ATTN_QFORMAT_HIF4_A6;
-    else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4 or hif4-a6", s);
+    else if (!strcmp(s, "nvfp4")) *out = ATTN_QFORMAT_NVFP4;
+    else if (!strcmp(s, "mxfp4")) *out = ATTN_QFORMAT_MXFP4;
+    else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4, hif4-a6, nvfp4 or mxfp4", s);
     return 0;
 }
 int attn_parse_qmean(const char *s, int *out, struct err *e) {
@@ -103,7 +105,12 @@ int attn_parse_qdq_skip(const char *s, unsigned *out, struct err *e) {
 }
 
 const char *attn_vgroup_name(int v) { return v == ATTN_VGROUP_CHANNEL ? "channel" : "token"; }
-const char *attn_qformat_name(int q) { return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : "hif4"; }
+const char *attn_qformat_name(int q) {
+    return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : q == ATTN_QFORMAT_NVFP4 ? "nvfp4" : q == ATTN_QFORMAT_MXFP4 ? "mxfp4" : "hif4";
+}
+double attn_qformat_bits(int q) {
+    return q == ATTN_QFORMAT_MXFP4 ? 4.25 : 4.5; // 4 + 8/32 (E8M0); 4 + 8/16 (E4M3); HiF4 4 + 32/64
+}
 const char *attn_qmean_name(int q) { return q == ATTN_QMEAN_CHANNEL ? "channel" : "token"; }
 
 const char *attn_qdq_skip_name(unsigned skip) {
@@ -112,10 +119,12 @@ const char *attn_qdq_skip_name(unsigned skip) {
     return names[skip & ATTN_QDQ_SKIP_ALL];
 }
 
-void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip) {
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qformat, int qmean, unsigned qdq_skip) {
     int k = snprintf(buf, n, "%s", m->name);
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QMEAN))
         k += snprintf(buf + k, n - (size_t)k, " (%s)", attn_qmean_name(qmean));
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && qformat != ATTN_QFORMAT_HIF4)
+        k += snprintf(buf + k, n - (size_t)k, " [%s]", attn_qformat_name(qformat));
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && (qdq_skip & ATTN_QDQ_SKIP_ALL))
         snprintf(buf + k, n - (size_t)k, " [qdq-skip %s]", attn_qdq_skip_name(qdq_skip));
 }
@@ -232,8 +241,12 @@ void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip 
 // ---- the alignment rule of attn.h ----
 int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o) {
     const unsigned f = attn_mode_run_flags(m, o->qmean);
+    const unsigned qkv = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V;
+    // NVFP4 with Q, K or V quantized: per-tensor scales over every row of the call (fp4.md 4.3)
+    if ((f & ATTN_F_QUANT) && o->qformat == ATTN_QFORMAT_NVFP4 && (o->qdq_skip & qkv) != qkv) return ATTN_ALIGN_NONE;
     if (f & ATTN_F_QMEAN_CH) return o->tile;
-    if ((f & ATTN_F_QUANT) && o->v_group == ATTN_VGROUP_TOKEN && !(o->qdq_skip & ATTN_QDQ_SKIP_V)) return 64;
+    if ((f & ATTN_F_QUANT) && o->v_group == ATTN_VGROUP_TOKEN && !(o->qdq_skip & ATTN_QDQ_SKIP_V))
+        return o->qformat == ATTN_QFORMAT_MXFP4 ? 32 : 64; // V's blocks along tokens from position 0
     return 1;
 }
 
@@ -365,6 +378,10 @@ static int check_past(const struct attn_ctx *ctx, const int *seq_len, const stru
                            seq_len[s], n, ctx->max_T);
         if (!n) continue;
         if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
+        if (align == ATTN_ALIGN_NONE)
+            return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, but mode %s "
+                           "under --qformat %s has no exact cached prefix (per-tensor scales over the whole sequence, "
+                           "spec/fp4.md 4.3)", s, n, ctx->mode->name, attn_qformat_name(ctx->opts.qformat));
         if (n % align)
             return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
                            "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, n, align, ctx->mode->name);
@@ -378,6 +395,29 @@ static int check_past(const struct attn_ctx *ctx, const int *seq_len, const stru
         if (!ok || sum != n)
             return err_set(e, ERR_INTERNAL, "attention: sequence %d: %d past segments do not hold its %d cached positions", s,
                            p->n_seg, n);
+    }
+    return 0;
+}
+
+// FP4 formats take finite inputs only (spec/fp4.md 2.4): the first NaN or Inf of a quantized
+// Q, K or V row of the call is an error naming layer, sequence, position, head and operand.
+static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3], const int *seq_off, const int *seq_len,
+                            const struct attn_past *past, int n_seq, int layer, struct err *e) {
+    const int fp4 = ctx->opts.qformat == ATTN_QFORMAT_NVFP4 || ctx->opts.qformat == ATTN_QFORMAT_MXFP4;
+    if (!fp4 || !(ctx->mode->flags & ATTN_F_QUANT)) return 0;
+    static const char name[3] = {'Q', 'K', 'V'};
+    for (int op = 0; op < 3; op++) {
+        if (ctx->qdq_skip & (1u << op)) continue;
+        const int heads = op ? ctx->Hkv : ctx->H;
+        for (int s = 0; s < n_seq; s++) {
+            const size_t w = (size_t)heads * ctx->d, a = (size_t)seq_off[s] * w, n = (size_t)seq_len[s] * w;
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(x[op][a + i]))
+                    return err_set(e, ERR_RANGE, "attention layer %d: %c of sequence %d, position %d, head %d, channel %d is "
+                                   "%g: outside the input contract of --qformat %s (spec/fp4.md 2.4)", layer, name[op], s,
+                                   (int)(i / w) + (past ? past[s].n : 0), (int)(i % w) / ctx->d, (int)(i % ctx->d),
+                                   (double)x[op][a + i], attn_qformat_name(ctx->opts.qformat));
+        }
     }
     return 0;
 }
@@ -412,6 +452,8 @@ int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, floa
             round_bf16_rows(v + o * Hkv * d, T * Hkv * d);
         }
     }
+    const float *const qkv[3] = {q, k, v};
+    if ((rc = check_fp4_finite(ctx, qkv, seq_off, seq_len, past, n_seq, l->layer, e))) return rc;
     if (ctx->hook)
         for (int s = 0; s < n_seq; s++) {
             size_t o = (size_t)seq_off[s];

@@ -99,7 +99,7 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON *dj = cJSON_AddObjectToObject(aj, "display");
     for (int m = 0; m < o->n_modes; m++) {
         char name[160];
-        attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qmean, o->attn.qdq_skip);
+        attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qformat, o->attn.qmean, o->attn.qdq_skip);
         cJSON_AddStringToObject(dj, o->modes[m], name);
     }
     if (o->scales) {
