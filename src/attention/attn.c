@@ -23,6 +23,8 @@ static const struct attn_mode *const registry[] = {
     &attn_mode_direct_qmean,
     &attn_mode_direct_qmean_sqk,
     &attn_mode_direct_qmean_preorder,
+    &attn_mode_sage3,
+    &attn_mode_sage3_preorder,
 };
 static const int n_registry = (int)(sizeof registry / sizeof registry[0]);
 
@@ -123,7 +125,7 @@ void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qform
     int k = snprintf(buf, n, "%s", m->name);
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QMEAN))
         k += snprintf(buf + k, n - (size_t)k, " (%s)", attn_qmean_name(qmean));
-    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && qformat != ATTN_QFORMAT_HIF4)
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && !(m->flags & ATTN_F_SAGE3) && qformat != ATTN_QFORMAT_HIF4)
         k += snprintf(buf + k, n - (size_t)k, " [%s]", attn_qformat_name(qformat));
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && (qdq_skip & ATTN_QDQ_SKIP_ALL))
         snprintf(buf + k, n - (size_t)k, " [qdq-skip %s]", attn_qdq_skip_name(qdq_skip));
@@ -150,10 +152,26 @@ struct attn_ctx {
     struct attn_task *tasks;       // (attn_split_cap) one call's tasks
 };
 
+// sage3 fixes its formats and tiling (fp4.md 5.2, invariant 9). An option left at its default
+// is accepted: the context cannot tell an explicit --qformat hif4 or --qmean token from none.
+static int sage3_check_opts(const struct attn_mode *m, const struct attn_opts *o, struct err *e) {
+    if (o->tile != 128) return err_set(e, ERR_USAGE, "mode %s: --tile %d: SageAttention3's tiles are 128 x 128", m->name, o->tile);
+    if (o->qformat != ATTN_QFORMAT_HIF4 && o->qformat != ATTN_QFORMAT_NVFP4)
+        return err_set(e, ERR_USAGE, "mode %s: --qformat %s: its formats are fixed (NVFP4; spec/fp4.md 5.2)", m->name,
+                       attn_qformat_name(o->qformat));
+    if (o->qmean != ATTN_QMEAN_TOKEN)
+        return err_set(e, ERR_USAGE, "mode %s: --qmean %s: it has its own Q smoothing (128-row group mean)", m->name,
+                       attn_qmean_name(o->qmean));
+    if (o->v_group != ATTN_VGROUP_TOKEN)
+        return err_set(e, ERR_USAGE, "mode %s: --v-group channel: V is quantized along tokens", m->name);
+    return 0;
+}
+
 int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
                   int n_layers, int H, int Hkv, int d, int max_T, const float *scales,
                   struct err *e) {
     *out = NULL;
+    int rc;
     const struct attn_mode *m = attn_mode_find(mode);
     if (!m) return err_set(e, ERR_USAGE, "unknown attention mode '%s' (known: %s)", mode, attn_mode_names());
     if (n_layers <= 0 || n_layers > ATTN_MAX_LAYERS || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || max_T <= 0)
@@ -165,6 +183,7 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
         return err_set(e, ERR_USAGE, "attention: Q-Mean form %d (expected token or channel)", o->qmean);
     if (o->qdq_skip & ~(unsigned)ATTN_QDQ_SKIP_ALL)
         return err_set(e, ERR_USAGE, "attention: qdq skip mask 0x%x (operands q, k, v, p only)", o->qdq_skip);
+    if ((m->flags & ATTN_F_SAGE3) && (rc = sage3_check_opts(m, o, e))) return rc;
     if ((m->flags & ATTN_F_SQK) && !scales)
         return err_set(e, ERR_USAGE, "attention mode '%s' uses Smooth-QK and needs a scales file (--scales)", mode);
     struct attn_ctx *c = calloc(1, sizeof *c);
@@ -242,6 +261,7 @@ void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip 
 int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o) {
     const unsigned f = attn_mode_run_flags(m, o->qmean);
     const unsigned qkv = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V;
+    if (f & ATTN_F_SAGE3) return ATTN_ALIGN_NONE; // the K mean over all T tokens (fp4.md 5.5)
     // NVFP4 with Q, K or V quantized: per-tensor scales over every row of the call (fp4.md 4.3)
     if ((f & ATTN_F_QUANT) && o->qformat == ATTN_QFORMAT_NVFP4 && (o->qdq_skip & qkv) != qkv) return ATTN_ALIGN_NONE;
     if (f & ATTN_F_QMEAN_CH) return o->tile;
@@ -380,8 +400,9 @@ static int check_past(const struct attn_ctx *ctx, const int *seq_len, const stru
         if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
         if (align == ATTN_ALIGN_NONE)
             return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, but mode %s "
-                           "under --qformat %s has no exact cached prefix (per-tensor scales over the whole sequence, "
-                           "spec/fp4.md 4.3)", s, n, ctx->mode->name, attn_qformat_name(ctx->opts.qformat));
+                           "(--qformat %s) has no exact cached prefix (NVFP4's per-tensor scales, sage3's K mean: they "
+                           "see every row of the sequence, spec/fp4.md 4.3, 5.5)", s, n, ctx->mode->name,
+                           attn_qformat_name(ctx->opts.qformat));
         if (n % align)
             return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
                            "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, n, align, ctx->mode->name);
@@ -403,7 +424,8 @@ static int check_past(const struct attn_ctx *ctx, const int *seq_len, const stru
 // Q, K or V row of the call is an error naming layer, sequence, position, head and operand.
 static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3], const int *seq_off, const int *seq_len,
                             const struct attn_past *past, int n_seq, int layer, struct err *e) {
-    const int fp4 = ctx->opts.qformat == ATTN_QFORMAT_NVFP4 || ctx->opts.qformat == ATTN_QFORMAT_MXFP4;
+    const int fp4 = ctx->opts.qformat == ATTN_QFORMAT_NVFP4 || ctx->opts.qformat == ATTN_QFORMAT_MXFP4 ||
+                    (ctx->mode->flags & ATTN_F_SAGE3);
     if (!fp4 || !(ctx->mode->flags & ATTN_F_QUANT)) return 0;
     static const char name[3] = {'Q', 'K', 'V'};
     for (int op = 0; op < 3; op++) {
@@ -416,7 +438,7 @@ static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3],
                     return err_set(e, ERR_RANGE, "attention layer %d: %c of sequence %d, position %d, head %d, channel %d is "
                                    "%g: outside the input contract of --qformat %s (spec/fp4.md 2.4)", layer, name[op], s,
                                    (int)(i / w) + (past ? past[s].n : 0), (int)(i % w) / ctx->d, (int)(i % ctx->d),
-                                   (double)x[op][a + i], attn_qformat_name(ctx->opts.qformat));
+                                   (double)x[op][a + i], ctx->mode->flags & ATTN_F_SAGE3 ? "nvfp4 (sage3)" : attn_qformat_name(ctx->opts.qformat));
         }
     }
     return 0;
@@ -438,6 +460,9 @@ int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, floa
         if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
     int rc = check_past(ctx, seq_len, past, n_seq, e);
     if (rc) return rc;
+    if ((ctx->mode->flags & ATTN_F_SAGE3) && l->softcap > 0)
+        return err_set(e, ERR_USAGE, "attention layer %d: mode %s has no soft-capping (cap %g; SageAttention3 has none)",
+                       l->layer, ctx->mode->name, (double)l->softcap);
     // Small calls run on the calling thread: handing out tasks costs more than the work, and
     // results never depend on the thread count (spec section 8.5, tested).
     struct attn_split_in in = {seq_len, past, n_seq, H, Hkv, d, ctx->opts.tile, l->window, ctx->n_threads};

@@ -24,6 +24,10 @@ enum attn_flag {
     // No registered mode carries it: a run picks the form with attn_opts.qmean, and
     // attn_mode_run_flags() adds this bit to every mode that includes Q-Mean.
     ATTN_F_QMEAN_CH = 1u << 6,
+    // SageAttention3's recipe (spec/fp4.md section 5, modes sage3 and sage3+preorder): its own
+    // kernel (sage3.c) with fixed formats (NVFP4 single-level Q/K/V, two-level P), Bc = 128, no
+    // Q-Mean option, no soft-capping, and no exact cached prefix.
+    ATTN_F_SAGE3 = 1u << 7,
 };
 
 enum attn_vgroup { ATTN_VGROUP_TOKEN = 0, ATTN_VGROUP_CHANNEL = 1 };
