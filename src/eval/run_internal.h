@@ -73,6 +73,9 @@ struct run {
 // run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
 // counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
 int run_count_mode(struct run *r, int m, int cost, struct err *e);
+// 1 if mode m may continue cached prefixes; 0 for modes with no exact cached prefix (NVFP4 with
+// Q, K or V quantized, sage3: attn.h ATTN_ALIGN_NONE), which score every sequence whole.
+int run_mode_reuses(const struct run *r, int m);
 int run_write_samples(struct run *r, int t, int m, struct err *e);
 // The current batch of a task scored by greedy decoding (task_set.generate: niah's generation
 // form) under every mode, into r->scores and the samples files (run_generate.c).

@@ -213,7 +213,9 @@ static void add_prefix_cache(cJSON *run, const struct run *r) {
         struct attn_opts ao = o->attn;
         cJSON_AddNumberToObject(x, "align", attn_prefix_align(attn_mode_find(o->modes[m]), &ao));
         cJSON_AddNumberToObject(x, "tokens_input", (double)a->tokens_input);
-        cJSON_AddNumberToObject(x, "tokens_computed", (double)(r->kv ? a->cached.tokens : a->tokens_input));
+        const int reuse = r->kv && run_mode_reuses(r, m);
+        cJSON_AddBoolToObject(x, "reuse", reuse);
+        cJSON_AddNumberToObject(x, "tokens_computed", (double)(reuse ? a->cached.tokens : a->tokens_input));
         cJSON_AddNumberToObject(x, "tokens_stored", (double)a->cached.stored);
         cJSON_AddNumberToObject(x, "rows_scored", (double)a->rows_scored);
         cJSON_AddNumberToObject(x, "forward_calls", (double)a->cached.calls);
