@@ -478,6 +478,18 @@ static void test_qdq_cli(void) {
     free(ref);
     snprintf(cmd, sizeof cmd, "%s qdq --format fp8 %s > %s 2> %s", bin, vec, out, errf);
     CHECK(sh(cmd) == 2, "qdq --format fp8 is a usage error");
+    // cost: the Ascend model covers HiF4 only - one line, no numbers, for the other formats
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s cost --shape 30:9:3:64 --seq 256 %s > %s", bin, k ? "--attn sage3" : "--qformat mxfp4", out);
+        char *txt = NULL;
+        size_t nt = 0;
+        int lines = 0;
+        const int ok = sh(cmd) == 0 && !file_read_all(out, &txt, &nt, &e);
+        for (size_t i = 0; ok && i < nt; i++) lines += txt[i] == '\n';
+        CHECK(ok && lines == 1 && strstr(txt, "covers HiF4 only") && !strstr(txt, "Cube"), "cost %s: %s",
+              k ? "--attn sage3" : "--qformat mxfp4", txt ? txt : "(no output)");
+        free(txt);
+    }
 }
 
 int main(void) {

@@ -102,6 +102,17 @@ static void add_attention(cJSON *run, const struct run *r) {
         attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qformat, o->attn.qmean, o->attn.qdq_skip);
         cJSON_AddStringToObject(dj, o->modes[m], name);
     }
+    // storage of each mode's attention operands (not part of the configuration key: derived)
+    cJSON *stj = cJSON_AddObjectToObject(run, "storage");
+    for (int m = 0; m < o->n_modes; m++) {
+        const struct attn_mode *am = attn_mode_find(o->modes[m]);
+        cJSON *x = cJSON_AddObjectToObject(stj, o->modes[m]);
+        const int q4 = (am->flags & ATTN_F_QUANT) != 0, s3 = (am->flags & ATTN_F_SAGE3) != 0;
+        const int fmt = s3 ? ATTN_QFORMAT_NVFP4 : o->attn.qformat;
+        cJSON_AddStringToObject(x, "format", s3 ? "nvfp4-sa3" : q4 ? attn_qformat_name(fmt) : "bf16");
+        cJSON_AddNumberToObject(x, "bits_per_value", q4 ? attn_qformat_bits(fmt) : 16);
+        cJSON_AddBoolToObject(x, "per_tensor_scale", q4 && !s3 && fmt == ATTN_QFORMAT_NVFP4);
+    }
     if (o->scales) {
         cJSON *sj = cJSON_AddObjectToObject(run, "scales");
         cJSON_AddStringToObject(sj, "path", o->scales);
