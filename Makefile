@@ -8,6 +8,15 @@ CFLAGS += -std=c11 -Wall -Wextra -g -pthread -fopenmp -ffp-contract=off -D_POSIX
           -D_DEFAULT_SOURCE -Isrc $(OPT)
 LDFLAGS += -pthread -fopenmp
 LDLIBS = -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
+# make MPI=1: the same sources against MPI (mpicc: Open MPI or MPICH; Debian's libopenmpi-dev),
+# into build-mpi/ with the binary build-mpi/hifa4-eval, so both builds live side by side. `run`
+# and `calibrate` then split their work over the ranks of mpirun/srun (src/eval/run_dist.h).
+ifeq ($(MPI),1)
+CC := mpicc
+CFLAGS += -DHIFA4_MPI
+BUILD ?= build-mpi
+BIN ?= build-mpi/hifa4-eval
+endif
 BUILD ?= build
 BIN ?= hifa4-eval
 
@@ -66,6 +75,8 @@ $(BUILD)/tests/bench_%: tests/bench_%.c $(BUILD)/libhifa4.a
 
 bench: $(BIN) $(BENCH_BINS)
 	@mkdir -p $(BUILD)/tmp
+	@for isa in avx512 avx2; do HIFA4_GEMM_ISA=$$isa $(BUILD)/tests/bench_gemm --set frac --threads 1 --no-blas \
+	  --reps 2 --min-time 0.2 || echo "bench_gemm: $$isa path not run"; done
 	@for b in $(BENCH_BINS); do HIFA4_TMP=$(BUILD)/tmp $$b || exit 1; done
 
 asan:
@@ -105,6 +116,6 @@ format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h tests/*.c tests/*.h)
 
 clean:
-	rm -rf build build-asan build-debug build-fuzz hifa4-eval
+	rm -rf build build-asan build-debug build-fuzz build-mpi hifa4-eval
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -51,7 +51,7 @@ real_demo() {
     sha=$(sha256sum "$gguf" | cut -d' ' -f1)
     if [ ! -f "$model/model.safetensors" ] || ! grep -q "$sha" "$model/config.json" 2>/dev/null; then
         say "import-gguf: $gguf -> $model"
-        $BIN import-gguf "$gguf" --out "$model"
+        $BIN import-gguf "$gguf" --force --out "$model"
     fi
     mkdir -p "$out"
     if [ ! -f "$out/scales.safetensors" ]; then

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "base/dist.h"
 #include "base/host.h"
 #include "cli/cli.h"
 
@@ -37,7 +38,10 @@ static void usage(FILE *f) {
                "for its options\n");
 }
 
-int main(int argc, char **argv) {
+// Commands that split their work over the ranks of an MPI job; any other runs as one process.
+static int distributed(const char *name) { return !strcmp(name, "run") || !strcmp(name, "calibrate"); }
+
+static int run_main(int argc, char **argv) {
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--quiet")) log_set_level(LOG_WARN);
@@ -47,7 +51,7 @@ int main(int argc, char **argv) {
     if (i < argc && (!strcmp(argv[i], "--version") || !strcmp(argv[i], "version"))) {
         char rev[128];
         host_git_revision(rev, sizeof rev);
-        printf("hifa4-eval %s (git %s)\n", HIFA4_VERSION, rev);
+        printf("hifa4-eval %s (git %s, MPI: %s)\n", HIFA4_VERSION, rev, dist_built() ? "yes" : "no");
         return 0;
     }
     if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help")) {
@@ -85,9 +89,34 @@ int main(int argc, char **argv) {
         }
     }
     struct err e = {0};
-    int rc = cmd->run(sub_argc, sub_argv, &e);
+    int rc;
+    if (dist_size() > 1 && !distributed(cmd->name)) {
+        rc = dist_agree(err_set(&e, ERR_USAGE, "runs as one process (only run and calibrate use the ranks of an MPI "
+                                "job)"), &e);
+    } else {
+        rc = cmd->run(sub_argc, sub_argv, &e);
+    }
     free(bare);
     if (rc == 0) return 0;
-    fprintf(stderr, "hifa4-eval %s: %s\n", cmd->name, e.msg[0] ? e.msg : err_code_name(rc));
+    if (dist_size() == 1) fprintf(stderr, "hifa4-eval %s: %s\n", cmd->name, e.msg[0] ? e.msg : err_code_name(rc));
+    else if (dist_failed_together() != 2)
+        fprintf(stderr, "hifa4-eval %s: rank %d (%s): %s\n", cmd->name, dist_rank(), dist_host(),
+                e.msg[0] ? e.msg : err_code_name(rc));
     return rc == ERR_USAGE ? 2 : 1;
+}
+
+// Under MPI: a failure every rank agreed on ends the ranks normally; any other (one rank failed
+// while the others wait for it) ends the whole job at once (MPI_Abort), which mpirun and srun
+// report naming the rank.
+int main(int argc, char **argv) {
+    struct err e = {0};
+    if (dist_init(&argc, &argv, &e)) {
+        fprintf(stderr, "hifa4-eval: %s\n", e.msg);
+        dist_abort(1);
+        return 1;
+    }
+    const int status = run_main(argc, argv);
+    if (status && dist_size() > 1 && !dist_failed_together()) dist_abort(status);
+    dist_finalize();
+    return status;
 }

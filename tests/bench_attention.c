@@ -30,7 +30,7 @@ static double run_once(struct attn_ctx *ctx, int T, int H, int Hkv, int d, const
     struct timespec c0, c1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     double t0 = time_now();
-    if (attn_forward(ctx, out, q, k, v, &off, &len, 1, &l, &e)) fprintf(stderr, "bench_attention: %s\n", e.msg);
+    if (attn_forward(ctx, &(struct attn_batch){1, &off, &len, NULL}, &(struct attn_io){out, q, k, v, NULL, NULL}, &l, &e)) fprintf(stderr, "bench_attention: %s\n", e.msg);
     double dt = time_now() - t0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     *cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
@@ -77,7 +77,7 @@ int main(void) {
                 o.n_threads = th;
                 o.qmean = modes[m].qmean;
                 struct err e = {0};
-                if (attn_ctx_init(&ctx[m], modes[m].mode, &o, 1, H, Hkv, d, T, sc, &e)) {
+                if (attn_ctx_init(&ctx[m], modes[m].mode, &o, &(struct attn_shape){1, H, Hkv, d, T}, sc, &e)) {
                     fprintf(stderr, "bench_attention: %s\n", e.msg);
                     return 1;
                 }

@@ -59,18 +59,20 @@ static int plain_forward(const char *dir, const int32_t *ids, int n, int len, co
     float *logits = malloc((size_t)per * model_cfg(m)->vocab_size * sizeof *logits);
     int *lens = malloc((size_t)per * sizeof *lens), *pos = malloc((size_t)per * sizeof *pos);
     if (!logits || !lens || !pos) rc = err_set(e, ERR_NOMEM, "out of memory");
-    if (!rc) rc = model_set_attn(m, "bf16", &ao, NULL, e);
+    struct attn_ctx *ctx = NULL;
+    if (!rc) rc = model_attn_open(&ctx, m, "bf16", &ao, NULL, e);
     double w1 = time_now(), c1 = cpu_now();
     for (int s0 = 0; s0 < n && !rc; s0 += per) {
         int nb = n - s0 < per ? n - s0 : per;
         for (int i = 0; i < nb; i++) lens[i] = len, pos[i] = (i + 1) * len - 1;
-        rc = model_forward(m, ids + (size_t)s0 * len, lens, nb, pos, nb, logits, e);
+        rc = model_forward(m, ctx, NULL, &(struct model_batch){.tokens = ids + (size_t)s0 * len, .n_seq = nb, .seq_len = lens, .out_pos = pos, .n_out = nb}, logits, e);
     }
     t->loop = time_now() - w1;
     t->loop_cpu = cpu_now() - c1;
     free(logits);
     free(lens);
     free(pos);
+    attn_ctx_free(ctx);
     model_free(m);
     t->whole = time_now() - w0;
     t->whole_cpu = cpu_now() - c0;

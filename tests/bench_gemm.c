@@ -2,7 +2,7 @@
 // forward-pass shapes, plus packing speed. Wall and process-CPU time; each sample is the
 // best of several, and the two libraries alternate in one run so their ratio sees the same
 // machine load. Timings only, never part of `make test`.
-//   bench_gemm [--set 06b|135m|decode|head|all] [--threads 1,2] [--reps R] [--min-time S]
+//   bench_gemm [--set 06b|135m|decode|head|frac|all] [--threads 1,2] [--reps R] [--min-time S]
 //              [--shape M,N,K] [--no-blas] [--blocking MC,PC] [--pack]
 //              [--shape M,N,K --tune "mc,pc,kc mc,pc,kc ..."]
 //              [--seq dyn|static|pool|blas|blas-omp --seq-m M --seq-layers L]   (forward-like)
@@ -18,6 +18,7 @@
 #include "model/gemm.h"
 #include "model/gemm_internal.h"
 #include "base/pool.h"
+#include "bench_peak.h"
 
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
@@ -43,6 +44,14 @@ static const struct shape set_06b[] = {
 static const struct shape set_head[] = {{"lm_head", 32, 151936, 1024}};
 static const struct shape set_decode[] = {{"decode", 1, 3072, 1024}, {"decode", 4, 3072, 1024},
                                           {"decode", 16, 3072, 1024}};
+// The issue-20 range: rows >= 64, K and N of 576..12288 (SmolLM2-135M to Qwen3-8B).
+static const struct shape set_frac[] = {
+    {"135m q/o", 64, 576, 576},    {"135m ffn", 64, 1536, 576},  {"8b ffn", 64, 12288, 4096},
+    {"8b down", 64, 4096, 12288},  {"135m q/o", 512, 576, 576},  {"135m up", 512, 1536, 576},
+    {"135m dn", 512, 576, 1536},   {"8b q", 512, 4096, 4096},    {"8b ffn", 512, 12288, 4096},
+    {"8b down", 512, 4096, 12288}, {"135m q/o", 4096, 576, 576}, {"135m up", 4096, 1536, 576},
+    {"135m dn", 4096, 576, 1536},  {"135m head", 4096, 49152, 576}};
+static double peak = 0; // this path's FMA peak, GFLOP per CPU-second of one thread
 static const struct shape set_135m[] = {{"q/o", 4096, 576, 576}, {"k/v", 4096, 192, 576},
                                         {"gate/up", 4096, 1536, 576}, {"down", 4096, 576, 1536},
                                         {"lm_head", 4096, 49152, 576}};
@@ -89,8 +98,8 @@ static void bench_shape(const struct shape *s, const struct opts *o) {
                 if (t.wall < best[lib].wall) best[lib].wall = t.wall;
                 if (t.cpu < best[lib].cpu) best[lib].cpu = t.cpu;
             }
-        printf("%-10s M=%5d N=%6d K=%5d  t=%d  gemm %7.1f GF/s (cpu %6.1f)", s->name, s->M, s->N, s->K, nt,
-               flop / best[0].wall * 1e-9, flop / best[0].cpu * 1e-9);
+        printf("%-10s M=%5d N=%6d K=%5d  t=%d  gemm %7.1f GF/s (cpu %6.1f = %.2f of peak)", s->name, s->M, s->N,
+               s->K, nt, flop / best[0].wall * 1e-9, flop / best[0].cpu * 1e-9, flop / best[0].cpu * 1e-9 / peak);
         if (o->blas)
             printf("  blas %7.1f GF/s (cpu %6.1f)  ratio %.3f", flop / best[1].wall * 1e-9, flop / best[1].cpu * 1e-9,
                    best[1].wall / best[0].wall);
@@ -274,15 +283,16 @@ int main(int argc, char **argv) {
             sscanf(v, "%d,%d", &mc, &pc), i++;
             gemm_set_blocking(mc, pc, -1);
         } else {
-            fprintf(stderr, "usage: %s [--set 06b|135m|decode|head|all] [--threads 1,2] [--reps R] [--min-time S] "
+            fprintf(stderr, "usage: %s [--set 06b|135m|decode|head|frac|all] [--threads 1,2] [--reps R] [--min-time S] "
                             "[--shape M,N,K] [--no-blas] [--blocking MC,PC] [--pack]\n", argv[0]);
             return 2;
         }
     }
     char msg[256];
     if (gemm_isa_init(msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
-    printf("# gemm isa %s, OpenBLAS core %s, reps %d, min-time %.2f s\n", gemm_isa_name(), openblas_get_corename(),
-           o.reps, o.min_time);
+    peak = bench_peak_isa(gemm_isa_name(), 10);
+    printf("# gemm isa %s, OpenBLAS core %s, reps %d, min-time %.2f s; FMA peak of this path %.1f GFLOP/CPU-s "
+           "(one thread, 12 chains)\n", gemm_isa_name(), openblas_get_corename(), o.reps, o.min_time, peak);
     if (seq_mode) {
         for (int t = 0; t < o.n_threads; t++) bench_seq(seq_m, seq_layers, seq_mode, o.threads[t], o.reps);
         return 0;
@@ -301,5 +311,6 @@ int main(int argc, char **argv) {
     if (all || !strcmp(set, "decode")) run_set(set_decode, 3, &o);
     if (all || !strcmp(set, "head")) run_set(set_head, 1, &o);
     if (all || !strcmp(set, "135m")) run_set(set_135m, 5, &o);
+    if (!strcmp(set, "frac")) run_set(set_frac, sizeof set_frac / sizeof set_frac[0], &o);
     return 0;
 }

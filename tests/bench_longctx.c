@@ -35,14 +35,16 @@ static int make_default(char *dir, size_t n, struct err *e) {
     return make_model(&mo, dir, e);
 }
 
-// One timed forward of tok[0..T) in `mode` (after setting it); *st receives its statistics.
+// One timed forward of tok[0..T) in `mode` (a context made for it); *st receives its statistics.
 static int run_once(struct model *m, const char *mode, const float *ones, const int32_t *tok, int T, float *lg,
                     struct model_stats *st, struct err *e) {
-    int rc = model_set_attn(m, mode, NULL, ones, e);
+    struct attn_ctx *ctx = NULL;
+    int rc = model_attn_open(&ctx, m, mode, NULL, ones, e);
     int lens[1] = {T}, pos[1] = {T - 1};
     model_reset_stats(m);
-    if (!rc) rc = model_forward(m, tok, lens, 1, pos, 1, lg, e);
+    if (!rc) rc = model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = 1, .seq_len = lens, .out_pos = pos, .n_out = 1}, lg, e);
     *st = *model_stats(m);
+    attn_ctx_free(ctx);
     return rc;
 }
 
@@ -113,8 +115,10 @@ int main(int argc, char **argv) {
     float *wl = malloc(sizeof(float) * (size_t)c->vocab_size);
     int wlen[1] = {wT}, wpos[1] = {wT - 1};
     if (!rc && (!warm || !wl)) rc = err_set(&e, ERR_NOMEM, "out of memory");
-    if (!rc) rc = model_set_attn(m, "f32", NULL, NULL, &e);
-    if (!rc) rc = model_forward(m, warm, wlen, 1, wpos, 1, wl, &e);
+    struct attn_ctx *wctx = NULL;
+    if (!rc) rc = model_attn_open(&wctx, m, "f32", NULL, NULL, &e);
+    if (!rc) rc = model_forward(m, wctx, NULL, &(struct model_batch){.tokens = warm, .n_seq = 1, .seq_len = wlen, .out_pos = wpos, .n_out = 1}, wl, &e);
+    attn_ctx_free(wctx);
     free(warm), free(wl);
     for (int i = 0; i < n_lens && !rc; i++) rc = bench_len(m, atoi(lens_p[i]), modes, n_modes, ones, &e);
     if (rc) fprintf(stderr, "bench_longctx: %s\n", e.msg);

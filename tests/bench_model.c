@@ -16,6 +16,7 @@
 #include "model/gemm.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "bench_peak.h"
 
 static void fill(float *x, size_t n, uint64_t s) {
     for (size_t i = 0; i < n; i++) {
@@ -75,6 +76,39 @@ static const char *load_avg(void) {
     return buf;
 }
 
+// Streamed weights (bf16 panels packed per layer during the forward) against resident packed
+// f32 weights on the same batch: forwards alternated, fastest of 3 each, wall and process CPU.
+static int stream_vs_resident(const char *dir, const struct model_opts *base, struct model *res,
+                              const struct model_batch *b, float *lg) {
+    struct model_opts o = *base;
+    o.weights = MODEL_WEIGHTS_STREAM;
+    struct model *st = NULL;
+    struct attn_ctx *ctx[2] = {NULL, NULL};
+    struct err e = {0};
+    const char *mode = attn_mode_find("bf16") ? "bf16" : "f32";
+    int rc = model_open(&st, dir, &o, &e);
+    if (!rc) rc = model_attn_open(&ctx[0], res, mode, NULL, NULL, &e);
+    if (!rc) rc = model_attn_open(&ctx[1], st, mode, NULL, NULL, &e);
+    double w[2] = {1e30, 1e30}, c[2] = {1e30, 1e30};
+    for (int r = -1; r < 3 && !rc; r++) // r = -1: warm-up of the streaming model's buffers
+        for (int k = 0; k < 2 && !rc; k++) {
+            struct model *m = k ? st : res;
+            if (r < 0 && !k) continue;
+            model_reset_stats(m);
+            if ((rc = model_forward(m, ctx[k], NULL, b, lg, &e)) || r < 0) continue;
+            if (model_stats(m)->forward_s < w[k]) w[k] = model_stats(m)->forward_s;
+            if (model_stats(m)->forward_cpu_s < c[k]) c[k] = model_stats(m)->forward_cpu_s;
+        }
+    if (rc) fprintf(stderr, "bench_model: %s\n", e.msg);
+    else
+        printf("  weights stream vs resident (same batch, alternated, fastest of 3): resident %.3f s (%.3f CPU-s), "
+               "stream %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", w[0], c[0], w[1], c[1], w[1] / w[0], c[1] / c[0]);
+    attn_ctx_free(ctx[0]);
+    attn_ctx_free(ctx[1]);
+    model_free(st);
+    return rc ? 1 : 0;
+}
+
 int main(void) {
     const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
     char dir[512], cfgp[600], stp[600];
@@ -102,7 +136,8 @@ int main(void) {
     if (model_open(&m, dir, &o, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
     const double t_open = time_now() - t0;
     const char *mode = attn_mode_find("bf16") ? "bf16" : "f32";
-    if (model_set_attn(m, mode, NULL, NULL, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); model_free(m); return 1; }
+    struct attn_ctx *ctx = NULL;
+    if (model_attn_open(&ctx, m, mode, NULL, NULL, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); model_free(m); return 1; }
     const struct model_config *c = model_cfg(m);
     int32_t *tok = malloc(sizeof(int32_t) * T);
     int lens[N_SEQ], pos[N_SEQ * OUT_PER_SEQ];
@@ -115,12 +150,12 @@ int main(void) {
     float *lg = malloc(sizeof(float) * (size_t)n_out * c->vocab_size);
     if (!tok || !lg) return 1;
     // warm-up (first touch of the run state and weights), then timed runs
-    if (model_forward(m, tok, lens, N_SEQ, pos, n_out, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+    if (model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out}, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
     // the fastest of 3 runs (the machine is shared: the minimum is the least disturbed)
     struct model_stats best = {0};
     for (int r = 0; r < 3; r++) {
         model_reset_stats(m);
-        if (model_forward(m, tok, lens, N_SEQ, pos, n_out, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
+        if (model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out}, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
         if (r == 0 || model_stats(m)->forward_s < best.forward_s) best = *model_stats(m);
     }
     const struct model_stats *s = &best;
@@ -175,7 +210,13 @@ int main(void) {
            "    GEMM CPU / ceiling CPU: %.3f (vs OpenBLAS threads, %.3f CPU-s), %.3f (vs the same split, %.3f CPU-s)\n",
            s->forward_cpu_s, T / s->forward_cpu_s, s->gemm_cpu_s, s->gemm_cpu_s / ceiling_cpu, ceiling_cpu,
            s->gemm_cpu_s / ceiling_mt_cpu, ceiling_mt_cpu);
+    const double peak = bench_peak_isa(gemm_isa_name(), 10);
+    printf("  FMA peak of the %s path %.1f GFLOP per CPU-s per thread: forward GEMMs %.2f of it (GEMM flop / GEMM "
+           "CPU-s), whole forward %.2f (GEMM flop / forward CPU-s)\n", gemm_isa_name(), peak,
+           s->gemm_flop / s->gemm_cpu_s * 1e-9 / peak, s->gemm_flop / s->forward_cpu_s * 1e-9 / peak);
     printf("  load average while running: %s", load_avg());
+    const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
+    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && stream_vs_resident(dir, &o, m, &bt, lg)) return 1;
 
     // Attention modes on the same packed batches (issue 4: a hifa4 forward <= 1.3x a bf16
     // forward). The 4 x 128 batch above, and one 512-token sequence where attention weighs
@@ -188,17 +229,20 @@ int main(void) {
     int lens2[1] = {T}, pos2[1] = {T - 1};
     struct { const int *lens, *pos; int n_seq, n_out; const char *what; } batches[] = {
         {lens, pos, N_SEQ, n_out, "4 x 128"}, {lens2, pos2, 1, 1, "1 x 512"}};
+    struct attn_ctx *ctx0 = ctx, *mctx[3] = {NULL, NULL, NULL}; // one context per mode, made once
+    for (int k = 0; k < n_modes && n_modes > 1; k++)
+        if (model_attn_open(&mctx[k], m, modes[k], NULL, ones, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
     for (size_t b = 0; b < 2 && n_modes > 1; b++) {
         double best_w[3] = {1e30, 1e30, 1e30}, best_c[3] = {1e30, 1e30, 1e30}, best_a[3] = {1e30, 1e30, 1e30};
         for (int r = 0; r < 2; r++)
             for (int k = 0; k < n_modes; k++) {
-                if (model_set_attn(m, modes[k], NULL, ones, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
-                if (r == 0 && model_forward(m, tok, batches[b].lens, batches[b].n_seq, batches[b].pos, batches[b].n_out, lg, &e)) {
+                ctx = mctx[k];
+                if (r == 0 && model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = batches[b].n_seq, .seq_len = batches[b].lens, .out_pos = batches[b].pos, .n_out = batches[b].n_out}, lg, &e)) {
                     fprintf(stderr, "bench_model: %s\n", e.msg);
                     return 1;
                 }
                 model_reset_stats(m);
-                if (model_forward(m, tok, batches[b].lens, batches[b].n_seq, batches[b].pos, batches[b].n_out, lg, &e)) {
+                if (model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = batches[b].n_seq, .seq_len = batches[b].lens, .out_pos = batches[b].pos, .n_out = batches[b].n_out}, lg, &e)) {
                     fprintf(stderr, "bench_model: %s\n", e.msg);
                     return 1;
                 }
@@ -216,6 +260,8 @@ int main(void) {
     free(ones);
     free(tok);
     free(lg);
+    attn_ctx_free(ctx0);
+    for (int k = 0; k < 3; k++) attn_ctx_free(mctx[k]);
     model_free(m);
     return 0;
 }

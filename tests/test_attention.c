@@ -132,13 +132,13 @@ static int run_mode(float *out, const struct synth *s, const char *mode, int til
     attn_opts_default(&o);
     o.tile = tile, o.n_threads = threads;
     struct attn_ctx *ctx;
-    int rc = attn_ctx_init(&ctx, mode, &o, 1, s->H, s->Hkv, s->d, s->T, s->scales, e);
+    int rc = attn_ctx_init(&ctx, mode, &o, &(struct attn_shape){1, s->H, s->Hkv, s->d, s->T}, s->scales, e);
     if (!rc) {
         attn_ctx_set_qdq_skip(ctx, skip);
         int off = 0, len = s->T;
         struct attn_layer l = {0, c.sm, c.sm64, softcap, window};
         for (size_t i = 0; i < nq; i++) out[i] = NAN;
-        rc = attn_forward(ctx, out, buf, buf + nq, buf + nq + nkv, &off, &len, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, NULL}, &(struct attn_io){out, buf, buf + nq, buf + nq + nkv, NULL, NULL}, &l, e);
         attn_ctx_free(ctx);
     }
     free(buf);
@@ -239,8 +239,8 @@ static void test_fast_vs_ref(void) {
                 c.qdq_skip = var == 2 ? ATTN_QDQ_SKIP_P | ATTN_QDQ_SKIP_K : 0;
                 int h0 = var == 3 ? 1 : 0, h1 = var == 3 ? s.H - (s.H > 2) : s.H;
                 for (size_t i = 0; i < n; i++) a[i] = b[i] = NAN;
-                attn_flash_forward(a, s.q, s.k, s.v, &c, h0, h1, sa, flagsets[fi]);
-                attn_flash_ref_forward(b, s.q, s.k, s.v, &c, h0, h1, sb, flagsets[fi]);
+                attn_flash_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, h0, h1, sa, flagsets[fi]);
+                attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, h0, h1, sb, flagsets[fi]);
                 size_t first = 0, nd = n_diff(a, b, n, &first);
                 n_runs++;
                 if (nd) {
@@ -278,8 +278,8 @@ static void test_ref_fast(void) {
         float *a = malloc(n * 4), *b = malloc(n * 4);
         void *sa = malloc(attn_ref_scratch(&c)), *sb = malloc(attn_ref_literal_scratch(&c));
         for (size_t i = 0; i < n; i++) a[i] = b[i] = NAN;
-        attn_ref_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa);
-        attn_ref_literal_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb);
+        attn_ref_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, s.H, sa);
+        attn_ref_literal_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sb);
         double r = test_rel_l2(a, b, n);
         size_t nd = n_diff(a, b, n, NULL);
         // both round the same binary64 value to binary32 except within ~1e-15 of a midpoint
@@ -424,8 +424,8 @@ static void test_theorem1(void) {
                 }
             }
         unsigned base = ATTN_F_TILED | ATTN_F_QUANT | ATTN_FI_RAW_OUT | (st == 0 ? ATTN_FI_STATE_F32 : 0);
-        attn_flash_forward(mis, s.q, s.k, s.v, &c, 0, H, sc, base);
-        attn_flash_forward(con, s.q, s.k, s.v, &c, 0, H, sc, base | ATTN_F_PREORDER);
+        attn_flash_forward(&(struct attn_operands){mis, s.q, s.k, s.v}, &c, 0, H, sc, base);
+        attn_flash_forward(&(struct attn_operands){con, s.q, s.k, s.v}, &c, 0, H, sc, base | ATTN_F_PREORDER);
         double em = 0, ec = 0, nm = 0, nc = 0, sep = 0;
         for (size_t i = 0; i < n; i++) {
             em += (mis[i] - pm[i]) * (mis[i] - pm[i]), nm += pm[i] * pm[i];
@@ -488,11 +488,11 @@ static void test_batch_threads(void) {
             struct attn_ctx *ctx;
             // the scales of sequence 0 serve the whole batch (one layer's calibration)
             float *sc = s[0].scales;
-            int rc = attn_ctx_init(&ctx, modes[mi], &o, 1, H, Hkv, d, 200, sc, &e);
+            int rc = attn_ctx_init(&ctx, modes[mi], &o, &(struct attn_shape){1, H, Hkv, d, 200}, sc, &e);
             CHECK(rc == 0, "%s", e.msg);
             if (rc) continue;
             struct attn_layer l = {0, (float)(1.0 / sqrt(64.0)), 1.0 / sqrt(64.0), 0, 0};
-            rc = attn_forward(ctx, out, q, k, v, off, len, 3, &l, &e);
+            rc = attn_forward(ctx, &(struct attn_batch){3, off, len, NULL}, &(struct attn_io){out, q, k, v, NULL, NULL}, &l, &e);
             CHECK(rc == 0, "%s", e.msg);
             for (int b = 0; b < 3; b++) {
                 int i = order[b];
@@ -560,20 +560,20 @@ static void test_diag(void) {
         attn_opts_default(&o);
         o.diag = 1, o.n_threads = 2;
         struct attn_ctx *ctx;
-        int rc = attn_ctx_init(&ctx, modes[mi], &o, 2, s.H, s.Hkv, s.d, s.T, NULL, &e);
+        int rc = attn_ctx_init(&ctx, modes[mi], &o, &(struct attn_shape){2, s.H, s.Hkv, s.d, s.T}, NULL, &e);
         // hifa4 without scales is refused; give it the same scales for both layers
         float *sc2 = NULL;
         if (rc) {
             sc2 = malloc((size_t)2 * s.Hkv * s.d * 4);
             memcpy(sc2, s.scales, (size_t)s.Hkv * s.d * 4), memcpy(sc2 + s.Hkv * s.d, s.scales, (size_t)s.Hkv * s.d * 4);
-            rc = attn_ctx_init(&ctx, modes[mi], &o, 2, s.H, s.Hkv, s.d, s.T, sc2, &e);
+            rc = attn_ctx_init(&ctx, modes[mi], &o, &(struct attn_shape){2, s.H, s.Hkv, s.d, s.T}, sc2, &e);
         }
         CHECK(rc == 0, "%s", e.msg);
         if (rc) continue;
         memcpy(buf, s.q, n * 4), memcpy(buf + n, s.k, nkv * 4), memcpy(buf + n + nkv, s.v, nkv * 4);
         int off = 0, len = s.T;
         struct attn_layer l = {1, (float)(1.0 / sqrt(128.0)), 1.0 / sqrt(128.0), 0, 0};
-        rc = attn_forward(ctx, out, buf, buf + n, buf + n + nkv, &off, &len, 1, &l, &e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, NULL}, &(struct attn_io){out, buf, buf + n, buf + n + nkv, NULL, NULL}, &l, &e);
         CHECK(rc == 0, "%s", e.msg);
         CHECK(n_diff(out, plain, n, NULL) == 0, "%s: diagnostics changed the output", modes[mi]);
         const struct attn_diag *dg = attn_ctx_diag(ctx);
@@ -684,10 +684,10 @@ static void test_scales_and_errors(void) {
     struct attn_opts o;
     attn_opts_default(&o);
     o.tile = 96;
-    CHECK(attn_ctx_init(&ctx, "bf16", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "96"), "%s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "bf16", &o, &(struct attn_shape){1, 4, 2, 64, 10}, NULL, &e) == ERR_USAGE && strstr(e.msg, "96"), "%s", e.msg);
     o.tile = 128;
-    CHECK(attn_ctx_init(&ctx, "hifa4", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "scales"), "%s", e.msg);
-    CHECK(attn_ctx_init(&ctx, "hifa5", &o, 1, 4, 2, 64, 10, NULL, &e) == ERR_USAGE && strstr(e.msg, "direct+qmean+sqk"),
+    CHECK(attn_ctx_init(&ctx, "hifa4", &o, &(struct attn_shape){1, 4, 2, 64, 10}, NULL, &e) == ERR_USAGE && strstr(e.msg, "scales"), "%s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "hifa5", &o, &(struct attn_shape){1, 4, 2, 64, 10}, NULL, &e) == ERR_USAGE && strstr(e.msg, "direct+qmean+sqk"),
           "%s", e.msg);
     int v = -1;
     CHECK(attn_parse_vgroup("channel", &v, &e) == 0 && v == ATTN_VGROUP_CHANNEL, "v-group");

@@ -116,16 +116,19 @@ static double layer0_err(const char *dir, const char *mode, const float *scales)
     struct attn_opts ao;
     attn_opts_default(&ao);
     ao.diag = 1;
-    if (model_set_attn(m, mode, &ao, scales, &e)) { CHECK(0, "attn %s: %s", mode, e.msg); model_free(m); return -1; }
+    struct attn_ctx *ctx = NULL;
+    if (model_attn_open(&ctx, m, mode, &ao, scales, &e)) { CHECK(0, "attn %s: %s", mode, e.msg); model_free(m); return -1; }
     int32_t tok[512];
     uint32_t s = 99;
     for (int i = 0; i < 512; i++) { s = s * 1664525u + 1013904223u; tok[i] = (int32_t)((s >> 8) % 500); }
     int lens[2] = {256, 256}, pos[2] = {255, 511};
     float *logits = malloc(2 * (size_t)model_cfg(m)->vocab_size * sizeof *logits);
-    int rc = model_forward(m, tok, lens, 2, pos, 2, logits, &e);
+    const struct model_batch b = {.tokens = tok, .n_seq = 2, .seq_len = lens, .out_pos = pos, .n_out = 2};
+    int rc = model_forward(m, ctx, NULL, &b, logits, &e);
     CHECK(rc == 0, "forward: %s", e.msg);
-    double v = attn_ctx_diag(model_attn(m))->layer[0].rel_l2;
+    double v = attn_ctx_diag(ctx)->layer[0].rel_l2;
     free(logits);
+    attn_ctx_free(ctx);
     model_free(m);
     return v;
 }

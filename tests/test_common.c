@@ -100,9 +100,20 @@ static void test_cli(void) {
     CHECK(cli_parse(3, badn, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "7x"), "bad int: %s", e.msg);
     char *miss[] = {"cmd", "--name"};
     CHECK(cli_parse(2, miss, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE, "missing value");
-    char list[] = "bf16,,direct,hifa4";
+    char list[] = "bf16,direct,hifa4";
     const char *items[4];
     CHECK(cli_split(list, items, 4, &e) == 3 && !strcmp(items[2], "hifa4"), "split");
+    // issue 27: an empty element is an error, not skipped; an option given twice is an error
+    const char *const empty[] = {"", ",", "bf16,,direct", "bf16,", ",bf16"};
+    for (int k = 0; k < 5; k++) {
+        char b[32];
+        snprintf(b, sizeof b, "%s", empty[k]);
+        CHECK(cli_split(b, items, 4, &e) == ERR_USAGE && strstr(e.msg, "empty"), "split '%s': %s", empty[k], e.msg);
+    }
+    char *twice[] = {"cmd", "--name", "a", "--name=b"};
+    CHECK(cli_parse(4, twice, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "--name given twice"), "twice: %s", e.msg);
+    char *flag2[] = {"cmd", "--flag", "--flag"};
+    CHECK(cli_parse(3, flag2, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "--flag given twice"), "flag twice: %s", e.msg);
 }
 
 int main(void) {

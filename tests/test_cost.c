@@ -87,7 +87,7 @@ static void test_visited_tiles(void) {
 // rows = 6 * 128 = 768; QK MACs = E * 64 = 6291456; T*H*d = 32768, T*Hkv*d = 16384.
 static void test_counts_worked(void) {
     struct cost_counts c = {0};
-    cost_count_call(&c, F_BF16, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&c, F_BF16, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(c.calls == 1 && c.tokens == 256 && c.tiles == 6, "calls %lld tokens %lld tiles %lld", (long long)c.calls,
           (long long)c.tokens, (long long)c.tiles);
     CHECK(c.mac16_qk == 6291456 && c.mac16_pv == 6291456 && c.mac16_ones == 0, "bf16 macs %lld %lld %lld",
@@ -109,7 +109,7 @@ static void test_counts_worked(void) {
           (long long)c.bytes16);
 
     struct cost_counts h = {0};
-    cost_count_call(&h, F_HIFA4, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&h, F_HIFA4, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(h.mac4_qk == 6291456 && h.mac4_pv == 6291456 && h.mac4_ones == 98304 && h.mac16_qk == 0 &&
               h.mac16_pv == 0 && h.mac16_ones == 0,
           "hifa4 macs: preorder adds Br*Bc per tile");
@@ -130,7 +130,7 @@ static void test_counts_worked(void) {
     // mean over each query tile (2 tiles x Br 128 rows x H 2 x d 64 = 32768) instead of the row
     // means and kappa (32768 + 16384 = 49152). Everything else equal.
     struct cost_counts ch = {0};
-    cost_count_call(&ch, F_HIFA4_CH, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&ch, F_HIFA4_CH, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(ch.vop[COST_V_QMEAN_GEMV] == 49152 && ch.vop[COST_V_QMEAN] == 32768 && ch.vop[COST_V_ADD] == 98304 &&
               h.vop[COST_V_QMEAN_GEMV] == 0,
           "channel form: gemv %lld qmean %lld add %lld", (long long)ch.vop[COST_V_QMEAN_GEMV],
@@ -143,18 +143,18 @@ static void test_counts_worked(void) {
     // a partial last query tile counts like a full one (T = 200: tiles [0,128), [128,200) padded to
     // 128 rows): column mean 2 x 128 x 2 x 64 = 32768, not T*H*d = 25600; 3 pairs x 2 heads = 6 tiles
     struct cost_counts rag = {0};
-    cost_count_call(&rag, F_HIFA4_CH, 200, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&rag, F_HIFA4_CH, &(struct cost_shape){200, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(rag.vop[COST_V_QMEAN] == 32768 && rag.vop[COST_V_QMEAN_GEMV] == 6 * 128 * 64 && rag.tiles == 6,
           "channel form, T=200: qmean %lld gemv %lld tiles %lld", (long long)rag.vop[COST_V_QMEAN],
           (long long)rag.vop[COST_V_QMEAN_GEMV], (long long)rag.tiles);
     // ATTN_F_QMEAN_CH without ATTN_F_QMEAN counts nothing extra
     struct cost_counts d1 = {0}, d2 = {0};
-    cost_count_call(&d1, F_DIRECT | ATTN_F_QMEAN_CH, 256, 2, 1, 64, 0, 128, 128, NULL);
-    cost_count_call(&d2, F_DIRECT, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&d1, F_DIRECT | ATTN_F_QMEAN_CH, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
+    cost_count_call(&d2, F_DIRECT, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(memcmp(&d1, &d2, sizeof d1) == 0, "ATTN_F_QMEAN_CH alone changed the counts");
 
     struct cost_counts dq = {0};
-    cost_count_call(&dq, F_DIRECT, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&dq, F_DIRECT, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     CHECK(dq.mac4_ones == 0 && dq.vop[COST_V_SUM] == 98304 && dq.vop[COST_V_ADD] == 0 && dq.vop[COST_V_SMOOTH] == 0 &&
               dq.vop[COST_V_QMEAN] == 0 && dq.vop[COST_V_QDQ] == 98304 && dq.vop[COST_V_CAST] == 0,
           "direct: row sum on the vector path, no Q-Mean / Smooth-QK / ones column");
@@ -177,7 +177,7 @@ static void test_counts_general(void) {
             int ch = m && (f & ATTN_F_QMEAN_CH);
             int64_t qmean_other = !m ? 0 : ch ? (T + Br - 1) / Br * Br * H * d : T * H * d + T * Hkv * d;
             struct cost_counts c = {0};
-            cost_count_call(&c, f, x[0], x[1], x[2], x[3], x[4], x[5], x[6], NULL);
+            cost_count_call(&c, f, &(struct cost_shape){x[0], x[1], x[2], x[3], x[4], x[5], x[6]}, NULL);
             int64_t mac16 = q ? 0 : E * d, mac4 = q ? E * d : 0, ones = p ? E : 0;
             int ok = c.tiles == Nt * H && c.mac16_qk == mac16 && c.mac16_pv == mac16 && c.mac4_qk == mac4 &&
                      c.mac4_pv == mac4 && c.mac16_ones == (q ? 0 : ones) && c.mac4_ones == (q ? ones : 0) &&
@@ -197,25 +197,25 @@ static void test_counts_general(void) {
 
     // cost_add of two calls = accumulating both calls
     struct cost_counts a = {0}, b = {0}, both = {0};
-    cost_count_call(&a, F_HIFA4, 500, 4, 2, 64, 0, 128, 128, NULL);
-    cost_count_call(&b, F_HIFA4, 300, 4, 2, 64, 64, 64, 64, NULL);
-    cost_count_call(&both, F_HIFA4, 500, 4, 2, 64, 0, 128, 128, NULL);
-    cost_count_call(&both, F_HIFA4, 300, 4, 2, 64, 64, 64, 64, NULL);
+    cost_count_call(&a, F_HIFA4, &(struct cost_shape){500, 4, 2, 64, 0, 128, 128}, NULL);
+    cost_count_call(&b, F_HIFA4, &(struct cost_shape){300, 4, 2, 64, 64, 64, 64}, NULL);
+    cost_count_call(&both, F_HIFA4, &(struct cost_shape){500, 4, 2, 64, 0, 128, 128}, NULL);
+    cost_count_call(&both, F_HIFA4, &(struct cost_shape){300, 4, 2, 64, 64, 64, 64}, NULL);
     cost_add(&a, &b, NULL);
     CHECK(memcmp(&a, &both, sizeof a) == 0, "cost_add differs from accumulating the calls");
     CHECK(a.calls == 2 && a.tokens == 800, "calls %lld tokens %lld", (long long)a.calls, (long long)a.tokens);
 
     // invalid shapes add nothing
     struct cost_counts z = {0}, zero = {0};
-    cost_count_call(&z, F_BF16, 0, 4, 2, 64, 0, 128, 128, NULL);
-    cost_count_call(&z, F_BF16, 10, 0, 2, 64, 0, 128, 128, NULL);
-    cost_count_call(&z, F_BF16, 10, 4, 2, 64, 0, 0, 128, NULL);
+    cost_count_call(&z, F_BF16, &(struct cost_shape){0, 4, 2, 64, 0, 128, 128}, NULL);
+    cost_count_call(&z, F_BF16, &(struct cost_shape){10, 0, 2, 64, 0, 128, 128}, NULL);
+    cost_count_call(&z, F_BF16, &(struct cost_shape){10, 4, 2, 64, 0, 0, 128}, NULL);
     CHECK(memcmp(&z, &zero, sizeof z) == 0, "invalid shapes must add nothing");
 }
 
 static void test_counts_json(void) {
     struct cost_counts c = {0};
-    cost_count_call(&c, F_HIFA4, 256, 2, 1, 64, 0, 128, 128, NULL);
+    cost_count_call(&c, F_HIFA4, &(struct cost_shape){256, 2, 1, 64, 0, 128, 128}, NULL);
     cJSON *j = cost_counts_json(&c);
     CHECK(j != NULL, "cost_counts_json returned NULL");
     if (!j) return;
@@ -274,7 +274,7 @@ static void test_table10(void) {
     struct cost_cycles cy[3];
     for (int m = 0; m < 3; m++) {
         struct cost_counts c = {0};
-        for (int l = 0; l < 36; l++) cost_count_call(&c, flags[m], 40960, 32, 8, 128, 0, 128, 128, NULL);
+        for (int l = 0; l < 36; l++) cost_count_call(&c, flags[m], &(struct cost_shape){40960, 32, 8, 128, 0, 128, 128}, NULL);
         cost_cycles(&cy[m], &c, &p);
     }
     for (int m = 0; m < 3; m++) {
@@ -305,7 +305,7 @@ static void test_counts_overflow(void) {
     const int T = 1 << 22, L = 80, H = 64, Hkv = 8, d = 128;
     struct cost_counts c = {0};
     int rc = 0;
-    for (int l = 0; l < L && !rc; l++) rc = cost_count_call(&c, F_BF16, T, H, Hkv, d, 0, 128, 128, &e);
+    for (int l = 0; l < L && !rc; l++) rc = cost_count_call(&c, F_BF16, &(struct cost_shape){T, H, Hkv, d, 0, 128, 128}, &e);
     CHECK(rc == 0, "70B at T=4M: %s", e.msg);
     const int64_t nb = T / 128, tiles = nb * (nb + 1) / 2 * H; // causal: block i visits i+1 tiles
     CHECK(c.tiles == tiles * L && c.mac16_qk == tiles * 16384 * d * L && c.mac16_pv == c.mac16_qk,
@@ -317,7 +317,7 @@ static void test_counts_overflow(void) {
     CHECK_CLOSE(cy.cube, cube, 0, 1e-15);
     // 4096 layers x 1024 heads x head_dim 65536: QK MACs of one call exceed 2^63
     struct cost_counts before = c;
-    rc = cost_count_call(&c, F_BF16, T, 1024, 1, 65536, 0, 128, 128, &e);
+    rc = cost_count_call(&c, F_BF16, &(struct cost_shape){T, 1024, 1, 65536, 0, 128, 128}, &e);
     CHECK(rc == ERR_RANGE && strstr(e.msg, "cube_macs.qk16") && strstr(e.msg, "2^63") && !memcmp(&c, &before, sizeof c),
           "overflow refused naming the count: rc %d: %s", rc, e.msg);
     // the running total overflowing (one call fits, the sum does not) is refused too

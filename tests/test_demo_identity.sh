@@ -10,6 +10,9 @@
 # bf16 step of these synthetic -100-nat values, 0.5; no prediction changed). Since then the
 # bits are the same on every CPU, so this test also catches a machine that computes
 # differently. It is a regression check, not a numerics check (those are the golden tests).
+# Since issue 27 every samples file starts with a stamp frame (results/stamp.h: task, mode, the
+# run's configuration key and model hash, a zstd skippable frame); the fixtures were remade with
+# it, and each new file was checked to be that frame followed by the old file's bytes exactly.
 # Skipped when the exam pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
 set -u
 cd "$(dirname "$0")/.."

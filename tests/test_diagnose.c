@@ -406,7 +406,7 @@ static void test_cli(void) {
     snprintf(log, sizeof log, "%s/diag-s260k.txt", tmp);
     snprintf(cmd, sizeof cmd,
              "%s import-llama2c %s/stories260K.bin %s/tok512.bin "
-             "--out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
+             "--force --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
              bin, s260k, s260k, mdir, bin, mdir, out, log);
     CHECK(run(cmd) == 0, "import + diagnose stories260K (see %s)", log);
     snprintf(path, sizeof path, "%s/diagnose.json", out);

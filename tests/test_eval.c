@@ -4,7 +4,6 @@
 // Uses a tiny synthetic tokenizer and a synthetic "model" whose logits row at position p is a
 // hash of the sequence prefix [0..p], so the expected values are computed independently here.
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -66,16 +66,16 @@ static void test_fast_vs_ref(void) {
                     c.v_group = var == 1 ? ATTN_VGROUP_CHANNEL : ATTN_VGROUP_TOKEN;
                     c.qdq_skip = var == 2 ? ATTN_QDQ_SKIP_P | ATTN_QDQ_SKIP_K : 0;
                     c.r0 = 0, c.r1 = s.T;
-                    attn_flash_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa, flagsets[fi]);
-                    attn_flash_ref_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb, flagsets[fi]);
+                    attn_flash_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, s.H, sa, flagsets[fi]);
+                    attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sb, flagsets[fi]);
                     size_t nd = n_diff(a, b, n);
                     // rows split at a multiple of Bc: each part computes its own rows only
                     const int cut = s.T > c.tile ? c.tile : 0;
                     for (size_t i = 0; i < n; i++) sp[i] = NAN;
                     c.r0 = 0, c.r1 = cut;
-                    if (cut) attn_flash_forward(sp, s.q, s.k, s.v, &c, 0, s.H, sa, flagsets[fi]);
+                    if (cut) attn_flash_forward(&(struct attn_operands){sp, s.q, s.k, s.v}, &c, 0, s.H, sa, flagsets[fi]);
                     c.r0 = cut, c.r1 = s.T;
-                    attn_flash_forward(sp, s.q, s.k, s.v, &c, 0, s.H, sa, flagsets[fi]);
+                    attn_flash_forward(&(struct attn_operands){sp, s.q, s.k, s.v}, &c, 0, s.H, sa, flagsets[fi]);
                     const size_t ns = n_diff(a, sp, n);
                     n_runs++;
                     if (nd || ns) {
@@ -105,12 +105,13 @@ static int run_seq(float *out, const struct qkv *s, const char *mode, const stru
     float *buf = malloc((nq + 2 * nk) * 4);
     memcpy(buf, s->q + p * wq, nq * 4), memcpy(buf + nq, s->k + p * wk, nk * 4), memcpy(buf + nq + nk, s->v + p * wk, nk * 4);
     struct attn_ctx *ctx;
-    int rc = attn_ctx_init(&ctx, mode, o, 1, s->H, s->Hkv, s->d, s->T, s->scales, e);
+    int rc = attn_ctx_init(&ctx, mode, o, &(struct attn_shape){1, s->H, s->Hkv, s->d, s->T}, s->scales, e);
     if (!rc) {
         int off = 0, len = s->T - p;
-        struct attn_past past = {p, 1, {s->k}, {s->v}, {p}};
+        struct attn_past past = {p, 1, {0}, {p}}; // rows [0, p) of the store: the full sequence's K, V
         struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), 0, 0};
-        rc = attn_forward_past(ctx, out, buf, buf + nq, buf + nq + nk, &off, &len, p ? &past : NULL, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, p ? &past : NULL},
+                          &(struct attn_io){out, buf, buf + nq, buf + nq + nk, p ? s->k : NULL, p ? s->v : NULL}, &l, e);
         attn_ctx_free(ctx);
     }
     free(buf);
@@ -224,11 +225,11 @@ static void test_batch_threads(void) {
         memcpy(k, b.k, 170 * wk * 4), memcpy(k + 170 * wk, a.k, 300 * wk * 4);
         memcpy(v, b.v, 170 * wk * 4), memcpy(v + 170 * wk, a.v, 300 * wk * 4);
         struct attn_ctx *ctx;
-        rc |= attn_ctx_init(&ctx, "hifa4", &o2, 1, 4, 2, 64, 300, a.scales, &e);
+        rc |= attn_ctx_init(&ctx, "hifa4", &o2, &(struct attn_shape){1, 4, 2, 64, 300}, a.scales, &e);
         if (!rc) {
             int off[2] = {0, 170}, len[2] = {170, 300};
             struct attn_layer l = {0, 0.125f, 0.125, 0, 0};
-            rc = attn_forward(ctx, ot, q, k, v, off, len, 2, &l, &e);
+            rc = attn_forward(ctx, &(struct attn_batch){2, off, len, NULL}, &(struct attn_io){ot, q, k, v, NULL, NULL}, &l, &e);
             attn_ctx_free(ctx);
         }
         // b's scales are a's in the batch: compare b run with a's scales

@@ -304,7 +304,8 @@ static float *logits(const char *dir, const int32_t *ids, int T, const char *att
     o.max_tokens = T;
     o.n_threads = 2;
     struct model *m = NULL;
-    if (model_open(&m, dir, &o, &e) || model_set_attn(m, attn, NULL, NULL, &e)) {
+    struct attn_ctx *ctx = NULL;
+    if (model_open(&m, dir, &o, &e) || model_attn_open(&ctx, m, attn, NULL, NULL, &e)) {
         CHECK(0, "model %s: %s", dir, e.msg);
         model_free(m);
         return NULL;
@@ -313,9 +314,11 @@ static float *logits(const char *dir, const int32_t *ids, int T, const char *att
     int *pos = malloc(sizeof(int) * (size_t)T);
     float *lg = malloc(sizeof(float) * (size_t)T * (size_t)*V);
     for (int i = 0; i < T; i++) pos[i] = i;
-    int rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+    const struct model_batch b = {.tokens = ids, .n_seq = 1, .seq_len = &T, .out_pos = pos, .n_out = T};
+    int rc = model_forward(m, ctx, NULL, &b, lg, &e);
     CHECK(rc == 0, "forward %s: %s", dir, e.msg);
     free(pos);
+    attn_ctx_free(ctx);
     model_free(m);
     if (rc) { free(lg); return NULL; }
     return lg;
@@ -753,7 +756,7 @@ static void arc_requests(const char *dir, cJSON **items, int n_items) {
 }
 
 // Log-likelihood of every option of one reference item (all options in one packed forward).
-static int arc_item(struct model *m, const cJSON *item, float *lg, double *max_diff, int *n_opt, int *greedy_same,
+static int arc_item(struct model *m, struct attn_ctx *actx, const cJSON *item, float *lg, double *max_diff, int *n_opt, int *greedy_same,
                     struct err *e) {
     const cJSON *ctx = cJSON_GetObjectItem(item, "ctx_ids"), *conts = cJSON_GetObjectItem(item, "cont_ids");
     int nc = cJSON_GetArraySize(ctx), no = cJSON_GetArraySize(conts), tot = 0, nrow = 0, seq_len[16], V = model_cfg(m)->vocab_size;
@@ -768,7 +771,8 @@ static int arc_item(struct model *m, const cJSON *item, float *lg, double *max_d
         seq_len[k] = nc + ncont;
         tot += nc + ncont;
     }
-    int rc = model_forward(m, tokens, seq_len, no, pos, nrow, lg, e);
+    const struct model_batch b = {.tokens = tokens, .n_seq = no, .seq_len = seq_len, .out_pos = pos, .n_out = nrow};
+    int rc = model_forward(m, actx, NULL, &b, lg, e);
     if (rc) return rc;
     nrow = 0;
     for (int k = 0; k < no; k++, (*n_opt)++) {
@@ -801,13 +805,14 @@ static void smollm2_arc(const char *dir) {
     model_opts_default(&mo);
     mo.act_bf16 = 0, mo.max_tokens = 2048, mo.n_threads = 2;
     struct model *m = NULL;
+    struct attn_ctx *actx = NULL;
     int n_opt = 0, greedy_same = 0, n_done = 0;
     double max_diff = 0;
     float *lg = NULL;
-    if (model_open(&m, dir, &mo, &e) || model_set_attn(m, "exact", NULL, NULL, &e)) { CHECK(0, "%s", e.msg); goto out; }
+    if (model_open(&m, dir, &mo, &e) || model_attn_open(&actx, m, "exact", NULL, NULL, &e)) { CHECK(0, "%s", e.msg); goto out; }
     lg = malloc(sizeof(float) * 1024 * (size_t)model_cfg(m)->vocab_size);
     for (; n_done < n_items && n_done < want; n_done++)
-        if (arc_item(m, items[n_done], lg, &max_diff, &n_opt, &greedy_same, &e)) { CHECK(0, "item %d: %s", n_done, e.msg); break; }
+        if (arc_item(m, actx, items[n_done], lg, &max_diff, &n_opt, &greedy_same, &e)) { CHECK(0, "item %d: %s", n_done, e.msg); break; }
     CHECK(n_done >= want && want >= SMOLLM2_ARC_ITEMS && max_diff <= 1e-3 && greedy_same == n_opt,
           "ARC-Easy log-likelihoods: max |diff| %.3g over %d options of %d items, is_greedy %d/%d", max_diff, n_opt, n_done,
           greedy_same, n_opt);
@@ -815,6 +820,7 @@ static void smollm2_arc(const char *dir) {
            "is_greedy %d/%d\n", max_diff, n_opt, n_done, greedy_same, n_opt);
 out:
     free(lg);
+    attn_ctx_free(actx);
     model_free(m);
     for (int i = 0; i < n_items; i++) cJSON_Delete(items[i]);
     free(ref);

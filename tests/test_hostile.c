@@ -28,6 +28,7 @@
 
 #include "base/common.h"
 #include "io/safetensors.h"
+#include "results/stamp.h"
 #include "test.h"
 
 static const char *bin;
@@ -68,6 +69,16 @@ static char *slurp(const char *fmt, ...) {
     size_t n;
     struct err e = {0};
     return file_read_all(path, &b, &n, &e) ? NULL : b;
+}
+
+// Byte equality of two files as stored (a samples file's stamp frame included).
+static int same_raw(const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    struct err e = {0};
+    int same = !file_read_raw(a, &x, &nx, &e) && !file_read_raw(b, &y, &ny, &e) && nx == ny && !memcmp(x, y, nx);
+    free(x), free(y);
+    return same;
 }
 
 static int one_line(const char *s) { return s && strchr(s, '\n') == s + strlen(s) - 1; }
@@ -122,8 +133,72 @@ static int poison(const char *dir, const char *name, size_t at, size_t n, float 
     return rc ? rc : rename(tmpf, path);
 }
 
+// Writes to dst the item frames of src under the stamp frame dst has now (stamp.h).
+static int restamp(const char *src, const char *dst) {
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    struct err e = {0};
+    if (file_read_raw(dst, &a, &na, &e) || file_read_raw(src, &b, &nb, &e)) { free(a); free(b); return -1; }
+    const size_t sa = results_stamp_size(a, na), sb = results_stamp_size(b, nb);
+    char *c = malloc(sa + nb - sb + 1);
+    memcpy(c, a, sa);
+    memcpy(c + sa, b + sb, nb - sb);
+    int rc = sa ? file_write_atomic(dst, c, sa + nb - sb, &e) : -1;
+    free(a), free(b), free(c);
+    return rc;
+}
+
 // A log line model_open prints: a case that must fail before the weights load must not show it.
 #define MODEL_LOADED "parameters; weights"
+
+
+// ---- issue 27 helpers ----
+// Runs a shell command with stderr to a file; checks the exit code and that stderr's last
+// message holds every '|'-separated needle (and, for a failure, that nothing says the weights
+// loaded when must_be_early). Returns the check's outcome.
+enum early { ANY_TIME, BEFORE_WEIGHTS };
+static int expect(int want, const char *needles, enum early early, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int expect(int want, const char *needles, enum early early, const char *fmt, ...) {
+    char cmd[12000], full[16000], err[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    snprintf(full, sizeof full, "timeout 120 %s >/dev/null 2>%s", cmd, err);
+    int rc = sh("%s", full);
+    char *s = slurp("%s", err);
+    int ok = rc == want && s;
+    for (const char *p = needles; ok && p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        char nd[512];
+        snprintf(nd, sizeof nd, "%.*s", (int)n, p);
+        ok = strstr(s, nd) != NULL;
+        p = bar ? bar + 1 : NULL;
+    }
+    if (ok && early == BEFORE_WEIGHTS) ok = !strstr(s, MODEL_LOADED);
+    CHECK(ok, "`%s`: exit %d (want %d), needles '%s':\n%s", cmd, rc, want, needles, s ? s : "(no stderr)");
+    free(s);
+    return ok;
+}
+
+static void write_text(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(text, 1, n, f), fclose(f);
+}
+
+// Sets dir/config.json's field key to the JSON value (NULL: removes it).
+static void set_cfg(const char *dir, const char *key, const char *value) {
+    cJSON *j = json_at("%s/config.json", dir);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, key);
+    if (value) cJSON_AddItemToObject(j, key, cJSON_Parse(value));
+    char *t = cJSON_Print(j), path[1400];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_text(path, t, strlen(t));
+    free(t);
+    cJSON_Delete(j);
+}
 
 // ---- crashes ----
 static void test_prompts_niah(void) {
@@ -156,7 +231,12 @@ static void test_report_short_mode(void) {
     rc |= sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn f32,bf16 --threads 1 --limit 130 --out %s "
              ">/dev/null", bin, model, mc, b);
     CHECK(rc == 0, "the two runs");
-    rc = sh("cp %s/samples-mc_jsonl-bf16.jsonl.zst %s/", b, a);
+    // b's 130 items under a's stamp (a's own file cut short; a copy of b's file is named as
+    // foreign by its stamp: test_foreign_samples)
+    char pa[1400], pb[1400];
+    snprintf(pa, sizeof pa, "%s/samples-mc_jsonl-bf16.jsonl.zst", a);
+    snprintf(pb, sizeof pb, "%s/samples-mc_jsonl-bf16.jsonl.zst", b);
+    CHECK(restamp(pb, pa) == 0, "a's stamp on b's items");
     rc = sh("%s report %s >/dev/null 2>%s", bin, a, err);
     char *s = slurp("%s", err);
     CHECK(rc == 1 && one_line(s) && strstr(s, "samples-mc_jsonl-bf16.jsonl.zst: 130 items") && strstr(s, "300"),
@@ -465,6 +545,327 @@ static void test_subjects(void) {
     free(s);
 }
 
+// ---- issue 27: no silent wrong result ----
+#define Q2 "\"choices\": [\"a\", \"b\"], \"answer\": 0}"
+
+// JSONL: one JSON value per line, LF or CRLF, no NUL, unique ids - each a case and its boundary
+static void test_jsonl_rows(void) {
+    char f[1300];
+    snprintf(f, sizeof f, "%s/rows.jsonl", tmp);
+    struct { const char *text; size_t n; int rc; const char *needles; } c[] = {
+        // two objects on one line scored only the first
+        {"{\"question\": \"Q1?\", " Q2 "{\"question\": \"Q2?\", " Q2 "\n", 0, 1, "rows.jsonl:1: a second JSON value at byte 55"},
+        // an object followed by garbage
+        {"{\"question\": \"Q1?\", " Q2 " junk\n", 0, 1, "rows.jsonl:1: other characters after the JSON value at byte 56"},
+        {"{\"question\": \"Q1?\", " Q2 ",\n", 0, 1, "rows.jsonl:1: other characters"},
+        // CR-only line endings were one item
+        {"{\"question\": \"Q1?\", " Q2 "\r{\"question\": \"Q2?\", " Q2 "\r", 0, 1, "rows.jsonl:1: a carriage return (CR) without a line feed at column 56"},
+        {"{\"question\": \"Q1?\", " Q2 "\n{\"question\": \"Q2\r?\", " Q2 "\n", 0, 1, "rows.jsonl:2: a carriage return"},
+        // a NUL in a question cut it short: raw and escaped
+        {"{\"question\": \"Q1\\u0000 more?\", " Q2 "\n", 0, 1, "rows.jsonl:1: a NUL character at column 17"},
+        {"{\"question\": \"Q1\0 more?\", " Q2 "\n", 39, 1, "rows.jsonl:1: a NUL character at column 17"},
+        {"{\"question\": \"Q1?\", " Q2 "\n\0\n", 59, 1, "rows.jsonl:2: a NUL character at column 1"},
+        // duplicate ids (a string and a number that print alike, too)
+        {"{\"id\": \"x\", \"question\": \"Q1?\", " Q2 "\n{\"id\": \"x\", \"question\": \"Q2?\", " Q2 "\n", 0, 1,
+         "item id 'x' is used by items 0 and 1"},
+        {"{\"id\": \"7\", \"question\": \"Q1?\", " Q2 "\n{\"id\": 7, \"question\": \"Q2?\", " Q2 "\n", 0, 1, "item id '7' is used by items 0 and 1"},
+        // boundaries that stay valid: CRLF, trailing blanks, an escaped backslash before "u0000", distinct ids
+        {"{\"question\": \"Q1?\", " Q2 "\r\n{\"question\": \"Q2?\", " Q2 "\r\n", 0, 0, NULL},
+        {"{\"question\": \"Q1?\", " Q2 "  \t \n", 0, 0, NULL},
+        {"{\"question\": \"Q1\\\\u0000?\", " Q2 "\n", 0, 0, NULL},
+        {"{\"id\": \"x\", \"question\": \"Q1?\", " Q2 "\n{\"id\": \"y\", \"question\": \"Q2?\", " Q2 "\n", 0, 0, NULL},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        write_text(f, c[k].text, c[k].n ? c[k].n : strlen(c[k].text));
+        expect(c[k].rc, c[k].needles ? c[k].needles : "", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin, f);
+    }
+    // --skip-bad-rows counts such rows (the CR-only file is one bad row: then nothing is left)
+    write_text(f, c[0].text, strlen(c[0].text));
+    expect(1, "no usable items|all 1 rows are malformed", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s --skip-bad-rows", bin, f);
+    // through run: refused before the weights load
+    write_text(f, c[3].text, strlen(c[3].text));
+    expect(1, "a carriage return", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn f32 --out %s/rowsrun", bin,
+           model, f, tmp);
+}
+
+// Inputs are regular files: a FIFO, a link to one, a device - an error naming it, never a hang
+static void test_regular_files(void) {
+    char fifo[1300], m[1300], link[1400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmp);
+    snprintf(m, sizeof m, "%s/fifomodel", tmp);
+    snprintf(link, sizeof link, "%s/fifolink.jsonl", tmp);
+    sh("rm -rf %s %s %s && mkfifo %s && ln -s fifo %s", fifo, m, link, fifo, link);
+    expect(1, "fifo: a FIFO (named pipe), not a regular file", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin, fifo);
+    expect(1, "fifolink.jsonl: a FIFO (named pipe), not a regular file", ANY_TIME, "%s prompts --task mc_jsonl --task-file %s", bin,
+           link);
+    expect(1, "/dev/zero: a character device", ANY_TIME, "%s prompts --task mc_jsonl --task-file /dev/zero", bin);
+    expect(1, "--scales|a FIFO", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn bf16 --scales %s --out %s/fiforun",
+           bin, model, mc, fifo, tmp);
+    const char *files[] = {"config.json", "tokenizer.json", "model.safetensors"};
+    for (int k = 0; k < 3; k++) {
+        sh("rm -rf %s && cp -r %s %s && rm %s/%s && ln -s ../fifo %s/%s", m, model, m, m, files[k], m, files[k]);
+        char nd[200];
+        snprintf(nd, sizeof nd, "%s: a FIFO (named pipe), not a regular file", files[k]);
+        expect(1, nd, BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn f32 --out %s/fiforun", bin, m, mc, tmp);
+    }
+    // documented streaming input stays: tokenize reads '-' from a pipe
+    expect(0, "", ANY_TIME, "echo hello | %s tokenize --tokenizer %s -", bin, model);
+}
+
+// Every option counts: twice is an error, a list with an empty element is an error
+static void test_options_count(void) {
+    const char *run = "run --model %s --task mc_jsonl --task-file %s --out %s/optrun";
+    char base[4000];
+    snprintf(base, sizeof base, run, model, mc, tmp);
+    const char *bad[][2] = {
+        {"--attn ''", "--attn: empty list"},
+        {"--attn ,,", "--attn: list element 1 is empty"},
+        {"--attn bf16,direct,", "--attn: list element 3 is empty"},
+        {"--attn ,bf16", "--attn: list element 1 is empty"},
+        {"--task ppl", "--task given twice"},
+        {"--limit 1 --limit 2", "--limit given twice"},
+        {"--resume --resume", "--resume given twice"},
+        {"--attn bf16 --attn=f32", "--attn given twice"},
+        {"--subjects s1,", "--subjects 's1,'"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        expect(2, bad[k][1], BEFORE_WEIGHTS, "%s %s %s", bin, base, bad[k][0]);
+    expect(2, "--plant-outlier: list element 2 is empty", ANY_TIME, "%s make-model --out %s/pl --plant-outlier 0:1:2,", bin, tmp);
+    expect(2, "--attn: list element 2 is empty", ANY_TIME, "%s cost --shape 2:64:1:32 --seq 128 --attn bf16,", bin);
+    expect(2, "bad haystack length ''", ANY_TIME, "%s prompts --task niah --task-file tests/data/tasks/haystack.txt --tokenizer %s "
+           "--niah-lengths 64,", bin, model);
+    // the boundary: one list, each element once
+    expect(0, "", ANY_TIME, "%s --quiet %s --attn f32,bf16 --limit 2 --threads 1", bin, base);
+}
+
+// Values that are valid JSON but meaningless: a window of 0 switched on, eps outside (0, 1)
+static void test_config_meaning(void) {
+    char q[1300], mi[1300];
+    snprintf(q, sizeof q, "%s/cfgq2", tmp);
+    snprintf(mi, sizeof mi, "%s/cfgmistral", tmp);
+    int rc = sh("%s --quiet make-model --arch qwen2 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out %s >/dev/null && "
+                "%s --quiet make-model --arch mistral --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out %s >/dev/null",
+                bin, q, bin, mi);
+    CHECK(rc == 0, "make-model qwen2, mistral");
+    char run[4000];
+    snprintf(run, sizeof run, "%s --quiet run --task mc_jsonl --task-file %s --limit 2 --attn f32 --threads 1 --out %s/cfgrun --model",
+             bin, mc, tmp);
+    // qwen2: use_sliding_window true, sliding_window 0, max_window_layers 0 (every layer slides)
+    set_cfg(q, "use_sliding_window", "true");
+    set_cfg(q, "sliding_window", "0");
+    set_cfg(q, "max_window_layers", "0");
+    expect(1, "field 'sliding_window': 0 while use_sliding_window is true", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "max_window_layers", "1"); // boundary: no layer at or past max_window_layers slides
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "max_window_layers", "0");
+    set_cfg(q, "use_sliding_window", "false"); // boundary: switched off
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "use_sliding_window", "true");
+    set_cfg(q, "sliding_window", "1"); // boundary: the smallest window
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    set_cfg(q, "sliding_window", "0");
+    set_cfg(q, "layer_types", "[\"sliding_attention\"]");
+    expect(1, "field 'sliding_window': 0 while layer_types holds sliding_attention", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, q);
+    // mistral: a number switches it on; null is full attention
+    set_cfg(mi, "sliding_window", "0");
+    expect(1, "field 'sliding_window': 0 while a number switches it on", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s", tmp, run, mi);
+    set_cfg(mi, "sliding_window", "null");
+    expect(0, "", ANY_TIME, "rm -rf %s/cfgrun; %s %s", tmp, run, mi);
+    // rms_norm_eps: (0, 1) open at both ends
+    const char *eps[][2] = {{"0", "1"}, {"1", "1"}, {"-1e-6", "1"}, {"2", "1"}, {"1e-30", "0"}, {"0.999", "0"}};
+    for (int k = 0; k < 6; k++) {
+        set_cfg(mi, "rms_norm_eps", eps[k][0]);
+        expect(atoi(eps[k][1]), atoi(eps[k][1]) ? "field 'rms_norm_eps'|is outside (0, 1)" : "", BEFORE_WEIGHTS, "rm -rf %s/cfgrun; %s %s",
+               tmp, run, mi);
+    }
+}
+
+// A llama2.c checkpoint (dim 16, hidden 32, 1 layer, heads 2/2, vocab 32, seq_len 8, shared
+// classifier) with deterministic weights, written to path.
+static void write_llama2c(const char *path) {
+    const int32_t hdr[7] = {16, 32, 1, 2, 2, 32, 8};
+    const size_t D = 16, F = 32, L = 1, kvd = 16, V = 32, S = 8, hs = 8;
+    const size_t n = V * D + L * (D + D * D + 2 * D * kvd + D * D + D + 3 * D * F) + D + S * hs;
+    float *w = malloc(4 * n);
+    uint32_t x = 7;
+    for (size_t i = 0; i < n; i++) x = x * 1664525u + 1013904223u, w[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.2f;
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(hdr, 4, 7, f), fwrite(w, 4, n, f), fclose(f);
+    free(w);
+}
+
+// Imports never mix models: a non-empty --out is refused unless --force, which removes the
+// model files first (the old tokenizer_config.json made the new model run without BOS)
+static void test_import_dir(void) {
+    char ck[1300], d[1300];
+    snprintf(ck, sizeof ck, "%s/tiny-l2c.bin", tmp);
+    snprintf(d, sizeof d, "%s/importdir", tmp);
+    write_llama2c(ck);
+    sh("rm -rf %s && cp -r %s %s && echo keep > %s/notes.txt && echo '{}' > %s/tokenizer_config.json", d, model, d, d, d);
+    expect(2, "--out|is not empty|--force", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    expect(2, "--out|is not empty|--force", ANY_TIME, "%s import-gguf %s --out %s", bin, ck, d);
+    char p[1400];
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", d);
+    CHECK(file_exists(p), "a refused import leaves the directory alone");
+    expect(0, "kept 1 file(s) that are not model files|notes.txt", ANY_TIME, "%s import-llama2c %s --force --out %s", bin, ck, d);
+    CHECK(!file_exists(p), "--force removed the old model's tokenizer_config.json");
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    CHECK(!file_exists(p), "--force removed the old model's tokenizer.json (this import writes none)");
+    snprintf(p, sizeof p, "%s/notes.txt", d);
+    CHECK(file_exists(p), "--force keeps files that are not model files");
+    cJSON *c = json_at("%s/config.json", d);
+    CHECK(c && cJSON_GetObjectItem(c, "hidden_size") && cJSON_GetObjectItem(c, "hidden_size")->valueint == 16, "the new model's config");
+    cJSON_Delete(c);
+    // boundaries: an empty directory and a missing one are fine; a file is not a directory
+    sh("rm -rf %s && mkdir -p %s", d, d);
+    expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    sh("rm -rf %s", d);
+    expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
+    expect(2, "a file, not a directory", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, ck);
+}
+
+// Runs the command between the first pair of backticks in the file err (the fix an error
+// suggests) with hifa4-eval found on PATH as the binary under test; its exit status.
+static int run_suggested(const char *err) {
+    char *s = slurp("%s", err), bindir[2048] = ".", cmd[8192];
+    const char *a = s ? strchr(s, '`') : NULL, *b = a ? strchr(a + 1, '`') : NULL;
+    if (!b) { free(s); return -1; }
+    if (realpath(bin, bindir)) *strrchr(bindir, '/') = 0;
+    snprintf(cmd, sizeof cmd, "PATH='%s':\"$PATH\"; %.*s >/dev/null 2>&1", bindir, (int)(b - a - 1), a + 1);
+    free(s);
+    return sh("%s", cmd);
+}
+
+// Samples files carry their run's key and model: report, diff, tables, merge and --resume name
+// a foreign (or renamed) file, and the command the error suggests resolves it
+static void test_foreign_samples(void) {
+    char a[1300], b[1300], err[1400], ma[1400], mb[1400];
+    snprintf(a, sizeof a, "%s/fa", tmp);
+    snprintf(b, sizeof b, "%s/fb", tmp);
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    sh("rm -rf %s %s", a, b);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1";
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --limit 80 --out %s >/dev/null", bin, model, args, mc, a);
+    rc |= sh("%s --quiet run --model %s %s --task-file %s --limit 70 --out %s >/dev/null", bin, model, args, mc, b);
+    CHECK(rc == 0, "two runs");
+    snprintf(ma, sizeof ma, "%s/samples-mc_jsonl-bf16.jsonl.zst", a);
+    snprintf(mb, sizeof mb, "%s/samples-mc_jsonl-bf16.jsonl.zst", b);
+    sh("cp %s %s.orig && cp %s %s", ma, ma, mb, ma);
+    const char *cmds[4] = {"report %s", "diff %s %s", "tables %s", "--quiet run --model %s --task mc_jsonl --attn f32,bf16 "
+                           "--threads 1 --task-file %s --limit 80 --resume --out %s"};
+    for (int k = 0; k < 4; k++) {
+        char c[4000];
+        if (k < 3) snprintf(c, sizeof c, cmds[k], a, a);
+        else snprintf(c, sizeof c, cmds[k], model, mc, a);
+        expect(1, "samples-mc_jsonl-bf16.jsonl.zst is not a file of this run|its stamp says config_key|rm ", ANY_TIME, "%s %s", bin, c);
+    }
+    // the suggested fix: remove the file and resume; then every reader accepts the run
+    CHECK(run_suggested(err) == 0, "the suggested `rm ... && hifa4-eval run ... --resume` works");
+    char orig[1500];
+    snprintf(orig, sizeof orig, "%s.orig", ma);
+    CHECK(same_raw(ma, orig), "re-scored to the bytes the run first wrote");
+    expect(0, "", ANY_TIME, "%s report %s", bin, a);
+    // a mode's file renamed as another mode's (same run, same key)
+    char mf[1400];
+    snprintf(mf, sizeof mf, "%s/samples-mc_jsonl-f32.jsonl.zst", a);
+    sh("cp %s %s.orig && cp %s %s", mf, mf, ma, mf);
+    expect(1, "samples-mc_jsonl-f32.jsonl.zst is not a file of this run|its stamp says mode bf16, this run's is f32", ANY_TIME,
+           "%s report %s", bin, a);
+    sh("mv %s.orig %s", mf, mf);
+    expect(0, "", ANY_TIME, "%s tables %s %s", bin, a, b);
+    // merge: a shard whose file came from another shard
+    char s0[1300], s1[1300], mo[1300];
+    snprintf(s0, sizeof s0, "%s/fs0", tmp);
+    snprintf(s1, sizeof s1, "%s/fs1", tmp);
+    snprintf(mo, sizeof mo, "%s/fmerged", tmp);
+    sh("rm -rf %s %s %s", s0, s1, mo);
+    rc = sh("%s --quiet run --model %s %s --task-file %s --limit 80 --shard 0/2 --out %s >/dev/null && %s --quiet run --model %s "
+            "%s --task-file %s --limit 80 --shard 1/2 --out %s >/dev/null", bin, model, args, mc, s0, bin, model, args, mc, s1);
+    CHECK(rc == 0, "two shards");
+    sh("cp %s/samples-mc_jsonl-f32.jsonl.zst %s/", s0, s1);
+    expect(1, "fs1/samples-mc_jsonl-f32.jsonl.zst is not a file of this run|config_key", ANY_TIME, "%s merge %s %s --out %s", bin, s0,
+           s1, mo);
+    // boundary: unmodified shards merge to the unsharded run's bytes (stamp included)
+    sh("rm -rf %s %s && %s --quiet run --model %s %s --task-file %s --limit 80 --shard 1/2 --out %s >/dev/null", s1, mo, bin, model,
+       args, mc, s1);
+    expect(0, "", ANY_TIME, "%s --quiet merge %s %s --out %s", bin, s0, s1, mo);
+    char pm[1400];
+    snprintf(pm, sizeof pm, "%s/samples-mc_jsonl-bf16.jsonl.zst", mo);
+    CHECK(same_raw(pm, ma), "merged samples (with their stamp) byte-identical to the unsharded run's");
+}
+
+// Identity by content: the same model, tokenizer and task file under other spellings resume;
+// the resume command printed for an --out with a space and a quote is shell-quoted and works
+static void test_resume_identity(void) {
+    char d[1300], absm[2048], absmc[2048], q[1300];
+    snprintf(d, sizeof d, "%s/spell", tmp);
+    sh("rm -rf %s", d);
+    CHECK(realpath(model, absm) && realpath(mc, absmc), "realpath");
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1 --limit 70";
+    int rc = sh("HIFA4_STOP_AFTER_ITEMS=64 %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1", bin, model, args, mc, d);
+    CHECK(rc == 1 && !run_complete(d), "a killed run");
+    const char *models[3] = {"%s/", "./%s", "%s"};
+    for (int k = 0; k < 3; k++) {
+        char m[2100];
+        snprintf(m, sizeof m, models[k], k == 2 ? absm : model);
+        expect(0, "", ANY_TIME, "%s --quiet run --model %s %s --task-file %s --tokenizer %s/ --out %s --resume", bin, m, args,
+               k == 2 ? mc : absmc, k == 1 ? absm : model, d);
+        CHECK(run_complete(d), "resumed with the model spelled '%s'", m);
+    }
+    // a different model (same shape, another seed) is still refused
+    char other[1300];
+    snprintf(other, sizeof other, "%s/othermodel", tmp);
+    sh("rm -rf %s && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --seed 2 --out %s "
+       ">/dev/null", other, bin, other);
+    expect(1, "--resume|different model", ANY_TIME, "%s run --model %s %s --task-file %s --out %s --resume", bin, other, args, mc, d);
+    // the printed resume command, for an --out holding a space and a quote, pasted into a shell
+    snprintf(q, sizeof q, "%s/it's a run", tmp);
+    sh("rm -rf \"%s\"", q);
+    rc = sh("HIFA4_STOP_AFTER_ITEMS=64 %s --quiet run --model %s %s --task-file %s --out \"%s\" >/dev/null 2>&1", bin, model, args, mc, q);
+    CHECK(rc == 1 && !run_complete(q), "a killed run in a directory with a space");
+    char err[1400];
+    snprintf(err, sizeof err, "%s/expect.err", tmp);
+    expect(1, "is not a complete run|'build/tmp/hostile/it'\\''s a run'", ANY_TIME, "%s report \"%s\"", bin, q);
+    CHECK(run_suggested(err) == 0 && run_complete(q), "the printed resume command, pasted, finishes the run");
+}
+
+// tables: rows of runs that differ only in --limit or --tile (or format, Q-Mean form) say so
+static void test_table_labels(void) {
+    char d[3][1300], out[1400];
+    const char *extra[3] = {"--limit 70", "--limit 80", "--limit 80 --tile 64"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(d[k], sizeof d[k], "%s/label%d", tmp, k);
+        sh("rm -rf %s", d[k]);
+        CHECK(sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16,direct --threads 1 %s --out %s >/dev/null", bin,
+                 model, mc, extra[k], d[k]) == 0, "run %s", extra[k]);
+    }
+    snprintf(out, sizeof out, "%s/labels.md", tmp);
+    int rc = sh("%s tables %s %s %s >%s 2>/dev/null", bin, d[0], d[1], d[2], out);
+    char *s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model [limit 70, tile 128] |") && strstr(s, "| model [limit 80, tile 128] |") &&
+              strstr(s, "| model [limit 80, tile 64] |"), "labels say limit and tile:\n%s", s ? s : "");
+    free(s);
+    // two runs alike in every option: their directories tell them apart
+    rc = sh("%s tables %s %s >%s 2>/dev/null", bin, d[1], d[1], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model [run "), "identical runs labelled by directory:\n%s", s ? s : "");
+    free(s);
+    // diff says the same under its title; two modes of one run differ in nothing else
+    rc = sh("%s diff %s:direct %s:direct >%s 2>/dev/null", bin, d[0], d[2], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "A and B differ in: limit 70 vs 80, tile 128 vs 64\n"), "diff header:\n%s", s ? s : "");
+    free(s);
+    rc = sh("%s diff %s %s >%s 2>/dev/null", bin, d[0], d[0], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && !strstr(s, "differ in"), "diff within one run:\n%s", s ? s : "");
+    free(s);
+    // boundary: one run, nothing to tell apart
+    rc = sh("%s tables %s >%s 2>/dev/null", bin, d[0], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "| model | direct"), "one run: a plain label:\n%s", s ? s : "");
+    free(s);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -501,5 +902,21 @@ int main(void) {
     test_complete_last();
     TEST_PROGRESS("cli names");
     test_cli_names();
+    TEST_PROGRESS("issue 27: JSONL rows");
+    test_jsonl_rows();
+    TEST_PROGRESS("issue 27: regular files");
+    test_regular_files();
+    TEST_PROGRESS("issue 27: options");
+    test_options_count();
+    TEST_PROGRESS("issue 27: config meaning");
+    test_config_meaning();
+    TEST_PROGRESS("issue 27: import directory");
+    test_import_dir();
+    TEST_PROGRESS("issue 27: foreign samples files");
+    test_foreign_samples();
+    TEST_PROGRESS("issue 27: resume identity and command");
+    test_resume_identity();
+    TEST_PROGRESS("issue 27: table labels");
+    test_table_labels();
     return test_summary("test_hostile");
 }

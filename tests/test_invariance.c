@@ -18,6 +18,7 @@
 #include "import/make_model.h"
 #include "model/gemm.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "test.h"
 
 enum { LA = 300, LB = 77, LC = 1, V = 49152 };
@@ -32,16 +33,18 @@ static struct model *open_model(int threads, int weights) {
     o.max_tokens = 512;
     o.n_threads = threads;
     o.weights = weights;
+    pool_set_threads(threads); // the test owns the pool: as many threads as the model asks for
     struct model *m = NULL;
     struct err e = {0};
     CHECK(model_open(&m, dir, &o, &e) == 0, "model_open: %s", e.msg);
     return m;
 }
 
-static int set_mode(struct model *m, const char *mode) {
+// Replaces *ctx by a context of `mode` for model m.
+static int set_mode(struct attn_ctx **ctx, const struct model *m, const char *mode) {
     struct err e = {0};
-    int rc = model_set_attn(m, mode, NULL, ones, &e);
-    CHECK(rc == 0, "model_set_attn %s: %s", mode, e.msg);
+    int rc = test_attn_reopen(ctx, m, mode, NULL, ones, &e);
+    CHECK(rc == 0, "model_attn_open %s: %s", mode, e.msg);
     return rc;
 }
 
@@ -55,7 +58,7 @@ static int keep_row(int i, int len) {
 }
 
 // Logits [T][V] of the packed batch, filled at the kept rows only (caller frees).
-static float *forward(struct model *m, const int32_t *tok, const int *len, int n_seq) {
+static float *forward(struct model *m, struct attn_ctx *ctx, const int32_t *tok, const int *len, int n_seq) {
     int T = 0, n = 0;
     for (int s = 0; s < n_seq; s++) T += len[s];
     int *pos = malloc(sizeof(int) * (size_t)T);
@@ -64,7 +67,8 @@ static float *forward(struct model *m, const int32_t *tok, const int *len, int n
         for (int i = 0; i < len[s]; i++)
             if (keep_row(i, len[s])) pos[n++] = o + i;
     struct err e = {0};
-    int rc = model_forward(m, tok, len, n_seq, pos, n, out, &e);
+    const struct model_batch b = test_batch(tok, len, n_seq, pos, n);
+    int rc = model_forward(m, ctx, NULL, &b, out, &e);
     CHECK(rc == 0, "model_forward: %s", e.msg);
     for (int k = 0; k < n; k++) memcpy(lg + (size_t)pos[k] * V, out + (size_t)k * V, sizeof(float) * V);
     free(pos), free(out);
@@ -84,31 +88,31 @@ static int same_rows_n(const float *a, const float *b, int rows, int len_a, int 
 static int same_rows(const float *a, const float *b, int rows) { return same_rows_n(a, b, rows, rows, rows); }
 
 // A alone; then [B, A, C] and [C, A] packed: A's rows (and B's, C's) must not change.
-static float *check_batches(struct model *m, const char *what) {
+static float *check_batches(struct model *m, struct attn_ctx *ctx, const char *what) {
     int la = LA, lb = LB, lc = LC;
-    float *a = forward(m, tokA, &la, 1), *b = forward(m, tokB, &lb, 1), *c = forward(m, tokC, &lc, 1);
+    float *a = forward(m, ctx, tokA, &la, 1), *b = forward(m, ctx, tokB, &lb, 1), *c = forward(m, ctx, tokC, &lc, 1);
     int32_t tok[LA + LB + LC];
     memcpy(tok, tokB, sizeof tokB), memcpy(tok + LB, tokA, sizeof tokA), memcpy(tok + LB + LA, tokC, sizeof tokC);
     int lens[3] = {LB, LA, LC};
-    float *x = forward(m, tok, lens, 3);
+    float *x = forward(m, ctx, tok, lens, 3);
     CHECK(same_rows(x, b, LB) && same_rows(x + (size_t)LB * V, a, LA) && same_rows(x + (size_t)(LB + LA) * V, c, LC),
           "%s: a sequence's logits change when it is packed with others at another offset", what);
     memcpy(tok, tokC, sizeof tokC), memcpy(tok + LC, tokA, sizeof tokA);
     int lens2[2] = {LC, LA};
-    float *y = forward(m, tok, lens2, 2);
+    float *y = forward(m, ctx, tok, lens2, 2);
     CHECK(same_rows(y + (size_t)LC * V, a, LA), "%s: offset 1 changes the logits", what);
     free(b), free(c), free(x), free(y);
     return a;
 }
 
 // Rows of a prefix call equal the longer call's rows: any prefix without HiF4 V groups (8.6).
-static void check_prefix(struct model *m, const float *a, const char *mode, const char *what) {
+static void check_prefix(struct model *m, struct attn_ctx *ctx, const float *a, const char *mode, const char *what) {
     const int quant = strcmp(mode, "f32") && strcmp(mode, "bf16");
     const int lens[] = {1, 63, 64, 100, 128, 200, 256};
     for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
         int l = lens[i];
         if (quant && l % 64) continue;
-        float *p = forward(m, tokA, &l, 1);
+        float *p = forward(m, ctx, tokA, &l, 1);
         CHECK(same_rows_n(p, a, l, l, LA), "%s: the %d-token prefix's rows differ from the 300-token call's", what, l);
         free(p);
     }
@@ -120,24 +124,27 @@ static void run_isa(const char *isa, float **ref_out) {
     const char *modes[] = {"f32", "bf16", "direct", "hifa4"};
     const int scalar = !strcmp(isa, "scalar");
     struct model *m1 = open_model(1, MODEL_WEIGHTS_F32);
+    struct attn_ctx *ctx1 = NULL, *ctx2 = NULL;
     for (int k = 0; k < 4 && m1; k++) {
         char what[128];
         snprintf(what, sizeof what, "%s, %s", isa, modes[k]);
         if (scalar && (k == 0 || k == 2)) continue;
-        if (set_mode(m1, modes[k])) continue;
-        float *a = check_batches(m1, what);
-        if (!scalar) check_prefix(m1, a, modes[k], what);
+        if (set_mode(&ctx1, m1, modes[k])) continue;
+        float *a = check_batches(m1, ctx1, what);
+        if (!scalar) check_prefix(m1, ctx1, a, modes[k], what);
         // threads and residency: the same rows from a model with 2 and 3 threads, streamed weights
         const int cfg[][2] = {{2, MODEL_WEIGHTS_F32}, {3, MODEL_WEIGHTS_STREAM}};
         for (int c = 0; c < 2 && !scalar; c++) {
             struct model *m2 = open_model(cfg[c][0], cfg[c][1]);
-            if (m2 && !set_mode(m2, modes[k])) {
+            if (m2 && !set_mode(&ctx2, m2, modes[k])) {
                 int la = LA;
-                float *b = forward(m2, tokA, &la, 1);
+                float *b = forward(m2, ctx2, tokA, &la, 1);
                 CHECK(same_rows(b, a, LA), "%s: %d threads, %s weights change the logits", what, cfg[c][0],
                       cfg[c][1] == MODEL_WEIGHTS_STREAM ? "streamed" : "f32");
                 free(b);
             }
+            attn_ctx_free(ctx2);
+            ctx2 = NULL;
             model_free(m2);
         }
         // across ISA paths: the same bits as the first path's
@@ -147,6 +154,7 @@ static void run_isa(const char *isa, float **ref_out) {
             free(a);
         }
     }
+    attn_ctx_free(ctx1);
     model_free(m1);
 }
 

@@ -1,10 +1,10 @@
 // test_kvcache.c: the exact KV cache (issue 13). Attention: a continuation of a cached prefix
-// (attn_forward_past) gives the rows [P, P + n) bit for bit as one call over [0, P + n) for
+// (attn_forward with a past) gives the rows [P, P + n) bit for bit as one call over [0, P + n) for
 // every registered mode, both Q-Mean forms, tiles 64 and 128, prefix lengths 1, Bc-1, Bc, Bc+1
 // and a random one, continuation lengths 1..300, the cached part being the prefix's longest
 // aligned part (attn.h) and the rest recomputed with the continuation; unaligned pasts are
 // refused; the query-tile split never changes a bit. Model: the same on synthetic checkpoints
-// (model_forward_kv against model_forward, every mode, chunked prefixes, several segments,
+// (model_forward with a cache against model_forward without, every mode, chunked prefixes, several segments,
 // greedy decoding step by step against full runs). Bitwise comparisons (memcmp) throughout.
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +18,7 @@
 #include "eval/prefix.h"
 #include "import/make_model.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "rng.h"
 #include "test.h"
 
@@ -48,7 +49,7 @@ static int ctx_open(struct attn_ctx **ctx, const struct synth *s, const struct c
     struct attn_opts o;
     attn_opts_default(&o);
     o.tile = c->tile, o.qmean = c->qmean, o.n_threads = c->threads;
-    return attn_ctx_init(ctx, c->mode, &o, 1, s->H, s->Hkv, s->d, max_T, s->scales, e);
+    return attn_ctx_init(ctx, c->mode, &o, &(struct attn_shape){1, s->H, s->Hkv, s->d, max_T}, s->scales, e);
 }
 
 // Rows [r, L) of one call over positions [0, L) of s into out ([L - r][H][d]).
@@ -61,7 +62,7 @@ static int run_full(float *out, const struct synth *s, const struct cfg *c, int 
     if (!rc) {
         int off = 0;
         struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), 0, c->window};
-        rc = attn_forward(ctx, o, q, k, v, &off, &L, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &L, NULL}, &(struct attn_io){o, q, k, v, NULL, NULL}, &l, e);
         attn_ctx_free(ctx);
     }
     if (!rc) memcpy(out, o + (size_t)r * hq, (size_t)(L - r) * hq * 4);
@@ -76,14 +77,13 @@ static int run_cont(float *out, const struct synth *s, const struct cfg *c, int 
     const int n = L - A;
     float *q = malloc(n * hq * 4), *k = malloc(n * hk * 4), *v = malloc(n * hk * 4);
     memcpy(q, s->q + A * hq, n * hq * 4), memcpy(k, s->k + A * hk, n * hk * 4), memcpy(v, s->v + A * hk, n * hk * 4);
-    struct attn_past p = {.n = A, .n_seg = 2, .k = {s->k, s->k + (size_t)(A / 3) * hk},
-                          .v = {s->v, s->v + (size_t)(A / 3) * hk}, .len = {A / 3, A - A / 3}};
+    struct attn_past p = {.n = A, .n_seg = 2, .row = {0, A / 3}, .len = {A / 3, A - A / 3}}; // rows of s->k, s->v
     struct attn_ctx *ctx;
     int rc = ctx_open(&ctx, s, c, L, e);
     if (!rc) {
         int off = 0;
         struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), 0, c->window};
-        rc = attn_forward_past(ctx, out, q, k, v, &off, &n, &p, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &n, &p}, &(struct attn_io){out, q, k, v, s->k, s->v}, &l, e);
         attn_ctx_free(ctx);
     }
     free(q), free(k), free(v);
@@ -168,10 +168,7 @@ static void test_continuation(void) {
 
 
 // ---- refusals: a past that is not a multiple of the alignment, bad segments, a hook ----
-static void hook_nop(void *u, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
-                     int Hkv, int d) {
-    (void)u, (void)layer, (void)seq, (void)q, (void)k, (void)v, (void)T, (void)H, (void)Hkv, (void)d;
-}
+static void hook_nop(void *u, const struct attn_hook_call *c) { (void)u, (void)c; }
 static void test_refusals(void) {
     struct synth s;
     synth_make(&s, 300, 2, 1, 16, 5);
@@ -186,21 +183,21 @@ static void test_refusals(void) {
             struct err e = {0};
             if (ctx_open(&ctx, &s, &cs[ci], 300, &e)) { CHECK(0, "%s", e.msg); continue; }
             int off = 0, n = 300 - A;
-            struct attn_past p = {.n = A, .n_seg = 1, .k = {s.k}, .v = {s.v}, .len = {A}};
-            int rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            struct attn_past p = {.n = A, .n_seg = 1, .row = {0}, .len = {A}}; // rows of s.k, s.v
+            int rc = attn_forward(ctx, &(struct attn_batch){1, &off, &n, &p}, &(struct attn_io){out, s.q + A * hq, s.k + A * hk, s.v + A * hk, s.k, s.v}, &l, &e);
             if (A % align) CHECK(rc == ERR_USAGE && strstr(e.msg, "not a multiple"), "%s: past %d accepted (%s)", cs[ci].mode, A, e.msg);
             else CHECK(rc == 0, "%s: aligned past %d refused: %s", cs[ci].mode, A, e.msg);
             p.len[0] = A - 1; // segments short of n
-            rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            rc = attn_forward(ctx, &(struct attn_batch){1, &off, &n, &p}, &(struct attn_io){out, s.q + A * hq, s.k + A * hk, s.v + A * hk, s.k, s.v}, &l, &e);
             CHECK(rc < 0, "%s: segments summing to %d accepted for a past of %d", cs[ci].mode, A - 1, A);
             p.len[0] = A;
             n = 301 - A; // past + rows above max_T
-            rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+            rc = attn_forward(ctx, &(struct attn_batch){1, &off, &n, &p}, &(struct attn_io){out, s.q + A * hq, s.k + A * hk, s.v + A * hk, s.k, s.v}, &l, &e);
             CHECK(rc == ERR_RANGE, "%s: %d + %d rows accepted by a context for 300", cs[ci].mode, A, n);
             if (A % align == 0) {
                 n = 300 - A;
                 attn_ctx_set_hook(ctx, hook_nop, NULL);
-                rc = attn_forward_past(ctx, out, s.q + A * hq, s.k + A * hk, s.v + A * hk, &off, &n, &p, 1, &l, &e);
+                rc = attn_forward(ctx, &(struct attn_batch){1, &off, &n, &p}, &(struct attn_io){out, s.q + A * hq, s.k + A * hk, s.v + A * hk, s.k, s.v}, &l, &e);
                 CHECK(rc == ERR_USAGE, "%s: a hook with a past accepted", cs[ci].mode);
             }
             attn_ctx_free(ctx);
@@ -265,7 +262,7 @@ static void test_split(void) {
                 c.threads = 2;
                 if (!ctx_open(&ctx, &s, &c, T, &e)) {
                     struct attn_layer l = {0, (float)(1.0 / sqrt((double)d)), 1.0 / sqrt((double)d), 0, w};
-                    CHECK(attn_forward(ctx, o, q, k, v, off, len, 1 + n_other, &l, &e) == 0, "%s", e.msg);
+                    CHECK(attn_forward(ctx, &(struct attn_batch){1 + n_other, off, len, NULL}, &(struct attn_io){o, q, k, v, NULL, NULL}, &l, &e) == 0, "%s", e.msg);
                     CHECK(!memcmp(o, ref, (size_t)T * hq * 4), "%s qmean %d window %d: in a batch of %d differs", modes[mi],
                           qm, w, 1 + n_other);
                     n_cmp++;
@@ -277,7 +274,7 @@ static void test_split(void) {
     synth_free(&s);
 }
 
-// ==== the model: model_forward_kv against model_forward ====
+// ==== the model: model_forward with a cache against model_forward without ====
 static const char *tmpdir(void) {
     const char *t = getenv("HIFA4_TMP");
     return t ? t : "build/tmp";
@@ -326,40 +323,43 @@ static float *scales_for(const struct model *m) {
     return s;
 }
 
-static int set_mode(struct model *m, const struct cfg *c, const float *scales, struct err *e) {
+// Replaces *ctx by a context of mode c for model m.
+static int set_mode(struct attn_ctx **ctx, const struct model *m, const struct cfg *c, const float *scales, struct err *e) {
     struct attn_opts o;
     attn_opts_default(&o);
     o.tile = c->tile, o.qmean = c->qmean, o.n_threads = 2;
-    return model_set_attn(m, c->mode, &o, scales, e);
+    return test_attn_reopen(ctx, m, c->mode, &o, scales, e);
 }
 
 // Logits of every row of one model_forward over tok[0, L) into lg ([L][V]).
-static int full_logits(struct model *m, const int32_t *tok, int L, float *lg, int *pos, struct err *e) {
+static int full_logits(struct model *m, struct attn_ctx *ctx, const int32_t *tok, int L, float *lg, int *pos,
+                       struct err *e) {
     for (int i = 0; i < L; i++) pos[i] = i;
-    return model_forward(m, tok, &L, 1, pos, L, lg, e);
+    const struct model_batch b = test_batch(tok, &L, 1, pos, L);
+    return model_forward(m, ctx, NULL, &b, lg, e);
 }
 
 // The prefix [0, A) stored in two aligned pieces - [0, A1) at store rows [R1, R1 + A1), then
 // [A1, A) against it at rows [0, A - A1) - and the rows [A, L) against both (two segments):
 // their logits into lg ([L - A][V]).
-static int cached_logits(struct model *m, struct model_kv *kv, const int32_t *tok, int A, int L, float *lg, int *pos,
-                         struct err *e) {
-    const int align = model_attn_align(m), A1 = A / 2 / align * align, R1 = model_kv_rows(kv) / 2;
+static int cached_logits(struct model *m, struct attn_ctx *ctx, struct model_kv *kv, const int32_t *tok, int A, int L,
+                         float *lg, int *pos, struct err *e) {
+    const int align = attn_ctx_align(ctx), A1 = A / 2 / align * align, R1 = model_kv_rows(kv) / 2;
     int rc = 0;
     if (A1 > 0) {
         struct model_seq s1 = {.n = A1, .save_row = R1, .save_n = A1};
-        rc = model_forward_kv(m, kv, tok, &s1, 1, NULL, 0, NULL, e);
+        rc = model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok, .n_seq = 1, .seqs = &s1, .out_pos = NULL, .n_out = 0}, NULL, e);
     }
     if (!rc && A > A1) {
         struct model_seq s2 = {.n = A - A1, .past = {A1, 1, {R1}, {A1}}, .save_row = 0, .save_n = A - A1};
         if (!A1) s2.past.n = s2.past.n_seg = 0;
-        rc = model_forward_kv(m, kv, tok + A1, &s2, 1, NULL, 0, NULL, e);
+        rc = model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + A1, .n_seq = 1, .seqs = &s2, .out_pos = NULL, .n_out = 0}, NULL, e);
     }
     if (rc) return rc;
     struct model_seq s3 = {.n = L - A, .past = {A, 2, {R1, 0}, {A1, A - A1}}};
     if (!A) s3.past.n = s3.past.n_seg = 0;
     for (int i = 0; i < L - A; i++) pos[i] = i;
-    return model_forward_kv(m, kv, tok + A, &s3, 1, pos, L - A, lg, e);
+    return model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + A, .n_seq = 1, .seqs = &s3, .out_pos = pos, .n_out = L - A}, lg, e);
 }
 
 // Every mode, both forms, tiles 64/128: prefixes 1, Bc-1, Bc, Bc+1 and a random one, then
@@ -369,6 +369,7 @@ static void test_model_continuation(int arch, int window, int all_modes) {
     const int n_ns = (int)(sizeof NS / sizeof NS[0]);
     struct err e = {0};
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     if (open_tiny(&m, arch, window, 1024, &e)) { CHECK(0, "%s", e.msg); return; }
     const int V = model_cfg(m)->vocab_size, Lmax = 3 * 128 + 2 + 300;
     float *scales = scales_for(m), *ref = malloc((size_t)Lmax * V * 4), *got = malloc((size_t)Lmax * V * 4);
@@ -384,15 +385,15 @@ static void test_model_continuation(int arch, int window, int all_modes) {
         for (int qm = 0; qm < ((am->flags & ATTN_F_QMEAN) ? 2 : 1); qm++)
             for (int tile = 64; tile <= 128; tile += 64) {
                 struct cfg c = {am->name, tile, qm, 0, 2};
-                if (set_mode(m, &c, scales, &e)) { CHECK(0, "%s", e.msg); continue; }
-                const int align = model_attn_align(m);
+                if (set_mode(&ctx, m, &c, scales, &e)) { CHECK(0, "%s", e.msg); continue; }
+                const int align = attn_ctx_align(ctx);
                 rng_seed(500 + mi * 5 + qm * 3 + tile + arch);
                 for (int i = 0; i < Lmax; i++) tok[i] = (int32_t)(urand() * (V - 1));
                 const int P[5] = {1, tile - 1, tile, tile + 1, tile + 2 + (int)(urand() * 2 * tile)};
                 for (int pi = 0; pi < 5; pi++)
                     for (int ni = 0; ni < n_ns; ni++) {
                         const int L = P[pi] + NS[ni], A = P[pi] / align * align;
-                        if (full_logits(m, tok, L, ref, pos, &e) || cached_logits(m, kv, tok, A, L, got, pos, &e)) {
+                        if (full_logits(m, ctx, tok, L, ref, pos, &e) || cached_logits(m, ctx, kv, tok, A, L, got, pos, &e)) {
                             CHECK(0, "%s: %s", am->name, e.msg);
                             continue;
                         }
@@ -408,6 +409,7 @@ static void test_model_continuation(int arch, int window, int all_modes) {
            cfg_arch_short(arch), window ? " (window)" : "", (long long)(n_cmp - n_bad), (long long)n_cmp);
     model_kv_free(kv);
     free(scales), free(ref), free(got), free(tok), free(pos);
+    attn_ctx_free(ctx);
     model_free(m);
 }
 
@@ -417,6 +419,7 @@ static void test_model_continuation(int arch, int window, int all_modes) {
 static void test_decode(void) {
     struct err e = {0};
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     if (open_tiny(&m, ARCH_QWEN3, 0, 512, &e)) { CHECK(0, "%s", e.msg); return; }
     const int V = model_cfg(m)->vocab_size, C = 150, STEPS = 140;
     float *scales = scales_for(m), *ref = malloc((size_t)(C + STEPS) * V * 4), *lg = malloc((size_t)V * 4);
@@ -427,20 +430,20 @@ static void test_decode(void) {
     const struct cfg cs[4] = {{"bf16", 128, 0, 0, 2}, {"direct", 128, 0, 0, 2}, {"hifa4", 64, ATTN_QMEAN_CHANNEL, 0, 2},
                               {"f32", 128, 0, 0, 2}};
     for (int ci = 0; kv && ci < 4; ci++) {
-        if (set_mode(m, &cs[ci], scales, &e)) { CHECK(0, "%s", e.msg); continue; }
-        const int A = model_attn_align(m);
+        if (set_mode(&ctx, m, &cs[ci], scales, &e)) { CHECK(0, "%s", e.msg); continue; }
+        const int A = attn_ctx_align(ctx);
         rng_seed(9 + ci);
         for (int i = 0; i < C; i++) tok[i] = (int32_t)(urand() * (V - 1));
         int cached = (C - 1) / A * A; // prefill: rows [0, cached) stored
         struct model_seq pre = {.n = cached, .save_row = 0, .save_n = cached};
-        if (cached && model_forward_kv(m, kv, tok, &pre, 1, NULL, 0, NULL, &e)) { CHECK(0, "%s", e.msg); continue; }
+        if (cached && model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok, .n_seq = 1, .seqs = &pre, .out_pos = NULL, .n_out = 0}, NULL, &e)) { CHECK(0, "%s", e.msg); continue; }
         for (int T = C; T < C + STEPS; T++) {
             const int p = (T - 1) / A * A, keep = T / A * A;
             struct model_seq sq = {.n = T - p, .past = {p, 1, {0}, {p}}, .save_row = p, .save_n = keep - p};
             if (!p) sq.past.n = sq.past.n_seg = 0;
             if (p > cached) { CHECK(0, "decode: rows up to %d not stored (%d)", p, cached); break; }
             int out = T - 1 - p;
-            if (model_forward_kv(m, kv, tok + p, &sq, 1, &out, 1, lg, &e) || full_logits(m, tok, T, ref, pos, &e)) {
+            if (model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + p, .n_seq = 1, .seqs = &sq, .out_pos = &out, .n_out = 1}, lg, &e) || full_logits(m, ctx, tok, T, ref, pos, &e)) {
                 CHECK(0, "%s: %s", cs[ci].mode, e.msg);
                 break;
             }
@@ -457,6 +460,7 @@ static void test_decode(void) {
     printf("decode: %d greedy steps (4 modes, alignments 1/64/64-tile) bit-identical to full runs\n", n_steps - n_bad);
     model_kv_free(kv);
     free(scales), free(ref), free(lg);
+    attn_ctx_free(ctx);
     model_free(m);
 }
 
@@ -465,6 +469,7 @@ static void test_decode(void) {
 static void test_model_refusals(void) {
     struct err e = {0};
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     if (open_tiny(&m, ARCH_PHI3, 0, 512, &e)) { CHECK(0, "%s", e.msg); return; }
     int32_t tok[400];
     for (int i = 0; i < 400; i++) tok[i] = (i * 31 + 7) % 300;
@@ -473,30 +478,31 @@ static void test_model_refusals(void) {
     const struct cfg cd = {"direct", 128, 0, 0, 2}, cb = {"bf16", 128, 0, 0, 2};
     float *lg = malloc((size_t)model_cfg(m)->vocab_size * 4);
     int out = 0;
-    CHECK(set_mode(m, &cd, NULL, &e) == 0, "%s", e.msg);
+    CHECK(set_mode(&ctx, m, &cd, NULL, &e) == 0, "%s", e.msg);
     struct model_seq s = {.n = 100, .save_row = 0, .save_n = 100};
-    CHECK(model_forward_kv(m, kv, tok, &s, 1, NULL, 0, NULL, &e) == ERR_USAGE, "direct: storing 100 rows accepted");
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok, .n_seq = 1, .seqs = &s, .out_pos = NULL, .n_out = 0}, NULL, &e) == ERR_USAGE, "direct: storing 100 rows accepted");
     s.save_n = 64;
-    CHECK(model_forward_kv(m, kv, tok, &s, 1, NULL, 0, NULL, &e) == 0, "%s", e.msg);
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok, .n_seq = 1, .seqs = &s, .out_pos = NULL, .n_out = 0}, NULL, &e) == 0, "%s", e.msg);
     struct model_seq c = {.n = 10, .past = {32, 1, {0}, {32}}};
-    CHECK(model_forward_kv(m, kv, tok + 32, &c, 1, &out, 1, lg, &e) == ERR_USAGE, "direct: a past of 32 accepted");
-    c.past = (struct model_past){64, 1, {100}, {64}};
-    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH, "rows never stored accepted");
-    c.past = (struct model_past){64, 1, {0}, {64}};
-    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == 0, "%s", e.msg);
-    CHECK(model_forward_kv(NULL == m ? m : m, NULL, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_USAGE, "a past without a cache accepted");
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + 32, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == ERR_USAGE, "direct: a past of 32 accepted");
+    c.past = (struct attn_past){64, 1, {100}, {64}};
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + 64, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == ERR_MISMATCH, "rows never stored accepted");
+    c.past = (struct attn_past){64, 1, {0}, {64}};
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + 64, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == 0, "%s", e.msg);
+    CHECK(model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok + 64, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == ERR_USAGE, "a past without a cache accepted");
     // the phi3 model switches to its long RoPE factors above rope_orig_max = 8192 / 32 = 256
     c.n = 300;
-    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH,
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + 64, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == ERR_MISMATCH,
           "LongRoPE: rows of a short-factor run used in a long one");
     c.n = 10;
-    CHECK(set_mode(m, &cb, NULL, &e) == 0, "%s", e.msg);
-    CHECK(model_forward_kv(m, kv, tok + 64, &c, 1, &out, 1, lg, &e) == ERR_MISMATCH, "direct's rows accepted under bf16");
+    CHECK(set_mode(&ctx, m, &cb, NULL, &e) == 0, "%s", e.msg);
+    CHECK(model_forward(m, ctx, kv, &(struct model_batch){.tokens = tok + 64, .n_seq = 1, .seqs = &c, .out_pos = &out, .n_out = 1}, lg, &e) == ERR_MISMATCH, "direct's rows accepted under bf16");
     struct model_kv *big = NULL;
     CHECK(model_kv_open(&big, m, 1 << 30, &e) == ERR_NOMEM && strstr(e.msg, "available"), "a %d-row cache: %s", 1 << 30,
           e.msg);
     model_kv_free(kv);
     free(lg);
+    attn_ctx_free(ctx);
     model_free(m);
 }
 
@@ -630,7 +636,8 @@ static void test_prefix_schedule(void) {
                 for (int i0 = 0; i0 < p.n_items; i0 += batch[bi]) {
                     const int i1 = i0 + batch[bi] < p.n_items ? i0 + batch[bi] : p.n_items;
                     struct prefix_sched sc;
-                    const int rc = prefix_schedule(&sc, &p, i0, i1, p.seq[p.item_seq[i0]].row0, A, S, MT, &e);
+                    const int rc = prefix_schedule(&sc, &p, &(struct prefix_window){i0, i1, p.seq[p.item_seq[i0]].row0},
+                                                         &(struct prefix_limits){A, S, MT}, &e);
                     // a leaf holds up to A - 1 recomputed context positions and its continuation
                     if (A == 128 && MT == 128 && rc == ERR_RANGE) { n_refused++; continue; }
                     if (rc) {

@@ -2,7 +2,11 @@
 # test_layers.sh: the layering of src/ (README "Code map") holds: every #include "folder/..." in
 # src/<folder>/ names a folder that src/<folder>/README.md lists under "May include" (or the
 # folder itself). The READMEs are the rule; this test keeps them true. Also checks that no
-# function in src/ is longer than 120 lines (issue: functions stay about a screen long).
+# function in src/ is longer than 120 lines (issue: functions stay about a screen long), that no
+# function in src/ takes more than 7 parameters (tests/layers_params_allow.txt lists the ones
+# still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines,
+# and that nothing outside the run module switches a model's attention mode (issue 26: the run
+# owns one context per mode and passes it to model_forward; the model holds none).
 set -u
 cd "$(dirname "$0")/.."
 pass=0; fail=0
@@ -34,5 +38,28 @@ long=$(awk 'FNR == 1 { start = 0 }
     /^\}/ && start { n = FNR - start + 1; if (n > 120) printf "%s:%d: %d lines: %s\n", FILENAME, start, n, name; start = 0 }' \
     $(find src -name '*.c'))
 if [ -n "$long" ]; then echo "FAIL functions over 120 lines:"; echo "$long"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# parameters: top-level definitions in src/ (.c and .h), counted at parenthesis depth 1
+wide=$(awk -f tests/layers_params.awk $(find src -name '*.c' -o -name '*.h' | sort))
+allow=tests/layers_params_allow.txt
+new=$(echo "$wide" | awk 'NF' | while read -r f n k; do grep -qx "$f $n" "$allow" || echo "$f $n ($k parameters)"; done)
+if [ -n "$new" ]; then echo "FAIL functions with more than 7 parameters (use a struct or split the function):"; echo "$new"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
+gone=$(awk 'NF && !/^#/' "$allow" | while read -r f n; do echo "$wide" | grep -q "^$f $n " || echo "$f $n"; done)
+if [ -n "$gone" ]; then echo "FAIL $allow lists functions that no longer exceed 7 parameters (remove them):"; echo "$gone"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# src/model/: one concern per file, each under 500 lines
+for f in src/model/*.c src/model/*.h; do
+    n=$(wc -l < "$f")
+    if [ "$n" -lt 500 ]; then pass=$((pass + 1)); else echo "FAIL $f: $n lines (src/model/ files stay under 500)"; fail=$((fail + 1)); fi
+done
+# the attention mode: no call that switches a model's mode anywhere, no context inside struct model
+switch=$(grep -rnE '\bmodel_(set_attn|attn|attn_align|forward_kv)[[:space:]]*\(' src tests --include='*.c' --include='*.h' |
+    grep -v '^src/eval/run[a-z_]*\.c:')
+if [ -n "$switch" ]; then echo "FAIL mode-switching calls outside the run module (pass a context to model_forward):"
+    echo "$switch"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+held=$(awk '/^struct model \{/ { on = 1 } on && /attn_ctx/ { print FILENAME ":" FNR ": " $0 } on && /^\};/ { on = 0 }' \
+    src/model/*.h src/model/*.c)
+if [ -n "$held" ]; then echo "FAIL struct model holds an attention context (the run owns one per mode):"; echo "$held"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
 echo "test_layers: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -10,6 +10,7 @@
 #include "attention/scales.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "io/safetensors.h"
 #include "test.h"
 
@@ -41,6 +42,7 @@ static void check_model(const char *name) {
     mo.max_tokens = T;
     mo.max_seq = T;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     if (model_open(&m, mdir, &mo, &e)) { CHECK(0, "%s: %s", name, e.msg); st_close(&g); free(ids); return; }
     const struct model_config *c = model_cfg(m);
     float *scales = NULL;
@@ -54,7 +56,8 @@ static void check_model(const char *name) {
         struct attn_opts ao;
         attn_opts_default(&ao);
         ao.tile = 128;
-        if (model_set_attn(m, cases[k].mode, &ao, scales, &e) || model_forward(m, ids, &T, 1, pos, T, lg, &e)) {
+        const struct model_batch b = test_batch(ids, &T, 1, pos, T);
+        if (test_attn_reopen(&ctx, m, cases[k].mode, &ao, scales, &e) || model_forward(m, ctx, NULL, &b, lg, &e)) {
             CHECK(0, "%s %s: %s", name, cases[k].mode, e.msg);
             continue;
         }
@@ -82,6 +85,7 @@ static void check_model(const char *name) {
     free(pos);
     free(scales);
     free(ids);
+    attn_ctx_free(ctx);
     model_free(m);
     st_close(&g);
 }

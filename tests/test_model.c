@@ -14,6 +14,7 @@
 #include "import/llama2c.h"
 #include "import/make_model.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "io/safetensors.h"
 #include "test.h"
 #include "tokenizer/tokenizer.h"
@@ -53,8 +54,9 @@ static float *run_model(const char *dir, const int32_t *ids, int T, const char *
         CHECK(0, "model_open %s: %s", dir, e.msg);
         return NULL;
     }
-    if (model_set_attn(m, attn, NULL, NULL, &e)) {
-        CHECK(0, "model_set_attn %s: %s", attn, e.msg);
+    struct attn_ctx *ctx = NULL;
+    if (model_attn_open(&ctx, m, attn, NULL, NULL, &e)) {
+        CHECK(0, "model_attn_open %s: %s", attn, e.msg);
         model_free(m);
         return NULL;
     }
@@ -63,9 +65,11 @@ static float *run_model(const char *dir, const int32_t *ids, int T, const char *
     float *lg = malloc(sizeof(float) * (size_t)T * V);
     for (int i = 0; i < T; i++) pos[i] = i;
     for (size_t i = 0; i < (size_t)T * V; i++) lg[i] = NAN;
-    int rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+    const struct model_batch b = test_batch(ids, &T, 1, pos, T);
+    int rc = model_forward(m, ctx, NULL, &b, lg, &e);
     CHECK(rc == 0, "model_forward %s: %s", dir, e.msg);
     free(pos);
+    attn_ctx_free(ctx);
     model_free(m);
     *V_out = V;
     return lg;
@@ -272,7 +276,7 @@ static void test_llama2c_variants(void) {
 
 // ---- packed batches: prefix consistency, batch independence, stream == f32 ----
 // Forward of a packed batch with logits at every row; returns malloc'd [T][V].
-static float *run_packed(struct model *m, const int32_t *toks, const int *lens, int n_seq) {
+static float *run_packed(struct model *m, struct attn_ctx *ctx, const int32_t *toks, const int *lens, int n_seq) {
     struct err e = {0};
     int T = 0;
     for (int s = 0; s < n_seq; s++) T += lens[s];
@@ -281,7 +285,8 @@ static float *run_packed(struct model *m, const int32_t *toks, const int *lens, 
     float *lg = malloc(sizeof(float) * (size_t)T * V);
     for (int i = 0; i < T; i++) pos[i] = i;
     for (size_t i = 0; i < (size_t)T * V; i++) lg[i] = NAN;
-    int rc = model_forward(m, toks, lens, n_seq, pos, T, lg, &e);
+    const struct model_batch b = test_batch(toks, lens, n_seq, pos, T);
+    int rc = model_forward(m, ctx, NULL, &b, lg, &e);
     CHECK(rc == 0, "model_forward: %s", e.msg);
     free(pos);
     return lg;
@@ -311,13 +316,15 @@ static void test_packing(const char *name, int act_bf16) {
     o.max_seq = T;
     o.n_threads = 1;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     int rc = model_open(&m, dir, &o, &e);
+    if (!rc) rc = model_attn_open(&ctx, m, "f32", NULL, NULL, &e);
     CHECK(rc == 0, "%s", e.msg);
-    if (rc) { free(ids); return; }
+    if (rc) { model_free(m); free(ids); return; }
     // full sequence vs its prefix (prefill of a shorter prompt): rows < P identical
     const int P = T / 2 - 3;
-    float *full = run_packed(m, ids, &T, 1);
-    float *pre = run_packed(m, ids, &P, 1);
+    float *full = run_packed(m, ctx, ids, &T, 1);
+    float *pre = run_packed(m, ctx, ids, &P, 1);
     double d = max_abs_diff(pre, full, (size_t)P * V);
     const struct model_config *c = model_cfg(m);
     if (c->rope_type == ROPE_LONGROPE && (P > c->rope_orig_max) != (T > c->rope_orig_max)) {
@@ -333,7 +340,7 @@ static void test_packing(const char *name, int act_bf16) {
     for (int k = 0; k < 5; k++) {
         if (plens[k] > T) continue;
         if (c->rope_type == ROPE_LONGROPE && (plens[k] > c->rope_orig_max) != (T > c->rope_orig_max)) continue;
-        float *pk1 = run_packed(m, ids, &plens[k], 1);
+        float *pk1 = run_packed(m, ctx, ids, &plens[k], 1);
         double dk = max_abs_diff(pk1, full, (size_t)plens[k] * V);
         CHECK(dk == 0, "%s act_bf16=%d: prefix of %d tokens differs by %.3g", name, act_bf16, plens[k], dk);
         free(pk1);
@@ -344,8 +351,8 @@ static void test_packing(const char *name, int act_bf16) {
     memcpy(pk, ids + T - LB, sizeof(int32_t) * (size_t)LB);
     memcpy(pk + LB, ids, sizeof(int32_t) * (size_t)LA);
     int lens[2] = {LB, LA};
-    float *both = run_packed(m, pk, lens, 2);
-    float *b_alone = run_packed(m, pk, &LB, 1);
+    float *both = run_packed(m, ctx, pk, lens, 2);
+    float *b_alone = run_packed(m, ctx, pk, &LB, 1);
     double dA = max_abs_diff(both + (size_t)LB * V, full, (size_t)LA * V);
     double dB = max_abs_diff(both, b_alone, (size_t)LB * V);
     CHECK(dA == 0 && dB == 0, "%s act_bf16=%d: packed batch differs from single runs (A %.3g, B %.3g)", name, act_bf16,
@@ -353,7 +360,8 @@ static void test_packing(const char *name, int act_bf16) {
     // logits only at some rows == the same rows of the full output
     int sel[3] = {LB + LA - 1, 0, LB + 5};
     float *few = malloc(sizeof(float) * 3 * (size_t)V);
-    rc = model_forward(m, pk, lens, 2, sel, 3, few, &e);
+    rc = model_forward(m, ctx, NULL, &(struct model_batch){.tokens = pk, .n_seq = 2, .seq_len = lens, .out_pos = sel, .n_out = 3},
+                       few, &e);
     CHECK(rc == 0, "%s", e.msg);
     for (int i = 0; i < 3 && !rc; i++) {
         double di = max_abs_diff(few + (size_t)i * V, both + (size_t)sel[i] * V, (size_t)V);
@@ -361,34 +369,39 @@ static void test_packing(const char *name, int act_bf16) {
     }
     // capacity and range errors
     int big = T + 1;
-    CHECK(model_forward(m, ids, &big, 1, sel, 0, few, &e) == ERR_RANGE, "sequence longer than max_seq accepted");
+    CHECK(model_forward(m, ctx, NULL, &(struct model_batch){.tokens = ids, .n_seq = 1, .seq_len = &big, .out_pos = sel}, few,
+                        &e) == ERR_RANGE, "sequence longer than max_seq accepted");
     int bad_pos = T;
-    CHECK(model_forward(m, ids, &T, 1, &bad_pos, 1, few, &e) == ERR_RANGE, "out_pos outside the batch accepted");
+    CHECK(model_forward(m, ctx, NULL, &(struct model_batch){.tokens = ids, .n_seq = 1, .seq_len = &T, .out_pos = &bad_pos,
+                        .n_out = 1}, few, &e) == ERR_RANGE, "out_pos outside the batch accepted");
     model_free(m);
-    // two threads (OpenBLAS and OpenMP) give the same bits as one (DESIGN.md section 5)
+    // two threads give the same bits as one (DESIGN.md section 5)
     o.n_threads = 2;
     rc = model_open(&m, dir, &o, &e);
+    if (!rc) rc = test_attn_reopen(&ctx, m, "f32", NULL, NULL, &e);
     CHECK(rc == 0, "%s", e.msg);
     if (!rc) {
-        float *t2 = run_packed(m, pk, lens, 2);
+        float *t2 = run_packed(m, ctx, pk, lens, 2);
         double dt = max_abs_diff(t2, both, (size_t)(LA + LB) * V);
         CHECK(dt == 0, "%s: 2 threads differ from 1 thread by %.3g", name, dt);
         free(t2);
-        model_free(m);
     }
+    model_free(m);
     o.n_threads = 1;
     // weights streamed per matrix == resident f32
     o.weights = MODEL_WEIGHTS_STREAM;
     rc = model_open(&m, dir, &o, &e);
+    if (!rc) rc = test_attn_reopen(&ctx, m, "f32", NULL, NULL, &e);
     CHECK(rc == 0, "%s", e.msg);
     if (!rc) {
         CHECK(model_weights_mode(m) == MODEL_WEIGHTS_STREAM, "stream mode not honoured");
-        float *st = run_packed(m, ids, &T, 1);
+        float *st = run_packed(m, ctx, ids, &T, 1);
         double ds = max_abs_diff(st, full, (size_t)T * V);
         CHECK(ds == 0, "%s: --weights stream differs from f32 by %.3g", name, ds);
         free(st);
-        model_free(m);
     }
+    model_free(m);
+    attn_ctx_free(ctx);
     free(few);
     free(both);
     free(b_alone);
@@ -489,13 +502,15 @@ static void test_quant_goldens(void) {
             struct attn_opts ao;
             attn_opts_default(&ao);
             ao.n_threads = 1;
-            int rc = model_open(&m, dir, &o, &e) || model_set_attn(m, modes[k], &ao, scales, &e);
+            struct attn_ctx *ctx = NULL;
+            int rc = model_open(&m, dir, &o, &e) || model_attn_open(&ctx, m, modes[k], &ao, scales, &e);
             CHECK(rc == 0, "%s %s: %s", names[g], modes[k], e.msg);
             if (!rc) {
                 int *pos = malloc(sizeof(int) * (size_t)T);
                 float *lg = malloc(sizeof(float) * (size_t)T * V);
                 for (int i = 0; i < T; i++) pos[i] = i;
-                rc = model_forward(m, ids, &T, 1, pos, T, lg, &e);
+                const struct model_batch b = test_batch(ids, &T, 1, pos, T);
+                rc = model_forward(m, ctx, NULL, &b, lg, &e);
                 CHECK(rc == 0, "%s", e.msg);
                 double rel = test_rel_l2(lg, ref, (size_t)T * V);
                 int bad = argmax_mismatch(lg, ref, T, V);
@@ -506,6 +521,7 @@ static void test_quant_goldens(void) {
                 free(pos);
                 free(lg);
             }
+            attn_ctx_free(ctx);
             model_free(m);
             free(scales);
             free(ids);
@@ -741,7 +757,7 @@ static void test_cli(void) {
     const char *gmmlu = s260k ? TEST_NEED("goldens/stories260K/stories260K-mmlu.safetensors") : NULL;
     if (gmmlu) {
         snprintf(cmd, sizeof cmd,
-                 "%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --out %s 2>/dev/null && %s --quiet logits "
+                 "%s --quiet import-llama2c %s/stories260K.bin %s/tok512.bin --force --out %s 2>/dev/null && %s --quiet logits "
                  "--model %s --ids-file %s --attn exact --act f32 --out %s",
                  bin, s260k, s260k, dir, bin, dir, gmmlu, out);
         CHECK(system(cmd) == 0, "failed: %s", cmd);
@@ -868,13 +884,17 @@ static int open_fwd(const char *dir, int weights, const int32_t *toks, int T, st
     model_opts_default(&o);
     o.weights = weights, o.max_tokens = 64, o.n_threads = 1;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     int rc = model_open(&m, dir, &o, e);
     if (rc) return rc;
     int pos[64];
     for (int i = 0; i < T; i++) pos[i] = i;
     float *lg = malloc(sizeof(float) * (size_t)T * model_cfg(m)->vocab_size);
-    rc = model_forward(m, toks, &T, 1, pos, T, lg, e);
+    const struct model_batch b = test_batch(toks, &T, 1, pos, T);
+    rc = model_attn_open(&ctx, m, "f32", NULL, NULL, e);
+    if (!rc) rc = model_forward(m, ctx, NULL, &b, lg, e);
     free(lg);
+    attn_ctx_free(ctx);
     model_free(m);
     return rc;
 }

@@ -17,6 +17,7 @@
 #include "attention/scales.h"
 #include "eval/generate.h"
 #include "eval/run.h"
+#include "model_util.h"
 #include "import/make_model.h"
 #include "run_util.h"
 #include "test.h"
@@ -152,14 +153,22 @@ static void check_counts(const char *dir, const char *what) {
 // rows (so contexts are prefilled in chunks), mr recomputes whole sequences; sc their scales.
 struct gen_models {
     struct model *mk, *mr;
+    struct attn_ctx *ck, *cr; // the current mode's context of each
     struct model_kv *kv;
     float *sc;
 };
 
 static void gen_models_free(struct gen_models *g) {
+    attn_ctx_free(g->ck), attn_ctx_free(g->cr);
     free(g->sc);
     model_kv_free(g->kv);
     model_free(g->mk), model_free(g->mr);
+}
+
+// Both models' contexts for mode under ao (replacing the previous ones).
+static int gen_models_mode(struct gen_models *g, const char *mode, const struct attn_opts *ao, struct err *e) {
+    int rc = test_attn_reopen(&g->ck, g->mk, mode, ao, g->sc, e);
+    return rc ? rc : test_attn_reopen(&g->cr, g->mr, mode, ao, g->sc, e);
 }
 
 static int gen_models_open(struct gen_models *g, struct err *e) {
@@ -181,9 +190,7 @@ static void test_generate(void) {
     struct gen_models g;
     struct err e = {0};
     if (gen_models_open(&g, &e)) { CHECK(0, "%s", e.msg); return; }
-    struct model *mk = g.mk, *mr = g.mr;
-    struct model_kv *kv = g.kv;
-    const float *sc = g.sc;
+    const struct cached_model gk = {g.mk, NULL, g.kv}, gr = {g.mr, NULL, NULL};
     const int lens[] = {1, 63, 64, 65, 127, 128, 129, 200, 0};
     int32_t ctx[300], a[48], b[48];
     int same = 0, cases = 0;
@@ -196,13 +203,15 @@ static void test_generate(void) {
                 attn_opts_default(&ao);
                 ao.tile = f & 1 ? 128 : 64, ao.qmean = f & 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
                 if (f && !strcmp(mode, "exact")) continue;
-                if (attn_mode_at(k)->flags & ATTN_F_SAGE3) continue; // no cached prefix to decode through // untiled binary64: one configuration is enough
+                if (attn_mode_at(k)->flags & ATTN_F_SAGE3) continue; // no cached prefix to decode through
                 const int n = lens[li] ? lens[li] : 1 + (int)(urand() * 250);
                 for (int i = 0; i < n; i++) ctx[i] = (int32_t)(urand() * 500);
                 int na = 0, nb = 0;
                 struct gen_stats sa = {0}, sb = {0};
-                if (model_set_attn(mk, mode, &ao, sc, &e) || model_set_attn(mr, mode, &ao, sc, &e) ||
-                    gen_greedy(mk, kv, ctx, n, 40, -1, a, &na, &sa, &e) || gen_greedy(mr, NULL, ctx, n, 40, -1, b, &nb, &sb, &e)) {
+                const struct gen_req rq = {ctx, n, 40, -1};
+                if (gen_models_mode(&g, mode, &ao, &e) ||
+                    gen_greedy(&(struct cached_model){gk.m, g.ck, gk.kv}, &rq, a, &na, &sa, &e) ||
+                    gen_greedy(&(struct cached_model){gr.m, g.cr, NULL}, &rq, b, &nb, &sb, &e)) {
                     CHECK(0, "%s tile %d length %d: %s", mode, ao.tile, n, e.msg);
                     continue;
                 }
@@ -233,9 +242,7 @@ static void test_generate_after(void) {
     struct gen_models g;
     struct err e = {0};
     if (gen_models_open(&g, &e)) { CHECK(0, "%s", e.msg); return; }
-    struct model *mk = g.mk, *mr = g.mr;
-    struct model_kv *kv = g.kv;
-    const float *sc = g.sc;
+    const struct cached_model gk = {g.mk, NULL, g.kv}, gr = {g.mr, NULL, NULL};
     int same = 0, cases = 0;
     int64_t tok_after = 0, tok_fresh = 0;
     for (int k = 0; k < attn_mode_count(); k++)
@@ -246,7 +253,8 @@ static void test_generate_after(void) {
             ao.tile = f == 1 ? 128 : 64, ao.qmean = f == 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
             if (f && !strcmp(mode, "exact")) continue;
             if (attn_mode_at(k)->flags & ATTN_F_SAGE3) continue;
-            if (model_set_attn(mk, mode, &ao, sc, &e) || model_set_attn(mr, mode, &ao, sc, &e)) { CHECK(0, "%s", e.msg); continue; }
+            if (gen_models_mode(&g, mode, &ao, &e)) { CHECK(0, "%s", e.msg); continue; }
+            const struct cached_model ck = {gk.m, g.ck, gk.kv}, cr = {gr.m, g.cr, NULL};
             struct gen_prev prev = {0};
             int32_t base[400], ctx[400], a[12], b[12];
             int n_base = 260;
@@ -255,8 +263,8 @@ static void test_generate_after(void) {
                 const int n = next_context(ctx, j == 9 && prev.tok ? prev.tok : base, j == 9 && prev.tok ? prev.n : n_base, j);
                 int na = 0, nb = 0;
                 struct gen_stats sa = {0}, sb = {0};
-                if (gen_greedy_after(mk, kv, &prev, ctx, n, 12, -1, a, &na, &sa, &e) ||
-                    gen_greedy(mr, NULL, ctx, n, 12, -1, b, &nb, &sb, &e)) {
+                const struct gen_req rq = {ctx, n, 12, -1};
+                if (gen_greedy_after(&ck, &prev, &rq, a, &na, &sa, &e) || gen_greedy(&cr, &rq, b, &nb, &sb, &e)) {
                     CHECK(0, "%s tile %d context %d (share case %d): %s", mode, ao.tile, n, j, e.msg);
                     break;
                 }
@@ -266,7 +274,7 @@ static void test_generate_after(void) {
                 same += ok, cases++, tok_after += sa.tokens;
                 struct gen_stats sf = {0};
                 struct gen_prev none = {0};
-                if (gen_greedy_after(mk, kv, &none, ctx, n, 12, -1, b, &nb, &sf, &e)) CHECK(0, "%s", e.msg);
+                if (gen_greedy_after(&ck, &none, &rq, b, &nb, &sf, &e)) CHECK(0, "%s", e.msg);
                 CHECK(nb == 12 && !memcmp(a, b, sizeof a), "%s share case %d: a fresh cache decodes otherwise", mode, j);
                 tok_fresh += sf.tokens;
                 gen_prev_free(&prev); // the fresh run overwrote the rows: chain from what it stored

@@ -86,12 +86,12 @@ static int run_mode(float *out, const struct synth *s, const char *mode, const s
     float *buf = malloc((nq + 2 * nkv) * 4);
     memcpy(buf, s->q, nq * 4), memcpy(buf + nq, s->k, nkv * 4), memcpy(buf + nq + nkv, s->v, nkv * 4);
     struct attn_ctx *ctx;
-    int rc = attn_ctx_init(&ctx, mode, o, 1, s->H, s->Hkv, s->d, s->T, s->scales, e);
+    int rc = attn_ctx_init(&ctx, mode, o, &(struct attn_shape){1, s->H, s->Hkv, s->d, s->T}, s->scales, e);
     if (!rc) {
         int off = 0, len = s->T;
         struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), softcap, window};
         for (size_t i = 0; i < nq; i++) out[i] = NAN;
-        rc = attn_forward(ctx, out, buf, buf + nq, buf + nq + nkv, &off, &len, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, NULL}, &(struct attn_io){out, buf, buf + nq, buf + nq + nkv, NULL, NULL}, &l, e);
         attn_ctx_free(ctx);
     }
     free(buf);
@@ -140,8 +140,8 @@ static void test_fast_vs_ref(void) {
                 c.qdq_skip = var == 2 ? ATTN_QDQ_SKIP_P | ATTN_QDQ_SKIP_K : 0;
                 int h0 = var == 3 ? 1 : 0, h1 = var == 3 ? s.H - (s.H > 2) : s.H;
                 for (size_t i = 0; i < n; i++) a[i] = b[i] = NAN;
-                attn_flash_forward(a, s.q, s.k, s.v, &c, h0, h1, sa, flags);
-                attn_flash_ref_forward(b, s.q, s.k, s.v, &c, h0, h1, sb, flags);
+                attn_flash_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, h0, h1, sa, flags);
+                attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, h0, h1, sb, flags);
                 size_t first = 0, nd = n_diff(a, b, n, &first);
                 n_runs++;
                 n_ch += (flags & F_CH) != 0;
@@ -178,7 +178,7 @@ static void test_registered_modes(void) {
             struct attn_opts o = opts_of(tile, ATTN_QMEAN_CHANNEL, 0, 2);
             CHECK(run_mode(a, &s, qmean_modes[mi].name, &o, 0, 0, &e) == 0, "%s", e.msg);
             c.tile = tile;
-            attn_flash_ref_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb, qmean_modes[mi].flags | F_CH);
+            attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sb, qmean_modes[mi].flags | F_CH);
             CHECK(n_diff(a, b, n, NULL) == 0, "%s --qmean channel --tile %d: attn_forward differs from the reference",
                   qmean_modes[mi].name, tile);
             o.qmean = ATTN_QMEAN_TOKEN;
@@ -194,8 +194,8 @@ static void test_registered_modes(void) {
           "--qmean channel changed mode direct");
     // ATTN_F_QMEAN_CH alone (without ATTN_F_QMEAN) is no Q-Mean
     void *sa = malloc(attn_flash_scratch(&c));
-    attn_flash_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa, F_Q4 | F_CH);
-    attn_flash_forward(b, s.q, s.k, s.v, &c, 0, s.H, sa, F_Q4);
+    attn_flash_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, s.H, sa, F_Q4 | F_CH);
+    attn_flash_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sa, F_Q4);
     CHECK(n_diff(a, b, n, NULL) == 0, "ATTN_F_QMEAN_CH without ATTN_F_QMEAN changed the output");
     // attn_mode_run_flags: the bit on Q-Mean modes under the channel form only
     CHECK(attn_mode_run_flags(attn_mode_find("hifa4"), ATTN_QMEAN_CHANNEL) == (qmean_modes[3].flags | F_CH) &&
@@ -242,7 +242,7 @@ static void test_scores_spec(void) {
                 qx[ch] = qs[(size_t)i * d + ch] - mu[ch];
             }
             hif4_qdq(qx, qx, d, HIF4_RECIPE_NORMATIVE);
-            attn_flash_ref_scores(S, s.q, s.k, &c, h, i, sc, flags);
+            attn_flash_ref_scores(S, &(struct attn_operands){NULL, s.q, s.k, NULL}, &c, h, i, sc, flags);
             for (int j = 0; j < T; j++) {
                 float want = -INFINITY;
                 if (j <= i && i - j < W) {
@@ -305,7 +305,7 @@ static void identity_scores(const struct synth *s, int tile, int channel, double
                 tmu = round_fp16(sum / (float)d);
                 for (int ch = 0; ch < d; ch++) mu[ch] = tmu;
             }
-            attn_flash_ref_scores(S, s->q, s->k, &c, h, i, sc, F_Q4 | ATTN_F_QMEAN | (channel ? F_CH : 0));
+            attn_flash_ref_scores(S, &(struct attn_operands){NULL, s->q, s->k, NULL}, &c, h, i, sc, F_Q4 | ATTN_F_QMEAN | (channel ? F_CH : 0));
             for (int j = 0; j <= i; j++) {
                 const float *kj = kb + (size_t)j * s->Hkv * d;
                 double exact = 0, A = 0, M = 0, D = 0, K1 = 0, kap = 0;
@@ -444,11 +444,11 @@ static void test_batch(void) {
             memcpy(v + (size_t)off[b] * Hkv * d, x->v, (size_t)x->T * Hkv * d * 4);
         }
         struct attn_ctx *ctx;
-        int rc = attn_ctx_init(&ctx, "hifa4", &o, 1, H, Hkv, d, 200, s[0].scales, &e);
+        int rc = attn_ctx_init(&ctx, "hifa4", &o, &(struct attn_shape){1, H, Hkv, d, 200}, s[0].scales, &e);
         CHECK(rc == 0, "%s", e.msg);
         if (rc) continue;
         struct attn_layer l = {0, (float)(1.0 / sqrt(64.0)), 1.0 / sqrt(64.0), 0, 0};
-        CHECK(attn_forward(ctx, out, q, k, v, off, len, 3, &l, &e) == 0, "%s", e.msg);
+        CHECK(attn_forward(ctx, &(struct attn_batch){3, off, len, NULL}, &(struct attn_io){out, q, k, v, NULL, NULL}, &l, &e) == 0, "%s", e.msg);
         for (int b = 0; b < 3; b++) {
             int i = order[b];
             float *alone = malloc((size_t)lens[i] * H * d * 4);
@@ -490,9 +490,9 @@ static void test_options(void) {
     }
     struct attn_ctx *ctx = NULL;
     struct attn_opts bad = opts_of(128, 7, 0, 1);
-    CHECK(attn_ctx_init(&ctx, "direct", &bad, 1, 2, 1, 64, 10, NULL, &e) == ERR_USAGE, "Q-Mean form 7 accepted");
+    CHECK(attn_ctx_init(&ctx, "direct", &bad, &(struct attn_shape){1, 2, 1, 64, 10}, NULL, &e) == ERR_USAGE, "Q-Mean form 7 accepted");
     bad = opts_of(128, ATTN_QMEAN_TOKEN, 0x10, 1);
-    CHECK(attn_ctx_init(&ctx, "direct", &bad, 1, 2, 1, 64, 10, NULL, &e) == ERR_USAGE, "qdq skip 0x10 accepted");
+    CHECK(attn_ctx_init(&ctx, "direct", &bad, &(struct attn_shape){1, 2, 1, 64, 10}, NULL, &e) == ERR_USAGE, "qdq skip 0x10 accepted");
 
     // the option runs what the test hook runs; skipping P changes the output
     struct synth s;
@@ -504,7 +504,7 @@ static void test_options(void) {
     struct attn_call c = {.T = s.T, .r1 = s.T, .H = s.H, .Hkv = s.Hkv, .d = s.d, .sm = (float)(1.0 / 8.0), .tile = 64,
                           .qmean = ATTN_QMEAN_CHANNEL, .scales = s.scales, .qdq_skip = o.qdq_skip};
     void *sb = malloc(attn_flash_ref_scratch(&c));
-    attn_flash_ref_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb, qmean_modes[3].flags | F_CH);
+    attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sb, qmean_modes[3].flags | F_CH);
     CHECK(n_diff(a, b, n, NULL) == 0, "attn_opts.qdq_skip differs from the reference with the same skip");
     o.qdq_skip = ATTN_QDQ_SKIP_ALL;
     CHECK(run_mode(b, &s, "hifa4", &o, 0, 0, &e) == 0 && n_diff(a, b, n, NULL) > 0, "skipping P changed nothing");
@@ -676,9 +676,9 @@ static void test_run_forms(void) {
     free(md);
     CHECK(sh("%s tables %s %s > %s/qm_tables.md 2> /dev/null", bin, tok, ch, tmp) == 0, "tables over both forms");
     md = slurp("%s/qm_tables.md", tmp);
-    CHECK(md && strstr(md, "| direct+qmean (token): Direct + Q-Mean (B) |") &&
-              strstr(md, "| direct+qmean (channel): Direct + Q-Mean (B) |") &&
-              strstr(md, "| direct+qmean+preorder (channel): Direct + Q-Mean + P-Reordering (D) |"),
+    CHECK(md && strstr(md, "| B. +Q-Mean | - | - |") && strstr(md, "| B. +Q-Mean (channel) | - | - |") &&
+              strstr(md, "| D. +P-Reordering (channel) | - |") && strstr(md, "Q-Mean, token form)") &&
+              strstr(md, "Q-Mean, channel form)"),
           "tables rows B-E name their form:\n%s", md ? md : "");
     free(md);
     CHECK(sh("%s diff %s:direct+qmean %s:direct+qmean > %s/qm_diff.txt 2>&1", bin, tok, ch, tmp) == 0, "diff across forms");

@@ -101,16 +101,16 @@ static void test_fast_vs_ref(void) {
                 const unsigned fl = ATTN_F_SAGE3 | (pre ? ATTN_F_PREORDER : 0) | (k == 3 ? ATTN_FI_RAW_OUT : 0);
                 c.qdq_skip = skips[k];
                 c.r0 = 0, c.r1 = s.T;
-                attn_sage3_ref_forward(b, s.q, s.k, s.v, &c, 0, s.H, sb, fl);
+                attn_sage3_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, s.H, sb, fl);
                 for (size_t i = 0; i < n; i++) a[i] = NAN;
                 if (s.T > 128 && k == 1) { // a row split at 128 and a head range per part
                     c.r1 = 128;
-                    attn_sage3_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa, fl);
+                    attn_sage3_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, s.H, sa, fl);
                     c.r0 = 128, c.r1 = s.T;
-                    attn_sage3_forward(a, s.q, s.k, s.v, &c, 0, 1, sa, fl);
-                    attn_sage3_forward(a, s.q, s.k, s.v, &c, 1, s.H, sa, fl);
+                    attn_sage3_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, 1, sa, fl);
+                    attn_sage3_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 1, s.H, sa, fl);
                 } else {
-                    attn_sage3_forward(a, s.q, s.k, s.v, &c, 0, s.H, sa, fl);
+                    attn_sage3_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, s.H, sa, fl);
                 }
                 const size_t nd = n_diff(a, b, n);
                 runs++;
@@ -132,11 +132,12 @@ static int run_seq(float *out, const struct qkv *s, const char *mode, const stru
     float *buf = malloc((nq + 2 * nk) * 4);
     memcpy(buf, s->q, nq * 4), memcpy(buf + nq, s->k, nk * 4), memcpy(buf + nq + nk, s->v, nk * 4);
     struct attn_ctx *ctx;
-    int rc = attn_ctx_init(&ctx, mode, o, 1, s->H, s->Hkv, s->d, s->T, NULL, e);
+    int rc = attn_ctx_init(&ctx, mode, o, &(struct attn_shape){1, s->H, s->Hkv, s->d, s->T}, NULL, e);
     if (!rc) {
         int off = 0, len = s->T;
         struct attn_layer l = {0, (float)(1.0 / sqrt((double)s->d)), 1.0 / sqrt((double)s->d), cap, 0};
-        rc = attn_forward(ctx, out, buf, buf + nq, buf + nq + nk, &off, &len, 1, &l, e);
+        rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, NULL}, &(struct attn_io){out, buf, buf + nq, buf + nq + nk, NULL, NULL},
+                          &l, e);
         attn_ctx_free(ctx);
     }
     free(buf);
@@ -193,8 +194,8 @@ static void test_theorem1(void) {
     const size_t n = 128 * 2 * 64;
     float *mis = malloc(n * 4), *con = malloc(n * 4);
     void *sc = malloc(attn_sage3_scratch(&c));
-    attn_sage3_forward(mis, s.q, s.k, s.v, &c, 0, 2, sc, ATTN_F_SAGE3 | ATTN_FI_RAW_OUT);
-    attn_sage3_forward(con, s.q, s.k, s.v, &c, 0, 2, sc, ATTN_F_SAGE3 | ATTN_F_PREORDER | ATTN_FI_RAW_OUT);
+    attn_sage3_forward(&(struct attn_operands){mis, s.q, s.k, s.v}, &c, 0, 2, sc, ATTN_F_SAGE3 | ATTN_FI_RAW_OUT);
+    attn_sage3_forward(&(struct attn_operands){con, s.q, s.k, s.v}, &c, 0, 2, sc, ATTN_F_SAGE3 | ATTN_F_PREORDER | ATTN_FI_RAW_OUT);
     // per row: O_mis * l_mis = O_cons * l_cons (= sum Pc v, the same numerator), so the ratio of
     // the two outputs is one scalar per row. (The spec's second form, O_cons = O* + e_t/(1+eps)
     // with e_t from O_mis = O* + e_t + eps O*, is this relation again once eps = l_cons/l_mis - 1.)
@@ -223,27 +224,28 @@ static void test_usage(void) {
     struct attn_ctx *ctx = NULL;
     struct attn_opts o = opts(0, 1);
     o.tile = 64;
-    CHECK(attn_ctx_init(&ctx, "sage3", &o, 1, 2, 1, 64, 64, NULL, &e) == ERR_USAGE && strstr(e.msg, "--tile 64"), "tile: %s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "sage3", &o, &(struct attn_shape){1, 2, 1, 64, 64}, NULL, &e) == ERR_USAGE && strstr(e.msg, "--tile 64"), "tile: %s", e.msg);
     o = opts(0, 1), o.qformat = ATTN_QFORMAT_MXFP4;
-    CHECK(attn_ctx_init(&ctx, "sage3", &o, 1, 2, 1, 64, 64, NULL, &e) == ERR_USAGE && strstr(e.msg, "mxfp4"), "qformat: %s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "sage3", &o, &(struct attn_shape){1, 2, 1, 64, 64}, NULL, &e) == ERR_USAGE && strstr(e.msg, "mxfp4"), "qformat: %s", e.msg);
     o = opts(0, 1), o.qformat = ATTN_QFORMAT_NVFP4;
-    CHECK(attn_ctx_init(&ctx, "sage3+preorder", &o, 1, 2, 1, 64, 64, NULL, &e) == 0, "--qformat nvfp4 accepted");
+    CHECK(attn_ctx_init(&ctx, "sage3+preorder", &o, &(struct attn_shape){1, 2, 1, 64, 64}, NULL, &e) == 0, "--qformat nvfp4 accepted");
     attn_ctx_free(ctx);
     o = opts(0, 1), o.qmean = ATTN_QMEAN_CHANNEL;
-    CHECK(attn_ctx_init(&ctx, "sage3", &o, 1, 2, 1, 64, 64, NULL, &e) == ERR_USAGE, "qmean channel refused");
+    CHECK(attn_ctx_init(&ctx, "sage3", &o, &(struct attn_shape){1, 2, 1, 64, 64}, NULL, &e) == ERR_USAGE, "qmean channel refused");
     o = opts(0, 1), o.v_group = ATTN_VGROUP_CHANNEL;
-    CHECK(attn_ctx_init(&ctx, "sage3", &o, 1, 2, 1, 64, 64, NULL, &e) == ERR_USAGE, "v-group channel refused");
+    CHECK(attn_ctx_init(&ctx, "sage3", &o, &(struct attn_shape){1, 2, 1, 64, 64}, NULL, &e) == ERR_USAGE, "v-group channel refused");
     o = opts(0, 1);
     CHECK(attn_prefix_align(attn_mode_find("sage3"), &o) == ATTN_ALIGN_NONE, "sage3 has no exact prefix");
     struct qkv s = qkv_make(70, 2, 1, 64, 3);
     float *out = malloc((size_t)70 * 2 * 64 * 4);
     CHECK(run_seq(out, &s, "sage3", &o, 30.0f, &e) == ERR_USAGE && strstr(e.msg, "soft-capping"), "soft-cap: %s", e.msg);
     // a cached prefix is refused
-    CHECK(attn_ctx_init(&ctx, "sage3", &o, 1, 2, 1, 64, 70, NULL, &e) == 0, "%s", e.msg);
+    CHECK(attn_ctx_init(&ctx, "sage3", &o, &(struct attn_shape){1, 2, 1, 64, 70}, NULL, &e) == 0, "%s", e.msg);
     int off = 0, len = 6;
-    struct attn_past past = {64, 1, {s.k}, {s.v}, {64}};
+    struct attn_past past = {64, 1, {0}, {64}};
     struct attn_layer l = {0, 0.125f, 0.125, 0, 0};
-    const int rc = attn_forward_past(ctx, out, s.q + 64 * 128, s.k + 64 * 64, s.v + 64 * 64, &off, &len, &past, 1, &l, &e);
+    const int rc = attn_forward(ctx, &(struct attn_batch){1, &off, &len, &past},
+                                &(struct attn_io){out, s.q + 64 * 128, s.k + 64 * 64, s.v + 64 * 64, s.k, s.v}, &l, &e);
     CHECK(rc == ERR_USAGE && strstr(e.msg, "no exact cached prefix"), "sage3 past: rc %d %s", rc, e.msg);
     attn_ctx_free(ctx);
     char buf[64];

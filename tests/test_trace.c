@@ -405,7 +405,7 @@ static void test_cli(void) {
     snprintf(log, sizeof log, "%s/trace-task.txt", tmp);
     snprintf(cmd, sizeof cmd,
              "%s import-llama2c %s/stories260K.bin %s/tok512.bin "
-             "--out %s >/dev/null 2>&1 && %s trace --model %s --task arc_easy --data-dir %s --limit 3 "
+             "--force --out %s >/dev/null 2>&1 && %s trace --model %s --task arc_easy --data-dir %s --limit 3 "
              "--out %s > %s 2>&1",
              bin, s260k, s260k, mdir, bin, mdir, test_data("datasets"), out, log);
     CHECK(run(cmd) == 0, "trace --task (see %s)", log);

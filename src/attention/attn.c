@@ -167,11 +167,11 @@ static int sage3_check_opts(const struct attn_mode *m, const struct attn_opts *o
     return 0;
 }
 
-int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
-                  int n_layers, int H, int Hkv, int d, int max_T, const float *scales,
-                  struct err *e) {
+int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o, const struct attn_shape *shape,
+                  const float *scales, struct err *e) {
     *out = NULL;
     int rc;
+    const int n_layers = shape->n_layers, H = shape->H, Hkv = shape->Hkv, d = shape->d, max_T = shape->max_T;
     const struct attn_mode *m = attn_mode_find(mode);
     if (!m) return err_set(e, ERR_USAGE, "unknown attention mode '%s' (known: %s)", mode, attn_mode_names());
     if (n_layers <= 0 || n_layers > ATTN_MAX_LAYERS || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || max_T <= 0)
@@ -295,51 +295,58 @@ static void round_bf16_rows(float *x, size_t n) {
 }
 
 // ---- pool tasks (split.h): one task = rows [r0, r1) of query heads [h0, h1) of a sequence ----
+// What a job computes: the context's mode under its options, or mode f32 with default options
+// (the reference the diagnostics compare against).
+enum attn_job_kind { ATTN_JOB_MODE, ATTN_JOB_F32_REF };
 struct attn_job {
     const struct attn_ctx *ctx;
     const struct attn_mode *mode;
-    float *out;
-    const float *q, *k, *v, *scales;
-    const int *seq_off, *seq_len;
-    const struct attn_past *past;  // may be NULL
+    const struct attn_batch *b;
+    const float *scales;
     const struct attn_layer *l;
     const struct attn_task *tasks; // NULL: task t = (sequence t / Hkv, kv head t % Hkv), whole
-    int full; // full: the mode's options (else the f32 diagnostics reference)
+    enum attn_job_kind kind;
+    float *out;
+    const float *q, *k, *v, *past_k, *past_v;
 };
 static void attn_task(void *p, int t, int slot) {
     const struct attn_job *j = p;
     const struct attn_ctx *ctx = j->ctx;
+    const struct attn_batch *b = j->b;
     const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d, g = H / Hkv;
     struct attn_task td;
     if (j->tasks) td = j->tasks[t];
     else {
-        const int s = t / Hkv, kh = t % Hkv, q0 = j->past ? j->past[s].n : 0;
-        td = (struct attn_task){s, kh * g, (kh + 1) * g, q0, q0 + j->seq_len[s], 0};
+        const int s = t / Hkv, kh = t % Hkv, q0 = b->past ? b->past[s].n : 0;
+        td = (struct attn_task){s, kh * g, (kh + 1) * g, q0, q0 + b->seq_len[s], 0};
     }
-    const int s = td.s, q0 = j->past ? j->past[s].n : 0;
-    const size_t o = (size_t)j->seq_off[s];
+    const int s = td.s, q0 = b->past ? b->past[s].n : 0;
+    const size_t o = (size_t)b->seq_off[s];
     const struct attn_layer *l = j->l;
-    struct attn_call c = {.T = q0 + j->seq_len[s], .H = H, .Hkv = Hkv, .d = d, .q0 = q0, .r0 = td.r0, .r1 = td.r1,
-                          .past = q0 ? &j->past[s] : NULL, .layer = l->layer, .sm = l->sm, .sm64 = l->sm64,
-                          .softcap = l->softcap, .window = l->window, .tile = ctx->opts.tile};
-    if (j->full) {
+    struct attn_call c = {.T = q0 + b->seq_len[s], .H = H, .Hkv = Hkv, .d = d, .q0 = q0, .r0 = td.r0, .r1 = td.r1,
+                          .past = q0 ? &b->past[s] : NULL, .past_k = j->past_k, .past_v = j->past_v,
+                          .layer = l->layer, .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
+                          .tile = ctx->opts.tile};
+    if (j->kind == ATTN_JOB_MODE) {
         c.v_group = ctx->opts.v_group, c.qformat = ctx->opts.qformat, c.qmean = ctx->opts.qmean;
         c.scales = j->scales, c.qdq_skip = ctx->qdq_skip, c.diag = ctx->dacc ? &ctx->dacc[slot] : NULL;
     }
     void *scratch = ctx->scratch + (size_t)slot * ctx->scratch_per_thread;
-    j->mode->forward(j->out + o * H * d, j->q + o * H * d, j->k + o * Hkv * d, j->v + o * Hkv * d, &c, td.h0, td.h1,
-                     scratch);
+    const struct attn_operands x = {j->out + o * H * d, j->q + o * H * d, j->k + o * Hkv * d, j->v + o * Hkv * d};
+    j->mode->forward(&x, &c, td.h0, td.h1, scratch);
 }
-
+static struct attn_split_in split_in(const struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_layer *l) {
+    return (struct attn_split_in){.seq_len = b->seq_len, .past = b->past, .n_seq = b->n_seq, .H = ctx->H,
+                                  .Hkv = ctx->Hkv, .d = ctx->d, .tile = ctx->opts.tile, .window = l->window,
+                                  .n_threads = ctx->n_threads};
+}
 // Runs job j over the call's tasks (threads: 1 = on the calling thread).
-static void run_tasks(struct attn_ctx *ctx, struct attn_job *j, int n_seq, int threads) {
-    struct attn_split_in in = {j->seq_len, j->past, n_seq, ctx->H, ctx->Hkv, ctx->d, ctx->opts.tile, j->l->window,
-                               ctx->n_threads};
+static void run_tasks(struct attn_ctx *ctx, struct attn_job *j, int threads) {
+    const struct attn_split_in in = split_in(ctx, j->b, j->l);
     const int n = attn_split(ctx->tasks, &in);
     j->tasks = n ? ctx->tasks : NULL;
-    pool_for(n ? n : n_seq * ctx->Hkv, attn_task, j, threads);
+    pool_for(n ? n : j->b->n_seq * ctx->Hkv, attn_task, j, threads);
 }
-
 // ---- diagnostics (spec/attention.md section 5): merge and compare against f32 ----
 void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *a) {
     for (int b = 0; b < ATTN_EPS_BINS + 2; b++) dst->eps_hist[b] += a->eps_hist[b];
@@ -354,13 +361,12 @@ void attn_diag_acc_merge(struct attn_diag_acc *dst, const struct attn_diag_acc *
 
 // Runs mode f32 on the same (already rounded) inputs into ctx->dref and adds the error sums
 // of this batch to the layer (sequence rows only, in batch order: deterministic).
-static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, const float *k,
-                        const float *v, const int *seq_off, const int *seq_len, const struct attn_past *past,
-                        int n_seq, const struct attn_layer *l, struct err *e) {
+static int diag_compare(struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_io *io,
+                        const struct attn_layer *l, struct err *e) {
     const int H = ctx->H, d = ctx->d;
     size_t rows = 0;
-    for (int s = 0; s < n_seq; s++)
-        if ((size_t)seq_off[s] + (size_t)seq_len[s] > rows) rows = (size_t)seq_off[s] + (size_t)seq_len[s];
+    for (int s = 0; s < b->n_seq; s++)
+        if ((size_t)b->seq_off[s] + (size_t)b->seq_len[s] > rows) rows = (size_t)b->seq_off[s] + (size_t)b->seq_len[s];
     size_t need = rows * H * d;
     if (need > ctx->dref_cap) {
         float *nb = realloc(ctx->dref, need * sizeof(float));
@@ -368,62 +374,72 @@ static int diag_compare(struct attn_ctx *ctx, const float *out, const float *q, 
         ctx->dref = nb;
         ctx->dref_cap = need;
     }
-    struct attn_job j = {ctx, &attn_mode_f32, ctx->dref, q, k, v, NULL, seq_off, seq_len, past, l, NULL, 0};
-    run_tasks(ctx, &j, n_seq, ctx->n_threads);
+    struct attn_job j = {.ctx = ctx, .mode = &attn_mode_f32, .b = b, .l = l, .kind = ATTN_JOB_F32_REF, .out = ctx->dref,
+                         .q = io->q, .k = io->k, .v = io->v, .past_k = io->past_k, .past_v = io->past_v};
+    run_tasks(ctx, &j, ctx->n_threads);
     struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
-    for (int s = 0; s < n_seq; s++) {
-        size_t a = (size_t)seq_off[s] * H * d, b = a + (size_t)seq_len[s] * H * d;
-        for (size_t i = a; i < b; i++) {
-            double x = out[i], r = ctx->dref[i];
+    for (int s = 0; s < b->n_seq; s++) {
+        size_t a = (size_t)b->seq_off[s] * H * d, z = a + (size_t)b->seq_len[s] * H * d;
+        for (size_t i = a; i < z; i++) {
+            double x = io->out[i], r = ctx->dref[i];
             L->err2 += (x - r) * (x - r);
             L->ref2 += r * r;
             L->out2 += x * x;
             L->dot += x * r;
         }
-        L->n += (int64_t)(b - a);
+        L->n += (int64_t)(z - a);
     }
     L->rel_l2 = L->ref2 > 0 ? sqrt(L->err2 / L->ref2) : sqrt(L->err2);
     L->cosine = L->out2 > 0 && L->ref2 > 0 ? L->dot / sqrt(L->out2 * L->ref2) : 0;
     return 0;
 }
 
-// The past of every sequence against the rule of attn.h (alignment, segments, capacity).
-static int check_past(const struct attn_ctx *ctx, const int *seq_len, const struct attn_past *past, int n_seq,
-                      struct err *e) {
+// One sequence's past against the rule of attn.h (alignment, segments).
+static int check_past(const struct attn_ctx *ctx, const struct attn_past *p, int s, int align, struct err *e) {
+    if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
+    if (align == ATTN_ALIGN_NONE)
+        return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, but mode %s "
+                       "(--qformat %s) has no exact cached prefix (NVFP4's per-tensor scales, sage3's K mean: they "
+                       "see every row of the sequence, spec/fp4.md 4.3, 5.5)", s, p->n, ctx->mode->name,
+                       attn_qformat_name(ctx->opts.qformat));
+    if (p->n % align)
+        return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
+                       "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, p->n, align, ctx->mode->name);
+    if (p->n_seg < 1 || p->n_seg > ATTN_PAST_SEGS)
+        return err_set(e, ERR_RANGE, "attention: sequence %d: %d past segments (1..%d)", s, p->n_seg, ATTN_PAST_SEGS);
+    int64_t sum = 0;
+    for (int g = 0; g < p->n_seg; g++) {
+        if (p->len[g] < 0 || p->row[g] < 0)
+            return err_set(e, ERR_RANGE, "attention: sequence %d: past segment %d at row %d of %d rows", s, g, p->row[g],
+                           p->len[g]);
+        sum += p->len[g];
+    }
+    if (sum != p->n)
+        return err_set(e, ERR_RANGE, "attention: sequence %d: past segments hold %lld of its %d cached positions", s,
+                       (long long)sum, p->n);
+    return 0;
+}
+
+int attn_batch_check(const struct attn_ctx *ctx, const struct attn_batch *b, struct err *e) {
     const int align = attn_ctx_align(ctx);
-    for (int s = 0; s < n_seq; s++) {
-        const int n = past ? past[s].n : 0;
-        if (seq_len[s] <= 0 || n < 0 || (int64_t)n + seq_len[s] > ctx->max_T)
+    for (int s = 0; s < b->n_seq; s++) {
+        const int n = b->past ? b->past[s].n : 0, len = b->seq_len[s];
+        if (b->seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, b->seq_off[s]);
+        if (len <= 0 || n < 0 || (int64_t)n + len > ctx->max_T)
             return err_set(e, ERR_RANGE, "attention: sequence %d has %d tokens after %d cached (context sized for %d)", s,
-                           seq_len[s], n, ctx->max_T);
-        if (!n) continue;
-        if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
-        if (align == ATTN_ALIGN_NONE)
-            return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, but mode %s "
-                           "(--qformat %s) has no exact cached prefix (NVFP4's per-tensor scales, sage3's K mean: they "
-                           "see every row of the sequence, spec/fp4.md 4.3, 5.5)", s, n, ctx->mode->name,
-                           attn_qformat_name(ctx->opts.qformat));
-        if (n % align)
-            return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
-                           "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, n, align, ctx->mode->name);
-        const struct attn_past *p = &past[s];
-        int64_t sum = 0;
-        int ok = p->n_seg >= 1 && p->n_seg <= ATTN_PAST_SEGS;
-        for (int g = 0; ok && g < p->n_seg; g++) {
-            ok = p->len[g] >= 0 && (p->len[g] == 0 || (p->k[g] && p->v[g]));
-            sum += p->len[g];
-        }
-        if (!ok || sum != n)
-            return err_set(e, ERR_INTERNAL, "attention: sequence %d: %d past segments do not hold its %d cached positions", s,
-                           p->n_seg, n);
+                           len, n, ctx->max_T);
+        int rc = n ? check_past(ctx, &b->past[s], s, align, e) : 0;
+        if (rc) return rc;
     }
     return 0;
 }
 
 // FP4 formats take finite inputs only (spec/fp4.md 2.4): the first NaN or Inf of a quantized
 // Q, K or V row of the call is an error naming layer, sequence, position, head and operand.
-static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3], const int *seq_off, const int *seq_len,
-                            const struct attn_past *past, int n_seq, int layer, struct err *e) {
+static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3], const struct attn_batch *b, int layer,
+                            struct err *e) {
+    const int *seq_off = b->seq_off, *seq_len = b->seq_len, n_seq = b->n_seq;
+    const struct attn_past *past = b->past;
     const int fp4 = ctx->opts.qformat == ATTN_QFORMAT_NVFP4 || ctx->opts.qformat == ATTN_QFORMAT_MXFP4 ||
                     (ctx->mode->flags & ATTN_F_SAGE3);
     if (!fp4 || !(ctx->mode->flags & ATTN_F_QUANT)) return 0;
@@ -444,62 +460,60 @@ static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3],
     return 0;
 }
 
-int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
-                 const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
-                 struct err *e) {
-    return attn_forward_past(ctx, out, q, k, v, seq_off, seq_len, NULL, n_seq, l, e);
+// Kernel inputs are 16-bit (attention.md 1): round in place, new rows of sequences only
+// (cached rows were rounded when they were computed).
+static void round_inputs(const struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_io *io) {
+    const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d;
+    for (int s = 0; s < b->n_seq; s++) {
+        size_t o = (size_t)b->seq_off[s], T = (size_t)b->seq_len[s];
+        round_bf16_rows(io->q + o * H * d, T * H * d);
+        round_bf16_rows(io->k + o * Hkv * d, T * Hkv * d);
+        round_bf16_rows(io->v + o * Hkv * d, T * Hkv * d);
+    }
 }
 
-int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
-                      const int *seq_off, const int *seq_len, const struct attn_past *past, int n_seq,
-                      const struct attn_layer *l, struct err *e) {
+int attn_forward(struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_io *io, const struct attn_layer *l,
+                 struct err *e) {
     const int H = ctx->H, Hkv = ctx->Hkv, d = ctx->d;
     if (l->layer < 0 || l->layer >= ctx->n_layers)
         return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
-    for (int s = 0; s < n_seq; s++)
-        if (seq_off[s] < 0) return err_set(e, ERR_INTERNAL, "attention: sequence %d at row %d", s, seq_off[s]);
-    int rc = check_past(ctx, seq_len, past, n_seq, e);
+    int rc = attn_batch_check(ctx, b, e);
     if (rc) return rc;
     if ((ctx->mode->flags & ATTN_F_SAGE3) && l->softcap > 0)
         return err_set(e, ERR_USAGE, "attention layer %d: mode %s has no soft-capping (cap %g; SageAttention3 has none)",
                        l->layer, ctx->mode->name, (double)l->softcap);
+    for (int s = 0; b->past && s < b->n_seq; s++)
+        if (b->past[s].n && (!io->past_k || !io->past_v))
+            return err_set(e, ERR_INTERNAL, "attention: sequence %d continues a cache but no store was given", s);
     // Small calls run on the calling thread: handing out tasks costs more than the work, and
     // results never depend on the thread count (spec section 8.5, tested).
-    struct attn_split_in in = {seq_len, past, n_seq, H, Hkv, d, ctx->opts.tile, l->window, ctx->n_threads};
+    const struct attn_split_in in = split_in(ctx, b, l);
     const int par_attn = attn_split_work(&in) >= 4.0e6;
-    // Kernel inputs are 16-bit (attention.md 1): round in place, new rows of sequences only
-    // (cached rows were rounded when they were computed).
-    if (ctx->mode->flags & ATTN_F_ROUND_INPUT) {
-        for (int s = 0; s < n_seq; s++) {
-            size_t o = (size_t)seq_off[s], T = (size_t)seq_len[s];
-            round_bf16_rows(q + o * H * d, T * H * d);
-            round_bf16_rows(k + o * Hkv * d, T * Hkv * d);
-            round_bf16_rows(v + o * Hkv * d, T * Hkv * d);
-        }
-    }
-    const float *const qkv[3] = {q, k, v};
-    if ((rc = check_fp4_finite(ctx, qkv, seq_off, seq_len, past, n_seq, l->layer, e))) return rc;
+    if (ctx->mode->flags & ATTN_F_ROUND_INPUT) round_inputs(ctx, b, io);
+    const float *const qkv[3] = {io->q, io->k, io->v};
+    if ((rc = check_fp4_finite(ctx, qkv, b, l->layer, e))) return rc;
     if (ctx->hook)
-        for (int s = 0; s < n_seq; s++) {
-            size_t o = (size_t)seq_off[s];
-            ctx->hook(ctx->hook_user, l->layer, s, q + o * H * d, k + o * Hkv * d, v + o * Hkv * d,
-                      seq_len[s], H, Hkv, d);
+        for (int s = 0; s < b->n_seq; s++) {
+            size_t o = (size_t)b->seq_off[s];
+            const struct attn_hook_call hc = {.layer = l->layer, .seq = s, .q = io->q + o * H * d, .k = io->k + o * Hkv * d,
+                                              .v = io->v + o * Hkv * d, .T = b->seq_len[s], .H = H, .Hkv = Hkv, .d = d};
+            ctx->hook(ctx->hook_user, &hc);
         }
     const float *scales = ctx->scales ? ctx->scales + (size_t)l->layer * Hkv * d : NULL;
     if (ctx->dacc) memset(ctx->dacc, 0, (size_t)ctx->n_threads * sizeof *ctx->dacc);
-    struct attn_job j = {ctx, ctx->mode, out, q, k, v, scales, seq_off, seq_len, past, l, NULL, 1};
-    run_tasks(ctx, &j, n_seq, par_attn ? ctx->n_threads : 1);
+    struct attn_job j = {.ctx = ctx, .mode = ctx->mode, .b = b, .scales = scales, .l = l, .kind = ATTN_JOB_MODE,
+                         .out = io->out, .q = io->q, .k = io->k, .v = io->v, .past_k = io->past_k, .past_v = io->past_v};
+    run_tasks(ctx, &j, par_attn ? ctx->n_threads : 1);
     // Emulated Ascend cost counts (spec/cost.md) are a function of the call shapes only:
-    // callers count them with cost_count_call from the same seq_len / window (run.c).
-
+    // the run counts them with cost_count_call from the same seq_len / window (eval/run.c).
     if (ctx->diag) {
         struct attn_diag_layer *L = &ctx->diag->layer[l->layer];
         for (int th = 0; th < ctx->n_threads; th++) attn_diag_acc_merge(&L->acc, &ctx->dacc[th]);
         L->calls++;
-        if ((rc = diag_compare(ctx, out, q, k, v, seq_off, seq_len, past, n_seq, l, e))) return rc;
+        if ((rc = diag_compare(ctx, b, io, l, e))) return rc;
     }
-    ctx->stats.calls += (int64_t)n_seq * H;
-    ctx->stats.calls_per_layer[l->layer] += (int64_t)n_seq * H;
-    for (int s = 0; s < n_seq; s++) ctx->stats.tokens += seq_len[s];
+    ctx->stats.calls += (int64_t)b->n_seq * H;
+    ctx->stats.calls_per_layer[l->layer] += (int64_t)b->n_seq * H;
+    for (int s = 0; s < b->n_seq; s++) ctx->stats.tokens += b->seq_len[s];
     return 0;
 }

@@ -1,8 +1,9 @@
 // attn.h: the attention kernel interface and registry (DESIGN.md section 2,
 // spec/attention.md). model.c calls attn_forward() once per layer for a packed batch of
 // sequences and never knows which mode runs; adding a mode is one file in src/attention/ plus
-// one line in the registry (attn.c). Calibration, diagnostics and the cost counter hook in
-// here, so no caller ever copies the forward pass.
+// one line in the registry (attn.c). Calibration and diagnostics hook in here, so no caller
+// ever copies the forward pass; the emulated cost counter (cost.h) is a function of the call
+// shapes only, and the run counts it (eval/run.c).
 #ifndef HIFA4_ATTN_H
 #define HIFA4_ATTN_H
 
@@ -92,13 +93,37 @@ enum attn_qmean { ATTN_QMEAN_TOKEN = 0, ATTN_QMEAN_CHANNEL = 1 };
 // Query tiles of rows >= p start at p (p is a multiple of Br whenever the tile matters), so no
 // query row of the prefix is ever needed.
 #define ATTN_PAST_SEGS 4
-// The cached positions [0, n) of one sequence of a batch: n_seg runs of rows in order (segment
-// s holds len[s] positions, K and V each [len][Hkv][d], contiguous), sum of len = n. n = 0: no
-// past (the sequence starts at position 0, as without a cache).
+// The cached positions [0, n) of one sequence of a batch: n_seg runs of rows of a store, in
+// order: positions [sum of len[0..g), + len[g]) are store rows [row[g], row[g] + len[g]). The
+// store of a layer is attn_io.past_k / past_v: rows of [Hkv][d] floats, contiguous. n = 0: no
+// past (the sequence starts at position 0, as without a cache). The model's KV cache
+// (model/model.h) addresses its rows with the same type.
 struct attn_past {
     int n, n_seg;
-    const float *k[ATTN_PAST_SEGS], *v[ATTN_PAST_SEGS];
-    int len[ATTN_PAST_SEGS];
+    int row[ATTN_PAST_SEGS], len[ATTN_PAST_SEGS];
+};
+
+// The shape a context is made for: n_layers layers of H query heads, Hkv kv heads of d
+// channels, sequences of at most max_T positions (cached ones included).
+struct attn_shape {
+    int n_layers, H, Hkv, d, max_T;
+};
+
+// A packed batch, shared by the model and attention: sequence s occupies the packed rows
+// [seq_off[s], seq_off[s] + seq_len[s]), its positions [past[s].n, past[s].n + seq_len[s])
+// (past NULL: every sequence starts at position 0). attn_batch_check is the one check.
+struct attn_batch {
+    int n_seq;
+    const int *seq_off, *seq_len;
+    const struct attn_past *past;
+};
+
+// The tensors of one layer call: q [Ttot][H][d], k, v [Ttot][Hkv][d], out [Ttot][H][d] in the
+// packed rows of the batch; past_k / past_v: the layer's store of cached rows (NULL when no
+// sequence has a past).
+struct attn_io {
+    float *out, *q, *k, *v;
+    const float *past_k, *past_v;
 };
 
 struct attn_ctx; // opaque: scratch, statistics, hooks (allocated once, see attn_ctx_init)
@@ -158,6 +183,7 @@ struct attn_call {
     int T, H, Hkv, d;
     int q0, r0, r1;          // first row held by q/k/v/out; rows to compute [r0, r1)
     const struct attn_past *past; // keys/values [0, q0), or NULL when q0 = 0
+    const float *past_k, *past_v; // the store past's rows index (attn_io)
     int layer;
     float sm;          // binary32 score scale (attention.md 7.4)
     double sm64;       // binary64 score scale (f32 / exact modes)
@@ -172,15 +198,21 @@ struct attn_call {
     struct attn_diag_acc *diag; // NULL unless diagnostics are on; this thread's accumulator
 };
 
+// The operands of one kernel call (struct attn_call): q [T-q0][H][d], k and v [T-q0][Hkv][d],
+// out [T-q0][H][d], all addressing position q0 at row 0.
+struct attn_operands {
+    float *out;
+    const float *q, *k, *v;
+};
+
 struct attn_mode {
     const char *name;        // CLI name: "bf16", "direct", "hifa4", "direct+qmean", ...
     const char *label;       // paper label: "BF16 (C16V16)", "Direct HIF4 (A)", ...
     unsigned flags;          // enum attn_flag
     // bytes of per-thread scratch for one call of this shape
     size_t (*scratch_bytes)(const struct attn_call *c);
-    // computes out for query heads [h0, h1) of one sequence; out rows of other heads untouched
-    void (*forward)(float *out, const float *q, const float *k, const float *v,
-                    const struct attn_call *c, int h0, int h1, void *scratch);
+    // computes x->out for query heads [h0, h1) of one sequence; out rows of other heads untouched
+    void (*forward)(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch);
 };
 
 // ---- registry ----
@@ -200,7 +232,7 @@ struct attn_opts {
     int qformat;     // enum attn_qformat (default hif4)
     int qmean;       // enum attn_qmean (default token, the paper's Algorithm 1)
     unsigned qdq_skip; // enum attn_qdq_skip (default 0: all quantized; quantized modes only)
-    int n_threads;   // OpenMP threads for the (sequence, head) loop; <= 0: omp default
+    int n_threads;   // pool threads (base/pool.h) for the (sequence, head) tasks; <= 0: all of the pool
     int diag;        // 1: collect diagnostics of spec/attention.md section 5 (slower)
 };
 void attn_opts_default(struct attn_opts *o);
@@ -243,24 +275,27 @@ struct attn_layer {
 // sequence of an attn_forward call is hooked before the call's kernel runs, so the pointers
 // given for earlier sequences of the call still hold the kernel inputs when the last sequence's
 // hook runs (calib_run hands a layer's sequences to its statistics together at that point).
-typedef void (*attn_hook_fn)(void *user, int layer, int seq, const float *q, const float *k,
-                             const float *v, int T, int H, int Hkv, int d);
+struct attn_hook_call {
+    int layer, seq;              // sequence index within the batch
+    const float *q, *k, *v;      // q [T][H][d], k and v [T][Hkv][d]
+    int T, H, Hkv, d;
+};
+typedef void (*attn_hook_fn)(void *user, const struct attn_hook_call *c);
 
 // ---- statistics kept by the context (always on unless noted) ----
 struct attn_stats {
-    int64_t calls;                       // hook coverage: (layer, head, sequence) invocations
+    int64_t calls;                       // every (layer, head, sequence) the kernels computed
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
     int64_t tokens;                      // sum of T over (sequence, layer) calls
 };
 
 // ---- context ----
-// Allocates scratch for sequences up to max_T tokens for the given shape once; attn_forward
-// never allocates. `mode` is looked up in the registry (error lists the known names).
-// `scales` ([n_layers][Hkv][d], may be NULL) is required for modes with ATTN_F_SQK; the
-// pointer is borrowed and must outlive the context.
-int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o,
-                  int n_layers, int H, int Hkv, int d, int max_T, const float *scales,
-                  struct err *e);
+// Allocates scratch for sequences up to shape->max_T tokens once; attn_forward never
+// allocates. `mode` is looked up in the registry (error lists the known names). `scales`
+// ([n_layers][Hkv][d], may be NULL) is required for modes with ATTN_F_SQK; the pointer is
+// borrowed and must outlive the context. A run makes one context per mode (eval/run.h).
+int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o, const struct attn_shape *shape,
+                  const float *scales, struct err *e);
 void attn_ctx_free(struct attn_ctx *ctx);
 const struct attn_mode *attn_ctx_mode(const struct attn_ctx *ctx);
 void attn_ctx_set_hook(struct attn_ctx *ctx, attn_hook_fn fn, void *user);
@@ -285,24 +320,23 @@ int attn_ctx_align(const struct attn_ctx *ctx);
 // a context with the same key produced (model.c stamps cached rows with it).
 uint64_t attn_ctx_key(const struct attn_ctx *ctx);
 
-// One layer for a packed batch. q [Ttot][H][d], k, v [Ttot][Hkv][d], out [Ttot][H][d];
-// sequence s occupies rows [seq_off[s], seq_off[s] + seq_len[s]). Rows outside every sequence
-// (padding) are left untouched. Results are bit-identical for any thread count, batch
-// composition and order (spec/attention.md section 8.5). The model must not rely on q, k, v
-// being unmodified: modes that round their inputs round them in place. Never allocates,
-// except with attn_opts.diag, where the f32 comparison buffer grows to the largest batch.
-int attn_forward(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
-                 const int *seq_off, const int *seq_len, int n_seq, const struct attn_layer *l,
-                 struct err *e);
-// The same with continuations: past[s] (past may be NULL: none) holds the cached positions
-// [0, past[s].n) of sequence s, whose packed rows are then its positions [past[s].n,
-// past[s].n + seq_len[s]) (RoPE'd at those positions by the caller). Only the new rows are
-// rounded, hooked (a hook and a past together are refused: calibration and traces see whole
-// sequences) and counted in the statistics. Errors: a past whose length is not a multiple of
+// The batch against the context (every attn_forward call checks it; the model checks it once
+// per forward before layer 0): packed rows at offsets >= 0, sequences of 1 or more new rows
+// whose past + new rows fit max_T (ERR_RANGE), a past whose length is not a multiple of
 // attn_ctx_align (ERR_USAGE, the rule above), segments that do not sum to n or more than
-// ATTN_PAST_SEGS of them, past + new rows above the context's max_T (ERR_RANGE).
-int attn_forward_past(struct attn_ctx *ctx, float *out, float *q, float *k, float *v,
-                      const int *seq_off, const int *seq_len, const struct attn_past *past, int n_seq,
-                      const struct attn_layer *l, struct err *e);
+// ATTN_PAST_SEGS of them (ERR_RANGE), a past under a hook (ERR_USAGE: calibration and traces
+// see whole sequences).
+int attn_batch_check(const struct attn_ctx *ctx, const struct attn_batch *b, struct err *e);
+
+// One layer for a packed batch (io: its tensors, l: the layer's constants). Rows outside every
+// sequence (padding) are left untouched. Results are bit-identical for any thread count, batch
+// composition and order (spec/attention.md section 8.5). The model must not rely on q, k, v
+// being unmodified: modes that round their inputs round them in place. With a past, sequence
+// s's packed rows are its positions [past[s].n, ...) (RoPE'd at those positions by the caller)
+// and its keys [0, past[s].n) come from the store rows of io->past_k / past_v. Only the new
+// rows are rounded, hooked and counted in the statistics. Never allocates, except with
+// attn_opts.diag, where the f32 comparison buffer grows to the largest batch.
+int attn_forward(struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_io *io, const struct attn_layer *l,
+                 struct err *e);
 
 #endif

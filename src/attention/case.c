@@ -91,12 +91,15 @@ int attn_case_run(float *out, const struct attn_case *c, const char *mode, const
     memcpy(k, c->k, nkv * sizeof(float));
     memcpy(v, c->v, nkv * sizeof(float));
     struct attn_ctx *ctx = NULL;
-    int rc = attn_ctx_init(&ctx, mode, o, 1, c->H, c->Hkv, c->d, c->T, c->scales, e);
+    const struct attn_shape shape = {.n_layers = 1, .H = c->H, .Hkv = c->Hkv, .d = c->d, .max_T = c->T};
+    int rc = attn_ctx_init(&ctx, mode, o, &shape, c->scales, e);
     if (!rc) {
         int off = 0, len = c->T;
         struct attn_layer l = {.layer = 0, .sm = c->sm, .sm64 = c->sm64, .softcap = c->softcap,
                                .window = c->window};
-        rc = attn_forward(ctx, out, q, k, v, &off, &len, 1, &l, e);
+        const struct attn_batch b = {.n_seq = 1, .seq_off = &off, .seq_len = &len};
+        const struct attn_io io = {.out = out, .q = q, .k = k, .v = v};
+        rc = attn_forward(ctx, &b, &io, &l, e);
     }
     attn_ctx_free(ctx);
     free(buf);

@@ -84,8 +84,8 @@ static int add_checked(struct cost_counts *a, const struct cost_counts *b, struc
     return 0;
 }
 
-int cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
-                    int window, int Br, int Bc, struct err *e) {
+int cost_count_call(struct cost_counts *acc, unsigned mode_flags, const struct cost_shape *sh, struct err *e) {
+    const int T = sh->T, H = sh->H, Hkv = sh->Hkv, d = sh->d, window = sh->window, Br = sh->Br, Bc = sh->Bc;
     if (T <= 0 || H <= 0 || Hkv <= 0 || d <= 0 || Br <= 0 || Bc <= 0) return 0;
     const int quant = (mode_flags & ATTN_F_QUANT) != 0;
     const int preorder = (mode_flags & ATTN_F_PREORDER) != 0;

@@ -87,8 +87,12 @@ int64_t cost_visited_tiles(int T, int window, int Br, int Bc);
 // before they call). Every count is checked: one that would not fit in 64 bits (e.g. 4096
 // layers x 1024 heads x head_dim 65536 at T = 4M) leaves *acc unchanged and is ERR_RANGE
 // naming the count and the shape (e may be NULL).
-int cost_count_call(struct cost_counts *acc, unsigned mode_flags, int T, int H, int Hkv, int d,
-                    int window, int Br, int Bc, struct err *e);
+// The shape of one (sequence, layer) call: T rows, H query and Hkv kv heads of d channels, the
+// sliding window (0 = none), the tiles Br x Bc.
+struct cost_shape {
+    int T, H, Hkv, d, window, Br, Bc;
+};
+int cost_count_call(struct cost_counts *acc, unsigned mode_flags, const struct cost_shape *sh, struct err *e);
 
 // a += b, field by field; ERR_RANGE naming the field (and *a unchanged) on 64-bit overflow.
 int cost_add(struct cost_counts *a, const struct cost_counts *b, struct err *e);

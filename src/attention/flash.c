@@ -122,7 +122,7 @@ static float kv_amax(const struct fwd *F, const float *x, int kh, int is_v) {
     const int d = F->d;
     float *row = F->L.tmp, a = 0;
     for (int j = 0; j < F->c->T; j++) {
-        const float *xr = attn_kv_row(F->c, x, j, is_v) + (size_t)kh * d;
+        const float *xr = attn_kv_row(F->c, x, is_v ? F->c->past_v : F->c->past_k, j) + (size_t)kh * d;
         if (!is_v) smooth_k(row, xr, F->s, d), xr = row;
         const float m = fp4_amax(xr, d);
         a = m > a ? m : a;
@@ -140,7 +140,7 @@ static void prep_k(struct fwd *F, const float *k, int kh) {
     float *row = L->tmp, kmax = 0;
     if (F->qk && attn_q4_has_tensor_scale(&F->zk)) attn_q4_set_amax(&F->zk, kv_amax(F, k, kh, 0));
     for (int j = 0; j < T; j++) {
-        smooth_k(row, attn_kv_row(F->c, k, j, 0) + (size_t)kh * d, F->s, d);
+        smooth_k(row, attn_kv_row(F->c, k, F->c->past_k, j) + (size_t)kh * d, F->s, d);
         if (F->qm == QM_TOKEN) {
             float sum = 0; // sequential, 7.6
             for (int ch = 0; ch < d; ch++) sum += row[ch];
@@ -172,7 +172,7 @@ static void prep_v(struct fwd *F, const float *v, int kh) {
     float *row = L->tmp;
     if (F->qv && attn_q4_has_tensor_scale(&F->zv)) attn_q4_set_amax(&F->zv, kv_amax(F, v, kh, 1));
     for (int j = 0; j < T; j++) {
-        const float *vr = attn_kv_row(F->c, v, j, 1) + (size_t)kh * d;
+        const float *vr = attn_kv_row(F->c, v, F->c->past_v, j) + (size_t)kh * d;
         if (F->qv && by_channel) { // groups along d per token
             memcpy(row, vr, (size_t)d * sizeof(float));
             attn_q4_vec(&F->zv, row, d);
@@ -537,8 +537,10 @@ static void head_rows(struct fwd *F, float *out, const float *q, int h, int r0, 
     }
 }
 
-void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
-                        const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags) {
+void attn_flash_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int g = c->H / c->Hkv;
     struct fwd F;
     fwd_init(&F, c, scratch, flags);

@@ -81,7 +81,7 @@ static void ref_prep_k(struct ref *R, const float *k, int kh) {
     R->s = R->c->scales ? R->c->scales + (size_t)kh * d : NULL;
     for (int j = 0; j < T; j++) {
         float *kr = R->ks + (size_t)j * d, *kq = R->kx + (size_t)j * d;
-        const float *src = attn_kv_row(R->c, k, j, 0) + (size_t)kh * d;
+        const float *src = attn_kv_row(R->c, k, R->c->past_k, j) + (size_t)kh * d;
         for (int ch = 0; ch < d; ch++) {
             float x = src[ch];
             kr[ch] = R->sqk ? bf16(x / R->s[ch]) : x;
@@ -104,7 +104,7 @@ static void ref_prep_v(struct ref *R, const float *v, int kh) {
     const int T = R->T, d = R->d;
     float *vx = R->vx;
     for (int j = 0; j < T; j++)
-        for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = attn_kv_row(R->c, v, j, 1)[(size_t)kh * d + ch];
+        for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = attn_kv_row(R->c, v, R->c->past_v, j)[(size_t)kh * d + ch];
     if (R->qv && attn_q4_has_tensor_scale(&R->zv)) attn_q4_set_amax(&R->zv, amax_of(vx, (size_t)T * d));
     if (R->qv && R->c->v_group == ATTN_VGROUP_CHANNEL) {
         for (int j = 0; j < T; j++) attn_q4_vec_ref(&R->zv, vx + (size_t)j * d, d);
@@ -232,9 +232,10 @@ static void ref_row(struct ref *R, float *oi, int i, float mu, unsigned flags) {
     for (int ch = 0; ch < d; ch++) oi[ch] = (flags & ATTN_FI_RAW_OUT) ? o[ch] / l : bf16(fp16(o[ch] / l));
 }
 
-void attn_flash_ref_forward(float *out, const float *q, const float *k, const float *v,
-                            const struct attn_call *c, int h0, int h1, void *scratch,
+void attn_flash_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int T = c->T, g = c->H / c->Hkv, Br = c->tile;
     struct ref R;
     ref_init(&R, c, scratch, flags);
@@ -256,8 +257,9 @@ void attn_flash_ref_forward(float *out, const float *q, const float *k, const fl
     }
 }
 
-void attn_flash_ref_scores(float *S, const float *q, const float *k, const struct attn_call *c, int h, int i,
+void attn_flash_ref_scores(float *S, const struct attn_operands *x, const struct attn_call *c, int h, int i,
                            void *scratch, unsigned flags) {
+    const float *q = x->q, *k = x->k;
     const int T = c->T, Br = c->tile;
     struct ref R;
     ref_init(&R, c, scratch, flags);

@@ -20,15 +20,16 @@ extern const struct attn_mode attn_mode_sage3;
 extern const struct attn_mode attn_mode_sage3_preorder;
 
 // ---- rows of a call (attn.h struct attn_call): absolute positions ----
-// K or V of position j < T ([Hkv][d] floats): from the past segments for j < q0, else row
-// j - q0 of x (the call's k or v). The dispatcher checked that the segments sum to q0.
-static inline const float *attn_kv_row(const struct attn_call *c, const float *x, int j, int is_v) {
+// K or V of position j < T ([Hkv][d] floats): for j < q0 from the past segments' rows of
+// `store` (c->past_k or c->past_v), else row j - q0 of x (the call's k or v). The dispatcher
+// checked that the segments sum to q0.
+static inline const float *attn_kv_row(const struct attn_call *c, const float *x, const float *store, int j) {
     const size_t w = (size_t)c->Hkv * (size_t)c->d;
     if (j >= c->q0) return x + (size_t)(j - c->q0) * w;
     const struct attn_past *p = c->past;
     int s = 0;
     while (s + 1 < p->n_seg && j >= p->len[s]) j -= p->len[s++];
-    return (is_v ? p->v[s] : p->k[s]) + (size_t)j * w;
+    return store + ((size_t)p->row[s] + (size_t)j) * w;
 }
 // Q or out row of position i (q0 <= i < T) of query head h: x addresses position q0.
 static inline size_t attn_q_off(const struct attn_call *c, int i, int h) {
@@ -50,36 +51,34 @@ enum attn_iflag {
 // channel form are aligned to position 0 of the sequence (attn.h); both compute the rows [r0,
 // r1) of a call, which may continue a cached prefix (q0 > 0, attn_call.past).
 size_t attn_flash_scratch(const struct attn_call *c);
-void attn_flash_forward(float *out, const float *q, const float *k, const float *v,
-                        const struct attn_call *c, int h0, int h1, void *scratch, unsigned flags);
+void attn_flash_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags);
 size_t attn_flash_ref_scratch(const struct attn_call *c);
-void attn_flash_ref_forward(float *out, const float *q, const float *k, const float *v,
-                            const struct attn_call *c, int h0, int h1, void *scratch,
+void attn_flash_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
                             unsigned flags);
 // The literal reference's scores of query row i of query head h, S[j] for keys j in [0, T)
 // (-inf where masked): the values its online softmax consumes, after the Q-Mean correction, the
 // scale and the soft-cap (tests: the algebraic identity of spec section 4). scratch as for
 // attn_flash_ref_forward.
-void attn_flash_ref_scores(float *S, const float *q, const float *k, const struct attn_call *c, int h, int i,
+void attn_flash_ref_scores(float *S, const struct attn_operands *x, const struct attn_call *c, int h, int i,
                            void *scratch, unsigned flags);
 
 // ---- the SageAttention3 kernel (sage3.c: fast; sage3_ref.c: literal reference) ----
 // Same contract as struct attn_mode.forward with the flags (ATTN_F_PREORDER, ATTN_FI_RAW_OUT)
 // explicit; the call never continues a prefix (q0 = 0); rows [r0, r1) with r0 a multiple of 128.
 size_t attn_sage3_scratch(const struct attn_call *c);
-void attn_sage3_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                        int h1, void *scratch, unsigned flags);
+void attn_sage3_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags);
 size_t attn_sage3_ref_scratch(const struct attn_call *c);
-void attn_sage3_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                            int h1, void *scratch, unsigned flags);
+void attn_sage3_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                            unsigned flags);
 
 // ---- the binary64 reference (modes exact and f32) ----
 // ref_fast.c: blocked SIMD version the modes run; ref.c: the literal version for tests.
 size_t attn_ref_scratch(const struct attn_call *c);
-void attn_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c,
-                      int h0, int h1, void *scratch);
+void attn_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch);
 size_t attn_ref_literal_scratch(const struct attn_call *c);
-void attn_ref_literal_forward(float *out, const float *q, const float *k, const float *v,
-                              const struct attn_call *c, int h0, int h1, void *scratch);
+void attn_ref_literal_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1,
+                              void *scratch);
 
 #endif

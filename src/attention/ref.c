@@ -14,8 +14,10 @@ size_t attn_ref_literal_scratch(const struct attn_call *c) {
 }
 
 // rows [r0, r1) of heads [h0, h1) (attn_call: positions absolute, keys below q0 cached)
-void attn_ref_literal_forward(float *out, const float *q, const float *k, const float *v,
-                              const struct attn_call *c, int h0, int h1, void *scratch) {
+void attn_ref_literal_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1,
+                              void *scratch) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int T = c->T, H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv;
     double *p = scratch;       // (T)
     double *acc = p + T;       // (d)
@@ -26,7 +28,7 @@ void attn_ref_literal_forward(float *out, const float *q, const float *k, const 
             int j0 = c->window > 0 && i - c->window + 1 > 0 ? i - c->window + 1 : 0;
             double mx = -INFINITY;
             for (int j = j0; j <= i; j++) {
-                const float *kj = attn_kv_row(c, k, j, 0) + (size_t)kh * d;
+                const float *kj = attn_kv_row(c, k, c->past_k, j) + (size_t)kh * d;
                 double s = 0;
                 for (int ch = 0; ch < d; ch++) s += (double)qi[ch] * (double)kj[ch];
                 s *= c->sm64;
@@ -41,7 +43,7 @@ void attn_ref_literal_forward(float *out, const float *q, const float *k, const 
             }
             for (int ch = 0; ch < d; ch++) acc[ch] = 0;
             for (int j = j0; j <= i; j++) {
-                const float *vj = attn_kv_row(c, v, j, 1) + (size_t)kh * d;
+                const float *vj = attn_kv_row(c, v, c->past_v, j) + (size_t)kh * d;
                 for (int ch = 0; ch < d; ch++) acc[ch] += p[j] * (double)vj[ch];
             }
             float *oi = out + attn_q_off(c, i, h);

@@ -74,8 +74,9 @@ static void scores(double *S, size_t Tp, const double *qx, size_t dp, const doub
     }
 }
 
-void attn_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c,
-                      int h0, int h1, void *scratch) {
+void attn_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int H = c->H, Hkv = c->Hkv, d = c->d, g = H / Hkv, W = c->window, T = c->r1;
     const double sm = c->sm64, cap = (double)c->softcap;
     struct rlayout L;
@@ -85,8 +86,8 @@ void attn_ref_forward(float *out, const float *q, const float *k, const float *v
         for (size_t j = 0; j < Tk; j++) {
             double *kp = L.kP + (j / KW) * d * KW + j % KW;
             double *vr = L.vx + j * dp;
-            const float *kr = j < (size_t)T ? attn_kv_row(c, k, (int)j, 0) + (size_t)kh * d : NULL;
-            const float *vs = j < (size_t)T ? attn_kv_row(c, v, (int)j, 1) + (size_t)kh * d : NULL;
+            const float *kr = j < (size_t)T ? attn_kv_row(c, k, c->past_k, (int)j) + (size_t)kh * d : NULL;
+            const float *vs = j < (size_t)T ? attn_kv_row(c, v, c->past_v, (int)j) + (size_t)kh * d : NULL;
             for (int ch = 0; ch < d; ch++) {
                 kp[(size_t)ch * KW] = kr ? (double)kr[ch] : 0.0;
                 vr[ch] = vs ? (double)vs[ch] : 0.0;

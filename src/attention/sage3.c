@@ -146,8 +146,10 @@ static void s3_row(struct s3 *F, float *oi, const float *qi, int i) {
     for (int ch = 0; ch < d; ch++) oi[ch] = F->raw ? F->O[ch] * inv : kern_bf16(kern_fp16(F->O[ch] * inv));
 }
 
-void attn_sage3_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                        int h1, void *scratch, unsigned flags) {
+void attn_sage3_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int g = c->H / c->Hkv, T = c->T, W = c->window;
     const size_t wq = (size_t)c->H * c->d;
     struct s3 F;
@@ -166,13 +168,11 @@ void attn_sage3_forward(float *out, const float *q, const float *k, const float 
     }
 }
 
-static void fwd_sage3(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                      int h1, void *scratch) {
-    attn_sage3_forward(out, q, k, v, c, h0, h1, scratch, ATTN_F_SAGE3);
+static void fwd_sage3(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch) {
+    attn_sage3_forward(x, c, h0, h1, scratch, ATTN_F_SAGE3);
 }
-static void fwd_sage3_pre(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                          int h1, void *scratch) {
-    attn_sage3_forward(out, q, k, v, c, h0, h1, scratch, ATTN_F_SAGE3 | ATTN_F_PREORDER);
+static void fwd_sage3_pre(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch) {
+    attn_sage3_forward(x, c, h0, h1, scratch, ATTN_F_SAGE3 | ATTN_F_PREORDER);
 }
 
 #define S3_FLAGS (ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_SAGE3)

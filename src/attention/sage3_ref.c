@@ -23,8 +23,10 @@ static void q1(float *x, int n, int quantize) {
 static float bf16(float x) { return round_bf16(x); }
 static float fp16(float x) { return round_fp16(x); }
 
-void attn_sage3_ref_forward(float *out, const float *q, const float *k, const float *v, const struct attn_call *c, int h0,
-                            int h1, void *scratch, unsigned flags) {
+void attn_sage3_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                            unsigned flags) {
+    float *out = x->out;
+    const float *q = x->q, *k = x->k, *v = x->v;
     const int T = c->T, d = c->d, g = c->H / c->Hkv, W = c->window;
     const size_t wq = (size_t)c->H * d, wk = (size_t)c->Hkv * d;
     const int pre = (flags & ATTN_F_PREORDER) != 0, raw = (flags & ATTN_FI_RAW_OUT) != 0;

@@ -6,11 +6,11 @@
 #include "attention/modes.h"
 
 #define TILED_MODE(ident, mname, mlabel, mflags)                                                   \
-    static void fwd_##ident(float *out, const float *q, const float *k, const float *v,            \
-                            const struct attn_call *c, int h0, int h1, void *scratch) {            \
+    static void fwd_##ident(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, \
+                            void *scratch) {                                                       \
         unsigned f_ = (mflags);                                                                    \
         if ((f_ & ATTN_F_QMEAN) && c->qmean == ATTN_QMEAN_CHANNEL) f_ |= ATTN_F_QMEAN_CH;          \
-        attn_flash_forward(out, q, k, v, c, h0, h1, scratch, f_);                                  \
+        attn_flash_forward(x, c, h0, h1, scratch, f_);                                             \
     }                                                                                              \
     const struct attn_mode attn_mode_##ident = {                                                   \
         .name = mname, .label = mlabel, .flags = (mflags),                                         \

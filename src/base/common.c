@@ -117,9 +117,38 @@ void round_bf16_n(float *x, size_t n) {
 }
 
 // ---- files ----
+static const char *file_kind(mode_t m) {
+    return S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int file_open_regular(const char *path, int *fd_out, struct err *e) {
+    *fd_out = -1;
+    // O_NONBLOCK: opening a FIFO for reading waits for a writer - a hang, not an error
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return err_set(e, errno == ENOENT ? ERR_NOTFOUND : ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int en = errno;
+        close(fd);
+        return err_set(e, ERR_IO, "%s: %s", path, strerror(en));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return err_set(e, ERR_IO, "%s: %s, not a regular file (inputs are read whole from regular files)", path,
+                       file_kind(sb.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    return 0;
+}
+
 int file_read_raw(const char *path, char **buf, size_t *len, struct err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(e, errno == ENOENT ? ERR_NOTFOUND : ERR_IO, "%s: %s", path, strerror(errno));
+    int fd, rc = file_open_regular(path, &fd, e);
+    if (rc) return rc;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); return err_set(e, ERR_IO, "%s: %s", path, strerror(errno)); }
     char *b = NULL;
     size_t cap = 0, n = 0;
     // a regular file's size is known: allocate it (+1 for the NUL, + a block to see EOF)
@@ -213,7 +242,9 @@ int file_write_atomic(const char *path, const void *buf, size_t len, struct err 
 
 int file_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    // not only regular files: a FIFO or device where a file belongs must reach the reader, which
+    // names what it is (file_open_regular), instead of passing for a missing file
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 int dir_exists(const char *path) {

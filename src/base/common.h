@@ -85,11 +85,17 @@ static inline int mul_size(size_t a, size_t b, size_t *out) {
 int file_read_all(const char *path, char **buf, size_t *len, struct err *e);
 // The same without decompression: the file's bytes as stored (NUL-terminated).
 int file_read_raw(const char *path, char **buf, size_t *len, struct err *e);
+// Opens path for reading if it is a regular file (a link to one is followed): a FIFO, device,
+// directory or socket is ERR_IO naming what it is, without blocking (issue 27: a FIFO hung).
+// *fd is the caller's to close.
+int file_open_regular(const char *path, int *fd, struct err *e);
 // Decompresses a zstd stream of n bytes (any number of frames; n == 0 is an empty text) into a
 // NUL-terminated malloc'd buffer; name stands for the file in errors.
 int zst_decompress(const char *name, const char *src, size_t n, char **buf, size_t *len, struct err *e);
 // Writes len bytes to path atomically (path.tmp + fsync + rename).
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e);
+// 1 when path (links followed) exists and is not a directory: a regular file, or a FIFO, device
+// or socket that readers then refuse by name (file_open_regular).
 int file_exists(const char *path);
 int dir_exists(const char *path);
 // mkdir -p; 0 or error.

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struct err *e) {
     const char *end = NULL;
@@ -11,6 +12,15 @@ int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struc
     if (!j) {
         size_t off = end ? (size_t)(end - text) : 0;
         return err_set(e, ERR_FORMAT, "%s: invalid JSON near byte %zu", ctx, off);
+    }
+    // exactly one value (issue 27): an object followed by a second one or by garbage was read as
+    // its first value alone (cJSON stops there; it also skips NUL and control bytes as blanks)
+    size_t off = (size_t)(end - text);
+    while (off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r')) off++;
+    if (off < len) {
+        cJSON_Delete(j);
+        return err_set(e, ERR_FORMAT, "%s: %s at byte %zu (exactly one JSON value is allowed)", ctx,
+                       text[off] == '{' || text[off] == '[' ? "a second JSON value" : "other characters after the JSON value", off);
     }
     *out = j;
     return 0;

@@ -7,7 +7,8 @@
 
 #include "base/common.h"
 
-// Parses a JSON text; errors name ctx (usually the file path). *out owned by caller (cJSON_Delete).
+// Parses a JSON text holding exactly one value (only blanks after it: a second value or other
+// characters are ERR_FORMAT naming the byte); errors name ctx (usually the file path). *out owned by caller (cJSON_Delete).
 int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struct err *e);
 // Reads (zstd-aware, see file_read_all) and parses a file.
 int json_parse_file(cJSON **out, const char *path, struct err *e);

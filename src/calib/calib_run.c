@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "attention/attn.h"
+#include "base/dist.h"
+#include "calib/calib_dist.h"
 #include "calib/calib_source.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -47,10 +49,10 @@ struct hook_state {
     double stats_s;    // wall seconds inside the statistics
 };
 
-static void hook(void *user, int layer, int seq, const float *q, const float *k, const float *v, int T, int H,
-                 int Hkv, int d) {
-    (void)v; (void)H; (void)Hkv; (void)d;
+static void hook(void *user, const struct attn_hook_call *c) {
     struct hook_state *h = user;
+    const int layer = c->layer, seq = c->seq, T = c->T;
+    const float *q = c->q, *k = c->k;
     if (h->rc) return;
     double t0 = time_now();
     if (h->ref) {
@@ -102,6 +104,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     double t_open = time_now();
     int rc = model_open(&m, model_dir, &mo, e);
     if (rc) return rc;
@@ -117,11 +120,11 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     hs.q = malloc((size_t)max_nb * sizeof *hs.q);
     hs.k = malloc((size_t)max_nb * sizeof *hs.k);
     hs.T = malloc((size_t)max_nb * sizeof *hs.T);
-    if ((rc = model_set_attn(m, "bf16", &ao, NULL, e))) goto done;
+    if ((rc = model_attn_open(&ctx, m, "bf16", &ao, NULL, e))) goto done;
     if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
                                e)))
         goto done;
-    attn_ctx_set_hook(model_attn(m), hook, &hs);
+    attn_ctx_set_hook(ctx, hook, &hs);
     logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
     out_pos = malloc((size_t)max_nb * sizeof *out_pos);
     if (!logits || !out_pos || !hs.q || !hs.k || !hs.T) {
@@ -132,7 +135,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     int tty = isatty(2);
     int64_t done_tok = 0;
     size_t off = 0; // token offset of sample s0
-    for (int s0 = 0; s0 < n_samples;) {
+    for (int s0 = 0, batch = 0; s0 < n_samples; batch++) {
         int nb = 0, cur = 0;
         while (s0 + nb < n_samples && (nb == 0 || (int64_t)cur + lens[s0 + nb] <= o->batch_tokens)) {
             cur += lens[s0 + nb];
@@ -141,7 +144,10 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         }
         hs.base = s0;
         hs.nb = nb;
-        rc = model_forward(m, ids + off, lens + s0, nb, out_pos, nb, logits, e);
+        const struct model_batch b = {.tokens = ids + off, .n_seq = nb, .seq_len = lens + s0, .out_pos = out_pos,
+                                      .n_out = nb};
+        // under MPI each rank runs its share of the batches (calib_dist.h)
+        if (calib_dist_mine(batch)) rc = model_forward(m, ctx, NULL, &b, logits, e);
         if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
         if (rc) goto done;
         s0 += nb;
@@ -149,6 +155,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         done_tok += cur;
         double el = time_now() - t0;
         // one line rewritten in place on a terminal; one line each in a log file
+        if (dist_rank() > 0) continue; // rank 0 speaks for the job
         if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
         else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
     }
@@ -158,6 +165,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     if (tty) log_info("%s", "");
     log_info("calibrate: %d samples, %lld tokens in %.1f s (statistics %.1f s, %.1f CPU-s in all)", n_samples,
              (long long)done_tok, r->time.forward_s, r->time.stats_s, r->time.forward_cpu_s);
+    if ((rc = calib_dist_gather(&r->stats, e)) || dist_rank() > 0) goto done; // rank 0 aggregates alone
     double t_comp = time_now();
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
     r->time.compute_s = time_now() - t_comp;
@@ -167,6 +175,7 @@ done:
     free(hs.T);
     free(logits);
     free(out_pos);
+    attn_ctx_free(ctx);
     model_free(m);
     if (rc) calib_run_free(r);
     return rc;

@@ -38,6 +38,9 @@ struct calib_run {
     struct calib_run_time time;
 };
 
+// Under MPI (base/dist.h) every rank calls these with the same arguments: the forward passes
+// are split over the ranks (calib_dist.h) and only rank 0 gets r->result; a worker returns 0
+// with r->stats holding only its own samples and no result.
 // Statistics over explicit samples: ids (n_samples x len, row-major), all of equal length.
 // Uses attention mode `bf16` with f32 activations (spec section 1).
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,

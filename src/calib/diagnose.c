@@ -323,6 +323,13 @@ done:
 }
 
 // ---- printing ----
+static float min_scale(const struct calib_result *r, int l) {
+    const float *s = r->scales + (size_t)l * r->Hkv * r->d;
+    float v = s[0];
+    for (int i = 1; i < r->Hkv * r->d; i++) v = s[i] < v ? s[i] : v;
+    return v;
+}
+
 static void max_scale(const struct calib_result *r, int l, float *v, int *h, int *c) {
     const float *s = r->scales + (size_t)l * r->Hkv * r->d;
     int at = 0;
@@ -514,6 +521,7 @@ static cJSON *to_json(const struct diagnose *d) {
         cJSON_AddNumberToObject(o, "max_scale", s);
         cJSON_AddNumberToObject(o, "max_scale_kv_head", h);
         cJSON_AddNumberToObject(o, "max_scale_channel", c);
+        cJSON_AddNumberToObject(o, "min_scale", min_scale(r, l)); // with max_scale: Table 8's Q expansion range
         cJSON_AddNumberToObject(o, "max_scale_alpha05", s5);
         cJSON_AddNumberToObject(o, "max_scale_alpha05_kv_head", h5);
         cJSON_AddNumberToObject(o, "max_scale_alpha05_channel", c5);

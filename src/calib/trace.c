@@ -258,6 +258,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     float *scales = NULL;
     int rc = model_open(&m, model_dir, &mo, e);
     if (rc) return rc;
@@ -302,17 +303,19 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     r->qdq_skip = o->qdq_skip;
     for (int mi = 0; mi < r->n_modes; mi++) {
         ao.qmean = r->qmean[mi] == ATTN_QMEAN_CHANNEL ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
-        if ((rc = model_set_attn(m, r->modes[mi], &ao, scales, e))) goto fail;
+        attn_ctx_free(ctx), ctx = NULL; // one context per mode, in turn
+        if ((rc = model_attn_open(&ctx, m, r->modes[mi], &ao, scales, e))) goto fail;
         for (int si = 0; si < n_sets; si++) {
             const struct trace_set *s = &sets[si];
             struct trace_cell *cell = &r->cells[(size_t)mi * n_sets + si];
-            attn_ctx_reset_stats(model_attn(m));
+            attn_ctx_reset_stats(ctx);
             double t0 = time_now();
             size_t off = 0;
             for (int s0 = 0; s0 < s->n_seq;) {
                 int64_t tok;
                 int nb = next_batch(s, s0, o->batch_tokens, &tok);
-                if ((rc = model_forward(m, s->ids + off, s->seq_len + s0, nb, NULL, 0, NULL, e))) {
+                const struct model_batch b = {.tokens = s->ids + off, .n_seq = nb, .seq_len = s->seq_len + s0};
+                if ((rc = model_forward(m, ctx, NULL, &b, NULL, e))) {
                     err_prefix(e, "trace: mode %s, %s", r->display[mi], s->name);
                     goto fail;
                 }
@@ -320,7 +323,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
                 off += (size_t)tok;
             }
             cell->forward_s = time_now() - t0;
-            const struct attn_diag *dg = attn_ctx_diag(model_attn(m));
+            const struct attn_diag *dg = attn_ctx_diag(ctx);
             if (!dg) { rc = err_set(e, ERR_INTERNAL, "trace: attention context without diagnostics"); goto fail; }
             memcpy(cell->layer, dg->layer, (size_t)c->n_layers * sizeof *cell->layer);
             for (int l = 0; l < c->n_layers; l++) attn_diag_acc_merge(&cell->total, &cell->layer[l].acc);
@@ -328,10 +331,12 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
                      cell->forward_s);
         }
     }
+    attn_ctx_free(ctx);
     free(scales);
     model_free(m);
     return 0;
 fail:
+    attn_ctx_free(ctx);
     free(scales);
     model_free(m);
     trace_result_free(r);

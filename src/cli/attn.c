@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "attention/attn.h"
 #include "attention/case.h"
 #include "cli/cli.h"
@@ -21,7 +22,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         {"qformat", CLI_STR, &qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format (default hif4; spec/fp4.md for the FP4 formats)"},
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token = paper Alg. 1)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
-        {"threads", CLI_INT, &threads, "N: threads (default: OpenMP default)"},
+        {"threads", CLI_INT, &threads, "N: threads (default: all cores, or $OMP_NUM_THREADS)"},
         {"out", CLI_STR, &out_path, "FILE: output safetensors with tensor out [T][H][d]"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
@@ -38,6 +39,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
     attn_opts_default(&o);
     o.tile = tile;
     o.n_threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     if ((rc = attn_parse_vgroup(vgroup, &o.v_group, e)) || (rc = attn_parse_qformat(qformat, &o.qformat, e)) ||
         (rc = attn_parse_qmean(qmean, &o.qmean, e)) || (rc = attn_parse_qdq_skip(qdq_skip, &o.qdq_skip, e)))
         return rc;

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "attention/attn.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
 #include "calib/calib_source.h"
+#include "base/dist.h"
 #include "cli/cli.h"
 #include "model/config.h"
 #include "net/fetch.h"
@@ -30,7 +32,8 @@ static void print_gate(const struct calib_result *r) {
            r->t_layer, calib_branch_name(r->branch), r->alpha);
 }
 
-int cmd_calibrate(int argc, char **argv, struct err *e) {
+// *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
+static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
@@ -78,14 +81,20 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
     co.seed = (uint64_t)seed;
     co.force = force;
     co.threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     co.batch_tokens = batch_tokens;
     // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
     // cache directory like `run` does; the scales are then named after the registry name, which
     // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
     char model_dir[4096];
-    if ((rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e))) return rc;
+    // under MPI rank 0 fetches, the other ranks then find the model in the cache
+    rc = dist_rank() == 0 ? fetch_resolve_model(model_dir, sizeof model_dir, model_arg, offline, e) : 0;
+    *met = 1;
+    if ((rc = dist_agree(rc, e)) || (dist_rank() > 0 && (rc = fetch_resolve_model(model_dir, sizeof model_dir, model_arg, 1, e))))
+        return rc;
     struct calib_run run;
     if ((rc = calib_run_source(&run, model_dir, calib, &co, e))) return rc;
+    if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes
     if (strcmp(model_dir, model_arg)) snprintf(run.model_id, sizeof run.model_id, "%s", model_arg);
     print_gate(&run.result);
     char def[4096];
@@ -100,4 +109,10 @@ int cmd_calibrate(int argc, char **argv, struct err *e) {
 done:
     calib_run_free(&run);
     return rc;
+}
+
+int cmd_calibrate(int argc, char **argv, struct err *e) {
+    int met = 0;
+    const int rc = calibrate_command(argc, argv, &met, e);
+    return rc && !met ? dist_agree(rc, e) : rc; // failed before the ranks met: meet them there
 }

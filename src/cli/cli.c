@@ -40,6 +40,10 @@ static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
 int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int n,
               const char **pos, int max_pos, int *n_pos, struct err *e) {
     int np = 0, only_pos = 0;
+    // every option counts once (issue 27): `--task a --task b` ran only b; none is documented as
+    // repeatable, lists are comma-separated values of one option
+    unsigned char seen[CLI_MAX_OPTS] = {0};
+    if (n > CLI_MAX_OPTS) return err_set(e, ERR_INTERNAL, "cli_parse: %d options (max %d)", n, CLI_MAX_OPTS);
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || a[1] != '-' ) {
@@ -56,6 +60,9 @@ int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int 
         for (int k = 0; k < n; k++)
             if (strlen(opts[k].name) == len && memcmp(opts[k].name, name, len) == 0) { o = &opts[k]; break; }
         if (!o) return err_set(e, ERR_USAGE, "unknown option '--%.*s'", (int)len, name);
+        if (seen[o - opts]++)
+            return err_set(e, ERR_USAGE, "--%s given twice: give it once (a list is one comma-separated value: --%s a,b)",
+                           o->name, o->name);
         const char *val;
         if (o->type == CLI_FLAG) {
             if (eq) return err_set(e, ERR_USAGE, "--%s takes no value", o->name);
@@ -86,15 +93,15 @@ void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts
 }
 
 int cli_split(char *buf, const char **items, int max, struct err *e) {
+    // an empty element is an error (issue 27): `--attn ''`, `,,` and `bf16,direct,` ran the defaults
+    if (!*buf) return err_set(e, ERR_USAGE, "empty list (give at least one name)");
     int n = 0;
-    char *p = buf;
-    while (*p) {
+    for (char *p = buf;; ) {
         char *c = strchr(p, ',');
         if (c) *c = 0;
-        if (*p) {
-            if (n >= max) return err_set(e, ERR_USAGE, "too many items in list (max %d)", max);
-            items[n++] = p;
-        }
+        if (!*p) return err_set(e, ERR_USAGE, "list element %d is empty (stray comma?)", n + 1);
+        if (n >= max) return err_set(e, ERR_USAGE, "too many items in list (max %d)", max);
+        items[n++] = p;
         if (!c) break;
         p = c + 1;
     }

@@ -20,7 +20,10 @@ struct cli_opt {
     const char *help;  // "ARG: text" for usage output
 };
 
-// Parses argv[first..argc) against opts (n entries). Options take "--name value" or
+#define CLI_MAX_OPTS 128 // options of one command
+
+// Parses argv[first..argc) against opts (n <= CLI_MAX_OPTS entries). Each option may be given
+// once (twice is ERR_USAGE: no option is repeatable). Options take "--name value" or
 // "--name=value"; anything not starting with "--" is positional and collected into pos
 // (capacity max_pos; *n_pos set). "--" ends option parsing. Unknown option, missing value,
 // bad number or too many positionals: ERR_USAGE with a message naming the option and value.
@@ -30,7 +33,8 @@ int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int 
 // called for --help, whose output is the result, like the top-level `hifa4-eval --help`).
 void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts, int n);
 
-// Splits a comma list into at most max items (pointers into buf, which is modified).
+// Splits a comma list into at most max items (pointers into buf, which is modified); returns
+// the count. An empty list or an empty element ("a,,b", "a,") is ERR_USAGE.
 int cli_split(char *buf, const char **items, int max, struct err *e);
 
 #define CMD(name, help) int cmd_##name(int argc, char **argv, struct err *e);

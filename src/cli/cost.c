@@ -193,7 +193,8 @@ static int find_params(char *out, size_t n, const char *given, struct err *e) {
 static int counts_for(struct cost_counts *c, unsigned flags, const struct mshape *s, int T, int br, int bc, struct err *e) {
     memset(c, 0, sizeof *c);
     for (int l = 0; l < s->n_layers; l++) {
-        int rc = cost_count_call(c, flags, T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc, e);
+        const struct cost_shape sh = {T, s->n_heads, s->n_kv_heads, s->head_dim, s->window[l], br, bc};
+        int rc = cost_count_call(c, flags, &sh, e);
         if (rc) return err_prefix(e, "--seq %d with %d layers: the shape is beyond what 64-bit counts hold", T, s->n_layers);
     }
     return 0;
@@ -266,7 +267,7 @@ static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e)
     const char *modes[MAX_MODES];
     snprintf(j->mbuf, sizeof j->mbuf, "%s", modes_arg);
     int n = cli_split(j->mbuf, modes, MAX_MODES, e), rc;
-    if (n < 0) return n;
+    if (n < 0) return err_prefix(e, "--attn");
     if (n == 0) return err_set(e, ERR_USAGE, "--attn: no modes given");
     for (int i = 0; i < n; i++) {
         unsigned f = 0;

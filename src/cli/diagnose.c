@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "cli/cli.h"
 #include "calib/diagnose.h"
 #include "net/fetch.h"
@@ -49,6 +50,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.seed = (uint64_t)seed;
     o.run.force = force;
     o.run.threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     o.run.batch_tokens = batch_tokens;
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;

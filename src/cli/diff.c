@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "base/json_util.h"
 #include "results/metrics.h"
+#include "results/report.h"
 #include "results/results.h"
 
 struct side { char dir[4096]; char mode[128]; cJSON *run; };
@@ -97,6 +98,9 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     // with the Q-Mean form and qdq skip of each side, e.g. "hifa4 (channel)" vs "hifa4 (token)"
     printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
            results_mode_display(b.run, b.mode));
+    char differ[1024];
+    report_run_differences(differ, sizeof differ, a.run, b.run);
+    if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const cJSON *ta, *tb;
@@ -117,7 +121,8 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         struct results_sample *sa = NULL, *sb = NULL;
         int na = 0, nb = 0;
         if ((rc = results_samples_path(pa, sizeof pa, a.dir, name, a.mode, e)) || (rc = results_samples_path(pb, sizeof pb, b.dir, name, b.mode, e)) ||
-            (rc = results_samples_read(pa, &sa, &na, e)) || (rc = results_samples_read(pb, &sb, &nb, e))) {
+            (rc = results_samples_read_run(a.dir, a.run, name, a.mode, &sa, &na, e)) ||
+            (rc = results_samples_read_run(b.dir, b.run, name, b.mode, &sb, &nb, e))) {
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             free(sa);
             goto done;

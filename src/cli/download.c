@@ -73,7 +73,7 @@ int cmd_download(int argc, char **argv, struct err *e) {
         if (strlen(task) >= sizeof buf) return err_set(e, ERR_USAGE, "--task: list too long");
         memcpy(buf, task, strlen(task) + 1);
         int n = cli_split(buf, items, 64, e);
-        if (n < 0) return n;
+        if (n < 0) return err_prefix(e, "--task");
         for (int i = 0; i < n; i++) {
             struct fetch_plan p;
             if ((rc = fetch_plan_task(&p, items[i], e))) return rc;

@@ -5,13 +5,15 @@
 
 #include "cli/cli.h"
 #include "import/gguf_import.h"
+#include "import/out_dir.h"
 
 int cmd_import_gguf(int argc, char **argv, struct err *e) {
-    int help = 0;
+    int help = 0, force = 0;
     const char *out = NULL, *dtype = "f32", *policy = "published";
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
-        {"out", CLI_STR, &out, "DIR: output directory (created)"},
+        {"out", CLI_STR, &out, "DIR: output directory (created; must be empty)"},
+        {"force", CLI_FLAG, &force, "import into a non-empty --out: first remove its model files (weights, config, tokenizer)"},
         {"dtype", CLI_STR, &dtype, "f32|bf16: weights as dequantized (f32, default, exact) or rounded to bf16"},
         {"tokenizer-policy", CLI_STR, &policy,
          "published|transformers: the GGUF's own tokenizer (default), or the ids transformers 4.45 gives for it"},
@@ -22,7 +24,7 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     int rc = cli_parse(argc, argv, 1, opts, n_opts, pos, 1, &np, e);
     if (rc) return rc;
     if (help || np < 1 || !out) {
-        cli_usage("import-gguf", "FILE.gguf --out DIR [--dtype f32|bf16] [--tokenizer-policy published|transformers]",
+        cli_usage("import-gguf", "FILE.gguf --out DIR [--force] [--dtype f32|bf16] [--tokenizer-policy published|transformers]",
                   opts, n_opts);
         return help ? 0 : err_set(e, ERR_USAGE, "import-gguf needs FILE.gguf and --out DIR");
     }
@@ -32,6 +34,7 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     if (!strcmp(policy, "transformers")) o.tok_policy = GGUF_TOK_TRANSFORMERS;
     else if (strcmp(policy, "published"))
         return err_set(e, ERR_USAGE, "--tokenizer-policy '%s': expected published or transformers", policy);
+    if ((rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e))) return rc;
     struct gguf_import_info info;
     double t0 = time_now();
     if ((rc = gguf_import(pos[0], out, &o, &info, e))) return rc;

@@ -5,6 +5,7 @@
 
 #include "attention/scales.h"
 #include "cli/cli.h"
+#include "base/pool.h"
 #include "model/model.h"
 #include "io/safetensors.h"
 
@@ -83,6 +84,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     if ((mo.weights = model_weights_parse(weights)) < 0)
         return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", weights);
     mo.n_threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     struct attn_opts ao;
     attn_opts_default(&ao);
     ao.tile = tile;
@@ -94,6 +96,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     mo.max_tokens = T;
     mo.max_seq = T;
     struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
     float *lg = NULL, *sc = NULL;
     int *pos = NULL;
     if ((rc = model_open(&m, model_dir, &mo, e))) goto done;
@@ -102,13 +105,14 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     if (scales && (rc = attn_scales_load(&sc, scales, c->n_layers, c->n_kv_heads, c->head_dim, model_hash(m), e)))
         goto done;
     ao.n_threads = model_get_opts(m)->n_threads;
-    if ((rc = model_set_attn(m, attn, &ao, sc, e))) goto done;
+    if ((rc = model_attn_open(&ctx, m, attn, &ao, sc, e))) goto done;
     const int V = c->vocab_size;
     lg = malloc(sizeof(float) * (size_t)T * V);
     pos = malloc(sizeof(int) * (size_t)T);
     if (!lg || !pos) { rc = err_set(e, ERR_NOMEM, "logits: out of memory for %d x %d logits", T, V); goto done; }
     for (int i = 0; i < T; i++) pos[i] = i;
-    if ((rc = model_forward(m, ids, &T, 1, pos, T, lg, e))) goto done;
+    const struct model_batch b = {.tokens = ids, .n_seq = 1, .seq_len = &T, .out_pos = pos, .n_out = T};
+    if ((rc = model_forward(m, ctx, NULL, &b, lg, e))) goto done;
     struct st_wtensor t = {.name = "logits", .dtype = ST_F32, .ndim = 2, .shape = {T, V}, .data = lg};
     const char *meta[] = {"model", model_dir, "model_hash", model_hash(m), "attn", attn, "act", act,
                           "qmean", attn_qmean_name(ao.qmean)};
@@ -120,7 +124,8 @@ done:
     free(pos);
     free(lg);
     free(ids);
-    model_free(m); // frees the attention context before the scales it borrows
+    attn_ctx_free(ctx); // before the scales it borrows
+    model_free(m);
     free(sc);
     return rc;
 }

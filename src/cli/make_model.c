@@ -55,9 +55,12 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
     o.tied = tied;
     if (plant) {
         char buf[1024];
+        const char *items[64];
         snprintf(buf, sizeof buf, "%s", plant);
-        for (char *p = strtok(buf, ","); p; p = strtok(NULL, ","))
-            if ((rc = parse_plant(p, &o, e))) return rc;
+        int n = cli_split(buf, items, 64, e);
+        if (n < 0) return err_prefix(e, "--plant-outlier");
+        for (int i = 0; i < n; i++)
+            if ((rc = parse_plant(items[i], &o, e))) return rc;
     }
     if ((rc = make_model(&o, out, e))) return rc;
     log_info("make-model: wrote %s", out);

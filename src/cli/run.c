@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "attention/scales.h"
+#include "base/dist.h"
 #include "base/pool.h"
 #include "base/paths.h"
 #include "cli/cli.h"
 #include "eval/eval.h"
 #include "eval/run.h"
+#include "eval/run_dist.h"
 #include "net/fetch.h"
 
 // ---- options ----
@@ -48,6 +50,8 @@ end:
 
 static int stop_after(void) {
     const char *s = getenv("HIFA4_STOP_AFTER_ITEMS"); // test hook: simulate a kill after N items
+    const char *k = getenv("HIFA4_STOP_RANK");         // of an MPI job: on this rank only (default 0)
+    if (dist_rank() != (k ? atoi(k) : 0)) return 0;
     return s ? atoi(s) : 0;
 }
 
@@ -55,6 +59,32 @@ static int stop_after(void) {
 // would end the run, so a test can deliver a real SIGKILL at a known point instead of racing.
 static void freeze_self(void) { raise(SIGSTOP); }
 
+
+static int slurm_int(const char *name, int *v, struct err *e) {
+    const char *s = getenv(name);
+    char *end;
+    if (!s) return err_set(e, ERR_USAGE, "--shard auto: %s is not set (run it as a task of a Slurm array job: sbatch --array)", name);
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || x < 0 || x > 1000000)
+        return err_set(e, ERR_USAGE, "--shard auto: %s='%s' is not a task index", name, s);
+    *v = (int)x;
+    return 0;
+}
+
+// --shard auto: K/N of this task of a Slurm array job (indices MIN..MAX with step 1).
+static int shard_from_slurm(int *k, int *n, struct err *e) {
+    int id = 0, count = 0, lo = 0, hi = 0, rc;
+    if ((rc = slurm_int("SLURM_ARRAY_TASK_ID", &id, e)) || (rc = slurm_int("SLURM_ARRAY_TASK_COUNT", &count, e)) ||
+        (rc = slurm_int("SLURM_ARRAY_TASK_MIN", &lo, e)) || (rc = slurm_int("SLURM_ARRAY_TASK_MAX", &hi, e)))
+        return rc;
+    if (count < 1 || hi - lo + 1 != count || id < lo || id > hi)
+        return err_set(e, ERR_USAGE, "--shard auto: the array is %d..%d with %d tasks: it needs consecutive indices "
+                       "(sbatch --array=0-%d, no step or list)", lo, hi, count, count - 1);
+    *k = id - lo;
+    *n = count;
+    log_info("run: --shard auto: shard %d/%d (Slurm array task %d)", *k, *n, id);
+    return 0;
+}
 
 // Checks of single flags, in the order a user reads them in --help.
 static int check_flags(struct run_cli *o, struct err *e) {
@@ -86,11 +116,13 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     if (!strcmp(o->act, "bf16")) ro->model.act_bf16 = 1;
     else if (!strcmp(o->act, "f32")) ro->model.act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", o->act);
-    if (o->shard) {
+    if (o->shard && !strcmp(o->shard, "auto")) {
+        if ((rc = shard_from_slurm(&ro->shard_k, &ro->shard_n, e))) return rc;
+    } else if (o->shard) {
         char extra;
         if (sscanf(o->shard, "%d/%d%c", &ro->shard_k, &ro->shard_n, &extra) != 2 || ro->shard_n < 1 || ro->shard_k < 0 ||
             ro->shard_k >= ro->shard_n)
-            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N", o->shard);
+            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N, or auto", o->shard);
     }
     ro->attn.tile = o->tile;
     if (o->v_group && (rc = attn_parse_vgroup(o->v_group, &ro->attn.v_group, e))) return rc;
@@ -159,21 +191,42 @@ static void name_model(char *out, size_t n, const char *arg, const char *dir) {
     snprintf(out, n, "%.*s", (int)(end - b), b);
 }
 
-// Opens the run, scores every task to its end, finishes; prints where the report is.
-static int drive(const struct run_opts *ro, struct err *e) {
-    double t_start = time_now();
-    struct run *r = NULL;
-    char *headline = NULL;
-    int rc = run_open(&r, ro, e);
-    if (rc) return rc;
-    struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
-    run_set_progress(r, progress_show, &pr);
+// Every task in one process.
+static int score_alone(struct run *r, struct err *e) {
+    int rc = 0;
     for (int t = 0; t < run_n_tasks(r) && !rc; t++) {
         int next;
         if ((rc = run_task_begin(r, t, &next, e))) break;
         if (next == run_task_items(r, t) && next > 0) continue; // complete (resumed)
         if (!(rc = run_task_score(r, t, run_task_items(r, t), e))) rc = run_task_end(r, t, e);
     }
+    return rc;
+}
+
+// Under MPI every rank opens the run; a failure to open on any rank ends all of them alike.
+static int open_ranks(struct run **r, struct run_opts *ro, struct err *e) {
+    if (dist_size() == 1) return run_open(r, ro, e);
+    if (dist_rank() > 0) ro->role = RUN_ROLE_WORKER;
+    int rc = dist_agree(run_open(r, ro, e), e);
+    if (rc) {
+        run_free(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+
+// Opens the run, scores every task to its end, finishes; prints where the report is.
+static int drive(const struct run_opts *opts, struct err *e) {
+    double t_start = time_now();
+    struct run *r = NULL;
+    struct run_opts ro = *opts;
+    char *headline = NULL;
+    int rc = open_ranks(&r, &ro, e);
+    if (rc) return rc;
+    struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
+    run_set_progress(r, progress_show, &pr);
+    rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
+    if (!rc && dist_rank() > 0) { run_free(r); return 0; } // a worker: rank 0 writes the run
     if (!rc) rc = run_finish(r, &headline, e);
     if (!rc) {
         printf("report: %s/report.md\n\n%s", run_dir(r), headline ? headline : "");
@@ -184,7 +237,8 @@ static int drive(const struct run_opts *ro, struct err *e) {
     return rc;
 }
 
-int cmd_run(int argc, char **argv, struct err *e) {
+// *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
+static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
                          .nonfinite = "stop"};
     struct cli_opt opts[] = {
@@ -198,7 +252,7 @@ int cmd_run(int argc, char **argv, struct err *e) {
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
         {"threads", CLI_INT, &o.threads, "N: threads (default: all cores)"},
         {"resume", CLI_FLAG, &o.resume, "continue an interrupted run in --out"},
-        {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`"},
+        {"shard", CLI_STR, &o.shard, "K/N: score only shard K (0-based) of N contiguous item ranges; join with `merge`; auto: K/N of this Slurm array task"},
         {"data-dir", CLI_STR, &o.data_dir, "D: dataset root (layout of ../shared/datasets)"},
         {"task-file", CLI_STR, &o.task_file, "F: data file/dir for mc_jsonl, ppl, exam"},
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
@@ -247,8 +301,12 @@ int cmd_run(int argc, char **argv, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    // task data, --out and --scales are checked before a model is fetched (issue 14)
-    if ((rc = run_precheck(&ro, e)) || (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e)))
+    // task data, --out and --scales are checked before a model is fetched (issue 14); under
+    // MPI rank 0 fetches, the other ranks then find the model in the cache
+    if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0)
+        rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, o.offline, e);
+    *met = 1;
+    if ((rc = dist_agree(rc, e)) || (dist_rank() > 0 && (rc = fetch_resolve_model(model_dir, sizeof model_dir, o.model, 1, e))))
         return rc;
     name_model(model_name, sizeof model_name, o.model, model_dir);
     ro.model_dir = model_dir;
@@ -256,4 +314,10 @@ int cmd_run(int argc, char **argv, struct err *e) {
     ro.argc = argc;
     ro.argv = argv;
     return drive(&ro, e);
+}
+
+int cmd_run(int argc, char **argv, struct err *e) {
+    int met = 0;
+    const int rc = run_command(argc, argv, &met, e);
+    return rc && !met ? dist_agree(rc, e) : rc; // failed before the ranks met: meet them there
 }

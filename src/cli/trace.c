@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/pool.h"
 #include "cli/cli.h"
 #include "model/config.h"
 #include "net/fetch.h"
@@ -59,6 +60,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     else if (attn_parse_qmean(qmean, &o.qmean, e)) return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean);
     o.tile = tile;
     o.threads = threads;
+    if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     o.batch_tokens = batch_tokens;
     o.scales = scales;
     char modes_buf[1024];

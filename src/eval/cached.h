@@ -1,6 +1,6 @@
 // cached.h: scores a batch through the exact KV cache (issue 13): builds the batch's prefix
-// schedule (prefix.h) for the current attention mode's alignment and runs its forward calls
-// with model_forward_kv, writing every scored row's logits where model_forward would have
+// schedule (prefix.h) for the attention context's alignment and runs its forward calls with
+// model_forward, writing every scored row's logits where model_forward would have
 // (the batch's rows in plan order), bit-identical to it (the cache rule of model.h).
 #ifndef HIFA4_CACHED_H
 #define HIFA4_CACHED_H
@@ -16,9 +16,17 @@ struct cached_stats {
     int64_t calls;   // forward calls
 };
 
-// Logits of the batch b of plan p into logits ([b->n_out][vocab]); kv must hold at least
-// prefix_store_rows(p, max_tokens, A) rows for its alignment A or more. Adds to *st.
-int cached_forward(struct model *m, struct model_kv *kv, const struct eval_plan *p, const struct eval_batch *b,
-                   float *logits, int vocab, struct cached_stats *st, struct err *e);
+// What a cached forward runs on: the model, the attention context of one mode, the cache
+// (generate.h: NULL recomputes every step).
+struct cached_model {
+    struct model *m;
+    struct attn_ctx *ctx;
+    struct model_kv *kv;
+};
+
+// Logits of the batch b of plan p into logits ([b->n_out][vocab]); cm->kv must hold at least
+// prefix_store_rows(p, max_tokens, A) rows for the context's alignment A or more. Adds to *st.
+int cached_forward(const struct cached_model *cm, const struct eval_plan *p, const struct eval_batch *b, float *logits,
+                   struct cached_stats *st, struct err *e);
 
 #endif

@@ -21,7 +21,7 @@ struct eval_item {
 };
 
 // Encodes text WITHOUT special tokens into a malloc'd id array (caller frees *ids); must be
-// thread-safe (called from several OpenMP threads at once).
+// thread-safe (called from several pool threads at once, base/pool.h).
 typedef int (*eval_encode_fn)(void *user, const char *text, size_t len, int32_t **ids, int *n,
                               struct err *e);
 enum eval_bos { EVAL_BOS_AUTO = 0, EVAL_BOS_ON = 1, EVAL_BOS_OFF = 2 };
@@ -31,7 +31,7 @@ struct eval_plan_opts {
     int add_bos;         // 1: prepend bos_id to every encoding (the resolved --bos policy)
     int bos_id, eos_id;  // empty context -> [bos_id] (or [eos_id] when bos_id < 0)
     int window;          // context window: inputs keep their last `window` tokens
-    int n_threads;       // threads for tokenization (<= 0: OpenMP default)
+    int n_threads;       // pool threads for tokenization (<= 0: all of the pool)
 };
 
 // One (item, choice) request (spec/tasks.md section 1).

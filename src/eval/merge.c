@@ -11,6 +11,7 @@
 #include "eval/run.h"
 #include "results/lock.h"
 #include "results/results.h"
+#include "results/stamp.h"
 
 static int num_field(const cJSON *o, const char *k, double *v) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -59,7 +60,7 @@ static int load_shards(const char *const *shards, int n, cJSON **runs, int *orde
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(runs[i], "shard"), *complete = cJSON_GetObjectItemCaseSensitive(runs[i], "complete");
         double k, nn;
         if (!sh || num_field(sh, "k", &k) || num_field(sh, "n", &nn)) return err_set(e, ERR_FORMAT, "%s: not a shard (no field 'shard' {k, n}); made with run --shard K/N?", path);
-        if (!cJSON_IsTrue(complete)) return err_set(e, ERR_MISMATCH, "%s: the shard is not complete (field 'complete'): finish it with run --resume", path);
+        if (!cJSON_IsTrue(complete)) return results_check_complete(shards[i], runs[i], e); // names the resume command
         if (N < 0) N = (int)nn;
         if ((int)nn != N || N != n) return err_set(e, ERR_MISMATCH, "%s: shard %d/%d, but %d shard directories were given (first says N=%d)", path, (int)k, (int)nn, n, N);
         if (k < 0 || k >= N || order[(int)k] >= 0) return err_set(e, ERR_MISMATCH, "%s: shard %d given twice or out of range", path, (int)k);
@@ -117,19 +118,34 @@ static cJSON *merged_json(const char *const *shards, int N, cJSON *const *runs, 
 }
 
 // One task under one mode: the shards' samples concatenated in shard order, framed by item index.
-static int merge_samples(const char *const *shards, int N, const int *order, const char *out, const cJSON *task,
-                         const char *mode, struct err *e) {
+// The shards of a merge, ordered (order[k] = index into shards and runs), and the merged run.
+struct merge_src {
+    const char *const *shards;
+    cJSON *const *runs;
+    const int *order;
+    int N;
+    const cJSON *merged;
+    const char *out;
+};
+
+// Each shard's file is checked against its own run.json's stamp; the merged file carries the
+// merged run's (stamp.h), equal to an unsharded run's.
+static int merge_samples(const struct merge_src *ms, const cJSON *task, const char *mode, struct err *e) {
+    const char *const *shards = ms->shards;
+    const int *order = ms->order, N = ms->N;
     struct results_writer w = {0};
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "name"));
     char op[4096];
+    struct results_stamp st;
+    results_stamp_expect(&st, ms->merged, ms->out, name, mode);
     int rc, next = 0;
-    if ((rc = results_samples_path(op, sizeof op, out, name, mode, e)) || (rc = results_writer_open(&w, op, 0, e))) return rc;
+    if ((rc = results_samples_path(op, sizeof op, ms->out, name, mode, e)) || (rc = results_writer_open(&w, op, 0, &st, e))) return rc;
     for (int k = 0; k < N && !rc; k++) {
         char sp[4096];
         struct results_sample *v = NULL;
         int n = 0;
         if ((rc = results_samples_path(sp, sizeof sp, shards[order[k]], name, mode, e)) ||
-            (rc = results_samples_read(sp, &v, &n, e)))
+            (rc = results_samples_read_run(shards[order[k]], ms->runs[order[k]], name, mode, &v, &n, e)))
             break;
         if (n > 0 && v[0].idx != next)
             rc = err_set(e, ERR_MISMATCH, "%s: starts at item %d, expected %d (shards must be contiguous)", sp, v[0].idx, next);
@@ -165,7 +181,8 @@ int run_merge(const char *const *shards, int n, const char *out, char **headline
             rc = err_set(e, ERR_FORMAT, "%s/run.json: a task without 'name'", shards[order[0]]);
             goto done;
         }
-        cJSON_ArrayForEach(m, modes) if ((rc = merge_samples(shards, n, order, out, t, m->valuestring, e))) goto done;
+        const struct merge_src ms = {shards, runs, order, n, merged, out};
+        cJSON_ArrayForEach(m, modes) if ((rc = merge_samples(&ms, t, m->valuestring, e))) goto done;
     }
     rc = run_publish(out, merged, headline, e);
 done:

@@ -57,7 +57,7 @@ static int push(struct builder *B, struct prefix_piece pc, int leaf) {
     return 0;
 }
 
-static void past_add(struct model_past *p, int row, int len) {
+static void past_add(struct attn_past *p, int row, int len) {
     if (len <= 0) return;
     p->row[p->n_seg] = row, p->len[p->n_seg] = len;
     p->n_seg++, p->n += len;
@@ -65,7 +65,7 @@ static void past_add(struct model_past *p, int row, int len) {
 
 // A stored node: positions [start, end) of sequence seq at store rows [row, ...), after the
 // cached segments of past; chunk k of every node in round k (a chunk reads the earlier ones).
-struct node { int seq, start, end, row; struct model_past past; };
+struct node { int seq, start, end, row; struct attn_past past; };
 static int push_nodes(struct builder *B, const struct node *nd, int n) {
     for (int k = 0;; k++) {
         int any = 0, rc;
@@ -179,8 +179,8 @@ static int sub_batch(const struct builder *B, int i, int *end, int *root) {
 
 // ---- one sub-batch: its root (unless resident), item nodes, private nodes, leaves ----
 // The cached segments before item i's own positions: its group's root, its item node.
-static void item_past(const struct builder *B, int i, struct model_past *p) {
-    *p = (struct model_past){0};
+static void item_past(const struct builder *B, int i, struct attn_past *p) {
+    *p = (struct attn_past){0};
     const int R = root_len(B, i);
     past_add(p, 0, R); // a root always sits at rows [0, R)
     if (has_node(B, i)) past_add(p, B->it[i - B->item0].node_row, B->it[i - B->item0].P - R);
@@ -243,8 +243,10 @@ static int emit_sub(struct builder *B, int i, int j, int root, int *resident, st
     return push_leaves(B, i, j);
 }
 
-int prefix_schedule(struct prefix_sched *s, const struct eval_plan *p, int item0, int item1, int row_base,
-                    int align, int store_rows, int max_tokens, struct err *e) {
+int prefix_schedule(struct prefix_sched *s, const struct eval_plan *p, const struct prefix_window *w,
+                    const struct prefix_limits *lim, struct err *e) {
+    const int item0 = w->item0, item1 = w->item1, row_base = w->row_base;
+    const int align = lim->align, store_rows = lim->store_rows, max_tokens = lim->max_tokens;
     memset(s, 0, sizeof *s);
     if (item1 <= item0) return 0;
     if (align < 1 || max_tokens < align)

@@ -2,7 +2,7 @@
 // of items into a schedule of packed forward calls over the KV cache of model.h: what runs once
 // (a prefix shared by a group of items - BBH's fixed examples, few-shot prompts, a shared
 // instruction - and each item's context shared by its options) and what runs once per
-// sequence, under the cache rule for an alignment A (model_attn_align). Model-free: it reads
+// sequence, under the cache rule for an alignment A (attn_ctx_align of the mode's context). Model-free: it reads
 // token ids and the plan's scored positions only; cached.c runs the schedule.
 //
 // The plan (per batch [item0, item1)):
@@ -37,7 +37,7 @@ struct prefix_piece {
     int call;                 // forward call that computes it (pieces are ordered by call)
     int seq;                  // plan sequence whose tokens [start, end) it computes
     int start, end;           // positions
-    struct model_past past;   // cached positions [0, start)
+    struct attn_past past;    // cached positions [0, start) (store rows)
     int save_row, save_n;     // stored rows (save_n = end - start), or 0 for a leaf
     int n_out;                // leaf: its scored positions (the sequence's pos[], all >= start)
     int out_row;              // leaf: batch logits row of its first scored position
@@ -51,11 +51,20 @@ struct prefix_sched {
     int n_groups, n_sub;      // groups with a root; sub-batches
 };
 
-// Builds the schedule of items [item0, item1) of plan p whose first scored row is batch logits
-// row 0 at plan row row_base. Errors: max_tokens below the alignment, a continuation that
-// cannot fit max_tokens, a cache too small for one item (ERR_RANGE naming the item).
-int prefix_schedule(struct prefix_sched *s, const struct eval_plan *p, int item0, int item1, int row_base,
-                    int align, int store_rows, int max_tokens, struct err *e);
+// The items a schedule covers: [item0, item1) of the plan, whose first scored row is batch
+// logits row 0 at plan row row_base.
+struct prefix_window {
+    int item0, item1, row_base;
+};
+// What bounds it: the attention alignment, the cache's rows, the rows of one forward call.
+struct prefix_limits {
+    int align, store_rows, max_tokens;
+};
+// Builds the schedule of the window w of plan p. Errors: max_tokens below the alignment, a
+// continuation that cannot fit max_tokens, a cache too small for one item (ERR_RANGE naming
+// the item).
+int prefix_schedule(struct prefix_sched *s, const struct eval_plan *p, const struct prefix_window *w,
+                    const struct prefix_limits *lim, struct err *e);
 void prefix_sched_free(struct prefix_sched *s); // safe on a zeroed schedule
 
 // Cache rows the schedules of plan p need at most (any alignment up to align_max, any batch):

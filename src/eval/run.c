@@ -10,6 +10,7 @@
 #include "base/json_util.h"
 #include "eval/run_internal.h"
 #include "results/report.h"
+#include "results/stamp.h"
 
 // ---- options ----
 void run_opts_default(struct run_opts *o) {
@@ -54,7 +55,7 @@ static void default_modes(struct run_opts *o) {
     if (!o->n_modes) o->modes[o->n_modes++] = "f32";
     const int n = o->n_modes;
     log_info("run: modes %s%s%s%s%s (reference %s)", o->modes[0], n > 1 ? "," : "", n > 1 ? o->modes[1] : "",
-             n > 2 ? "," : "", n > 2 ? o->modes[2] : "", o->modes[0]);
+             n > 2 ? "," : "", n > 2 ? o->modes[2] : "", o->modes[RUN_REF_MODE]);
 }
 
 int run_select_modes(struct run_opts *o, const char *const *names, int n, struct err *e) {
@@ -113,14 +114,23 @@ static int resume_point(struct run *r, int t, int *keep, struct err *e) {
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
         int cnt, rc;
+        struct results_stamp want; // a samples file of another run, task or mode is named, never continued
+        results_stamp_expect(&want, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
         if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_samples_count(sp, &cnt, e)))
+            (rc = results_stamp_check_file(sp, &want, e)) || (rc = results_samples_count(sp, &cnt, e)))
             return rc;
-        if (cnt > n) return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d", sp, cnt, n);
+        if (cnt > n)
+            return err_set(e, ERR_MISMATCH, "%s: %d items, the task has %d: not this run's file; remove it and run the "
+                           "same command again (--resume re-scores the task)", sp, cnt, n);
         if (cnt < n) cnt -= cnt % RESULTS_FRAME_ITEMS;
         if (cnt < *keep) *keep = cnt;
     }
     return 0;
+}
+
+int run_task_resume_point(struct run *r, int t, int *keep, struct err *e) {
+    *keep = 0;
+    return r->o.resume ? resume_point(r, t, keep, e) : 0;
 }
 
 int run_task_begin(struct run *r, int t, int *next, struct err *e) {
@@ -139,8 +149,10 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     }
     for (int m = 0; m < r->o.n_modes; m++) {
         char sp[4096];
+        struct results_stamp st;
+        results_stamp_expect(&st, r->json, r->out_dir, r->sets[t].name, r->o.modes[m]);
         if ((rc = results_samples_path(sp, sizeof sp, r->out_dir, r->sets[t].name, r->o.modes[m], e)) ||
-            (rc = results_writer_open(&r->writers[m], sp, keep, e)))
+            (rc = results_writer_open(&r->writers[m], sp, keep, &st, e)))
             return rc;
     }
     r->done += keep;
@@ -149,21 +161,27 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e) {
     return 0;
 }
 
-// Attention hook coverage and the emulated cost of the batch just run under mode m.
-int run_count_mode(struct run *r, int m, int cost, struct err *e) {
+void run_count_calls(struct run *r, int m) {
     const struct model_config *cfg = model_cfg(r->model);
     struct run_mode_acc *acc = &r->acc[m];
-    const struct attn_stats *st = attn_ctx_stats(model_attn(r->model));
+    const struct attn_stats *st = attn_ctx_stats(r->attn[m]);
     acc->calls += st->calls;
     acc->tokens += st->tokens;
     for (int l = 0; l < cfg->n_layers && l < ATTN_MAX_LAYERS; l++) acc->calls_per_layer[l] += st->calls_per_layer[l];
-    attn_ctx_reset_stats(model_attn(r->model));
-    // cost counts are exact functions of the call shapes (spec/cost.md 1)
+    attn_ctx_reset_stats(r->attn[m]);
+}
+
+// cost counts are exact functions of the call shapes (spec/cost.md 1)
+int run_count_cost(struct run *r, int m, struct err *e) {
+    const struct model_config *cfg = model_cfg(r->model);
+    struct run_mode_acc *acc = &r->acc[m];
     const unsigned fl = attn_mode_run_flags(attn_mode_find(r->o.modes[m]), r->o.attn.qmean); // the Q-Mean form's work
-    for (int s = 0; cost && s < r->batch.n_seq; s++)
+    for (int s = 0; s < r->batch.n_seq; s++)
         for (int l = 0; l < cfg->n_layers; l++) {
-            int rc = cost_count_call(&acc->cost, fl, r->batch.seq_len[s], cfg->n_heads, cfg->n_kv_heads, cfg->head_dim,
-                                     cfg->window[l], COST_BR_DEFAULT, COST_BC_DEFAULT, e);
+            const struct cost_shape sh = {.T = r->batch.seq_len[s], .H = cfg->n_heads, .Hkv = cfg->n_kv_heads,
+                                          .d = cfg->head_dim, .window = cfg->window[l], .Br = COST_BR_DEFAULT,
+                                          .Bc = COST_BC_DEFAULT};
+            int rc = cost_count_call(&acc->cost, fl, &sh, e);
             if (rc) return err_prefix(e, "mode %s", r->o.modes[m]);
         }
     return 0;
@@ -206,9 +224,10 @@ int run_write_samples(struct run *r, int t, int m, struct err *e) {
                                     .gold = s->gold, .n_choices = s->n_choices, .ll = s->ll, .n_chars = s->n_chars,
                                     .n_tok = s->n_tok, .greedy = s->greedy, .pred = s->pred,
                                     .pred_norm = s->pred_norm, .margin = s->margin,
-                                    .n_kl = m > 0 ? s->n_kl : 0, .kl = s->kl, .top1_same = s->top1_same,
+                                    .n_kl = m != RUN_REF_MODE ? s->n_kl : 0, .kl = s->kl, .top1_same = s->top1_same,
                                     .nonfinite = nonfinite, .generated = s->generated};
-        rc = results_writer_add(&r->writers[m], &rs, e);
+        if (r->sink) rc = results_sample_line(&r->sink[m], &rs) ? err_set(e, ERR_NOMEM, "run: out of memory") : 0;
+        else rc = results_writer_add(&r->writers[m], &rs, e);
     }
     for (int i = b->item0; i < b->item1; i++) eval_score_free(&r->scores[i]);
     return rc;
@@ -217,7 +236,7 @@ int run_write_samples(struct run *r, int t, int m, struct err *e) {
 // A batch built for the prefix cache (up to 64 x max_tokens) through a mode without reuse: whole
 // sequences in consecutive chunks of at most max_tokens tokens (plan_tasks sized max_tokens for
 // the longest sequence), their logits rows in the batch's order.
-static int forward_whole(struct run *r, const struct eval_batch *b, float *lg, struct err *e) {
+static int forward_whole(struct run *r, int m, const struct eval_batch *b, float *lg, struct err *e) {
     int s0 = 0, tok0 = 0, out0 = 0, rc = 0;
     while (s0 < b->n_seq && !rc) {
         int s1 = s0, nt = 0, no = 0;
@@ -226,7 +245,9 @@ static int forward_whole(struct run *r, const struct eval_batch *b, float *lg, s
         int *pos = malloc((size_t)(no ? no : 1) * sizeof *pos);
         if (!pos) return err_set(e, ERR_NOMEM, "run: out of memory");
         for (int i = 0; i < no; i++) pos[i] = b->out_pos[out0 + i] - tok0;
-        rc = model_forward(r->model, b->tok + tok0, b->seq_len + s0, s1 - s0, pos, no, lg + (size_t)out0 * r->vocab, e);
+        const struct model_batch mb = {.tokens = b->tok + tok0, .n_seq = s1 - s0, .seq_len = b->seq_len + s0, .out_pos = pos,
+                                       .n_out = no};
+        rc = model_forward(r->model, r->attn[m], NULL, &mb, lg + (size_t)out0 * r->vocab, e);
         free(pos);
         s0 = s1, tok0 += nt, out0 += no;
     }
@@ -240,12 +261,18 @@ static int score_batch(struct run *r, int t, struct err *e) {
     const int n_modes = r->o.n_modes;
     int rc = 0;
     for (int m = 0; m < n_modes && !rc; m++) {
-        if (n_modes > 1 && (rc = model_set_attn(r->model, r->o.modes[m], &r->o.attn, r->scales, e))) break;
-        float *lg = m == 0 ? r->logits_ref : r->logits_q;
+        float *lg = m == RUN_REF_MODE ? r->logits_ref : r->logits_q;
         double tf = time_now();
-        if (r->kv && run_mode_reuses(r, m)) rc = cached_forward(r->model, r->kv, p, b, lg, r->vocab, &r->acc[m].cached, e);
-        else if (r->kv) rc = forward_whole(r, b, lg, e);
-        else rc = model_forward(r->model, b->tok, b->seq_len, b->n_seq, b->out_pos, b->n_out, lg, e);
+        if (r->kv && run_mode_reuses(r, m)) {
+            const struct cached_model cm = {.m = r->model, .ctx = r->attn[m], .kv = r->kv};
+            rc = cached_forward(&cm, p, b, lg, &r->acc[m].cached, e);
+        } else if (r->kv) {
+            rc = forward_whole(r, m, b, lg, e);
+        } else {
+            const struct model_batch mb = {.tokens = b->tok, .n_seq = b->n_seq, .seq_len = b->seq_len,
+                                           .out_pos = b->out_pos, .n_out = b->n_out};
+            rc = model_forward(r->model, r->attn[m], NULL, &mb, lg, e);
+        }
         r->acc[m].forward_s += time_now() - tf;
         r->acc[m].tokens_input += b->n_tok;
         r->acc[m].rows_scored += b->n_out;
@@ -253,10 +280,11 @@ static int score_batch(struct run *r, int t, struct err *e) {
             err_prefix(e, "task %s, mode %s, items %d..%d", r->sets[t].name, r->o.modes[m], b->item0, b->item1 - 1);
             break;
         }
-        if ((rc = run_count_mode(r, m, 1, e))) break;
+        run_count_calls(r, m);
+        if ((rc = run_count_cost(r, m, e))) break;
         struct eval_score *sc = r->scores + b->item0;
         if ((rc = eval_batch_score(sc, p, b, lg, r->vocab, r->o.n_threads, e))) break;
-        if (m > 0 && (rc = eval_batch_compare(sc, p, b, r->logits_ref, r->logits_q, r->vocab, r->o.n_threads, e))) break;
+        if (m != RUN_REF_MODE && (rc = eval_batch_compare(sc, p, b, r->logits_ref, r->logits_q, r->vocab, r->o.n_threads, e))) break;
         rc = run_write_samples(r, t, m, e);
     }
     return rc;
@@ -275,15 +303,41 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
         r->done += k;
         r->processed += k;
         r->next = r->batch.item1;
-        progress(r, t, 0);
+        if (!r->sink) progress(r, t, 0);
         if (r->o.stop_after_items > 0 && r->processed >= r->o.stop_after_items) {
             // test hook: leave the files as a SIGKILL would (pending lines lost)
             if (r->o.at_stop) r->o.at_stop();
-            for (int m = 0; m < r->o.n_modes; m++) results_writer_abort(&r->writers[m]);
+            for (int m = 0; m < r->o.n_modes && !r->sink; m++) results_writer_abort(&r->writers[m]);
             return err_set(e, ERR_INTERNAL, "stopped after %d items (HIFA4_STOP_AFTER_ITEMS)", (int)r->processed);
         }
     }
     return rc;
+}
+
+int run_task_score_lines(struct run *r, int t, int item0, int item1, struct results_buf *lines, struct err *e) {
+    r->next = item0;
+    r->sink = lines;
+    int rc = run_task_score(r, t, item1, e);
+    r->sink = NULL;
+    return rc;
+}
+
+int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e) {
+    to->forward_s += a->forward_s;
+    to->nonfinite += a->nonfinite;
+    to->calls += a->calls;
+    to->tokens += a->tokens;
+    for (int l = 0; l < ATTN_MAX_LAYERS; l++) to->calls_per_layer[l] += a->calls_per_layer[l];
+    to->tokens_input += a->tokens_input;
+    to->rows_scored += a->rows_scored;
+    to->cached.tokens += a->cached.tokens;
+    to->cached.stored += a->cached.stored;
+    to->cached.calls += a->cached.calls;
+    to->gen_items += a->gen_items;
+    to->gen_tokens += a->gen_tokens;
+    to->prefill_s += a->prefill_s;
+    to->decode_s += a->decode_s;
+    return cost_add(&to->cost, &a->cost, e);
 }
 
 int run_task_end(struct run *r, int t, struct err *e) {

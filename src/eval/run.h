@@ -59,6 +59,7 @@ struct run_opts {
     int argc;                    // the command line, recorded in run.json
     char **argv;
     int nonfinite;               // enum run_nonfinite: what a non-finite log-likelihood does
+    int role;                    // enum run_role: a whole run, or a worker rank of a distributed one
     int stop_after_items;        // test hook: fail like a SIGKILL after this many items (0: off)
     void (*at_stop)(void);       // test hook: called first when stop_after_items is reached (the CLI
                                  // freezes itself there so a test can SIGKILL it at a known point)
@@ -70,6 +71,12 @@ struct run_opts {
 // configuration key: a stopped run may be resumed with --nonfinite count.
 enum run_nonfinite { RUN_NONFINITE_STOP = 0, RUN_NONFINITE_COUNT = 1 };
 void run_opts_default(struct run_opts *o);
+// WHOLE: the run directory is this process's (every run but a distributed one's workers).
+// WORKER: a rank of a distributed run (eval/run_dist.h) that computes items for rank 0: it
+// opens the model, the tokenizer and every task's plan exactly as rank 0 does, but touches no
+// run directory (no lock, no run.json, no samples files) and scores only through
+// run_task_score_lines.
+enum run_role { RUN_ROLE_WHOLE = 0, RUN_ROLE_WORKER = 1 };
 
 // Fills o->modes from the --attn list (n names; pointers kept): none -> bf16,direct,hifa4 (as
 // registered; modes that need Smooth-QK scales are skipped with a warning when o->scales is
@@ -119,6 +126,15 @@ int run_task_begin(struct run *r, int t, int *next, struct err *e);
 // items. The stop_after_items hook ends here with ERR_INTERNAL, leaving the files as a kill would.
 int run_task_score(struct run *r, int t, int item_end, struct err *e);
 int run_task_end(struct run *r, int t, struct err *e);
+// Where task t resumes: the items every mode's samples file holds in whole frames with
+// --resume (n when the task is complete), else 0. Opens nothing.
+int run_task_resume_point(struct run *r, int t, int *keep, struct err *e);
+// Scores items [item0, item1) of task t under every mode like run_task_score, but appends each
+// item's samples-file line to lines[m] (one buffer per mode, in item order) instead of the
+// samples files, and reports no progress: the lines a distributed run's rank 0 writes through
+// its own writers (results_writer_add_line). Items need not follow the task's position.
+struct results_buf;
+int run_task_score_lines(struct run *r, int t, int item0, int item1, struct results_buf *lines, struct err *e);
 // Records timings, hook coverage and cost counts in run.json, then run_publish. *headline (may
 // be NULL) receives the report's headline table (caller frees).
 int run_finish(struct run *r, char **headline, struct err *e);

@@ -26,7 +26,7 @@ static int pred_of(const char *text, char *const *choices, int n, int gold) {
     return best >= 0 ? best : gold == 0 ? 1 : 0;
 }
 
-// Item i of task t under the current mode: decode, then its score.
+// Item i of task t under mode m: decode, then its score.
 static int gen_item(struct run *r, int t, int m, int i, struct gen_prev *prev, struct err *e) {
     const struct eval_plan *p = &r->plans[t];
     const struct task_item *it = &r->sets[t].items[r->item_lo[t] + i];
@@ -36,7 +36,9 @@ static int gen_item(struct run *r, int t, int m, int i, struct gen_prev *prev, s
     int n_out = 0;
     struct gen_stats st = {0};
     if (max_new > 64) return err_set(e, ERR_INTERNAL, "generate: %d tokens", max_new);
-    int rc = gen_greedy_after(r->model, r->kv, prev, q->tok, n_ctx, max_new, tok_eos_id(r->tok), out, &n_out, &st, e);
+    const struct cached_model g = {.m = r->model, .ctx = r->attn[m], .kv = r->kv};
+    const struct gen_req rq = {.tok = q->tok, .n = n_ctx, .max_new = max_new, .eos_id = tok_eos_id(r->tok)};
+    int rc = gen_greedy_after(&g, prev, &rq, out, &n_out, &st, e);
     if (rc) return err_prefix(e, "task %s, item '%s', mode %s", r->sets[t].name, it->id, r->o.modes[m]);
     struct run_mode_acc *a = &r->acc[m];
     a->cached.tokens += st.tokens;
@@ -74,13 +76,13 @@ int run_generate_batch(struct run *r, int t, struct err *e) {
     const int n_modes = r->o.n_modes;
     int rc = 0;
     for (int m = 0; m < n_modes && !rc; m++) {
-        if (n_modes > 1 && (rc = model_set_attn(r->model, r->o.modes[m], &r->o.attn, r->scales, e))) break;
         const double tf = time_now();
         struct gen_prev prev = {0}; // the cache's rows belong to this mode from here on
         for (int i = b->item0; i < b->item1 && !rc; i++) rc = gen_item(r, t, m, i, &prev, e);
         gen_prev_free(&prev);
         r->acc[m].forward_s += time_now() - tf;
-        if (!rc && !(rc = run_count_mode(r, m, 0, e))) rc = run_write_samples(r, t, m, e);
+        if (!rc) run_count_calls(r, m);
+        if (!rc) rc = run_write_samples(r, t, m, e);
     }
     return rc;
 }

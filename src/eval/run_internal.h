@@ -11,10 +11,14 @@
 #include "results/results.h"
 #include "tokenizer/tokenizer.h"
 
+// The run's modes are indices into run_opts.modes; the first is the reference every other
+// mode is compared against (KL, flips).
+enum { RUN_REF_MODE = 0 };
+
 struct run_mode_acc {              // per mode, over this invocation
     double forward_s;
     int64_t nonfinite;             // items with a non-finite log-likelihood (--nonfinite count)
-    int64_t calls, tokens;         // attention hook coverage (sequence x layer x head calls)
+    int64_t calls, tokens;         // attention calls (sequence x layer x head) and their rows
     int64_t calls_per_layer[ATTN_MAX_LAYERS];
     struct cost_counts cost;       // emulated Ascend work counts (spec/cost.md section 1)
     int64_t tokens_input;          // positions of the scored sequences (what an uncached run computes)
@@ -35,6 +39,7 @@ struct run {
     // model and tokenizer
     struct model *model;
     struct model_opts mo;          // as opened (max_tokens may grow for a long item)
+    struct attn_ctx *attn[RUN_MAX_MODES]; // one attention context per mode, made once at open
     struct model_kv *kv;           // the prefix cache (NULL: --no-prefix-cache or not applicable)
     struct tokenizer *tok;
     char tok_hex[65];
@@ -62,6 +67,7 @@ struct run {
     cJSON *json;                   // run.json as being written
     cJSON *carry;                  // --resume of a complete run: its measurements, kept
     struct results_writer writers[RUN_MAX_MODES];
+    struct results_buf *sink;      // run_task_score_lines: lines go here ([n_modes]), not to writers
     struct run_mode_acc acc[RUN_MAX_MODES];
     // progress
     int next;                      // next item of the task being scored
@@ -70,9 +76,15 @@ struct run {
     void *progress_user;
 };
 
-// run.c, for run_generate.c: hook coverage of the calls just run under mode m (and the cost
-// counts of the current batch's sequences when cost != 0); the batch's samples under mode m.
-int run_count_mode(struct run *r, int m, int cost, struct err *e);
+// Adds the counts and seconds of a to *to (a distributed run sums its ranks' work); a count
+// that would overflow is ERR_RANGE (cost_add).
+int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct err *e);
+
+// run.c, for run_generate.c: the attention calls just run under mode m (from its context's
+// statistics, then reset); the emulated cost counts of the current batch's sequences under
+// mode m (scoring only); the batch's samples under mode m.
+void run_count_calls(struct run *r, int m);
+int run_count_cost(struct run *r, int m, struct err *e);
 // 1 if mode m may continue cached prefixes; 0 for modes with no exact cached prefix (NVFP4 with
 // Q, K or V quantized, sage3: attn.h ATTN_ALIGN_NONE), which score every sequence whole.
 int run_mode_reuses(const struct run *r, int m);

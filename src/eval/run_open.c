@@ -98,8 +98,9 @@ static int probe_model(struct run *r, struct err *e) {
     // context of one token: nothing sized by the model is allocated
     for (int m = 0; m < o->n_modes; m++) {
         struct attn_ctx *ctx = NULL;
-        rc = attn_ctx_init(&ctx, o->modes[m], &o->attn, r->cfg.n_layers, r->cfg.n_heads, r->cfg.n_kv_heads, r->cfg.head_dim,
-                           1, r->scales, e);
+        const struct attn_shape one = {.n_layers = r->cfg.n_layers, .H = r->cfg.n_heads, .Hkv = r->cfg.n_kv_heads,
+                                       .d = r->cfg.head_dim, .max_T = 1};
+        rc = attn_ctx_init(&ctx, o->modes[m], &o->attn, &one, r->scales, e);
         attn_ctx_free(ctx);
         if (rc) return rc;
     }
@@ -189,6 +190,16 @@ static int max_continuation(const struct run *r) {
     return cont;
 }
 
+// The largest prefix alignment of the run's modes under its options (attention/attn.h).
+static int align_of_modes(const struct run *r) {
+    int align_max = 1;
+    for (int m = 0; m < r->o.n_modes; m++) {
+        const int a = attn_prefix_align(attn_mode_find(r->o.modes[m]), &r->o.attn);
+        align_max = a > align_max ? a : align_max;
+    }
+    return align_max;
+}
+
 // The cache, allocated once: the longest sequence plus one batch of stored positions
 // (prefix_store_rows, for the largest alignment of the run's modes); for greedy decoding the
 // longest context plus its decoded tokens.
@@ -199,12 +210,8 @@ static int open_cache(struct run *r, struct err *e) {
                  r->cfg.rope_orig_max);
         return 0;
     }
-    int rows = 0, align_max = 1;
-    for (int m = 0; m < r->o.n_modes; m++) {
-        struct attn_opts ao = r->o.attn;
-        const int a = attn_prefix_align(attn_mode_find(r->o.modes[m]), &ao);
-        align_max = a > align_max ? a : align_max;
-    }
+    int rows = 0;
+    const int align_max = align_of_modes(r);
     for (int t = 0; t < r->o.n_tasks; t++) {
         const struct eval_plan *p = &r->plans[t];
         int n = 0;
@@ -263,7 +270,7 @@ static int plan_tasks(struct run *r, struct err *e) {
     for (int t = 0; t < nt; t++)
         if (r->plans[t].max_item_tokens > max_item) max_item = r->plans[t].max_item_tokens;
     if (use_cache(r)) {
-        int leaf = max_continuation(r) + (o->attn.tile > 64 ? o->attn.tile : 64);
+        int leaf = max_continuation(r) + align_of_modes(r);
         // a mode without reuse computes whole sequences (run.c forward_whole): the longest must fit
         for (int t = 0; t < nt && !all_modes_reuse(r); t++) leaf = r->plans[t].max_seq_len > leaf ? r->plans[t].max_seq_len : leaf;
         max_item = leaf < max_item ? leaf : max_item;
@@ -309,9 +316,9 @@ static int open_model(struct run *r, struct err *e) {
     r->t_load += time_now() - t0;
     if (strcmp(model_hash(r->model), r->model_hex))
         return err_set(e, ERR_MISMATCH, "%s: the checkpoint changed while the run was opening", o->model_dir);
-    // the reference mode last, so that a one-mode run scores with it
-    for (int m = o->n_modes - 1; m >= 0; m--)
-        if ((rc = model_set_attn(r->model, o->modes[m], &o->attn, r->scales, e))) return rc;
+    // one attention context per mode, each made once (the run passes mode m's to every forward)
+    for (int m = 0; m < o->n_modes; m++)
+        if ((rc = model_attn_open(&r->attn[m], r->model, o->modes[m], &o->attn, r->scales, e))) return rc;
     r->max_tokens = model_get_opts(r->model)->max_tokens;
     r->max_out = (int)(LOGITS_BYTES / ((size_t)r->vocab * sizeof(float)));
     if (r->max_out < 1) r->max_out = 1;
@@ -347,7 +354,9 @@ int run_precheck(const struct run_opts *o, struct err *e) {
         if (file_exists(o->out_dir))
             return err_set(e, ERR_USAGE, "--out %s: a file, not a directory", o->out_dir);
     }
-    if (o->scales && !file_exists(o->scales)) return err_set(e, ERR_NOTFOUND, "--scales %s: no such file", o->scales);
+    int fd = -1;
+    if (o->scales && file_open_regular(o->scales, &fd, e)) return err_prefix(e, "--scales");
+    if (fd >= 0) close(fd);
     const char *subj = o->task.subjects;
     char unmatched[1024] = "";
     if (subj) snprintf(unmatched, sizeof unmatched, "%s", subj); // names no loaded task has, blanked as found
@@ -375,6 +384,13 @@ int run_open(struct run **out, const struct run_opts *o, struct err *e) {
     r->lock_fd = -1;
     r->t_start = time_now();
     int rc;
+    if (o->role == RUN_ROLE_WORKER) {
+        // a distributed run's worker: the same plans and model as rank 0, no run directory
+        if ((rc = probe_model(r, e)) || (rc = plan_tasks(r, e)) || (rc = open_model(r, e)) || (rc = open_cache(r, e)))
+            goto fail;
+        *out = r;
+        return 0;
+    }
     if ((rc = open_dir(r, e)) || (rc = probe_model(r, e)) || (rc = plan_tasks(r, e))) goto fail;
     cJSON *old = r->old;
     r->old = NULL; // run_record_open takes it
@@ -404,6 +420,7 @@ void run_free(struct run *r) {
     free(r->scores);
     free(r->plans);
     free(r->sets);
+    for (int m = 0; m < RUN_MAX_MODES; m++) attn_ctx_free(r->attn[m]); // before the scales they borrow
     free(r->scales);
     free(r->logits_ref);
     free(r->logits_q);

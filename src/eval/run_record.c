@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "base/host.h"
+#include "base/sha256.h"
+#include "io/safetensors.h"
 #include "eval/run_internal.h"
 #include "model/gemm.h"
 
@@ -55,6 +57,24 @@ static void add_host(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
 }
 
+// How the scales were calibrated (their file's metadata: aggregator, gate, alpha, as `calibrate`
+// writes them), for `tables` (paper Tables 2 and 5). Outside the configuration key: the file's
+// sha256 already fixes them. Nothing is added for a file without these keys (the goldens).
+static void add_scales_calibration(cJSON *run, const char *path) {
+    static const char *const keys[] = {"aggregator", "gate", "alpha", "samples", "source"};
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return; // it was loaded already: an error here is not this record's to report
+    cJSON *cj = NULL;
+    for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) {
+        const char *v = st_meta(&st, keys[i]);
+        if (!v) continue;
+        if (!cj) cj = cJSON_AddObjectToObject(run, "scales_calibration");
+        cJSON_AddStringToObject(cj, keys[i], v);
+    }
+    st_close(&st);
+}
+
 static void add_model(cJSON *run, const struct run *r) {
     const struct model_config *cfg = &r->cfg; // run.json is written before the weights load
     cJSON *mj = cJSON_AddObjectToObject(run, "model");
@@ -85,7 +105,7 @@ static void add_model(cJSON *run, const struct run *r) {
 static void add_attention(cJSON *run, const struct run *r) {
     const struct run_opts *o = &r->o;
     cJSON_AddItemToObject(run, "modes", str_array(o->modes, o->n_modes));
-    cJSON_AddStringToObject(run, "reference", o->modes[0]);
+    cJSON_AddStringToObject(run, "reference", o->modes[RUN_REF_MODE]);
     cJSON *aj = cJSON_AddObjectToObject(run, "attention");
     cJSON_AddNumberToObject(aj, "tile", o->attn.tile);
     cJSON_AddStringToObject(aj, "v_group", attn_vgroup_name(o->attn.v_group));
@@ -117,6 +137,7 @@ static void add_attention(cJSON *run, const struct run *r) {
         cJSON *sj = cJSON_AddObjectToObject(run, "scales");
         cJSON_AddStringToObject(sj, "path", o->scales);
         cJSON_AddStringToObject(sj, "sha256", r->scales_hex);
+        add_scales_calibration(run, o->scales);
     } else {
         cJSON_AddNullToObject(run, "scales");
     }
@@ -131,6 +152,28 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON_AddNumberToObject(run, "batch_tokens", r->max_tokens);
     cJSON_AddNumberToObject(run, "window", r->cfg.max_seq);
     if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");
+}
+
+// The task's data by content (issue 27: identity by content, not by spelling): every item's id,
+// subject, prompt, choices and gold (each NUL-terminated, so fields cannot run into each other),
+// or a perplexity task's text. The configuration key holds this, not the files' paths.
+static void items_sha256(const struct task_set *s, char hex[65]) {
+    struct sha256 h;
+    sha256_init(&h);
+    if (s->is_ppl) sha256_update(&h, s->text ? s->text : "", s->text_len);
+    for (int i = 0; !s->is_ppl && i < s->n_items; i++) {
+        const struct task_item *it = &s->items[i];
+        char g[32];
+        int k = snprintf(g, sizeof g, "%d/%d", it->gold, it->n_choices);
+        sha256_update(&h, it->id, strlen(it->id) + 1);
+        sha256_update(&h, it->subject ? it->subject : "", it->subject ? strlen(it->subject) + 1 : 1);
+        sha256_update(&h, it->context, strlen(it->context) + 1);
+        for (int c = 0; c < it->n_choices; c++) sha256_update(&h, it->choices[c], strlen(it->choices[c]) + 1);
+        sha256_update(&h, g, (size_t)k + 1);
+    }
+    uint8_t d[32];
+    sha256_final(&h, d);
+    sha256_to_hex(d, hex);
 }
 
 static cJSON *task_json(const struct run *r, int t) {
@@ -155,6 +198,9 @@ static cJSON *task_json(const struct run *r, int t) {
     if (s->metrics & TASK_METRIC_ACC_NORM) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
     cJSON_AddStringToObject(x, "template_version", s->template_version);
     cJSON_AddStringToObject(x, "source", s->source);
+    char hex[65];
+    items_sha256(s, hex);
+    cJSON_AddStringToObject(x, "items_sha256", hex);
     cJSON_AddNumberToObject(x, "n_bad_rows", s->n_bad_rows);
     cJSON_AddNumberToObject(x, "seed", (double)s->seed);
     cJSON_AddNumberToObject(x, "n_requests", p->n_req);
@@ -168,8 +214,12 @@ static cJSON *task_json(const struct run *r, int t) {
 // --resume: the old run must have the same configuration; if it is complete and nothing is
 // left to score, the measurements of the run that did the work stay (r->carry).
 static int check_resume(struct run *r, cJSON *old, const char *key, struct err *e) {
-    const cJSON *ok = cJSON_GetObjectItem(old, "resume_key");
-    int same = cJSON_IsString(ok) && !strcmp(ok->valuestring, key);
+    // recomputed from the old run.json, not its stored resume_key: the key no longer holds paths
+    // (a model spelled st260/, ./st260 or absolute was "a different model"), and a run.json of
+    // an older version, whose stored key did, resumes all the same
+    char old_key[65];
+    results_config_key(old_key, old, 1);
+    int same = !strcmp(old_key, key);
     if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
         static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "prefix_cache", "note"};
         r->carry = cJSON_CreateObject();

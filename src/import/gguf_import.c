@@ -172,7 +172,7 @@ static int read_config(struct plan *p, struct err *e) {
     if ((rc = meta_float(p, "rope.freq_base", &c->rope_theta, 0, e)) ||
         (rc = meta_float(p, "attention.layer_norm_rms_epsilon", &c->norm_eps, 1, e)))
         return rc;
-    if (!(c->rope_theta > 0) || !(c->norm_eps >= 0 && c->norm_eps < 1))
+    if (!(c->rope_theta > 0) || !(c->norm_eps > 0 && c->norm_eps < 1))
         return err_set(e, ERR_FORMAT, "%s: rope.freq_base %g / layer_norm_rms_epsilon %g out of range", p->g->path,
                        c->rope_theta, c->norm_eps);
     struct gguf_str st = {0};

@@ -310,12 +310,12 @@ int gguf_parse(struct gguf *g, const void *buf, size_t size, const char *ctx, st
 
 int gguf_open(struct gguf *g, const char *path, struct err *e) {
     memset(g, 0, sizeof *g);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return err_set(e, errno == ENOENT ? ERR_NOTFOUND : ERR_IO, "%s: %s", path, strerror(errno));
+    int fd, rc0 = file_open_regular(path, &fd, e);
+    if (rc0) return rc0;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
         close(fd);
-        return err_set(e, ERR_IO, "%s: not a regular file", path);
+        return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
     }
     size_t size = (size_t)sb.st_size;
     void *p = NULL;

@@ -50,12 +50,12 @@ void st_close(struct safetensors *st) {
 
 static int map_file(struct st_map *m, const char *path, struct err *e) {
     memset(m, 0, sizeof *m);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return err_set(e, errno == ENOENT ? ERR_NOTFOUND : ERR_IO, "%s: %s", path, strerror(errno));
+    int fd, rc0 = file_open_regular(path, &fd, e);
+    if (rc0) return rc0;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
         close(fd);
-        return err_set(e, ERR_IO, "%s: not a regular file", path);
+        return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
     }
     m->path = str_dup(path);
     if (!m->path) { close(fd); return err_set(e, ERR_NOMEM, "%s: out of memory", path); }

@@ -142,6 +142,8 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
                    ctx, type);
 }
 
+// A window of 0 tokens that is switched on attends to nothing: window 0 means full attention
+// here, so such a config ran full attention silently (issue 27).
 static int parse_windows(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
     int rc;
     double w = 0;
@@ -152,12 +154,25 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     if ((rc = num_or_null(root, "sliding_window", def, &w, ctx, e))) return rc;
     if (w < 0 || w > 1e9 || w != floor(w))
         return err_set(e, ERR_FORMAT, "%s: field 'sliding_window': bad value %g", ctx, w);
-    int W = (int)w;
+    int W = (int)w, mwl = c->n_layers;
+    const char *on = NULL; // what switches the window on, if it is 0
     if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
-        int use = 0, mwl = c->n_layers;
+        int use = 0;
         if ((rc = json_get_bool(root, "use_sliding_window", &use, 0, ctx, e))) return rc;
         if ((rc = json_get_int(root, "max_window_layers", &mwl, 0, ctx, e))) return rc;
         if (!use) return 0; // HF: sliding_window = None unless use_sliding_window
+        on = lt ? NULL : mwl < c->n_layers ? "use_sliding_window is true" : NULL;
+    } else if (!lt && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "sliding_window"))) {
+        on = c->arch == ARCH_GEMMA2 ? "Gemma2's even layers slide" : "a number switches it on (null: full attention)";
+    }
+    for (int i = 0; lt && i < cJSON_GetArraySize(lt) && !on; i++) {
+        const cJSON *x = cJSON_GetArrayItem(lt, i);
+        if (cJSON_IsString(x) && !strcmp(x->valuestring, "sliding_attention")) on = "layer_types holds sliding_attention";
+    }
+    if (W == 0 && on)
+        return err_set(e, ERR_FORMAT, "%s: field 'sliding_window': 0 while %s: a window of 0 tokens attends to nothing "
+                       "(give the window in tokens, or switch it off)", ctx, on);
+    if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
         if (!lt) {
             for (int i = 0; i < c->n_layers; i++) c->window[i] = i >= mwl ? W : 0;
             return 0;
@@ -259,7 +274,10 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     }
     c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
     if ((rc = json_get_num(root, "rms_norm_eps", &c->norm_eps, 0, ctx, e))) goto done;
-    if (!(c->norm_eps >= 0 && c->norm_eps < 1)) { rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g", ctx, c->norm_eps); goto done; }
+    if (!(c->norm_eps > 0 && c->norm_eps < 1)) { // 0 divides by zero on an all-zero row; >= 1 swamps the variance
+        rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g is outside (0, 1)", ctx, c->norm_eps);
+        goto done;
+    }
 
     // activation (Gemma2 reads hidden_activation first)
     const char *act = NULL;

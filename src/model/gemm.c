@@ -200,20 +200,20 @@ void gemm_set_blocking(int mc, int pc, double min_par) {
 }
 
 // Rows x panels per task. Big blocks amortise the X packing (once per row group and K block,
-// reused across the block's panels); at least 16 tasks keep two threads balanced with dynamic
+// reused across the block's panels); at least 8 tasks keep two threads balanced with dynamic
 // claiming (a late or descheduled thread costs at most one block).
 static void block_shape(const struct gemm_isa *s, int M, int np, int *mc, int *pc) {
     int r = blk_mc > 0 ? blk_mc : s->mc, c = blk_pc > 0 ? blk_pc : s->pc;
-    if (M <= 2 * r) { // small batches (memory-bound): one row block; ~16 column blocks, at most
-        r = M;          // 8 panels (a W block re-read by a second row group stays in L2)
-        if (blk_pc <= 0) c = (np + 15) / 16 < 1 ? 1 : (np + 15) / 16;
-        if (blk_pc <= 0 && M > s->mr && c > 8) c = 8;
+    if (M <= 2 * r) { // small batches: one row block; ~16 column blocks when memory-bound
+        r = M;          // (M <= mr), else ~4 (the packed X of the block is reused across them)
+        if (blk_pc <= 0 && M > s->mr) c = ((np + 3) / 4 + 1) & ~1; // even: whole panel pairs
+        else if (blk_pc <= 0) c = (np + 15) / 16 < 1 ? 1 : (np + 15) / 16;
     }
     if (r > M) r = M;
     if (c > np) c = np;
     if (blk_mc <= 0 && blk_pc <= 0) {
-        while (((M + r - 1) / r) * ((np + c - 1) / c) < 16 && c > 8) c /= 2;
-        while (((M + r - 1) / r) * ((np + c - 1) / c) < 16 && r > s->mr) r -= s->mr;
+        while (((M + r - 1) / r) * ((np + c - 1) / c) < 8 && c > 8) c = (c / 2 + 1) & ~1;
+        while (((M + r - 1) / r) * ((np + c - 1) / c) < 8 && r > s->mr) r -= s->mr;
     }
     *mc = r;
     *pc = c;

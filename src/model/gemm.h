@@ -29,7 +29,7 @@
 // n_threads <= 1 runs on the calling thread; otherwise one OpenMP parallel region of up to
 // n_threads threads takes fixed-size blocks from a shared counter (dynamic scheduling).
 // Call from outside any parallel region (a nested call runs single-threaded). Kernels never
-// allocate: each thread's scratch (a 64 KB packed X micro-panel) is on its stack.
+// allocate: each thread's scratch (256 KB of packed X rows) is a static thread-local buffer.
 //
 // Errors: functions returning int give 0 or a negative code whose value equals the
 // project's enum err_code (common.h): -3 out of memory, -5 unsupported (ISA), -6 bad size.

@@ -137,12 +137,20 @@ static void half_mask(struct kargs *ka, int v, int c0, int n0, int n1) {
     ka->mk[v] = in;
 }
 
+// Row groups packed together: XG_FLOATS floats of packed X (256 KB, in L2) per pass, so that
+// each W panel is read once per pass and reused by every group while it is in L1/L2.
+#define XG_FLOATS (16 * 8 * 512)
+
 static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
-    float xp[8 * GEMM_KC_MAX] __attribute__((aligned(64)));
+    static _Thread_local float xp[XG_FLOATS] __attribute__((aligned(64)));
     const int K = a->K;
-    // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y)
-    const int nkb = K > a->kc ? (K + a->kc - 1) / a->kc : 1;
+    // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y),
+    // shortened (not below 256) so that all row groups of the block fit one pass
+    const int ng = (m1 - m0 + AVX2_MR - 1) / AVX2_MR, fit = XG_FLOATS / 8 / (ng > 0 ? ng : 1);
+    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit : a->kc;
+    const int nkb = K > kcm ? (K + kcm - 1) / kcm : 1;
     const int KC = (K + nkb - 1) / nkb;
+    const int G = KC < 1 || XG_FLOATS / (8 * KC) < 1 ? 1 : XG_FLOATS / (8 * KC); // groups per pass
     struct kargs ka;
     ka.ws = (size_t)K * 16;
     ka.ldy = a->ldy;
@@ -151,21 +159,24 @@ static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
         ka.kc = K - k0 < KC ? K - k0 : KC;
         ka.first = k0 == 0;
         ka.last = k0 + ka.kc >= K;
-        for (int i = m0; i < m1; i += AVX2_MR) {
-            const int mr = m1 - i < AVX2_MR ? m1 - i : AVX2_MR;
-            if (mr == 1) ka.xp = a->x + (size_t)i * a->ldx + k0;
-            else {
-                pack_x(xp, a->x + (size_t)i * a->ldx + k0, a->ldx, mr, ka.kc);
-                ka.xp = xp;
-            }
-            const int npmax = mr == 1 ? 4 : mr <= 3 ? 2 : 1;
+        for (int g0 = m0; g0 < m1; g0 += G * AVX2_MR) {
+            const int g1 = g0 + G * AVX2_MR < m1 ? g0 + G * AVX2_MR : m1;
+            for (int i = g0, g = 0; i < g1; i += AVX2_MR, g++)
+                if (g1 - i > 1) pack_x(xp + (size_t)g * 8 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
+                                       g1 - i < AVX2_MR ? g1 - i : AVX2_MR, ka.kc);
+            // one group of 1 row takes 4 panels, of <= 3 rows 2, otherwise 1 per call
+            const int npmax = g1 - g0 == 1 ? 4 : g1 - g0 <= 3 ? 2 : 1;
             for (int p = p0; p < p1; p += npmax) {
                 const int np = p1 - p < npmax ? p1 - p : npmax;
                 for (int v = 0; v < 2 * np; v++) half_mask(&ka, v, p * 16 + v * 8, a->n0, a->n1);
                 ka.w = a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
-                ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
                 ka.bias = a->bias ? a->bias + (size_t)p * 16 : NULL;
-                ktab[mr - 1][np - 1](&ka);
+                for (int i = g0, g = 0; i < g1; i += AVX2_MR, g++) {
+                    const int mr = g1 - i < AVX2_MR ? g1 - i : AVX2_MR;
+                    ka.xp = mr == 1 ? a->x + (size_t)i * a->ldx + k0 : xp + (size_t)g * 8 * KC;
+                    ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
+                    ktab[mr - 1][np - 1](&ka);
+                }
             }
         }
         if (ka.last) break;
@@ -233,7 +244,6 @@ static void pack(float *dst, const void *src, int type, size_t ld, int N, int K,
     }
 }
 
-// Task shape 24 rows x 16 panels, K blocks <= 512: the W block (256 columns x 512 k, 512 KB)
-// stays in L2; a 6-row tile re-reads W 2.3x as often as the 14-row AVX-512 tile, and from L3
-// that measured 25-30% slower (README.md, tuning).
-const struct gemm_isa gemm_isa_avx2 = {"avx2", AVX2_MR, 4 * AVX2_MR, 16, 512, block, pack};
+// Task shape 96 rows x 32 panels, K blocks <= 512: all 16 row groups of a block are packed in
+// one pass and each W panel (512 k, 32 KB) is reused by them from L1 (docs/speed.md, tuning).
+const struct gemm_isa gemm_isa_avx2 = {"avx2", AVX2_MR, 16 * AVX2_MR, 32, 512, block, pack};

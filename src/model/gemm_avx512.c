@@ -53,6 +53,13 @@ static inline __attribute__((always_inline)) void kern(const int mr, const int n
         __m512 wv[4];
 #pragma GCC unroll 4
         for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
+#ifndef AVX512_PF
+#define AVX512_PF 32
+#endif
+#if AVX512_PF > 0
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) _mm_prefetch((const char *)(w + j * ws + (size_t)(k + AVX512_PF) * 16), _MM_HINT_T0);
+#endif
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
@@ -131,12 +138,20 @@ static __mmask16 lanes(int p, int n0, int n1) {
     return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
+// Row groups packed together: XG_FLOATS floats of packed X (256 KB, in L2) per pass, so that
+// each W panel pair is read once per pass and reused by every group while it is in L1/L2.
+#define XG_FLOATS (4 * 16 * GEMM_KC_MAX)
+
 static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
-    float xp[16 * GEMM_KC_MAX] __attribute__((aligned(64)));
+    static _Thread_local float xp[XG_FLOATS] __attribute__((aligned(64)));
     const int K = a->K;
-    // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y)
-    const int nkb = K > a->kc ? (K + a->kc - 1) / a->kc : 1;
+    // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y),
+    // shortened (not below 256) so that all row groups of the block fit one pass
+    const int ng = (m1 - m0 + AVX512_MR - 1) / AVX512_MR, fit = XG_FLOATS / 16 / (ng > 0 ? ng : 1);
+    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit : a->kc;
+    const int nkb = K > kcm ? (K + kcm - 1) / kcm : 1;
     const int KC = (K + nkb - 1) / nkb;
+    const int G = KC < 1 || XG_FLOATS / (16 * KC) < 1 ? 1 : XG_FLOATS / (16 * KC); // groups per pass
     struct kargs ka;
     ka.ws = (size_t)K * 16;
     ka.ldy = a->ldy;
@@ -145,21 +160,23 @@ static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
         ka.kc = K - k0 < KC ? K - k0 : KC;
         ka.first = k0 == 0;
         ka.last = k0 + ka.kc >= K;
-        for (int i = m0; i < m1; i += AVX512_MR) {
-            const int mr = m1 - i < AVX512_MR ? m1 - i : AVX512_MR;
-            if (mr == 1) ka.xp = a->x + (size_t)i * a->ldx + k0;
-            else {
-                pack_x(xp, a->x + (size_t)i * a->ldx + k0, a->ldx, mr, ka.kc);
-                ka.xp = xp;
-            }
-            const int npmax = mr <= 6 ? 4 : 2;
+        for (int g0 = m0; g0 < m1; g0 += G * AVX512_MR) {
+            const int g1 = g0 + G * AVX512_MR < m1 ? g0 + G * AVX512_MR : m1;
+            for (int i = g0, g = 0; i < g1; i += AVX512_MR, g++)
+                if (g1 - i > 1) pack_x(xp + (size_t)g * 16 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
+                                       g1 - i < AVX512_MR ? g1 - i : AVX512_MR, ka.kc);
+            const int npmax = g1 - g0 <= 6 ? 4 : 2;
             for (int p = p0; p < p1; p += npmax) {
                 const int np = p1 - p < npmax ? p1 - p : npmax;
                 for (int j = 0; j < np; j++) ka.mk[j] = lanes(p + j, a->n0, a->n1);
                 ka.w = a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
-                ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
                 ka.bias = a->bias ? a->bias + (size_t)p * 16 : NULL;
-                ktab[mr - 1][np - 1](&ka);
+                for (int i = g0, g = 0; i < g1; i += AVX512_MR, g++) {
+                    const int mr = g1 - i < AVX512_MR ? g1 - i : AVX512_MR;
+                    ka.xp = mr == 1 ? a->x + (size_t)i * a->ldx + k0 : xp + (size_t)g * 16 * KC;
+                    ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
+                    ktab[mr - 1][np - 1](&ka); // np <= 2 unless the pass is one group of <= 6 rows
+                }
             }
         }
         if (ka.last) break;
@@ -222,6 +239,6 @@ static void pack(float *dst, const void *src, int type, size_t ld, int N, int K,
     }
 }
 
-// Task shape 56 rows x 32 panels (512 columns), K blocks <= 1024: measured best of
-// mc 28..224, pc 16..192, kc 128..1024 (README.md, tuning).
-const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 32, 1024, block, pack};
+// Task shape 56 rows x 96 panels (1536 columns), K blocks <= 1024: measured best of mc 14..112,
+// pc 16..192, kc 512..1024 with the grouped passes (docs/speed.md).
+const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack};

@@ -1,113 +1,18 @@
-// report.c: report.md / CSV / SVG rendering of a run directory and the cross-run tables (see
+// report.c: report.md / CSV / SVG rendering of a run directory (see
 // report.h). Every table is built once as a grid of cells and written both as Markdown and
 // as CSV, so the two never disagree.
 #include "results/report.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/json_util.h"
+#include "results/grid.h"
 #include "results/metrics.h"
 #include "results/plot.h"
 #include "results/results.h"
-
-// ---- table grid ----
-struct grid {
-    char name[64];      // CSV file stem
-    char title[256];
-    int n_cols, n_rows, cap_rows;
-    int n_left;         // leading text columns (left-aligned); the rest are numbers
-    char **cell;        // [n_rows][n_cols], row 0 = header
-};
-
-static int grid_init(struct grid *g, const char *name, const char *title, int n_cols) {
-    memset(g, 0, sizeof *g);
-    snprintf(g->name, sizeof g->name, "%s", name);
-    snprintf(g->title, sizeof g->title, "%s", title);
-    g->n_cols = n_cols;
-    g->n_left = 1;
-    return 0;
-}
-
-static void grid_free(struct grid *g) {
-    for (int i = 0; i < g->n_rows * g->n_cols; i++) free(g->cell[i]);
-    free(g->cell);
-    memset(g, 0, sizeof *g);
-}
-
-static int grid_row(struct grid *g) {
-    if (g->n_rows == g->cap_rows) {
-        int nc = g->cap_rows ? g->cap_rows * 2 : 16;
-        char **t = realloc(g->cell, sizeof *t * (size_t)nc * (size_t)g->n_cols);
-        if (!t) return ERR_NOMEM;
-        g->cell = t;
-        g->cap_rows = nc;
-    }
-    for (int c = 0; c < g->n_cols; c++) g->cell[g->n_rows * g->n_cols + c] = NULL;
-    g->n_rows++;
-    return 0;
-}
-
-static int grid_set(struct grid *g, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int grid_set(struct grid *g, int col, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char **c = &g->cell[(g->n_rows - 1) * g->n_cols + col];
-    free(*c);
-    *c = str_dup(buf);
-    return *c ? 0 : ERR_NOMEM;
-}
-
-static int grid_md(struct results_buf *o, const struct grid *g) {
-    if (g->n_rows <= 1) return 0; // header only (e.g. accuracy in a perplexity-only run): no empty table
-    int rc = results_buf_printf(o, "### %s\n\n", g->title);
-    for (int r = 0; r < g->n_rows && !rc; r++) {
-        rc |= results_buf_put(o, "|", 1);
-        for (int c = 0; c < g->n_cols; c++) {
-            const char *s = g->cell[r * g->n_cols + c];
-            rc |= results_buf_printf(o, " %s |", s ? s : "");
-        }
-        rc |= results_buf_put(o, "\n", 1);
-        if (r == 0) {
-            rc |= results_buf_put(o, "|", 1);
-            for (int c = 0; c < g->n_cols; c++) rc |= results_buf_put(o, c >= g->n_left ? "---:|" : "---|", c >= g->n_left ? 5 : 4);
-            rc |= results_buf_put(o, "\n", 1);
-        }
-    }
-    return rc | results_buf_put(o, "\n", 1);
-}
-
-static int csv_cell(struct results_buf *o, const char *s) {
-    if (!s) return 0;
-    if (!strpbrk(s, ",\"\n\r")) return results_buf_put(o, s, strlen(s));
-    int rc = results_buf_put(o, "\"", 1);
-    for (const char *p = s; *p; p++) rc |= *p == '"' ? results_buf_put(o, "\"\"", 2) : results_buf_put(o, p, 1);
-    return rc | results_buf_put(o, "\"", 1);
-}
-
-static int grid_csv(const struct grid *g, const char *dir, struct err *e) {
-    struct results_buf o = {0};
-    int rc = 0;
-    for (int r = 0; r < g->n_rows; r++) {
-        for (int c = 0; c < g->n_cols; c++) {
-            if (c) rc |= results_buf_put(&o, ",", 1);
-            rc |= csv_cell(&o, g->cell[r * g->n_cols + c]);
-        }
-        rc |= results_buf_put(&o, "\n", 1);
-    }
-    if (rc) { free(o.p); return err_set(e, ERR_NOMEM, "report: out of memory"); }
-    char path[4096], file[128];
-    snprintf(file, sizeof file, "%s.csv", g->name);
-    rc = path_join(path, sizeof path, dir, file, e);
-    if (!rc) rc = file_write_atomic(path, o.p ? o.p : "", o.n, e);
-    free(o.p);
-    return rc;
-}
+#include "results/stamp.h"
 
 // ---- JSON access with defaults (summary.json is our own output, validated on read) ----
 static const cJSON *jget(const cJSON *o, const char *k) { return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL; }
@@ -335,7 +240,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
 }
 
 // Margin histogram of one task: one curve per mode over the items all modes answer correctly.
-static int margin_plot(const char *dir, const char *task, const cJSON *modes, struct err *e) {
+static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
     double **v = calloc((size_t)nm, sizeof *v);
@@ -345,7 +250,7 @@ static int margin_plot(const char *dir, const char *task, const cJSON *modes, st
         char path[4096];
         int cnt;
         rc = results_samples_path(path, sizeof path, dir, task, cJSON_GetArrayItem(modes, m)->valuestring, e);
-        if (!rc) rc = results_samples_read(path, &s[m], &cnt, e);
+        if (!rc) rc = results_samples_read_run(dir, run, task, cJSON_GetArrayItem(modes, m)->valuestring, &s[m], &cnt, e);
         if (!rc && m == 0) n = cnt;
         if (!rc && cnt != n) {
             // freed here with its own count: the clean-up below frees n per mode
@@ -482,7 +387,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
     const cJSON *t;
     if (!rc) cJSON_ArrayForEach(t, jget(sum, "tasks")) {
         if (has_metric(t, "ppl")) continue;
-        if ((rc = margin_plot(dir, t->string, jget(sum, "modes"), e))) break;
+        if ((rc = margin_plot(dir, run, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
     const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
@@ -575,98 +480,32 @@ done:
     return rc;
 }
 
-// ---- cross-run tables ----
-int report_tables(const char *const *runs, int n_runs, const char *csv_dir, char **md, struct err *e) {
-    *md = NULL;
-    cJSON **sums = calloc((size_t)(n_runs ? n_runs : 1), sizeof *sums), **rj = calloc((size_t)(n_runs ? n_runs : 1), sizeof *rj);
-    struct grid g[4];
-    int n_g = 0, rc = 0;
-    struct results_buf o = {0};
-    if (!sums || !rj) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
-    for (int r = 0; r < n_runs && !rc; r++) {
-        char path[4096];
-        rc = path_join(path, sizeof path, runs[r], "run.json", e);
-        if (!rc) rc = json_parse_file(&rj[r], path, e);
-        if (!rc) rc = results_check_complete(runs[r], rj[r], e); // a partial run's numbers are not comparable
-        if (!rc) rc = path_join(path, sizeof path, runs[r], "summary.json", e);
-        if (!rc) rc = json_parse_file(&sums[r], path, e);
+// ---- what tells two runs apart (diff's title; issue 27) ----
+static const struct { const char *obj, *key, *label; } g_run_fields[] = {
+    {NULL, "limit", "limit"},         {"attention", "tile", "tile"},       {"attention", "qformat", "format"},
+    {"attention", "qmean", "Q-Mean"}, {"attention", "v_group", "v-group"}, {"attention", "qdq_skip", "qdq-skip"},
+    {"model", "act", "act"},          {NULL, "subjects", "subjects"},      {NULL, "seed", "seed"},
+    {"model", "hash", "model"},       {"scales", "sha256", "scales"},      {"tokenizer", "hash", "tokenizer"}};
+#define N_RUN_FIELDS (sizeof g_run_fields / sizeof g_run_fields[0])
+
+// Field i of a run.json as text; hashes cut to their first 8 hex digits.
+static void field_text(char *v, size_t n, const cJSON *run, size_t i) {
+    const cJSON *o = g_run_fields[i].obj ? jget(run, g_run_fields[i].obj) : run, *x = o ? jget(o, g_run_fields[i].key) : NULL;
+    const int hash = !strcmp(g_run_fields[i].key, "hash") || !strcmp(g_run_fields[i].key, "sha256");
+    if (cJSON_IsString(x)) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), x->valuestring);
+    else if (cJSON_IsNumber(x) && !strcmp(g_run_fields[i].key, "limit") && x->valuedouble == 0) snprintf(v, n, "all");
+    else if (cJSON_IsNumber(x)) snprintf(v, n, "%.17g", x->valuedouble);
+    else snprintf(v, n, "-");
+}
+
+void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b) {
+    size_t k = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+        char va[96], vb[96];
+        field_text(va, sizeof va, a, i);
+        field_text(vb, sizeof vb, b, i);
+        if (strcmp(va, vb) && k + strlen(g_run_fields[i].label) + strlen(va) + strlen(vb) + 8 < n)
+            k += (size_t)snprintf(out + k, n - k, "%s%s %s vs %s", k ? ", " : "", g_run_fields[i].label, va, vb);
     }
-    if (rc) goto done;
-    // task columns: union in first-seen order
-    const char *tasks[256];
-    int nt = 0;
-    for (int r = 0; r < n_runs; r++) {
-        const cJSON *t;
-        cJSON_ArrayForEach(t, jget(sums[r], "tasks")) {
-            if (has_metric(t, "ppl")) continue;
-            int seen = 0;
-            for (int k = 0; k < nt; k++) seen |= !strcmp(tasks[k], t->string);
-            if (!seen && nt < 256) tasks[nt++] = t->string;
-        }
-    }
-    // runs compared against different references (e.g. f32 in one, bf16 in another): every
-    // comparison row then names its reference, or the table would mix baselines silently
-    int mixed_ref = 0;
-    for (int r = 1; r < n_runs; r++) mixed_ref |= strcmp(jstr(sums[r], "reference", "?"), jstr(sums[0], "reference", "?")) != 0;
-    static const char *const names[4] = {"table3", "table5", "table6", "table7"};
-    static const char *const titles[4] = {
-        "Table 3: flip rate vs the reference (PFR %)", "Table 5: accuracy gap, mode minus reference (pp): D_avg, D_w",
-        "Table 6: Quant Hurts / Helps vs the reference", "Table 7: accuracy (%)"};
-    for (int q = 0; q < 4; q++) {
-        struct grid *G = &g[n_g++];
-        int cols = q == 1 ? 4 : 2 + nt;
-        grid_init(G, names[q], titles[q], cols);
-        G->n_left = 2;
-        rc |= grid_row(G);
-        rc |= grid_set(G, 0, "model");
-        rc |= grid_set(G, 1, "mode");
-        if (q == 1) { rc |= grid_set(G, 2, "D_avg"); rc |= grid_set(G, 3, "D_w"); }
-        else for (int k = 0; k < nt; k++) rc |= grid_set(G, 2 + k, "%s", tasks[k]);
-        for (int r = 0; r < n_runs; r++) {
-            const cJSON *modes = jget(sums[r], "modes"), *m;
-            const char *model = jstr(jget(rj[r], "model"), "name", runs[r]);
-            int mi = 0;
-            cJSON_ArrayForEach(m, modes) {
-                int is_ref = mi++ == 0;
-                if (is_ref && q != 3) continue;
-                rc |= grid_row(G);
-                rc |= grid_set(G, 0, "%s", model);
-                const char *label = jstr(jget(jget(rj[r], "attention"), "labels"), m->valuestring, NULL);
-                char vs[160] = "";
-                if (mixed_ref && !is_ref) snprintf(vs, sizeof vs, " vs %s", jstr(sums[r], "reference", "?"));
-                // "direct+qmean (channel): Direct + Q-Mean (B)": the Q-Mean form says which rows B-E these are
-                const char *name = results_mode_display(rj[r], m->valuestring);
-                if (label) rc |= grid_set(G, 1, "%s: %s%s%s", name, label, is_ref ? " (ref)" : "", vs);
-                else rc |= grid_set(G, 1, "%s%s%s", name, is_ref ? " (ref)" : "", vs);
-                char a[64];
-                if (q == 1) {
-                    const cJSON *x = jget(jget(sums[r], "across_tasks"), m->valuestring);
-                    fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(G, 2, "%s", a);
-                    fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(G, 3, "%s", a);
-                    continue;
-                }
-                for (int k = 0; k < nt; k++) {
-                    const cJSON *t = jget(jget(sums[r], "tasks"), tasks[k]);
-                    if (!t) { rc |= grid_set(G, 2 + k, "-"); continue; }
-                    const cJSON *v = jget(jget(t, "vs_reference"), m->valuestring);
-                    if (q == 0) { fmt_pct(a, sizeof a, jnum(v, "pfr")); rc |= grid_set(G, 2 + k, "%s", a); }
-                    else if (q == 2) rc |= grid_set(G, 2 + k, "%d / %d", (int)jnum(v, "hurts"), (int)jnum(v, "helps"));
-                    else { fmt_pct(a, sizeof a, jnum(jget(jget(t, "modes"), m->valuestring), "acc")); rc |= grid_set(G, 2 + k, "%s", a); }
-                }
-            }
-        }
-    }
-    if (rc) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
-    for (int i = 0; i < n_g; i++) rc |= grid_md(&o, &g[i]);
-    if (rc) { rc = err_set(e, ERR_NOMEM, "tables: out of memory"); goto done; }
-    if (csv_dir) {
-        rc = mkdir_p(csv_dir, e);
-        for (int i = 0; i < n_g && !rc; i++) rc = grid_csv(&g[i], csv_dir, e);
-    }
-    if (!rc) { *md = o.p; o.p = NULL; }
-done:
-    for (int i = 0; i < n_g; i++) grid_free(&g[i]);
-    for (int r = 0; r < n_runs; r++) { if (sums) cJSON_Delete(sums[r]); if (rj) cJSON_Delete(rj[r]); }
-    free(sums); free(rj); free(o.p);
-    return rc;
 }

@@ -15,6 +15,7 @@
 
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "results/stamp.h"
 
 // ---- buffer ----
 int results_buf_put(struct results_buf *b, const char *s, size_t n) {
@@ -207,7 +208,7 @@ fail:
 // count, up to cap entries.
 static int walk_frames(const char *path, const char *buf, size_t len, int *n_items, size_t *good,
                        size_t stop_at_items, struct err *e) {
-    size_t off = 0;
+    size_t off = results_stamp_size(buf, len); // the stamp frame holds no items
     int items = 0;
     char *dec = NULL;
     size_t dcap = 0;
@@ -258,7 +259,8 @@ int results_samples_count(const char *path, int *n_items, struct err *e) {
     return rc;
 }
 
-int results_writer_open(struct results_writer *w, const char *path, int keep_items, struct err *e) {
+int results_writer_open(struct results_writer *w, const char *path, int keep_items, const struct results_stamp *stamp,
+                        struct err *e) {
     memset(w, 0, sizeof *w);
     if (strlen(path) >= sizeof w->path) return err_set(e, ERR_RANGE, "%s: path too long", path);
     strcpy(w->path, path);
@@ -280,6 +282,15 @@ int results_writer_open(struct results_writer *w, const char *path, int keep_ite
         w->f = fopen(path, "wb");
     }
     if (!w->f) return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+    if (keep_items == 0 && stamp) { // a new file starts with what it is (stamp.h)
+        char *sb = NULL;
+        size_t sn = 0;
+        int rc = results_stamp_frame(stamp, &sb, &sn, e);
+        if (!rc && (fwrite(sb, 1, sn, w->f) != sn || fflush(w->f) != 0))
+            rc = err_set(e, ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        free(sb);
+        if (rc) { fclose(w->f); w->f = NULL; return rc; }
+    }
     w->cctx = ZSTD_createCCtx();
     if (!w->cctx) { fclose(w->f); w->f = NULL; return err_set(e, ERR_NOMEM, "%s: zstd init failed", path); }
     w->n_items = keep_items;
@@ -303,12 +314,23 @@ static int flush_frame(struct results_writer *w, struct err *e) {
     return 0;
 }
 
-int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e) {
-    if (results_sample_line(&w->pending, s)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+static int count_line(struct results_writer *w, struct err *e) {
     w->n_pending++;
     w->n_items++;
     if (w->n_items % RESULTS_FRAME_ITEMS == 0) return flush_frame(w, e);
     return 0;
+}
+
+int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e) {
+    if (results_sample_line(&w->pending, s)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+    return count_line(w, e);
+}
+
+int results_writer_add_line(struct results_writer *w, const char *line, size_t len, struct err *e) {
+    if (!len || line[len - 1] != '\n' || memchr(line, '\n', len - 1))
+        return err_set(e, ERR_INTERNAL, "%s: a samples line must be one line ending in a newline", w->path);
+    if (results_buf_put(&w->pending, line, len)) return err_set(e, ERR_NOMEM, "%s: out of memory", w->path);
+    return count_line(w, e);
 }
 
 int results_writer_close(struct results_writer *w, struct err *e) {
@@ -383,6 +405,25 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
     return rc;
 }
 
+int results_samples_read_run(const char *dir, const cJSON *run, const char *task, const char *mode, struct results_sample **out,
+                             int *n, struct err *e) {
+    *out = NULL;
+    *n = 0;
+    char path[4096];
+    struct results_stamp want;
+    results_stamp_expect(&want, run, dir, task, mode);
+    char *raw = NULL, *buf = NULL;
+    size_t rn = 0, len = 0;
+    int rc = results_samples_path(path, sizeof path, dir, task, mode, e);
+    if (!rc) rc = file_read_raw(path, &raw, &rn, e);
+    if (!rc) rc = results_stamp_check(path, raw, rn, &want, e);
+    if (!rc) rc = zst_decompress(path, raw, rn, &buf, &len, e);
+    free(raw);
+    if (!rc) rc = results_samples_parse_text(buf, len, path, out, n, e);
+    free(buf);
+    return rc;
+}
+
 // ---- files of a run ----
 int results_samples_path(char *out, size_t n, const char *dir, const char *task, const char *mode, struct err *e) {
     char name[512];
@@ -421,9 +462,16 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
         cJSON *d = cJSON_Duplicate(x, 1);
         if (!strcmp(keys[i], "tasks")) {
             cJSON *t;
-            cJSON_ArrayForEach(t, d) for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
-                cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
+            cJSON_ArrayForEach(t, d) {
+                for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
+                    cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
+                // identity by content (issue 27): the items' hash stands for the files; their
+                // paths (the source) are kept only by a run.json made before the hash existed
+                if (cJSON_GetObjectItemCaseSensitive(t, "items_sha256")) cJSON_DeleteItemFromObjectCaseSensitive(t, "source");
+            }
         }
+        // the tokenizer and the scales by their hashes, not by how their paths were spelled
+        if (!strcmp(keys[i], "tokenizer") || !strcmp(keys[i], "scales")) cJSON_DeleteItemFromObjectCaseSensitive(d, "path");
         if (!strcmp(keys[i], "attention")) { // defaults and derived names out: older run.json keep their key
             const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "qmean"), *k = cJSON_GetObjectItemCaseSensitive(d, "qdq_skip");
             if (cJSON_IsString(q) && !strcmp(q->valuestring, "token")) cJSON_DeleteItemFromObjectCaseSensitive(d, "qmean");
@@ -455,20 +503,11 @@ const char *results_mode_display(const cJSON *run, const char *mode) {
 
 int results_check_complete(const char *dir, const cJSON *run, struct err *e) {
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run, "complete"))) return 0;
-    // the command that made it, for the message (with --resume added)
-    char cmd[600] = "";
-    size_t k = 0;
-    int has_resume = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(run, "command")) {
-        if (!cJSON_IsString(a) || k + strlen(a->valuestring) + 2 >= sizeof cmd - 16) { k = 0; cmd[0] = 0; break; }
-        has_resume |= !strcmp(a->valuestring, "--resume");
-        k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", k ? " " : "", a->valuestring);
-    }
-    if (k && !has_resume) snprintf(cmd + k, sizeof cmd - k, " --resume");
+    char cmd[1200]; // the command that made it, shell-quoted, with --resume added
+    const int k = results_resume_command(cmd, sizeof cmd, run) == 0;
     return err_set(e, ERR_MISMATCH, "%s is not a complete run (run.json: \"complete\" is not true): it was interrupted, "
                    "failed or is still running, and its samples files may be partial; finish it with %s%s%s", dir,
-                   k ? "`hifa4-eval " : "the same `run` command with --resume", k ? cmd : "", k ? "`" : "");
+                   k ? "`" : "the same `run` command with --resume", k ? cmd : "", k ? "`" : "");
 }
 
 int results_task_items(const cJSON *task) {
@@ -521,16 +560,25 @@ static void task_samples_free(struct task_samples *t, int n_modes) {
     t->s = NULL;
 }
 
-static int load_task(struct task_samples *t, const char *dir, const char *task, char *const *modes, int n_modes, int want,
+struct run_ref {
+    const char *dir;
+    const cJSON *run; // its run.json
+};
+
+static int load_task(struct task_samples *t, const struct run_ref *rr, const char *task, char *const *modes, int n_modes, int want,
                      struct err *e) {
+    const char *dir = rr->dir;
     memset(t, 0, sizeof *t);
     t->s = calloc((size_t)n_modes, sizeof *t->s);
     if (!t->s) return err_set(e, ERR_NOMEM, "summary: out of memory");
     for (int m = 0; m < n_modes; m++) {
         char path[4096];
         int n, rc = results_samples_path(path, sizeof path, dir, task, modes[m], e);
-        if (!rc) rc = results_samples_read(path, &t->s[m], &n, e);
+        if (!rc) rc = results_samples_read_run(dir, rr->run, task, modes[m], &t->s[m], &n, e);
         if (rc) return rc;
+        char cmd[1200], fix[1400] = "finish it with run --resume";
+        if (results_resume_command(cmd, sizeof cmd, rr->run) == 0)
+            snprintf(fix, sizeof fix, "`%s` re-scores it%s", cmd, n > want ? " once the file is removed" : "");
         const int ref = m == 0 ? want : t->n; // the count this file must hold (-1: any)
         if (ref >= 0 && n != ref) {
             // free this mode's n samples now: task_samples_free frees t->n per mode (it read past a
@@ -539,10 +587,10 @@ static int load_task(struct task_samples *t, const char *dir, const char *task, 
             free(t->s[m]);
             t->s[m] = NULL;
             if (m == 0) // every mode cut alike (a kill at a frame boundary)
-                return err_set(e, ERR_MISMATCH, "%s: %d items, but run.json says the task has %d (an interrupted run? "
-                               "finish it with run --resume)", path, n, want);
-            return err_set(e, ERR_MISMATCH, "%s: %d items, but the reference mode '%s' has %d (an interrupted run? "
-                           "finish it with run --resume)", path, n, modes[0], t->n);
+                return err_set(e, ERR_MISMATCH, "%s: %d items, but run.json says the task has %d (an interrupted run?): %s",
+                               path, n, want, fix);
+            return err_set(e, ERR_MISMATCH, "%s: %d items, but the reference mode '%s' has %d (an interrupted run?): %s", path,
+                           n, modes[0], t->n, fix);
         }
         if (m == 0) t->n = n;
         for (int i = 0; m > 0 && i < n; i++)
@@ -781,7 +829,8 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
             if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) is_ppl = 1;
         }
         struct task_samples ts;
-        rc = load_task(&ts, dir, name, modes, n_modes, results_task_items(t), e);
+        const struct run_ref rr = {dir, run};
+        rc = load_task(&ts, &rr, name, modes, n_modes, results_task_items(t), e);
         if (!rc) drop_nonfinite(&ts, modes, n_modes, cJSON_AddObjectToObject(tj, name));
         if (!rc && is_ppl) {
             cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);

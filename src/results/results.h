@@ -51,6 +51,10 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
+// The samples file of task/mode in run directory dir, whose run.json is `run`: its stamp checked
+// first (stamp.h: a file of another run, task or mode is ERR_MISMATCH naming it and the fix).
+int results_samples_read_run(const char *dir, const cJSON *run, const char *task, const char *mode, struct results_sample **out,
+                             int *n, struct err *e);
 // The same over the decompressed text of a samples file (buf, len; path names it in errors).
 int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
                                struct err *e);
@@ -72,9 +76,16 @@ int results_samples_count_mem(const char *raw, size_t len, const char *path, int
 // Opens path for appending. keep_items = 0 truncates/creates; otherwise keep_items must be a
 // multiple of RESULTS_FRAME_ITEMS (or the file's whole item count) and the file is cut right
 // after the frame that holds item keep_items-1.
-int results_writer_open(struct results_writer *w, const char *path, int keep_items, struct err *e);
+// A new file (keep_items 0) starts with stamp's frame when stamp is not NULL (stamp.h); a kept
+// file keeps the stamp it has.
+struct results_stamp;
+int results_writer_open(struct results_writer *w, const char *path, int keep_items, const struct results_stamp *stamp,
+                        struct err *e);
 // Adds one sample's line; writes and flushes a frame every RESULTS_FRAME_ITEMS items.
 int results_writer_add(struct results_writer *w, const struct results_sample *s, struct err *e);
+// Adds one line as results_sample_line made it (len bytes ending in its '\n'; a line of a
+// distributed run's worker rank). Not one line: ERR_INTERNAL.
+int results_writer_add_line(struct results_writer *w, const char *line, size_t len, struct err *e);
 // Writes the last partial frame, fsyncs and closes. Safe on a zeroed writer.
 int results_writer_close(struct results_writer *w, struct err *e);
 // Closes without writing pending items (error paths).
@@ -94,6 +105,9 @@ int results_write_json(const char *path, const cJSON *j, struct err *e);
 // defaults ("token", "none") and the derived "display" names are left out, so a run.json
 // written before those fields existed keeps its key. The GEMM arithmetic ("gemm.arithmetic")
 // is in the key when recorded: runs made with OpenBLAS and with the deterministic GEMM never mix.
+// Identity is by content (issue 27): the tokenizer and scales enter by their hashes (their paths
+// are left out) and each task by "items_sha256" (its "source" paths only in a run.json made
+// before that field, whose key therefore differs from a newer run's).
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // The Q-Mean form a run.json records (attention.qmean): "token" or "channel"; "token" for
 // files written before the option existed (the paper's Alg. 1 was the only form). Static or

@@ -48,7 +48,7 @@ static int parse_row(struct arc_row *r, const char *lp, size_t ll, const char *c
     cJSON *obj = NULL;
     const char *id = NULL, *stem = NULL, *key = NULL;
     const cJSON *q = NULL, *chs = NULL;
-    int rc = json_parse(&obj, lp, ll, ctx, le);
+    int rc = task_jsonl_parse(&obj, lp, ll, ctx, le);
     if (!rc && !cJSON_IsObject(obj)) rc = err_set(le, ERR_FORMAT, "%s: not a JSON object", ctx);
     if (!rc) rc = json_get_str(obj, "id", &id, 1, ctx, le);
     if (!rc) rc = json_get_obj(obj, "question", &q, 1, ctx, le);

@@ -8,6 +8,7 @@
 
 #include <utf8proc.h>
 
+#include "base/json_util.h"
 #include "eval/tasks/task.h"
 
 // ---- data roots ----
@@ -260,6 +261,33 @@ size_t task_line_len(const char *p, const char *end) {
     size_t n = q ? (size_t)(q - p) : (size_t)(end - p);
     if (n && p[n - 1] == '\r') n--;
     return n;
+}
+
+// ---- JSONL rows ----
+// The NUL of a raw byte or of a \u0000 escape inside a string (cJSON's strings end at it).
+static long nul_at(const char *p, size_t n) {
+    int in_str = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k] == 0) return (long)k;
+        if (!in_str) { in_str = p[k] == '"'; continue; }
+        if (p[k] == '"') in_str = 0;
+        else if (p[k] == '\\' && k + 1 < n) {
+            if (p[k + 1] == 'u' && k + 5 < n && !memcmp(p + k + 2, "0000", 4)) return (long)k;
+            k++;
+        }
+    }
+    return -1;
+}
+
+int task_jsonl_parse(cJSON **out, const char *line, size_t len, const char *ctx, struct err *e) {
+    *out = NULL;
+    const char *cr = memchr(line, '\r', len);
+    if (cr)
+        return err_set(e, ERR_FORMAT, "%s: a carriage return (CR) without a line feed at column %zu: lines must end in "
+                       "LF or CRLF (a file with CR-only line endings is read as one line)", ctx, (size_t)(cr - line) + 1);
+    long z = nul_at(line, len);
+    if (z >= 0) return err_set(e, ERR_FORMAT, "%s: a NUL character at column %ld (a string would end there)", ctx, z + 1);
+    return json_parse(out, line, len, ctx, e);
 }
 
 void task_lines_init(struct task_lines *it, const char *buf, size_t len) {

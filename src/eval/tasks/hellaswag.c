@@ -138,7 +138,7 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         cJSON *obj = NULL;
         const char *act = NULL, *ca = NULL, *cb = NULL;
         const cJSON *ends = NULL;
-        int ok = json_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
+        int ok = task_jsonl_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
                  json_get_str(obj, "activity_label", &act, 1, ctx, &le) == 0 &&
                  json_get_str(obj, "ctx_a", &ca, 1, ctx, &le) == 0 &&
                  json_get_str(obj, "ctx_b", &cb, 1, ctx, &le) == 0 &&

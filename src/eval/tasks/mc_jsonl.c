@@ -48,7 +48,8 @@ static int row_item(struct task_set *s, const cJSON *obj, int row, const char *s
 int task_load_mc_jsonl(struct task_set *s, const struct task_opts *o, struct err *e) {
     task_set_begin(s, "mc_jsonl", TASK_METRIC_ACC, "mmlu-template-v1", o);
     if (!o->file) return err_set(e, ERR_USAGE, "mc_jsonl: pass the question file with --task-file FILE.jsonl");
-    if (!file_exists(o->file)) return err_set(e, ERR_NOTFOUND, "mc_jsonl: --task-file %s: no such file", o->file);
+    if (!file_exists(o->file))
+        return err_set(e, ERR_NOTFOUND, "mc_jsonl: --task-file %s: no such file", o->file);
     char *buf = NULL;
     size_t len = 0;
     int rc = task_read_text(o->file, &buf, &len, e);
@@ -63,7 +64,7 @@ int task_load_mc_jsonl(struct task_set *s, const struct task_opts *o, struct err
         snprintf(ctx, sizeof ctx, "%.500s:%d", o->file, it.lineno);
         struct err le = {0};
         cJSON *obj = NULL;
-        int r1 = json_parse(&obj, lp, ll, ctx, &le);
+        int r1 = task_jsonl_parse(&obj, lp, ll, ctx, &le);
         if (!r1) r1 = row_item(s, obj, row, o->subject, ctx, &le);
         cJSON_Delete(obj);
         row++;

@@ -107,7 +107,7 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         struct err le = {0};
         const char *subj = NULL, *q = NULL;
         const cJSON *chs = NULL, *ans = NULL;
-        int ok = json_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
+        int ok = task_jsonl_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
                  json_get_str(obj, "subject", &subj, 1, ctx, &le) == 0 &&
                  json_get_str(obj, "question", &q, 1, ctx, &le) == 0 &&
                  json_get_arr(obj, "choices", &chs, 1, ctx, &le) == 0;

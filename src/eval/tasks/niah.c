@@ -107,12 +107,12 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
     char lens[256];
     snprintf(lens, sizeof lens, "%s", o->niah_lengths ? o->niah_lengths : "1024,2048,4096");
     int per = o->niah_per_cell > 0 ? o->niah_per_cell : 4;
-    for (char *tok = lens, *next; tok && *tok && !rc; tok = next) {
+    for (char *tok = lens, *next; tok && !rc; tok = next) { // every element counts: "" and "1024," are errors
         next = strchr(tok, ',');
         if (next) *next++ = 0;
         char *end;
         long T = strtol(tok, &end, 10);
-        if (*end || T < 16 || T > 1 << 24) { rc = err_set(e, ERR_USAGE, "niah: bad haystack length '%s'", tok); break; }
+        if (!*tok || *end || T < 16 || T > 1 << 24) { rc = err_set(e, ERR_USAGE, "niah: bad haystack length '%s'", tok); break; }
         for (int di = 0; di < 5 && !rc; di++) {
             size_t L = 0;
             for (int k = 0; k < per && !rc; k++) {

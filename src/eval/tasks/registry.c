@@ -51,6 +51,33 @@ const struct task_def *task_find(const char *name) {
     return NULL;
 }
 
+// Item ids name items in samples files, diff and resume: two items with one id are an error
+// naming both (issue 27: duplicate ids were accepted), found through a sorted index.
+struct id_ref {
+    const char *id;
+    int i;
+};
+static int by_id(const void *a, const void *b) {
+    const struct id_ref *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int unique_ids(const struct task_set *s, struct err *e) {
+    if (s->is_ppl || s->n_items < 2) return 0;
+    struct id_ref *ix = malloc(sizeof *ix * (size_t)s->n_items);
+    if (!ix) return err_set(e, ERR_NOMEM, "task %s: out of memory", s->name);
+    for (int i = 0; i < s->n_items; i++) ix[i] = (struct id_ref){s->items[i].id, i};
+    qsort(ix, (size_t)s->n_items, sizeof *ix, by_id);
+    int rc = 0;
+    for (int i = 1; i < s->n_items && !rc; i++)
+        if (!strcmp(ix[i - 1].id, ix[i].id))
+            rc = err_set(e, ERR_FORMAT, "task %s: item id '%s' is used by items %d and %d (0-based, file order) of %s: "
+                         "ids must be unique", s->name, ix[i].id, ix[i - 1].i, ix[i].i, s->source[0] ? s->source : "its data");
+    free(ix);
+    return rc;
+}
+
 int task_load(const char *name, struct task_set *out, const struct task_opts *o, struct err *e) {
     const struct task_def *d = task_find(name);
     if (!d) {
@@ -65,6 +92,7 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
     memset(out, 0, sizeof *out); // a loader may fail before task_set_begin (niah without a tokenizer)
     int rc = d->load(out, o ? o : &none, e);
     if (!rc && o && o->subjects) rc = task_keep_subjects(out, o->subjects, e);
+    if (!rc) rc = unique_ids(out, e);
     // an empty task would be "scored" (0 items, accuracy undefined) and fail late, after every
     // other task, in code that never expected it: refuse it here, naming the task and its data
     if (!rc && (out->is_ppl ? out->text_len == 0 : out->n_items == 0)) {

@@ -41,7 +41,15 @@ void task_subject_list(char *out, size_t n, const struct task_set *s) {
 }
 
 int task_keep_subjects(struct task_set *s, const char *subjects, struct err *e) {
-    if (!subjects || s->is_ppl) return 0;
+    if (!subjects) return 0;
+    // an empty element would silently match nothing (issue 27: a list with an empty element is an error)
+    for (const char *p = subjects;; p++) {
+        const char *c = strchr(p, ',');
+        if ((c ? c : p + strlen(p)) == p) return err_set(e, ERR_USAGE, "--subjects '%s': an empty element (stray comma?)", subjects);
+        if (!c) break;
+        p = c;
+    }
+    if (s->is_ppl) return 0;
     int has = 0, kept = 0;
     for (int i = 0; i < s->n_items && !has; i++) has = s->items[i].subject != NULL;
     if (!has) return 0; // a task without subjects is left whole

@@ -115,7 +115,7 @@ int task_load_truthfulqa_mc1(struct task_set *s, const struct task_opts *o, stru
             snprintf(ctx, sizeof ctx, "%.500s:%d", path, it.lineno);
             struct err le = {0};
             cJSON *row = NULL;
-            int r1 = json_parse(&row, lp, ll, ctx, &le);
+            int r1 = task_jsonl_parse(&row, lp, ll, ctx, &le);
             if (!r1) r1 = row_item(s, row, idx, ctx, &le);
             cJSON_Delete(row);
             rc = handle(s, o, e, r1, &le);

@@ -1,0 +1,166 @@
+// linear.c: the weights as the GEMMs see them (model_internal.h). Resident: every matrix is
+// packed once at open into binary32 GEMM panels (gemm.h) in one 64-byte aligned allocation.
+// Streamed: each GEMM packs its matrix from the mapping, in chunks of whole panels, into one
+// scratch just before use. Every linear layer is gemm.h's deterministic GEMM on the pool: a
+// row's bits depend on nothing but that row, so no batch size, row offset, thread count or
+// CPU changes a result. Non-finite weights are counted in the panels just written (in cache),
+// so a NaN or Inf in the checkpoint stops the load (or the streamed GEMM) instead of being scored.
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/host.h"
+#include "base/pool.h"
+#include "model/model_internal.h"
+
+double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- packing: rows [r0, r0 + nr) of a matrix into mem, panels spread over the pool ----
+struct pack_job {
+    struct gemm_w *w;
+    const void *src;
+    int type, per, n_panels;
+    size_t ld;
+    _Atomic size_t bad;
+};
+static void pack_task(void *ctx, int t, int slot) {
+    (void)slot;
+    struct pack_job *j = ctx;
+    const int pa = t * j->per, pb = pa + j->per < j->n_panels ? pa + j->per : j->n_panels;
+    gemm_pack_panels(j->w, j->src, j->type, j->ld, pa, pb);
+    const float *p = j->w->p + (size_t)pa * (size_t)j->w->K * GEMM_NR, *end = j->w->p + (size_t)pb * (size_t)j->w->K * GEMM_NR;
+    size_t bad = 0;
+    for (; p < end; p++) bad += !isfinite(*p);
+    if (bad) atomic_fetch_add(&j->bad, bad);
+}
+
+// Where packed rows go: a gemm_w over `bytes` of mem.
+struct pack_dst {
+    struct gemm_w *w;
+    void *mem;
+    size_t bytes;
+};
+
+static int pack_rows(const struct model *m, struct pack_dst d, const struct wref *r, int r0, int nr, struct err *e) {
+    const int type = r->t->dtype == ST_F32 ? GEMM_SRC_F32 : r->t->dtype == ST_BF16 ? GEMM_SRC_BF16 : GEMM_SRC_F16;
+    const size_t esize = r->t->dtype == ST_F32 ? 4 : 2;
+    if (gemm_w_init(d.w, d.mem, d.bytes, nr, r->cols))
+        return err_set(e, ERR_INTERNAL, "model: cannot pack %s rows %d..%d", r->t->name, r0, r0 + nr - 1);
+    const unsigned char *src = (const unsigned char *)r->t->data + (r->off + (size_t)r0 * r->cols) * esize;
+    struct pack_job j = {d.w, src, type, 8, (nr + GEMM_NR - 1) / GEMM_NR, (size_t)r->cols, 0};
+    pool_for((j.n_panels + j.per - 1) / j.per, pack_task, &j, m->opts.n_threads);
+    if (atomic_load(&j.bad))
+        return weights_nonfinite_err(r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, e);
+    return 0;
+}
+
+static size_t packed_bytes(const struct wref *r) { return (gemm_packed_bytes(r->rows, r->cols) + 63) & ~(size_t)63; }
+
+// Matrix i of the model in packing order: the layers' W_COUNT each, then lm_head.
+static struct wref *matrix_at(struct model *m, int i) {
+    return i < m->dims.n_layers * W_COUNT ? &m->layers[i / W_COUNT].w[i % W_COUNT] : &m->head;
+}
+
+static int pack_resident(struct model *m, size_t total, struct err *e) {
+    m->wbuf = aligned_alloc(64, total ? total : 64);
+    if (!m->wbuf)
+        return err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for binary32 weights (try --weights stream)",
+                       total * 1e-9);
+    size_t used = 0;
+    for (int i = 0; i <= m->dims.n_layers * W_COUNT; i++) {
+        struct wref *r = matrix_at(m, i);
+        const struct pack_dst d = {&r->pw, (char *)m->wbuf + used, packed_bytes(r)};
+        int rc = pack_rows(m, d, r, 0, r->rows, e);
+        if (rc) return rc;
+        used += packed_bytes(r);
+    }
+    return 0;
+}
+
+int weights_setup(struct model *m, size_t *res_bytes, struct err *e) {
+    const int n_mat = m->dims.n_layers * W_COUNT;
+    size_t total = 0, max_mat = 0;
+    for (int i = 0; i <= n_mat; i++) {
+        const size_t b = packed_bytes(matrix_at(m, i));
+        total += b;
+        if (i < n_mat && b > max_mat) max_mat = b;
+    }
+    m->weights = m->opts.weights;
+    if (m->weights == MODEL_WEIGHTS_AUTO) {
+        size_t avail = host_mem_available();
+        m->weights = (double)total < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
+        log_debug("model: weights %s (%.2f GB packed binary32, %.2f GB available)",
+                  m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", total * 1e-9, avail * 1e-9);
+    }
+    *res_bytes = 0;
+    if (m->weights == MODEL_WEIGHTS_F32) {
+        *res_bytes = total;
+        return pack_resident(m, total, e);
+    }
+    // chunks of whole panels; at least one panel of the widest matrix (lm_head streams in chunks)
+    const int wide = m->dims.D > m->dims.F ? m->dims.D : m->dims.F;
+    const size_t floor_bytes = (size_t)GEMM_NR * (size_t)wide * 4;
+    m->stream_bytes = max_mat > floor_bytes ? max_mat : floor_bytes;
+    m->sbuf = aligned_alloc(64, m->stream_bytes);
+    if (!m->sbuf) return err_set(e, ERR_NOMEM, "model: cannot allocate the weight stream buffer");
+    return 0;
+}
+
+// ---- GEMMs ----
+static void gemm_task(void *p, int t, int slot) {
+    (void)slot;
+    gemm_plan_task(p, t);
+}
+
+// y (M, w->N) at row stride y.ldy = x (M, K) W^T (+ bias) on the pool.
+static int gemm(struct model *m, struct linear_out y, const float *x, const struct gemm_w *w, int M, const float *bias,
+                struct err *e) {
+    struct gemm_plan p;
+    int rc = gemm_plan_init(&p, y.y, (size_t)y.ldy, x, (size_t)w->K, w, M, 0, w->N, bias, m->opts.act_bf16);
+    if (rc) return err_set(e, ERR_INTERNAL, "model: GEMM %dx%dx%d refused (%d)", M, w->N, w->K, rc);
+    const int nt = m->opts.n_threads < p.max_threads ? m->opts.n_threads : p.max_threads;
+    pool_for(p.n_tasks, gemm_task, &p, nt);
+    return 0;
+}
+
+// A streamed matrix: packed just before the GEMM, in chunks of whole panels that fit the scratch.
+static int linear_streamed(struct model *m, struct linear_out y, const float *x, const struct wref *r,
+                           const float *bias, int M, struct err *e) {
+    int rc = 0, chunk = (int)(m->stream_bytes / ((size_t)r->cols * 4) / GEMM_NR * GEMM_NR);
+    if (chunk < GEMM_NR) chunk = GEMM_NR;
+    if (chunk > r->rows) chunk = r->rows;
+    for (int r0 = 0; r0 < r->rows && !rc; r0 += chunk) {
+        const int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
+        struct gemm_w w;
+        double t0 = time_now();
+        if ((rc = pack_rows(m, (struct pack_dst){&w, m->sbuf, m->stream_bytes}, r, r0, nr, e))) break;
+        double t1 = time_now(), c1 = cpu_now();
+        rc = gemm(m, (struct linear_out){y.y + r0, y.ldy}, x, &w, M, bias ? bias + r0 : NULL, e);
+        m->stats.convert_s += t1 - t0;
+        m->stats.gemm_s += time_now() - t1;
+        m->stats.gemm_cpu_s += cpu_now() - c1;
+        m->stats.n_gemm++;
+    }
+    return rc;
+}
+
+int linear(struct model *m, struct linear_out y, const float *x, const struct wref *r, const float *bias, int M,
+           struct err *e) {
+    int rc = 0;
+    if (M <= 0) return 0;
+    if (r->pw.p) {
+        double t0 = time_now(), c0 = cpu_now();
+        rc = gemm(m, y, x, &r->pw, M, bias, e);
+        m->stats.gemm_s += time_now() - t0;
+        m->stats.gemm_cpu_s += cpu_now() - c0;
+        m->stats.n_gemm++;
+    } else {
+        rc = linear_streamed(m, y, x, r, bias, M, e);
+    }
+    m->stats.gemm_flop += 2.0 * M * r->rows * r->cols;
+    return rc;
+}

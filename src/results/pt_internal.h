@@ -1,0 +1,67 @@
+// pt_internal.h: what the table builders of paper_tables share (not a public interface).
+#ifndef HIFA4_PT_INTERNAL_H
+#define HIFA4_PT_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "results/grid.h"
+#include "results/paper.h"
+#include "results/paper_tables.h"
+
+#define PT_MAX_IN 64
+#define PT_MAX_GRIDS 48
+
+struct pt_in {
+    int n_run, n_diag, n_trace, n_cost;
+    const char *run_dir[PT_MAX_IN];
+    cJSON *run[PT_MAX_IN], *sum[PT_MAX_IN];   // run.json, summary.json
+    cJSON *diag[PT_MAX_IN], *trace[PT_MAX_IN], *cost[PT_MAX_IN];
+    char skipped[2048];                       // inputs left out and why (Markdown list lines), or ""
+};
+
+struct pt_ctx {
+    const struct pt_in *in;
+    const struct pt_opts *o;
+    const struct paper_values *pv;
+    struct grid g[PT_MAX_GRIDS];
+    int table[PT_MAX_GRIDS];                  // paper table number of g[i]
+    int n_g;
+    char missing[PAPER_TABLES + 1][768];      // why table t was not (fully) produced, or ""
+};
+
+// ---- shared helpers (paper_tables.c) ----
+const cJSON *pt_get(const cJSON *o, const char *k);
+double pt_num(const cJSON *o, const char *k);
+const char *pt_str(const cJSON *o, const char *k, const char *def);
+// A new grid for paper table `table` (NULL when PT_MAX_GRIDS are in use: ERR_RANGE).
+struct grid *pt_grid(struct pt_ctx *c, int table, const char *title, int n_cols);
+// The paper model whose values go beside a row of model `name` in table `table`: the model
+// itself when it is one of the paper's, else with --paper the option's model or `def`; NULL
+// when no paper values are shown for it.
+const char *pt_paper_model(const struct pt_ctx *c, const char *name, const char *def);
+// The paper model of a table printed for one model only (Tables 2-4, 7-9): `only` when the
+// model is it or with --paper, else NULL.
+const char *pt_paper_only(const struct pt_ctx *c, const char *name, const char *only);
+// Records why table t (or part of it) is missing and the command that produces its input.
+void pt_missing(struct pt_ctx *c, int t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// ".714" (digits after the point; no leading 0 below 1), "-" when not finite.
+void pt_frac(char *b, size_t n, double v, int digits);
+// The run's name for its model (run.json model.name, else the directory).
+const char *pt_model_name(const struct pt_ctx *c, int r);
+// Index of mode `mode` in summary.json's "modes" of run r, or -1.
+int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
+// The task object of run r (summary.json tasks.<t>), or NULL.
+const cJSON *pt_task(const struct pt_ctx *c, int r, const char *task);
+
+// ---- the tables ----
+int pt_table1(struct pt_ctx *c);
+int pt_table8(struct pt_ctx *c, struct err *e);
+int pt_table4(struct pt_ctx *c);
+int pt_table10(struct pt_ctx *c);
+int pt_table2(struct pt_ctx *c, struct err *e);
+int pt_table3(struct pt_ctx *c);
+int pt_table5(struct pt_ctx *c);
+int pt_table6(struct pt_ctx *c);
+int pt_table7_9(struct pt_ctx *c);
+
+#endif
