@@ -693,7 +693,7 @@ static void test_scales_and_errors(void) {
     CHECK(attn_parse_vgroup("channel", &v, &e) == 0 && v == ATTN_VGROUP_CHANNEL, "v-group");
     CHECK(attn_parse_qformat("hif4-a6", &v, &e) == 0 && v == ATTN_QFORMAT_HIF4_A6, "qformat");
     CHECK(attn_parse_qformat("hif8", &v, &e) == ERR_USAGE, "qformat error");
-    CHECK(attn_mode_count() == 8, "8 modes registered, got %d", attn_mode_count());
+    CHECK(attn_mode_count() == 10, "10 modes registered, got %d", attn_mode_count());
 
     // `hifa4-eval attn` on a golden case reproduces the golden bit for bit
     const char *bin = getenv("HIFA4_BIN");

@@ -88,7 +88,7 @@ static int write_scales(int L, int Hkv, int d) {
     return fclose(f);
 }
 
-struct cfg { int tile, qmean, max_tokens; };
+struct cfg { int tile, qmean, max_tokens, qformat; };
 static const char *niah_lengths = "100,300";
 static char last_err[1024]; // the message of score's last failure
 
@@ -107,6 +107,7 @@ static int score(const char *out, const struct cfg *c, int cache, const char *ta
     o.scales = scales;
     o.attn.tile = c->tile;
     o.attn.qmean = c->qmean;
+    o.attn.qformat = c->qformat;
     o.prefix_cache = cache;
     static char *argv0[] = {"test_prefix_run"};
     o.argc = 1, o.argv = argv0;
@@ -201,7 +202,8 @@ static void test_generate(void) {
                 struct attn_opts ao;
                 attn_opts_default(&ao);
                 ao.tile = f & 1 ? 128 : 64, ao.qmean = f & 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
-                if (f && !strcmp(mode, "exact")) continue; // untiled binary64: one configuration is enough
+                if (f && !strcmp(mode, "exact")) continue;
+                if (attn_mode_at(k)->flags & ATTN_F_SAGE3) continue; // no cached prefix to decode through
                 const int n = lens[li] ? lens[li] : 1 + (int)(urand() * 250);
                 for (int i = 0; i < n; i++) ctx[i] = (int32_t)(urand() * 500);
                 int na = 0, nb = 0;
@@ -250,6 +252,7 @@ static void test_generate_after(void) {
             attn_opts_default(&ao);
             ao.tile = f == 1 ? 128 : 64, ao.qmean = f == 2 ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
             if (f && !strcmp(mode, "exact")) continue;
+            if (attn_mode_at(k)->flags & ATTN_F_SAGE3) continue;
             if (gen_models_mode(&g, mode, &ao, &e)) { CHECK(0, "%s", e.msg); continue; }
             const struct cached_model ck = {gk.m, g.ck, gk.kv}, cr = {gr.m, g.cr, NULL};
             struct gen_prev prev = {0};
@@ -324,7 +327,7 @@ static void check_decoding(const char *dir) {
 
 // niah in the generation form, with and without the cache: byte-identical samples files.
 static void test_niah_generate(void) {
-    const struct cfg c = {64, ATTN_QMEAN_CHANNEL, 4096};
+    const struct cfg c = {64, ATTN_QMEAN_CHANNEL, 4096, 0};
     char on[1300], off[1300];
     snprintf(on, sizeof on, "%s/niah-on", tmp);
     snprintf(off, sizeof off, "%s/niah-off", tmp);
@@ -354,6 +357,58 @@ static void test_niah_generate(void) {
     niah_lengths = "100,300";
 }
 
+// The FP4 formats and sage3 (spec/fp4.md 4.3, 5.5), cache on and off: byte-identical samples.
+// NVFP4 (Q, K, V quantized) and sage3 have no exact cached prefix: they score whole sequences
+// (reuse false, every input position computed) while bf16 keeps its cache; MXFP4 reuses
+// prefixes at its alignment of 32 (channel form: the tile). A 256-token batch splits the cached
+// run's batches into several whole-sequence forwards.
+static void test_fp4_cache(void) {
+    const char *save[RUN_MAX_MODES];
+    const int n_save = n_modes;
+    memcpy(save, modes, sizeof save);
+    static const char *const nv[] = {"bf16", "direct", "hifa4", "sage3", "sage3+preorder"}, *const mx[] = {"bf16", "direct", "hifa4"};
+    const struct cfg cfgs[] = {{128, ATTN_QMEAN_TOKEN, 4096, ATTN_QFORMAT_NVFP4}, {128, ATTN_QMEAN_TOKEN, 256, ATTN_QFORMAT_NVFP4},
+                               {64, ATTN_QMEAN_TOKEN, 4096, ATTN_QFORMAT_MXFP4}, {64, ATTN_QMEAN_CHANNEL, 4096, ATTN_QFORMAT_MXFP4}};
+    for (int c = 0; c < 4; c++) {
+        const int is_nv = cfgs[c].qformat == ATTN_QFORMAT_NVFP4;
+        n_modes = is_nv ? 5 : 3;
+        for (int m = 0; m < n_modes; m++) modes[m] = is_nv ? nv[m] : mx[m];
+        char on[1300], off[1300], path[1400], *txt = NULL;
+        snprintf(on, sizeof on, "%s/fp4-on%d", tmp, c);
+        snprintf(off, sizeof off, "%s/fp4-off%d", tmp, c);
+        if (score(on, &cfgs[c], 1, "arc_challenge") || score(off, &cfgs[c], 0, "arc_challenge")) {
+            CHECK(0, "fp4 config %d: a run failed: %s", c, last_err);
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/run.json", on);
+        size_t n = 0;
+        struct err e = {0};
+        cJSON *j = file_read_all(path, &txt, &n, &e) ? NULL : cJSON_Parse(txt);
+        const cJSON *pm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prefix_cache"), "modes");
+        for (int m = 0; m < n_modes; m++) {
+            char a[1500], b[1500];
+            snprintf(a, sizeof a, "%s/samples-arc_challenge-%s.jsonl.zst", on, modes[m]);
+            snprintf(b, sizeof b, "%s/samples-arc_challenge-%s.jsonl.zst", off, modes[m]);
+            CHECK(test_same_bytes(a, b), "fp4 config %d: %s: samples with and without the prefix cache differ", c, modes[m]);
+            const cJSON *x = cJSON_GetObjectItem(pm, modes[m]);
+            const int reuse = cJSON_IsTrue(cJSON_GetObjectItem(x, "reuse")), want = !is_nv || m == 0;
+            const double in = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "tokens_input"));
+            const double co = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "tokens_computed"));
+            CHECK(reuse == want && (want ? co < in : co == in), "fp4 config %d %s: reuse %d (want %d), computed %.0f of %.0f",
+                  c, modes[m], reuse, want, co, in);
+            if (!is_nv && m > 0) { // direct: V's 32-token blocks; hifa4 in the channel form: the tile
+                const int align = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(x, "align"));
+                const int want_a = m == 2 && cfgs[c].qmean == ATTN_QMEAN_CHANNEL ? cfgs[c].tile : 32;
+                CHECK(align == want_a, "mxfp4 %s align %d, want %d", modes[m], align, want_a);
+            }
+        }
+        cJSON_Delete(j);
+        free(txt);
+    }
+    n_modes = n_save;
+    memcpy(modes, save, sizeof save);
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     snprintf(tmp, sizeof tmp, "%s/prefix_run", t ? t : "build/tmp");
@@ -373,9 +428,10 @@ int main(void) {
     CHECK(make_model(&mo, model_dir, &e) == 0, "make_model: %s", e.msg);
     CHECK(write_questions() == 0 && write_scales(mo.n_layers, mo.n_kv_heads, mo.head_dim) == 0 && write_haystack() == 0,
           "cannot write %s", tmp);
-    for (int k = 0; k < attn_mode_count(); k++) modes[n_modes++] = attn_mode_at(k)->name;
-    const struct cfg cfgs[] = {{64, ATTN_QMEAN_TOKEN, 4096}, {128, ATTN_QMEAN_TOKEN, 4096}, {64, ATTN_QMEAN_CHANNEL, 4096},
-                               {128, ATTN_QMEAN_CHANNEL, 4096}, {64, ATTN_QMEAN_CHANNEL, 256}};
+    for (int k = 0; k < attn_mode_count(); k++)
+        if (!(attn_mode_at(k)->flags & ATTN_F_SAGE3)) modes[n_modes++] = attn_mode_at(k)->name; // fixed tile 128 (below)
+    const struct cfg cfgs[] = {{64, ATTN_QMEAN_TOKEN, 4096, 0}, {128, ATTN_QMEAN_TOKEN, 4096, 0}, {64, ATTN_QMEAN_CHANNEL, 4096, 0},
+                               {128, ATTN_QMEAN_CHANNEL, 4096, 0}, {64, ATTN_QMEAN_CHANNEL, 256, 0}};
     int same = 0, total = 0;
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         char on[1300], off[1300], what[64];
@@ -395,6 +451,8 @@ int main(void) {
         }
         check_counts(on, what);
     }
+    TEST_PROGRESS("FP4 formats and sage3, cache on and off");
+    test_fp4_cache();
     TEST_PROGRESS("greedy decoding, cached and recomputed");
     test_generate();
     TEST_PROGRESS("greedy decoding after a cached sequence");

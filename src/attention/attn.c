@@ -23,6 +23,8 @@ static const struct attn_mode *const registry[] = {
     &attn_mode_direct_qmean,
     &attn_mode_direct_qmean_sqk,
     &attn_mode_direct_qmean_preorder,
+    &attn_mode_sage3,
+    &attn_mode_sage3_preorder,
 };
 static const int n_registry = (int)(sizeof registry / sizeof registry[0]);
 
@@ -69,7 +71,9 @@ int attn_parse_vgroup(const char *s, int *out, struct err *e) {
 int attn_parse_qformat(const char *s, int *out, struct err *e) {
     if (!strcmp(s, "hif4")) *out = ATTN_QFORMAT_HIF4;
     else if (!strcmp(s, "hif4-a6")) *out = ATTN_QFORMAT_HIF4_A6;
-    else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4 or hif4-a6", s);
+    else if (!strcmp(s, "nvfp4")) *out = ATTN_QFORMAT_NVFP4;
+    else if (!strcmp(s, "mxfp4")) *out = ATTN_QFORMAT_MXFP4;
+    else return err_set(e, ERR_USAGE, "--qformat '%s': expected hif4, hif4-a6, nvfp4 or mxfp4", s);
     return 0;
 }
 int attn_parse_qmean(const char *s, int *out, struct err *e) {
@@ -103,7 +107,12 @@ int attn_parse_qdq_skip(const char *s, unsigned *out, struct err *e) {
 }
 
 const char *attn_vgroup_name(int v) { return v == ATTN_VGROUP_CHANNEL ? "channel" : "token"; }
-const char *attn_qformat_name(int q) { return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : "hif4"; }
+const char *attn_qformat_name(int q) {
+    return q == ATTN_QFORMAT_HIF4_A6 ? "hif4-a6" : q == ATTN_QFORMAT_NVFP4 ? "nvfp4" : q == ATTN_QFORMAT_MXFP4 ? "mxfp4" : "hif4";
+}
+double attn_qformat_bits(int q) {
+    return q == ATTN_QFORMAT_MXFP4 ? 4.25 : 4.5; // 4 + 8/32 (E8M0); 4 + 8/16 (E4M3); HiF4 4 + 32/64
+}
 const char *attn_qmean_name(int q) { return q == ATTN_QMEAN_CHANNEL ? "channel" : "token"; }
 
 const char *attn_qdq_skip_name(unsigned skip) {
@@ -112,10 +121,12 @@ const char *attn_qdq_skip_name(unsigned skip) {
     return names[skip & ATTN_QDQ_SKIP_ALL];
 }
 
-void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip) {
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qformat, int qmean, unsigned qdq_skip) {
     int k = snprintf(buf, n, "%s", m->name);
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QMEAN))
         k += snprintf(buf + k, n - (size_t)k, " (%s)", attn_qmean_name(qmean));
+    if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && !(m->flags & ATTN_F_SAGE3) && qformat != ATTN_QFORMAT_HIF4)
+        k += snprintf(buf + k, n - (size_t)k, " [%s]", attn_qformat_name(qformat));
     if (k >= 0 && (size_t)k < n && (m->flags & ATTN_F_QUANT) && (qdq_skip & ATTN_QDQ_SKIP_ALL))
         snprintf(buf + k, n - (size_t)k, " [qdq-skip %s]", attn_qdq_skip_name(qdq_skip));
 }
@@ -141,9 +152,25 @@ struct attn_ctx {
     struct attn_task *tasks;       // (attn_split_cap) one call's tasks
 };
 
+// sage3 fixes its formats and tiling (fp4.md 5.2, invariant 9). An option left at its default
+// is accepted: the context cannot tell an explicit --qformat hif4 or --qmean token from none.
+static int sage3_check_opts(const struct attn_mode *m, const struct attn_opts *o, struct err *e) {
+    if (o->tile != 128) return err_set(e, ERR_USAGE, "mode %s: --tile %d: SageAttention3's tiles are 128 x 128", m->name, o->tile);
+    if (o->qformat != ATTN_QFORMAT_HIF4 && o->qformat != ATTN_QFORMAT_NVFP4)
+        return err_set(e, ERR_USAGE, "mode %s: --qformat %s: its formats are fixed (NVFP4; spec/fp4.md 5.2)", m->name,
+                       attn_qformat_name(o->qformat));
+    if (o->qmean != ATTN_QMEAN_TOKEN)
+        return err_set(e, ERR_USAGE, "mode %s: --qmean %s: it has its own Q smoothing (128-row group mean)", m->name,
+                       attn_qmean_name(o->qmean));
+    if (o->v_group != ATTN_VGROUP_TOKEN)
+        return err_set(e, ERR_USAGE, "mode %s: --v-group channel: V is quantized along tokens", m->name);
+    return 0;
+}
+
 int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o, const struct attn_shape *shape,
                   const float *scales, struct err *e) {
     *out = NULL;
+    int rc;
     const int n_layers = shape->n_layers, H = shape->H, Hkv = shape->Hkv, d = shape->d, max_T = shape->max_T;
     const struct attn_mode *m = attn_mode_find(mode);
     if (!m) return err_set(e, ERR_USAGE, "unknown attention mode '%s' (known: %s)", mode, attn_mode_names());
@@ -156,6 +183,7 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
         return err_set(e, ERR_USAGE, "attention: Q-Mean form %d (expected token or channel)", o->qmean);
     if (o->qdq_skip & ~(unsigned)ATTN_QDQ_SKIP_ALL)
         return err_set(e, ERR_USAGE, "attention: qdq skip mask 0x%x (operands q, k, v, p only)", o->qdq_skip);
+    if ((m->flags & ATTN_F_SAGE3) && (rc = sage3_check_opts(m, o, e))) return rc;
     if ((m->flags & ATTN_F_SQK) && !scales)
         return err_set(e, ERR_USAGE, "attention mode '%s' uses Smooth-QK and needs a scales file (--scales)", mode);
     struct attn_ctx *c = calloc(1, sizeof *c);
@@ -232,8 +260,13 @@ void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip) { ctx->qdq_skip 
 // ---- the alignment rule of attn.h ----
 int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o) {
     const unsigned f = attn_mode_run_flags(m, o->qmean);
+    const unsigned qkv = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V;
+    if (f & ATTN_F_SAGE3) return ATTN_ALIGN_NONE; // the K mean over all T tokens (fp4.md 5.5)
+    // NVFP4 with Q, K or V quantized: per-tensor scales over every row of the call (fp4.md 4.3)
+    if ((f & ATTN_F_QUANT) && o->qformat == ATTN_QFORMAT_NVFP4 && (o->qdq_skip & qkv) != qkv) return ATTN_ALIGN_NONE;
     if (f & ATTN_F_QMEAN_CH) return o->tile;
-    if ((f & ATTN_F_QUANT) && o->v_group == ATTN_VGROUP_TOKEN && !(o->qdq_skip & ATTN_QDQ_SKIP_V)) return 64;
+    if ((f & ATTN_F_QUANT) && o->v_group == ATTN_VGROUP_TOKEN && !(o->qdq_skip & ATTN_QDQ_SKIP_V))
+        return o->qformat == ATTN_QFORMAT_MXFP4 ? 32 : 64; // V's blocks along tokens from position 0
     return 1;
 }
 
@@ -364,6 +397,11 @@ static int diag_compare(struct attn_ctx *ctx, const struct attn_batch *b, const 
 // One sequence's past against the rule of attn.h (alignment, segments).
 static int check_past(const struct attn_ctx *ctx, const struct attn_past *p, int s, int align, struct err *e) {
     if (ctx->hook) return err_set(e, ERR_USAGE, "attention: a hook sees whole sequences; sequence %d continues a cache", s);
+    if (align == ATTN_ALIGN_NONE)
+        return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, but mode %s "
+                       "(--qformat %s) has no exact cached prefix (NVFP4's per-tensor scales, sage3's K mean: they "
+                       "see every row of the sequence, spec/fp4.md 4.3, 5.5)", s, p->n, ctx->mode->name,
+                       attn_qformat_name(ctx->opts.qformat));
     if (p->n % align)
         return err_set(e, ERR_USAGE, "attention: sequence %d continues a cached prefix of %d positions, not a multiple of "
                        "%d (mode %s): such a cache is not exact (spec/attention.md 8.6)", s, p->n, align, ctx->mode->name);
@@ -396,6 +434,32 @@ int attn_batch_check(const struct attn_ctx *ctx, const struct attn_batch *b, str
     return 0;
 }
 
+// FP4 formats take finite inputs only (spec/fp4.md 2.4): the first NaN or Inf of a quantized
+// Q, K or V row of the call is an error naming layer, sequence, position, head and operand.
+static int check_fp4_finite(const struct attn_ctx *ctx, const float *const x[3], const struct attn_batch *b, int layer,
+                            struct err *e) {
+    const int *seq_off = b->seq_off, *seq_len = b->seq_len, n_seq = b->n_seq;
+    const struct attn_past *past = b->past;
+    const int fp4 = ctx->opts.qformat == ATTN_QFORMAT_NVFP4 || ctx->opts.qformat == ATTN_QFORMAT_MXFP4 ||
+                    (ctx->mode->flags & ATTN_F_SAGE3);
+    if (!fp4 || !(ctx->mode->flags & ATTN_F_QUANT)) return 0;
+    static const char name[3] = {'Q', 'K', 'V'};
+    for (int op = 0; op < 3; op++) {
+        if (ctx->qdq_skip & (1u << op)) continue;
+        const int heads = op ? ctx->Hkv : ctx->H;
+        for (int s = 0; s < n_seq; s++) {
+            const size_t w = (size_t)heads * ctx->d, a = (size_t)seq_off[s] * w, n = (size_t)seq_len[s] * w;
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(x[op][a + i]))
+                    return err_set(e, ERR_RANGE, "attention layer %d: %c of sequence %d, position %d, head %d, channel %d is "
+                                   "%g: outside the input contract of --qformat %s (spec/fp4.md 2.4)", layer, name[op], s,
+                                   (int)(i / w) + (past ? past[s].n : 0), (int)(i % w) / ctx->d, (int)(i % ctx->d),
+                                   (double)x[op][a + i], ctx->mode->flags & ATTN_F_SAGE3 ? "nvfp4 (sage3)" : attn_qformat_name(ctx->opts.qformat));
+        }
+    }
+    return 0;
+}
+
 // Kernel inputs are 16-bit (attention.md 1): round in place, new rows of sequences only
 // (cached rows were rounded when they were computed).
 static void round_inputs(const struct attn_ctx *ctx, const struct attn_batch *b, const struct attn_io *io) {
@@ -415,6 +479,9 @@ int attn_forward(struct attn_ctx *ctx, const struct attn_batch *b, const struct 
         return err_set(e, ERR_INTERNAL, "attention: layer %d out of range", l->layer);
     int rc = attn_batch_check(ctx, b, e);
     if (rc) return rc;
+    if ((ctx->mode->flags & ATTN_F_SAGE3) && l->softcap > 0)
+        return err_set(e, ERR_USAGE, "attention layer %d: mode %s has no soft-capping (cap %g; SageAttention3 has none)",
+                       l->layer, ctx->mode->name, (double)l->softcap);
     for (int s = 0; b->past && s < b->n_seq; s++)
         if (b->past[s].n && (!io->past_k || !io->past_v))
             return err_set(e, ERR_INTERNAL, "attention: sequence %d continues a cache but no store was given", s);
@@ -423,6 +490,8 @@ int attn_forward(struct attn_ctx *ctx, const struct attn_batch *b, const struct 
     const struct attn_split_in in = split_in(ctx, b, l);
     const int par_attn = attn_split_work(&in) >= 4.0e6;
     if (ctx->mode->flags & ATTN_F_ROUND_INPUT) round_inputs(ctx, b, io);
+    const float *const qkv[3] = {io->q, io->k, io->v};
+    if ((rc = check_fp4_finite(ctx, qkv, b, l->layer, e))) return rc;
     if (ctx->hook)
         for (int s = 0; s < b->n_seq; s++) {
             size_t o = (size_t)b->seq_off[s];

@@ -25,10 +25,17 @@ enum attn_flag {
     // No registered mode carries it: a run picks the form with attn_opts.qmean, and
     // attn_mode_run_flags() adds this bit to every mode that includes Q-Mean.
     ATTN_F_QMEAN_CH = 1u << 6,
+    // SageAttention3's recipe (spec/fp4.md section 5, modes sage3 and sage3+preorder): its own
+    // kernel (sage3.c) with fixed formats (NVFP4 single-level Q/K/V, two-level P), Bc = 128, no
+    // Q-Mean option, no soft-capping, and no exact cached prefix.
+    ATTN_F_SAGE3 = 1u << 7,
 };
 
 enum attn_vgroup { ATTN_VGROUP_TOKEN = 0, ATTN_VGROUP_CHANNEL = 1 };
-enum attn_qformat { ATTN_QFORMAT_HIF4 = 0, ATTN_QFORMAT_HIF4_A6 = 1 };
+// 4-bit format of the quantized modes (CLI --qformat): HiF4 (spec/hif4.md, normative or the A6
+// recipe) or the OCP FP4 formats of spec/fp4.md (NVFP4: 16-element E4M3 blocks under a
+// per-tensor scale; MXFP4: 32-element E8M0 blocks), same axes and modes (fp4.md section 4).
+enum attn_qformat { ATTN_QFORMAT_HIF4 = 0, ATTN_QFORMAT_HIF4_A6 = 1, ATTN_QFORMAT_NVFP4 = 2, ATTN_QFORMAT_MXFP4 = 3 };
 // Q-Mean form of every mode that includes Q-Mean (CLI --qmean): `token` is the paper's Alg. 1
 // (one scalar mean over d per query row, spec `qmean`), `channel` the per-channel mean over the
 // rows of a query tile (SageAttention2's Q smoothing, spec `qmean-ch`).
@@ -239,6 +246,9 @@ int attn_parse_qmean(const char *s, int *out, struct err *e);
 int attn_parse_qdq_skip(const char *s, unsigned *out, struct err *e);
 const char *attn_vgroup_name(int v);
 const char *attn_qformat_name(int q);
+// Storage bits per value of a 4-bit operand (reports; spec/fp4.md 4.3, hif4.md): HiF4 4.5,
+// NVFP4 4.5 (plus one binary32 per-tensor scale per head and operand), MXFP4 4.25.
+double attn_qformat_bits(int q);
 const char *attn_qmean_name(int q);
 // "none" or the skipped operands in the order q,k,v,p, e.g. "k,p" (static storage per mask).
 const char *attn_qdq_skip_name(unsigned skip);
@@ -246,7 +256,9 @@ const char *attn_qdq_skip_name(unsigned skip);
 // name, "(token)" or "(channel)" after it for modes with Q-Mean, and "[qdq-skip k,p]" for
 // quantized modes with operands left unquantized, e.g. "hifa4 (channel) [qdq-skip p]". At most
 // n bytes, NUL-terminated.
-void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qmean, unsigned qdq_skip);
+// The 4-bit format follows in brackets for quantized modes under a format other than hif4,
+// e.g. "direct [nvfp4]", "hifa4 (channel) [mxfp4] [qdq-skip p]".
+void attn_mode_display(char *buf, size_t n, const struct attn_mode *m, int qformat, int qmean, unsigned qdq_skip);
 
 // Per-layer constants supplied by the model for each attn_forward call.
 struct attn_layer {
@@ -297,7 +309,10 @@ const struct attn_diag *attn_ctx_diag(const struct attn_ctx *ctx);
 // call (tests of spec/attention.md 8.1, 8.4).
 void attn_ctx_set_qdq_skip(struct attn_ctx *ctx, unsigned skip);
 // The alignment of the rule above for mode m under options o (qdq skip from o), and for a
-// context (its current qdq skip): 1, 64 or the tile Bc.
+// context (its current qdq skip): 1, 32 (MXFP4's V blocks), 64 or the tile Bc; ATTN_ALIGN_NONE
+// (0) when no cached prefix is exact (NVFP4 with Q, K or V quantized: its per-tensor scales
+// look at every row of the sequence, spec/fp4.md 4.3), and attn_forward refuses any past.
+#define ATTN_ALIGN_NONE 0
 int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o);
 int attn_ctx_align(const struct attn_ctx *ctx);
 // A 64-bit key of everything that fixes a context's outputs (mode, tile, V grouping, format,

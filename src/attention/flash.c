@@ -3,7 +3,8 @@
 // arithmetic of section 7). Bit-identical to the literal scalar reference in flash_ref.c:
 // every binary32 operation and its order is the same, only the loops are arranged so that
 // SIMD lanes hold different keys (QK^T) or different output channels (PV), each lane
-// accumulating in the spec's fixed sequential order (7.2). Quantization goes through hif4.h.
+// accumulating in the spec's fixed sequential order (7.2). Quantization goes through quant.h
+// (--qformat: HiF4, NVFP4 or MXFP4; NVFP4's per-tensor scales over the whole call, fp4.md 4.2).
 // Q-Mean runs in either form (token: a scalar per row; channel: per query tile of Br = Bc rows
 // aligned to position 0, attn.h). Layout: per kv head prep_k/prep_v (keys [0, kend)), then per
 // query head head_rows (rows [r0, r1)) -> query tiles (tile_qmean) -> blocks of BR rows
@@ -14,7 +15,7 @@
 
 #include "attention/kern.h"
 #include "attention/modes.h"
-#include "attention/hif4.h"
+#include "attention/quant.h"
 
 // 16 binary32 lanes (one AVX-512 register, two AVX2 registers). -ffp-contract=off keeps
 // every `a += x * y` as a separate multiply and add (spec 7.1).
@@ -84,7 +85,7 @@ struct fwd {
     int kend;              // keys prepared: [0, min(T, r1 rounded up to Bc))
     int quant, qm, preorder, st32;
     int qq, qk, qv, qp;    // qdq applied to Q, K, V, P (not skipped)
-    enum hif4_recipe rec;
+    struct attn_q4 zq, zk, zv, zp; // the operands' quantizers (NVFP4: per-tensor scale of the head)
     float sm, cap;
 };
 
@@ -102,27 +103,44 @@ static void fwd_init(struct fwd *F, const struct attn_call *c, void *scratch, un
     F->st32 = (flags & ATTN_FI_STATE_F32) != 0;
     F->qq = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), F->qk = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
     F->qv = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), F->qp = F->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
-    F->rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
+    attn_q4_init(&F->zq, c->qformat), attn_q4_init(&F->zk, c->qformat);
+    attn_q4_init(&F->zv, c->qformat), attn_q4_init(&F->zp, c->qformat); // P: At = 1 (fp4.md 4.2)
     F->sm = c->sm, F->cap = c->softcap;
 }
 
-// qdq of n contiguous values in 64-groups from element 0, zero-padded tail
-static void qdq_row(float *x, int n, enum hif4_recipe rec) { hif4_qdq(x, x, n, rec); }
+// ks_j of one key: bf16(k_j / s) (7.6) with Smooth-QK, else k_j
+static void smooth_k(float *row, const float *kr, const float *s, int d) {
+    if (s)
+        for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / s[ch]);
+    else
+        memcpy(row, kr, (size_t)d * sizeof(float));
+}
+
+// NVFP4's per-tensor amax of K (ks) and V of one kv head over all keys [0, T) of the sequence
+// (fp4.md 4.2: computed over the whole set, whatever rows this task computes)
+static float kv_amax(const struct fwd *F, const float *x, int kh, int is_v) {
+    const int d = F->d;
+    float *row = F->L.tmp, a = 0;
+    for (int j = 0; j < F->c->T; j++) {
+        const float *xr = attn_kv_row(F->c, x, is_v ? F->c->past_v : F->c->past_k, j) + (size_t)kh * d;
+        if (!is_v) smooth_k(row, xr, F->s, d), xr = row;
+        const float m = fp4_amax(xr, d);
+        a = m > a ? m : a;
+    }
+    return a;
+}
 
 // ---- K and V of one kv head (keys [0, kend)): smoothing, kappa, qdq, layout for the GEMM loops ----
 // ks_j = bf16(k_j / s) (7.6) or k_j; kappa_j = fp16(sum_c ks_j) (token form); the channel form
 // keeps ks in ksP for its delta GEMV; kx = qdq(ks) into kP. Keys past kend up to the next panel
 // edge are zero (the vector loops read whole panels' lanes).
-static void prep_k(const struct fwd *F, const float *k, int kh) {
+static void prep_k(struct fwd *F, const float *k, int kh) {
     const int T = F->kend, d = F->d;
     const struct layout *L = &F->L;
     float *row = L->tmp, kmax = 0;
+    if (F->qk && attn_q4_has_tensor_scale(&F->zk)) attn_q4_set_amax(&F->zk, kv_amax(F, k, kh, 0));
     for (int j = 0; j < T; j++) {
-        const float *kr = attn_kv_row(F->c, k, F->c->past_k, j) + (size_t)kh * d;
-        if (F->s)
-            for (int ch = 0; ch < d; ch++) row[ch] = round_bf16(kr[ch] / F->s[ch]);
-        else
-            memcpy(row, kr, (size_t)d * sizeof(float));
+        smooth_k(row, attn_kv_row(F->c, k, F->c->past_k, j) + (size_t)kh * d, F->s, d);
         if (F->qm == QM_TOKEN) {
             float sum = 0; // sequential, 7.6
             for (int ch = 0; ch < d; ch++) sum += row[ch];
@@ -133,7 +151,7 @@ static void prep_k(const struct fwd *F, const float *k, int kh) {
         float *kp = L->kP + (size_t)(j / PW) * d * PW + j % PW;
         if (F->qm == QM_CHANNEL)
             for (int ch = 0; ch < d; ch++) L->ksP[(size_t)(j / PW) * d * PW + (size_t)ch * PW + j % PW] = row[ch];
-        if (F->qk) qdq_row(row, d, F->rec);
+        if (F->qk) attn_q4_vec(&F->zk, row, d);
         for (int ch = 0; ch < d; ch++) kp[(size_t)ch * PW] = row[ch];
     }
     for (size_t j = (size_t)T; j < up((size_t)T, PW); j++)
@@ -146,17 +164,18 @@ static void prep_k(const struct fwd *F, const float *k, int kh) {
 
 // V of one kv head into panels; qdq along tokens in groups from position 0 (spec section 3), or
 // along d per token with --v-group channel
-static void prep_v(const struct fwd *F, const float *v, int kh) {
+static void prep_v(struct fwd *F, const float *v, int kh) {
     const int T = F->kend, d = F->d;
     const struct layout *L = &F->L;
     const size_t Tp = L->Tp, dp = L->dp;
     const int by_channel = F->c->v_group == ATTN_VGROUP_CHANNEL;
     float *row = L->tmp;
+    if (F->qv && attn_q4_has_tensor_scale(&F->zv)) attn_q4_set_amax(&F->zv, kv_amax(F, v, kh, 1));
     for (int j = 0; j < T; j++) {
         const float *vr = attn_kv_row(F->c, v, F->c->past_v, j) + (size_t)kh * d;
         if (F->qv && by_channel) { // groups along d per token
             memcpy(row, vr, (size_t)d * sizeof(float));
-            qdq_row(row, d, F->rec);
+            attn_q4_vec(&F->zv, row, d);
             vr = row;
         }
         for (size_t p = 0; p < dp / PW; p++) {
@@ -170,7 +189,7 @@ static void prep_v(const struct fwd *F, const float *v, int kh) {
         float *panel = L->vP + p * Tp * PW;
         memset(panel + (size_t)T * PW, 0, (up((size_t)T, 64) - (size_t)T) * PW * sizeof(float));
         int w = (int)((size_t)d - p * PW < PW ? (size_t)d - p * PW : PW);
-        if (F->qv && !by_channel) hif4_qdq_cols(panel, PW, panel, PW, T, w, F->rec);
+        if (F->qv && !by_channel) attn_q4_cols(&F->zv, panel, PW, T, w);
     }
 }
 
@@ -208,9 +227,8 @@ static void delta_gemv(float *delta, const float *ksP, const float *mu, int d, i
 }
 
 // Channel form: mu_c of the query tile [ts, te) of head h (absolute rows; lanes hold channels,
-// each summing the rows in ascending order from +0) and delta_j for every key a row of the
-// tile can see, [max(0, ts - W + 1), te)
-static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int te) {
+// each summing the rows in ascending order from +0) into L.mu
+static void tile_mu(const struct fwd *F, const float *q, int h, int ts, int te) {
     const int d = F->d;
     float *mu = F->L.mu, *row = F->L.tmp;
     for (int ch = 0; ch < d; ch++) mu[ch] = 0;
@@ -220,12 +238,16 @@ static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int t
     }
     const float n = (float)(te - ts);
     for (int ch = 0; ch < d; ch++) mu[ch] = kern_fp16(mu[ch] / n);
+}
+// ... and delta_j for every key a row of the tile can see, [max(0, ts - W + 1), te)
+static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int te) {
+    tile_mu(F, q, h, ts, te);
     const int ka = F->W > 0 && ts - F->W + 1 > 0 ? ts - F->W + 1 : 0;
-    delta_gemv(F->L.delta, F->L.ksP, mu, d, ka / VL * VL, (int)up((size_t)te, VL));
+    delta_gemv(F->L.delta, F->L.ksP, F->L.mu, F->d, ka / VL * VL, (int)up((size_t)te, VL));
 }
 
-// qx = qdq(qs - mu) of one row; returns the token form's mu (0 otherwise)
-static float prep_q(const struct fwd *F, float *qx, const float *qi) {
+// qx = qs - mu of one row (the value qdq is handed); returns the token form's mu (0 otherwise)
+static float q_operand(const struct fwd *F, float *qx, const float *qi) {
     const int d = F->d;
     smooth_q(qx, qi, F->s, d);
     float mu = 0;
@@ -237,8 +259,28 @@ static float prep_q(const struct fwd *F, float *qx, const float *qi) {
     } else if (F->qm == QM_CHANNEL) {
         for (int ch = 0; ch < d; ch++) qx[ch] = qx[ch] - F->L.mu[ch];
     }
-    if (F->qq) qdq_row(qx, d, F->rec);
     return mu;
+}
+// qx = qdq(qs - mu)
+static float prep_q(const struct fwd *F, float *qx, const float *qi) {
+    const float mu = q_operand(F, qx, qi);
+    if (F->qq) attn_q4_vec(&F->zq, qx, F->d);
+    return mu;
+}
+
+// NVFP4's per-tensor amax of Q of head h: the values handed to qdq over all rows [0, T) of
+// the sequence (fp4.md 4.2; such calls never continue a prefix, so q holds every row). Leaves
+// the channel form's mu of the last tile in L.mu (head_rows recomputes every tile's).
+static float q_amax(const struct fwd *F, const float *q, int h) {
+    const int T = F->c->T, Br = F->Bc;
+    float a = 0, *row = F->L.qx; // the block's rows are prepared only after this
+    for (int i = F->c->q0; i < T; i++) {
+        if (F->qm == QM_CHANNEL && i % Br == 0) tile_mu(F, q, h, i, i + Br < T ? i + Br : T);
+        q_operand(F, row, q + attn_q_off(F->c, i, h));
+        const float m = fp4_amax(row, F->d);
+        a = m > a ? m : a;
+    }
+    return a;
 }
 
 // S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order.
@@ -417,10 +459,12 @@ static void tile_pc(const struct fwd *F, const struct blk *B, int t0) {
             continue;
         }
         if (!F->qp) continue;
+        // 64-key spans hold whole blocks of every format (64, 32, 16); all-zero blocks give +0
         const int ga = (B->va[rr] - t0) / HIF4_GROUP * HIF4_GROUP;
         const int gb = (B->vb[rr] - t0) / HIF4_GROUP * HIF4_GROUP + HIF4_GROUP;
         memset(Pcr, 0, (size_t)ga * sizeof(float));
-        hif4_qdq(Pcr + ga, F->L.P + (size_t)rr * Bc + ga, gb - ga, F->rec);
+        memcpy(Pcr + ga, F->L.P + (size_t)rr * Bc + ga, (size_t)(gb - ga) * sizeof(float));
+        attn_q4_vec(&F->zp, Pcr + ga, gb - ga);
         memset(Pcr + gb, 0, (size_t)(Bc - gb) * sizeof(float));
     }
 }
@@ -478,8 +522,9 @@ static void block_end(const struct fwd *F, const struct blk *B, float *out, int 
 // multiples of Br from position 0 (attn.h) and end at T, and a channel-form mean is over the
 // whole tile, so with the channel form r0 is a tile start >= q0 (the alignment rule) and the
 // tile's rows up to min(start + Br, T) are read; row blocks never straddle a query tile.
-static void head_rows(const struct fwd *F, float *out, const float *q, int h, int r0, int r1, int raw) {
+static void head_rows(struct fwd *F, float *out, const float *q, int h, int r0, int r1, int raw) {
     const int Br = F->Bc, T = F->c->T;
+    if (F->qq && attn_q4_has_tensor_scale(&F->zq)) attn_q4_set_amax(&F->zq, q_amax(F, q, h));
     for (int ts = r0 / Br * Br; ts < r1; ts += Br) {
         const int te = ts + Br < r1 ? ts + Br : r1;
         if (F->qm == QM_CHANNEL) tile_qmean(F, q, h, ts, ts + Br < T ? ts + Br : T);

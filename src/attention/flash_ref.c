@@ -6,11 +6,13 @@
 // position 0; the choices the spec leaves open are written down in attn.h). Positions are
 // absolute: a call may continue a cached prefix (keys below q0 from attn_call.past) and computes
 // the rows [r0, r1), preparing every key of the sequence (the fast kernel prepares fewer).
+// qdq is the --qformat's literal per-block reference (quant.h); NVFP4's per-tensor amax is taken
+// over each operand's whole set before any of it is quantized (spec/fp4.md 4.2).
 #include <math.h>
 
 #include "attention/kern.h"
 #include "attention/modes.h"
-#include "attention/hif4.h"
+#include "attention/quant.h"
 
 static float fp16(float x) { return round_fp16(x); }
 static float bf16(float x) { return round_bf16(x); }
@@ -27,7 +29,7 @@ struct ref {
     const struct attn_call *c;
     int T, d, quant, qmean, channel, sqk, preorder, st32;
     int qq, qk, qv, qp;  // qdq applied to Q, K, V, P (not skipped)
-    enum hif4_recipe rec;
+    struct attn_q4 zq, zk, zv, zp; // the operands' quantizers (P: At = 1)
     const float *s;      // Smooth-QK scales of the current kv head [d]
     float *ks;           // (T, d) smoothed K: bf16(k / s), or k
     float *kx;           // (T, d) K operand: qdq(ks)
@@ -48,7 +50,8 @@ static void ref_init(struct ref *R, const struct attn_call *c, void *scratch, un
     R->st32 = (flags & ATTN_FI_STATE_F32) != 0;
     R->qq = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_Q), R->qk = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_K);
     R->qv = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_V), R->qp = R->quant && !(c->qdq_skip & ATTN_QDQ_SKIP_P);
-    R->rec = c->qformat == ATTN_QFORMAT_HIF4_A6 ? HIF4_RECIPE_A6 : HIF4_RECIPE_NORMATIVE;
+    attn_q4_init(&R->zq, c->qformat), attn_q4_init(&R->zk, c->qformat);
+    attn_q4_init(&R->zv, c->qformat), attn_q4_init(&R->zp, c->qformat);
     size_t T = (size_t)c->T, d = (size_t)c->d;
     R->ks = scratch;
     R->kx = R->ks + T * d;
@@ -64,9 +67,12 @@ static void ref_init(struct ref *R, const struct attn_call *c, void *scratch, un
     R->Pc = R->P + c->tile;
 }
 
-// qdq of a vector of n values in 64-groups along it (the tail group zero-padded)
-static void qdq_vec(float *x, int n, enum hif4_recipe rec) {
-    for (int g0 = 0; g0 < n; g0 += 64) hif4_qdq_group(x + g0, x + g0, n - g0 < 64 ? n - g0 : 64, rec, NULL, NULL);
+// amax of n values (the NVFP4 tensor scale's set)
+static float amax_of(const float *x, size_t n) {
+    float a = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(x[i]) > a) a = fabsf(x[i]);
+    return a;
 }
 
 // ---- K of kv head kh: smoothing (bf16(k/s)), kappa, qdq along d ----
@@ -87,8 +93,10 @@ static void ref_prep_k(struct ref *R, const float *k, int kh) {
             for (int ch = 0; ch < d; ch++)
                 if (fabsf(kr[ch]) > R->c->diag->k_maxabs) R->c->diag->k_maxabs = fabsf(kr[ch]);
         for (int ch = 0; ch < d; ch++) kq[ch] = kr[ch];
-        if (R->qk) qdq_vec(kq, d, R->rec);
     }
+    if (R->qk && attn_q4_has_tensor_scale(&R->zk)) attn_q4_set_amax(&R->zk, amax_of(R->ks, (size_t)T * d));
+    if (R->qk)
+        for (int j = 0; j < T; j++) attn_q4_vec_ref(&R->zk, R->kx + (size_t)j * d, d);
 }
 
 // ---- V: qdq along tokens in groups from position 0 (or along d with --v-group channel) ----
@@ -97,15 +105,17 @@ static void ref_prep_v(struct ref *R, const float *v, int kh) {
     float *vx = R->vx;
     for (int j = 0; j < T; j++)
         for (int ch = 0; ch < d; ch++) vx[(size_t)j * d + ch] = attn_kv_row(R->c, v, R->c->past_v, j)[(size_t)kh * d + ch];
+    if (R->qv && attn_q4_has_tensor_scale(&R->zv)) attn_q4_set_amax(&R->zv, amax_of(vx, (size_t)T * d));
     if (R->qv && R->c->v_group == ATTN_VGROUP_CHANNEL) {
-        for (int j = 0; j < T; j++) qdq_vec(vx + (size_t)j * d, d, R->rec);
+        for (int j = 0; j < T; j++) attn_q4_vec_ref(&R->zv, vx + (size_t)j * d, d);
     } else if (R->qv) {
         float grp[64];
+        const int B = R->zv.block;
         for (int ch = 0; ch < d; ch++)
-            for (int t0 = 0; t0 < T; t0 += 64) {
-                int n = T - t0 < 64 ? T - t0 : 64;
+            for (int t0 = 0; t0 < T; t0 += B) {
+                int n = T - t0 < B ? T - t0 : B;
                 for (int t = 0; t < n; t++) grp[t] = vx[(size_t)(t0 + t) * d + ch];
-                hif4_qdq_group(grp, grp, n, R->rec, NULL, NULL);
+                attn_q4_vec_ref(&R->zv, grp, n);
                 for (int t = 0; t < n; t++) vx[(size_t)(t0 + t) * d + ch] = grp[t];
             }
     }
@@ -135,7 +145,7 @@ static void ref_tile_mean(struct ref *R, const float *q, int h, int ts, int te) 
 }
 
 // ---- Q row i of head h: smoothing, Q-Mean, qdq; returns the token form's mu (else 0) ----
-static float ref_q_row(struct ref *R, const float *q, int i, int h) {
+static float ref_q_row(struct ref *R, const float *q, int i, int h, int quantize) {
     const int d = R->d;
     for (int ch = 0; ch < d; ch++) R->qs[ch] = q_smoothed(R, q, i, h, ch);
     float mu = 0;
@@ -146,8 +156,22 @@ static float ref_q_row(struct ref *R, const float *q, int i, int h) {
     }
     for (int ch = 0; ch < d; ch++)
         R->qx[ch] = !R->qmean ? R->qs[ch] : R->channel ? R->qs[ch] - R->mu[ch] : R->qs[ch] - mu;
-    if (R->qq) qdq_vec(R->qx, d, R->rec);
+    if (R->qq && quantize) attn_q4_vec_ref(&R->zq, R->qx, d);
     return mu;
+}
+
+// NVFP4: the amax of head h's Q as handed to qdq, over every row of the sequence (query tiles'
+// channel means included), before any row is quantized
+static void ref_q_scale(struct ref *R, const float *q, int h) {
+    const int T = R->T, Br = R->c->tile;
+    float a = 0;
+    for (int i = R->c->q0; i < T; i++) {
+        if (R->channel && i % Br == 0) ref_tile_mean(R, q, h, i, i + Br < T ? i + Br : T);
+        ref_q_row(R, q, i, h, 0);
+        const float m = amax_of(R->qx, (size_t)R->d);
+        if (m > a) a = m;
+    }
+    attn_q4_set_amax(&R->zq, a);
 }
 
 // ---- the score of query row i (operand R->qx, token mu) and key j; -inf when j is masked ----
@@ -185,7 +209,8 @@ static void ref_row(struct ref *R, float *oi, int i, float mu, unsigned flags) {
             P[u] = R->st32 ? exp_cr(S[u] - mnew) : fp16(exp_cr(S[u] - mnew));
         }
         if (R->qp) {
-            for (int u = 0; u < Bc; u += 64) hif4_qdq_group(Pc + u, P + u, 64, R->rec, NULL, NULL);
+            for (int u = 0; u < Bc; u++) Pc[u] = P[u];
+            attn_q4_vec_ref(&R->zp, Pc, Bc);
         } else {
             for (int u = 0; u < Bc; u++) Pc[u] = R->quant ? P[u] : bf16(P[u]);
         }
@@ -218,15 +243,17 @@ void attn_flash_ref_forward(const struct attn_operands *x, const struct attn_cal
         ref_prep_k(&R, k, kh);
         ref_prep_v(&R, v, kh);
         int ha = h0 > kh * g ? h0 : kh * g, hb = h1 < (kh + 1) * g ? h1 : (kh + 1) * g;
-        for (int h = ha; h < hb; h++)
+        for (int h = ha; h < hb; h++) {
+            if (R.qq && attn_q4_has_tensor_scale(&R.zq)) ref_q_scale(&R, q, h);
             for (int i = c->r0; i < c->r1; i++) {
                 // query tiles of Br rows from position 0; the last one may be partial. With the
                 // channel form r0 is a tile start (the alignment rule of attn.h).
                 if (R.channel && (i % Br == 0 || i == c->r0))
                     ref_tile_mean(&R, q, h, i / Br * Br, i / Br * Br + Br < T ? i / Br * Br + Br : T);
-                float mu = ref_q_row(&R, q, i, h);
+                float mu = ref_q_row(&R, q, i, h, 1);
                 ref_row(&R, out + attn_q_off(c, i, h), i, mu, flags);
             }
+        }
     }
 }
 
@@ -237,7 +264,8 @@ void attn_flash_ref_scores(float *S, const struct attn_operands *x, const struct
     struct ref R;
     ref_init(&R, c, scratch, flags);
     ref_prep_k(&R, k, h / (c->H / c->Hkv));
+    if (R.qq && attn_q4_has_tensor_scale(&R.zq)) ref_q_scale(&R, q, h);
     if (R.channel) ref_tile_mean(&R, q, h, i / Br * Br, i / Br * Br + Br < T ? i / Br * Br + Br : T);
-    float mu = ref_q_row(&R, q, i, h);
+    float mu = ref_q_row(&R, q, i, h, 1);
     for (int j = 0; j < T; j++) S[j] = ref_score(&R, i, j, mu);
 }

@@ -15,6 +15,9 @@ extern const struct attn_mode attn_mode_hifa4;
 extern const struct attn_mode attn_mode_direct_qmean;
 extern const struct attn_mode attn_mode_direct_qmean_sqk;
 extern const struct attn_mode attn_mode_direct_qmean_preorder;
+// sage3.c: SageAttention3's FP4 recipe (spec/fp4.md section 5)
+extern const struct attn_mode attn_mode_sage3;
+extern const struct attn_mode attn_mode_sage3_preorder;
 
 // ---- rows of a call (attn.h struct attn_call): absolute positions ----
 // K or V of position j < T ([Hkv][d] floats): for j < q0 from the past segments' rows of
@@ -59,6 +62,16 @@ void attn_flash_ref_forward(const struct attn_operands *x, const struct attn_cal
 // attn_flash_ref_forward.
 void attn_flash_ref_scores(float *S, const struct attn_operands *x, const struct attn_call *c, int h, int i,
                            void *scratch, unsigned flags);
+
+// ---- the SageAttention3 kernel (sage3.c: fast; sage3_ref.c: literal reference) ----
+// Same contract as struct attn_mode.forward with the flags (ATTN_F_PREORDER, ATTN_FI_RAW_OUT)
+// explicit; the call never continues a prefix (q0 = 0); rows [r0, r1) with r0 a multiple of 128.
+size_t attn_sage3_scratch(const struct attn_call *c);
+void attn_sage3_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                        unsigned flags);
+size_t attn_sage3_ref_scratch(const struct attn_call *c);
+void attn_sage3_ref_forward(const struct attn_operands *x, const struct attn_call *c, int h0, int h1, void *scratch,
+                            unsigned flags);
 
 // ---- the binary64 reference (modes exact and f32) ----
 // ref_fast.c: blocked SIMD version the modes run; ref.c: the literal version for tests.

@@ -217,7 +217,7 @@ static int add_entries(struct trace_result *r, const struct attn_mode *md, const
         snprintf(r->modes[k], sizeof r->modes[k], "%s", md->name);
         r->mode_flags[k] = attn_mode_run_flags(md, q);
         r->qmean[k] = has ? q : -1;
-        attn_mode_display(r->display[k], sizeof r->display[k], md, q, o->qdq_skip);
+        attn_mode_display(r->display[k], sizeof r->display[k], md, o->qformat, q, o->qdq_skip);
     }
     return 0;
 }

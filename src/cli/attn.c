@@ -19,7 +19,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         {"attn", CLI_STR, &mode, "MODE: attention mode (default bf16; see `hifa4-eval list`)"},
         {"tile", CLI_INT, &tile, "N: key tile Bc, a multiple of 64 (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: HiF4 grouping axis of V (default token)"},
-        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: QDQ recipe (default hif4)"},
+        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format (default hif4; spec/fp4.md for the FP4 formats)"},
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token = paper Alg. 1)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},

@@ -22,3 +22,4 @@ CMD(make_model, "deterministic synthetic checkpoint of any supported architectur
 CMD(merge, "join the run directories of run --shard K/N into one run (byte-identical samples)")
 CMD(diagnose, "outlier diagnostics: Table 1/8 statistics, Jaccard stability, Figures 3/4/6")
 CMD(trace, "attention diagnostics per mode: per-layer rel-L2/cosine vs f32, eps_bar histogram (Table 4, Fig. 8)")
+CMD(qdq, "quantize the inputs of a 4-bit vectors file (JSONL) and print the lines with this build's codes and outputs")

@@ -272,6 +272,11 @@ static int parse_modes(struct cost_job *j, const char *modes_arg, struct err *e)
     for (int i = 0; i < n; i++) {
         unsigned f = 0;
         if ((rc = mode_flags(modes[i], &f, e))) return rc;
+        if (f & ATTN_F_SAGE3) { // NVFP4 operands: outside the model (spec/fp4.md 4.3)
+            printf("cost: %s: the Ascend cost model covers HiF4 only (spec/cost.md); no numbers for SageAttention3's NVFP4 "
+                   "recipe\n", modes[i]);
+            continue;
+        }
         add_rows(j, modes[i], f);
     }
     return mode_flags("bf16", &j->bf16_flags, e);
@@ -394,6 +399,7 @@ static void print_text(const struct cost_job *j) {
 // ---- the command ----
 int cmd_cost(int argc, char **argv, struct err *e) {
     const char *model = NULL, *modes_arg = DEFAULT_MODES, *params_arg = NULL, *shape_arg = NULL, *qmean_arg = "both";
+    const char *qformat = "hif4";
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model, "M: model directory or config.json (shape only, no weights)"},
@@ -405,6 +411,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         {"params", CLI_STR, &params_arg, "FILE: cost-model parameters (default " DEFAULT_PARAMS ")"},
         {"tile-br", CLI_INT, &br, "N: cost tiling query rows (default 128)"},
         {"tile-bc", CLI_INT, &bc, "N: cost tiling keys (default 128)"},
+        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format (the model covers HiF4 only; default hif4)"},
         {"json", CLI_FLAG, &as_json, "print JSON (counts, cycles, normalised table) instead of text"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
@@ -419,6 +426,14 @@ int cmd_cost(int argc, char **argv, struct err *e) {
         return err_set(e, ERR_USAGE, "--tile-br %d / --tile-bc %d: must be in [1, 65536]", br, bc);
     if (window < 0) return err_set(e, ERR_USAGE, "--window %d: must be >= 0", window);
     if (window && !shape_arg) return err_set(e, ERR_USAGE, "--window goes with --shape (a model's windows come from its config)");
+    int qf = 0;
+    if ((rc = attn_parse_qformat(qformat, &qf, e))) return rc;
+    if (qf == ATTN_QFORMAT_NVFP4 || qf == ATTN_QFORMAT_MXFP4) { // one line instead of numbers it does not have
+        printf("cost: the Ascend cost model covers HiF4 only (spec/cost.md); it has no numbers for --qformat %s "
+               "(storage: %.4g bits per value%s)\n", qformat, attn_qformat_bits(qf),
+               qf == ATTN_QFORMAT_NVFP4 ? " plus one binary32 per-tensor scale per head and operand" : "");
+        return 0;
+    }
 
     static struct cost_job j; // large (rows of counts): not on the stack
     memset(&j, 0, sizeof j);
@@ -426,6 +441,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     if (strcmp(qmean_arg, "both") && attn_parse_qmean(qmean_arg, &j.forms, e))
         return err_set(e, ERR_USAGE, "--qmean '%s': expected token, channel or both", qmean_arg);
     if ((rc = parse_modes(&j, modes_arg, e))) return rc;
+    if (j.n_rows == 0) return 0; // only modes the model does not cover (said above)
     if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
     rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
     if (!rc) rc = compute(&j, e);

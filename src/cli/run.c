@@ -249,7 +249,8 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"model", CLI_STR, &o.model, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
         {"tasks", CLI_STR, &o.tasks, "a,b: same as --task"},
-        {"attn", CLI_STR, &o.attn, "m1,m2|all: attention modes, first = reference (default: bf16,direct,hifa4 as available)"},
+        {"attn", CLI_STR, &o.attn, "m1,m2|all: attention modes, first = reference (default: bf16,direct,hifa4 as available; all: every "
+                                 "mode but exact and the sage3 modes)"},
         {"limit", CLI_INT, &o.limit, "N: first N items of each task - of each subject/subtask for mmlu and bbh, like lm-eval (0 = all)"},
         {"out", CLI_STR, &o.out, "DIR: run directory (default results/<model>-<utc time>)"},
         {"seed", CLI_I64, &o.seed, "S: seed for tasks that shuffle (default 1234)"},
@@ -268,7 +269,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
-        {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6: 4-bit rounding (default hif4, normative)"},
+        {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},
         {"qmean", CLI_STR, &o.qmean, "token|channel: Q-Mean form of every mode with Q-Mean (default token = paper Alg. 1; "
                                      "channel = per-channel mean per query tile, SageAttention2)"},
         {"qdq-skip", CLI_STR, &o.qdq_skip, "q,k,v,p|none: operands left unquantized in the HiF4 modes (default none; "

@@ -27,7 +27,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales (default configs/scales/<model>.safetensors if present)"},
         {"tile", CLI_INT, &tile, "N: key tile Bc (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: V grouping (default token)"},
-        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6: HiF4 rounding recipe (default hif4)"},
+        {"qformat", CLI_STR, &qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format (default hif4)"},
         {"qmean", CLI_STR, &qmean, "token|channel|both: Q-Mean form of modes with Q-Mean (default token; both = each "
                                    "such mode in both forms, side by side)"},
         {"qdq-skip", CLI_STR, &qdq_skip, "q,k,v,p|none: operands left unquantized (default none)"},

@@ -33,6 +33,7 @@ static void all_modes(struct run_opts *o) {
     for (int i = 0; i < attn_mode_count() && o->n_modes < RUN_MAX_MODES; i++) {
         const struct attn_mode *m = attn_mode_at(i);
         if (!strcmp(m->name, "exact") || !strcmp(m->name, ref)) continue;
+        if (m->flags & ATTN_F_SAGE3) continue; // its own recipe with fixed options: named explicitly
         if ((m->flags & ATTN_F_SQK) && !o->scales) {
             log_warn("run: --attn all: skipping '%s': it needs a Smooth-QK scales file (--scales)", m->name);
             continue;
@@ -253,6 +254,27 @@ int run_write_samples(struct run *r, int t, int m, struct err *e) {
     return rc;
 }
 
+// A batch built for the prefix cache (up to 64 x max_tokens) through a mode without reuse: whole
+// sequences in consecutive chunks of at most max_tokens tokens (plan_tasks sized max_tokens for
+// the longest sequence), their logits rows in the batch's order.
+static int forward_whole(struct run *r, int m, const struct eval_batch *b, float *lg, struct err *e) {
+    int s0 = 0, tok0 = 0, out0 = 0, rc = 0;
+    while (s0 < b->n_seq && !rc) {
+        int s1 = s0, nt = 0, no = 0;
+        while (s1 < b->n_seq && (s1 == s0 || nt + b->seq_len[s1] <= r->max_tokens)) nt += b->seq_len[s1++];
+        while (out0 + no < b->n_out && b->out_pos[out0 + no] < tok0 + nt) no++;
+        int *pos = malloc((size_t)(no ? no : 1) * sizeof *pos);
+        if (!pos) return err_set(e, ERR_NOMEM, "run: out of memory");
+        for (int i = 0; i < no; i++) pos[i] = b->out_pos[out0 + i] - tok0;
+        const struct model_batch mb = {.tokens = b->tok + tok0, .n_seq = s1 - s0, .seq_len = b->seq_len + s0, .out_pos = pos,
+                                       .n_out = no};
+        rc = model_forward(r->model, r->attn[m], NULL, &mb, lg + (size_t)out0 * r->vocab, e);
+        free(pos);
+        s0 = s1, tok0 += nt, out0 += no;
+    }
+    return rc;
+}
+
 // The current batch under every mode: forward, statistics, scores, samples.
 static int score_batch(struct run *r, int t, struct err *e) {
     const struct eval_plan *p = &r->plans[t];
@@ -262,9 +284,11 @@ static int score_batch(struct run *r, int t, struct err *e) {
     for (int m = 0; m < n_modes && !rc; m++) {
         float *lg = m == RUN_REF_MODE ? r->logits_ref : r->logits_q;
         double tf = time_now();
-        if (r->kv) {
+        if (r->kv && run_mode_reuses(r, m)) {
             const struct cached_model cm = {.m = r->model, .ctx = r->attn[m], .kv = r->kv};
             rc = cached_forward(&cm, p, b, lg, &r->acc[m].cached, e);
+        } else if (r->kv) {
+            rc = forward_whole(r, m, b, lg, e);
         } else {
             const struct model_batch mb = {.tokens = b->tok, .n_seq = b->n_seq, .seq_len = b->seq_len,
                                            .out_pos = b->out_pos, .n_out = b->n_out};

@@ -94,6 +94,9 @@ int run_samples_file(char *out, size_t n, struct results_stamp *st, const struct
 // mode m (scoring only); the batch's samples under mode m.
 void run_count_calls(struct run *r, int m);
 int run_count_cost(struct run *r, int m, struct err *e);
+// 1 if mode m may continue cached prefixes; 0 for modes with no exact cached prefix (NVFP4 with
+// Q, K or V quantized, sage3: attn.h ATTN_ALIGN_NONE), which score every sequence whole.
+int run_mode_reuses(const struct run *r, int m);
 int run_write_samples(struct run *r, int t, int m, struct err *e);
 // The current batch of a task scored by greedy decoding (task_set.generate: niah's generation
 // form) under every mode, into r->scores and the samples files (run_generate.c).

@@ -174,6 +174,16 @@ static int use_cache(const struct run *r) {
     return !(r->cfg.rope_type == ROPE_LONGROPE && longest > r->cfg.rope_orig_max);
 }
 
+int run_mode_reuses(const struct run *r, int m) {
+    struct attn_opts ao = r->o.attn;
+    return attn_prefix_align(attn_mode_find(r->o.modes[m]), &ao) != ATTN_ALIGN_NONE;
+}
+static int all_modes_reuse(const struct run *r) {
+    for (int m = 0; m < r->o.n_modes; m++)
+        if (!run_mode_reuses(r, m)) return 0;
+    return 1;
+}
+
 static int max_continuation(const struct run *r) {
     int cont = 0;
     for (int t = 0; t < r->o.n_tasks; t++)
@@ -218,6 +228,13 @@ static int open_cache(struct run *r, struct err *e) {
     if (rc) return err_prefix(e, "prefix cache (--no-prefix-cache runs without it)");
     log_info("run: prefix cache: %d positions x %.1f KB = %.3f GB, allocated once", rows,
              model_kv_row_bytes(r->model) / 1024.0, model_kv_bytes(r->kv) * 1e-9);
+    char names[1024] = "";
+    for (int m = 0, k = 0; m < r->o.n_modes; m++)
+        if (!run_mode_reuses(r, m) && k < (int)sizeof names)
+            k += snprintf(names + k, sizeof names - (size_t)k, "%s%s", k ? ", " : "", r->o.modes[m]);
+    if (names[0])
+        log_info("run: prefix cache not used by %s: no exact cached prefix (NVFP4's per-tensor scales, sage3's K mean "
+                 "see the whole sequence; spec/fp4.md 4.3, 5.5), every sequence scored whole", names);
     return 0;
 }
 
@@ -254,11 +271,18 @@ static int plan_tasks(struct run *r, struct err *e) {
     for (int t = 0; t < nt; t++)
         if (r->plans[t].max_item_tokens > max_item) max_item = r->plans[t].max_item_tokens;
     if (use_cache(r)) {
-        const int leaf = max_continuation(r) + align_of_modes(r);
+        int leaf = max_continuation(r) + align_of_modes(r);
+        // a mode without reuse computes whole sequences (run.c forward_whole): the longest must fit
+        for (int t = 0; t < nt && !all_modes_reuse(r); t++) leaf = r->plans[t].max_seq_len > leaf ? r->plans[t].max_seq_len : leaf;
         max_item = leaf < max_item ? leaf : max_item;
     }
     for (int t = 0; t < nt; t++) { // greedy decoding: a context and its decoded tokens
         if (!r->sets[t].generate) continue;
+        for (int m = 0; m < o->n_modes; m++)
+            if (!run_mode_reuses(r, m))
+                return err_set(e, ERR_USAGE, "task %s (generation form): mode %s has no exact cached prefix (spec/fp4.md "
+                               "4.3, 5.5) and greedy decoding continues one; run it on likelihood tasks", o->tasks[t],
+                               o->modes[m]);
         const int room = cfg->max_seq - r->sets[t].generate;
         int over = 0, longest = 0;
         for (int i = 0; i < r->plans[t].n_items; i++) { // the context of item i: its first sequence up to the first row

@@ -121,8 +121,19 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON *dj = cJSON_AddObjectToObject(aj, "display");
     for (int m = 0; m < o->n_modes; m++) {
         char name[160];
-        attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qmean, o->attn.qdq_skip);
+        attn_mode_display(name, sizeof name, attn_mode_find(o->modes[m]), o->attn.qformat, o->attn.qmean, o->attn.qdq_skip);
         cJSON_AddStringToObject(dj, o->modes[m], name);
+    }
+    // storage of each mode's attention operands (not part of the configuration key: derived)
+    cJSON *stj = cJSON_AddObjectToObject(run, "storage");
+    for (int m = 0; m < o->n_modes; m++) {
+        const struct attn_mode *am = attn_mode_find(o->modes[m]);
+        cJSON *x = cJSON_AddObjectToObject(stj, o->modes[m]);
+        const int q4 = (am->flags & ATTN_F_QUANT) != 0, s3 = (am->flags & ATTN_F_SAGE3) != 0;
+        const int fmt = s3 ? ATTN_QFORMAT_NVFP4 : o->attn.qformat;
+        cJSON_AddStringToObject(x, "format", s3 ? "nvfp4-sa3" : q4 ? attn_qformat_name(fmt) : "bf16");
+        cJSON_AddNumberToObject(x, "bits_per_value", q4 ? attn_qformat_bits(fmt) : 16);
+        cJSON_AddBoolToObject(x, "per_tensor_scale", q4 && !s3 && fmt == ATTN_QFORMAT_NVFP4);
     }
     if (o->scales) {
         cJSON *sj = cJSON_AddObjectToObject(run, "scales");
@@ -274,7 +285,9 @@ static void add_prefix_cache(cJSON *run, const struct run *r) {
         struct attn_opts ao = o->attn;
         cJSON_AddNumberToObject(x, "align", attn_prefix_align(attn_mode_find(o->modes[m]), &ao));
         cJSON_AddNumberToObject(x, "tokens_input", (double)a->tokens_input);
-        cJSON_AddNumberToObject(x, "tokens_computed", (double)(r->kv ? a->cached.tokens : a->tokens_input));
+        const int reuse = r->kv && run_mode_reuses(r, m);
+        cJSON_AddBoolToObject(x, "reuse", reuse);
+        cJSON_AddNumberToObject(x, "tokens_computed", (double)(reuse ? a->cached.tokens : a->tokens_input));
         cJSON_AddNumberToObject(x, "tokens_stored", (double)a->cached.stored);
         cJSON_AddNumberToObject(x, "rows_scored", (double)a->rows_scored);
         cJSON_AddNumberToObject(x, "forward_calls", (double)a->cached.calls);

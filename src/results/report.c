@@ -352,6 +352,20 @@ static int decoding_md(struct results_buf *o, const cJSON *pm) {
     return rc;
 }
 
+// "- storage per value: ..." from run.json storage (bits per stored Q/K/V/P value of each mode)
+static int storage_line(struct results_buf *o, const cJSON *run) {
+    int rc = 0, j = 0;
+    const cJSON *m;
+    if (!jget(run, "storage")) return 0;
+    rc |= results_buf_printf(o, "\n- storage per value: ");
+    cJSON_ArrayForEach(m, jget(run, "storage")) {
+        rc |= results_buf_printf(o, "%s`%s` %s %.4g bits%s", j++ ? ", " : "", results_mode_display(run, m->string),
+                                 jstr(m, "format", "?"), jnum(m, "bits_per_value"),
+                                 cJSON_IsTrue(jget(m, "per_tensor_scale")) ? " + one binary32 scale per head and operand" : "");
+    }
+    return rc;
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
@@ -399,6 +413,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
                                  jstr(att, "qmean", "?"), strcmp(jstr(att, "qmean", ""), "channel") ?
                                  "per-row scalar mean, paper Alg. 1" : "per-channel mean over each query tile, SageAttention2",
                                  jstr(att, "qdq_skip", "?"));
+    rc |= storage_line(&o, run);
     rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
                              jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
     // data provenance per task (run.json): source, template, rows skipped, truncation

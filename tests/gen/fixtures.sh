@@ -11,6 +11,8 @@ root=${HIFA4_TEST_DATA:-../shared}
 files=(
     spec/hif4_vectors.jsonl
     spec/hif4_vectors_special.jsonl
+    spec/fp4_vectors.jsonl
+    spec/fp4_vectors_special.jsonl
     goldens/attention/attn-t200-h4-kv2-d128.safetensors
     goldens/attention/attn-t77-h2-kv1-d64-w32.safetensors
     goldens/attention/attn-t130-h4-kv2-d32-cap10.safetensors
