@@ -127,7 +127,7 @@ static void check_block_rec(const struct rec *r, struct vstat *st) {
         bad |= fp4_qdq_block_ref(y2 + i, x + i, m, f, &ts, c2 + i, sb2 + nb) != 0;
     }
     bad |= fp4_qdq(y3, x, n, f, &ts) != 0;
-    bad |= fp4_qdq_cols(y4, 1, x, 1, n, 1, f, &ts) != 0; // one column of n rows
+    bad |= fp4_qdq_cols(y4, x, 1, n, 1, f, &ts) != 0; // one column of n rows
     for (int i = 0; i < n && !bad; i++)
         bad |= c[i] != r->codes[i] || c2[i] != r->codes[i] || f32_bits(y[i]) != r->out[i] || f32_bits(y2[i]) != r->out[i] ||
                f32_bits(y3[i]) != r->out[i] || f32_bits(y4[i]) != r->out[i];
@@ -188,7 +188,7 @@ static void check_special(const struct rec *r, void *u) {
         rejected |= fp4_qdq_block(x + i, x + i, m, f, &ts, NULL, NULL) != 0;
     }
     for (int i = 0; i < r->n; i++) x[i] = bits_f32(r->in[i]);
-    rejected &= fp4_qdq(y, x, r->n, f, &ts) != 0 && fp4_qdq_cols(y, 1, x, 1, r->n, 1, f, &ts) != 0;
+    rejected &= fp4_qdq(y, x, r->n, f, &ts) != 0 && fp4_qdq_cols(y, x, 1, r->n, 1, f, &ts) != 0;
     *bad += !rejected;
 }
 
@@ -330,7 +330,7 @@ static void test_fast_vs_ref(void) {
         for (int i = 0; i < rows * cols; i++) x[i] = rand_val(it);
         struct fp4_tscale ts;
         fp4_nv_tscale(&ts, fp4_amax(x, rows * cols));
-        bad += fp4_qdq_cols(y, cols, x, cols, rows, cols, f, &ts) != 0;
+        bad += fp4_qdq_cols(y, x, cols, rows, cols, f, &ts) != 0;
         for (int cc = 0; cc < cols; cc++) {
             for (int i = 0; i < rows; i++) col[i] = x[i * cols + cc];
             for (int i = 0; i < rows; i += B) fp4_qdq_block(yc + i, col + i, rows - i < B ? rows - i : B, f, &ts, NULL, NULL);

@@ -147,7 +147,7 @@ int fp4_qdq(float *y, const float *x, int len, enum fp4_format f, const struct f
 // Column blocks: for each run of B rows, the per-column amax (lanes = columns), the scales,
 // then the elements row by row. Same per-element arithmetic as block_elems.
 enum { CW = 32 };
-int fp4_qdq_cols(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols, enum fp4_format f,
+int fp4_qdq_cols(float *y, const float *x, ptrdiff_t ld, int rows, int cols, enum fp4_format f,
                  const struct fp4_tscale *ts) {
     const int B = fp4_block(f), two = f == FP4_NVFP4;
     for (int c0 = 0; c0 < cols; c0 += CW) {
@@ -168,7 +168,7 @@ int fp4_qdq_cols(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows
             for (int l = 0; l < w; l++) s[l] = block_scale(bits_f32(m[l]), f, ts);
             for (int i = 0; i < n; i++) {
                 const float *xr = x + (ptrdiff_t)(r0 + i) * ld + c0;
-                float *yr = y + (ptrdiff_t)(r0 + i) * ldy + c0;
+                float *yr = y + (ptrdiff_t)(r0 + i) * ld + c0;
                 for (int l = 0; l < w; l++) {
                     const float v = xr[l] * s[l].enc;
                     const int code = e2m1_mag(fabsf(v)) | (int)(f32_bits(v) >> 31) << 3;

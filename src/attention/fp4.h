@@ -57,8 +57,8 @@ int fp4_qdq_block_ref(float *y, const float *x, int n, enum fp4_format f, const 
 int fp4_qdq(float *y, const float *x, int len, enum fp4_format f, const struct fp4_tscale *ts);
 // Down the columns of a row-major x[rows][ld] (first `cols` columns): column c is quantized in
 // blocks of consecutive rows from row 0 (V grouped along tokens), lane-wise across columns.
-// y[rows][ldy] may alias x only with ldy == ld. 0 or -1.
-int fp4_qdq_cols(float *y, ptrdiff_t ldy, const float *x, ptrdiff_t ld, int rows, int cols, enum fp4_format f,
+// y[rows][ld] (the same row stride as x) may alias x. 0 or -1.
+int fp4_qdq_cols(float *y, const float *x, ptrdiff_t ld, int rows, int cols, enum fp4_format f,
                  const struct fp4_tscale *ts);
 // amax of x[len] (max |x|, binary32; NaN never wins a comparison here, callers check finiteness).
 float fp4_amax(const float *x, int len);

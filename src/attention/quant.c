@@ -33,5 +33,5 @@ void attn_q4_vec_ref(const struct attn_q4 *z, float *x, int n) {
 
 void attn_q4_cols(const struct attn_q4 *z, float *x, ptrdiff_t ld, int rows, int cols) {
     if (is_hif4(z)) hif4_qdq_cols(x, ld, x, ld, rows, cols, z->rec);
-    else fp4_qdq_cols(x, ld, x, ld, rows, cols, z->f4, &z->ts);
+    else fp4_qdq_cols(x, x, ld, rows, cols, z->f4, &z->ts);
 }

@@ -82,7 +82,7 @@ static void s3_prep_kv(struct s3 *F, const float *k, const float *v, int kh) {
         for (int ch = 0; ch < d; ch++) F->kxT[(size_t)ch * Tp + t] = kr[ch];
     }
     for (int t = 0; t < kend; t++) memcpy(F->vx + (size_t)t * d, v + (size_t)t * w + (size_t)kh * d, (size_t)d * sizeof(float));
-    if (F->qv) fp4_qdq_cols(F->vx, d, F->vx, d, kend, d, FP4_NVFP4_1L, NULL);
+    if (F->qv) fp4_qdq_cols(F->vx, F->vx, d, kend, d, FP4_NVFP4_1L, NULL);
     if (F->c->diag && kmax > F->c->diag->k_maxabs) F->c->diag->k_maxabs = kmax;
 }
 
