@@ -109,7 +109,7 @@ $MPIRUN -n 5 "$MBIN" --quiet run $SMALL --out "$TMP/f5" >/dev/null 2>&1 || bad "
 for f in "$TMP"/f1/samples-* "$TMP"/f1/summary.json; do cmp -s "$f" "$TMP/f5/${f#"$TMP"/f1/}" && ok || bad "-n 5: $f differs"; done
 
 # a usage error is reported once, by rank 0, and every rank ends normally
-out=$($MPIRUN -n 3 "$MBIN" run $SMALL --limit -1 2>&1)
-[ "$(printf '%s\n' "$out" | grep -c -- '--limit -1')" = 1 ] && ok || bad "a usage error under -n 3 printed: $out"
+out=$($MPIRUN -n 3 "$MBIN" run $SMALL --batch-tokens 1 2>&1)
+[ "$(printf '%s\n' "$out" | grep -c -- '--batch-tokens 1')" = 1 ] && ok || bad "a usage error under -n 3 printed: $out"
 printf '%s\n' "$out" | grep -q MPI_ABORT && bad "a usage error aborted the job" || ok
 finish

@@ -5,7 +5,7 @@
 // This file merges with git's union driver (.gitattributes): keep one CMD per line.
 CMD(list, "models, tasks and attention modes")
 CMD(tokenize, "text file -> token ids with a model's tokenizer.json")
-CMD(download, "fetch a named model or task data into the cache (resumable, verified)")
+CMD(download, "fetch a model (a name, ORG/NAME[@REV]) or task data into the cache (resumable, verified)")
 CMD(cost, "emulated Ascend attention cost per mode (paper Table 10)")
 CMD(inspect, "list the tensors of a safetensors checkpoint (validated)")
 CMD(calibrate, "Smooth-QK statistics, gate decision and scales file")

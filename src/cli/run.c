@@ -175,7 +175,7 @@ static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const st
     if (!run_calib_needed(ro)) return 0;
     if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
     struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
-                                .required = o->attn != NULL};
+                                .required = o->attn && strcmp(o->attn, "all")};
     int rc = run_calib_default(buf, n, record, m, &co, e);
     if (rc) return rc;
     if (buf[0]) ro->scales = buf;

@@ -12,6 +12,7 @@
 #include "base/json_util.h"
 #include "results/pt_internal.h"
 #include "results/results.h"
+#include "results/stamp.h"
 
 void pt_opts_default(struct pt_opts *o) { memset(o, 0, sizeof *o); }
 
@@ -87,6 +88,23 @@ const cJSON *pt_task(const struct pt_ctx *c, int r, const char *task) { return p
 // ---- inputs ----
 static int add_json(struct pt_in *in, cJSON *j, const char *path, struct err *e);
 
+// Every samples file of a run is its own (stamp.h): a file copied in after the summary was
+// written is named here too, though tables reads only summary.json.
+static int check_stamps(const char *dir, const cJSON *run, struct err *e) {
+    const cJSON *t, *m;
+    cJSON_ArrayForEach(t, pt_get(run, "tasks")) cJSON_ArrayForEach(m, pt_get(run, "modes")) {
+        const char *task = pt_str(t, "name", NULL);
+        char path[4096];
+        struct results_stamp want;
+        if (!task || !cJSON_IsString(m)) continue;
+        results_stamp_expect(&want, run, dir, task, m->valuestring);
+        int rc = results_samples_path(path, sizeof path, dir, task, m->valuestring, e);
+        if (!rc) rc = results_stamp_check_file(path, &want, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int add_run(struct pt_in *in, const char *dir, struct err *e) {
     if (in->n_run == PT_MAX_IN) return err_set(e, ERR_RANGE, "tables: more than %d runs", PT_MAX_IN);
     char path[4096];
@@ -94,6 +112,7 @@ static int add_run(struct pt_in *in, const char *dir, struct err *e) {
     int rc = path_join(path, sizeof path, dir, "run.json", e);
     if (!rc) rc = json_parse_file(&run, path, e);
     if (!rc) rc = results_check_complete(dir, run, e); // a partial run's numbers are not comparable
+    if (!rc) rc = check_stamps(dir, run, e);
     if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
     if (!rc) rc = json_parse_file(&sum, path, e);
     if (!rc && (!cJSON_IsArray(pt_get(sum, "modes")) || !cJSON_IsObject(pt_get(sum, "tasks"))))
