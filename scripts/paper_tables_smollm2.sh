@@ -34,3 +34,8 @@ $BIN cost --model "$model" --seq 8192 --qmean token --json >"$OUT/cost-smollm2.j
 $BIN tables "$OUT/diagnose" "$OUT/run" "$OUT/cost-qwen3-8b-shape.json" "$OUT/cost-smollm2.json" --csv "$OUT/csv" \
     --latex "$OUT/tex" >"$OUT/tables.md"
 $BIN tables "$OUT/diagnose" "$OUT/run" --paper --paper-model LLaMA3.1-8B >"$OUT/tables-paper.md"
+# Tables 3, 5, 6 at 60 items per task (bf16, direct, hifa4 only)
+[ -f "$OUT/run60/summary.json" ] ||
+    $BIN run --model "$model" --task arc_challenge,truthfulqa_mc1,mmlu,hellaswag --data-dir $D --subjects miscellaneous \
+        --limit 60 --attn bf16,direct,hifa4 --scales "$OUT/scales.safetensors" --threads "$THREADS" --out "$OUT/run60"
+$BIN tables "$OUT/run60" >"$OUT/tables-60.md"
