@@ -320,7 +320,8 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
     *met = 1;
     if ((rc = dist_agree(rc, e))) { cJSON_Delete(calib); return rc; }
-    if (dist_rank() > 0 && (o.offline = 1) && !(rc = model_resolve(&mref, o.model, 1, e)))
+    if (dist_rank() > 0) o.offline = 1; // the other ranks only read what rank 0 put in the caches
+    if (dist_rank() > 0 && !(rc = model_resolve(&mref, o.model, 1, e)))
         rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
     if (!rc) {
         source = model_ref_json(&mref);
