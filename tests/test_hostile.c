@@ -133,6 +133,28 @@ static int poison(const char *dir, const char *name, size_t at, size_t n, float 
     return rc ? rc : rename(tmpf, path);
 }
 
+// Rewrites dir/model.safetensors with a tensor `name` of n zeros (binary32, 1-D) added.
+static int add_tensor(const char *dir, const char *name, int64_t n) {
+    char path[1400], tmpf[1500];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(tmpf, sizeof tmpf, "%s.new", path);
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return -1;
+    struct st_wtensor *w = calloc((size_t)st.n_tensors + 1, sizeof *w);
+    float *zeros = calloc((size_t)n, sizeof *zeros);
+    for (int i = 0; i < st.n_tensors; i++) {
+        const struct st_tensor *t = &st.tensors[i];
+        w[i] = (struct st_wtensor){t->name, t->dtype, t->ndim, {0}, t->data};
+        memcpy(w[i].shape, t->shape, sizeof t->shape);
+    }
+    w[st.n_tensors] = (struct st_wtensor){name, ST_F32, 1, {n}, zeros};
+    int rc = st_write(tmpf, w, st.n_tensors + 1, NULL, 0, &e);
+    free(zeros), free(w);
+    st_close(&st);
+    return rc ? rc : rename(tmpf, path);
+}
+
 // Writes to dst the item frames of src under the stamp frame dst has now (stamp.h).
 static int restamp(const char *src, const char *dst) {
     char *a = NULL, *b = NULL;
@@ -829,6 +851,73 @@ static void test_resume_identity(void) {
     CHECK(run_suggested(err) == 0 && run_complete(q), "the printed resume command, pasted, finishes the run");
 }
 
+// Every tensor is used or named: a layer past num_hidden_layers, a bias or norm the declared
+// architecture does not have, an untied head under tie_word_embeddings, a name of no supported
+// architecture - each an error naming the tensor and the config field; rotary inv_freq buffers
+// are known unused. Through `logits` (the model loads, nothing else).
+static void test_bound_tensors(void) {
+    char d[1300], logits[3000];
+    snprintf(d, sizeof d, "%s/bound", tmp);
+    snprintf(logits, sizeof logits, "%s --quiet logits --ids 1,2 --attn f32 --out %s/bound.safetensors --model %s", bin, tmp, d);
+#define FRESH(arch, layers, extra)                                                                                        \
+    CHECK(sh("rm -rf %s && %s --quiet make-model --arch %s --layers %d --dim 64 --heads 2 --kv-heads 1 --ffn 128 %s --out %s " \
+             ">/dev/null", d, bin, arch, layers, extra, d) == 0, "make-model %s", arch)
+    // the issue's example: num_hidden_layers 3 over a 5-layer checkpoint ran a 3-layer model
+    FRESH("llama", 5, "--tied 0");
+    set_cfg(d, "num_hidden_layers", "3");
+    expect(1, "model.layers.3.input_layernorm.weight: layer 3 >= num_hidden_layers 3 (config.json)", ANY_TIME, "%s", logits);
+    set_cfg(d, "num_hidden_layers", "4");
+    expect(1, "model.layers.4.input_layernorm.weight: layer 4 >= num_hidden_layers 4 (config.json)", ANY_TIME, "%s", logits);
+    set_cfg(d, "num_hidden_layers", "5"); // boundary: every layer declared
+    expect(0, "", ANY_TIME, "%s", logits);
+    set_cfg(d, "num_hidden_layers", "6"); // and one too many is the missing tensor it always was
+    expect(1, "model.layers.5.", ANY_TIME, "%s", logits);
+    // a stray tensor per class, each on a fresh checkpoint of its architecture
+    const struct { const char *arch, *extra, *name; int64_t n; const char *needles; } c[] = {
+        {"llama", "--tied 0", "model.layers.0.self_attn.q_proj.bias", 64,
+         "model.layers.0.self_attn.q_proj.bias: attention_bias is false in config.json, so LlamaForCausalLM has no q/k/v projection biases"},
+        {"llama", "--tied 0", "model.layers.0.mlp.down_proj.bias", 64,
+         "model.layers.0.mlp.down_proj.bias: mlp_bias is false in config.json, so LlamaForCausalLM has no MLP biases"},
+        {"qwen2", "", "model.layers.0.self_attn.o_proj.bias", 64,
+         "model.layers.0.self_attn.o_proj.bias: Qwen2ForCausalLM has no o_proj bias (architectures in config.json)"},
+        {"mistral", "", "model.layers.0.self_attn.q_proj.bias", 64, "MistralForCausalLM has no q/k/v projection biases (architectures in"},
+        {"llama", "--tied 0", "model.layers.0.self_attn.q_norm.weight", 32, "model.layers.0.self_attn.q_norm.weight: LlamaForCausalLM has no q/k norms"},
+        {"mistral", "", "model.layers.0.pre_feedforward_layernorm.weight", 64,
+         "MistralForCausalLM has no pre/post-feedforward (sandwich) norms (architectures in config.json)"},
+        {"phi3", "", "model.layers.0.self_attn.q_proj.weight", 64, "Phi3ForCausalLM has no separate q/k/v projections"},
+        {"qwen3", "", "model.layers.0.mlp.gate_up_proj.weight", 64, "Qwen3ForCausalLM has no fused gate_up_proj"},
+        {"llama", "--tied 1", "lm_head.weight", 64, "lm_head.weight: tie_word_embeddings is true in config.json"},
+        {"llama", "--tied 0", "model.layers.0.mlp.experts.0.weight", 8, "model.layers.0.mlp.experts.0.weight: not a tensor of LlamaForCausalLM"},
+        {"llama", "--tied 0", "vision_tower.patch_embed.weight", 8, "vision_tower.patch_embed.weight: not a tensor of LlamaForCausalLM"},
+        {"llama", "--tied 0", "model.layers.00.input_layernorm.weight", 64, "model.layers.00.input_layernorm.weight: not a tensor of"},
+        {"llama", "--tied 0", "model.layers.1.self_attn.rotary_emb.inv_freq", 16, "layer 1 >= num_hidden_layers 1"},
+        // boundaries: the known-unused rotary buffers load
+        {"llama", "--tied 0", "model.layers.0.self_attn.rotary_emb.inv_freq", 16, NULL},
+        {"qwen3", "", "model.rotary_emb.inv_freq", 16, NULL},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        FRESH(c[k].arch, 1, c[k].extra);
+        CHECK(add_tensor(d, c[k].name, c[k].n) == 0, "add %s", c[k].name);
+        expect(c[k].needles ? 1 : 0, c[k].needles ? c[k].needles : "", ANY_TIME, "%s", logits);
+    }
+    // boundary: every architecture's own checkpoint binds every tensor it holds (biases and
+    // norms included: qwen2's q/k/v biases, qwen3's q/k norms, gemma2's sandwich norms, phi3's fused)
+    const char *archs[] = {"qwen3", "qwen2", "llama", "mistral", "gemma2", "phi3"};
+    for (int k = 0; k < 6; k++) {
+        FRESH(archs[k], 2, "");
+        expect(0, "", ANY_TIME, "%s", logits);
+    }
+    // an imported checkpoint is held to the same rule
+    char ck[1300];
+    snprintf(ck, sizeof ck, "%s/bound-l2c.bin", tmp);
+    write_llama2c(ck);
+    CHECK(sh("rm -rf %s && %s --quiet import-llama2c %s --out %s >/dev/null", d, bin, ck, d) == 0, "import-llama2c");
+    expect(0, "", ANY_TIME, "%s", logits);
+    CHECK(add_tensor(d, "model.layers.1.mlp.up_proj.weight", 8) == 0, "add a layer-1 tensor");
+    expect(1, "model.layers.1.mlp.up_proj.weight: layer 1 >= num_hidden_layers 1 (config.json)", ANY_TIME, "%s", logits);
+#undef FRESH
+}
+
 // tables: rows of runs that differ only in --limit or --tile (or format, Q-Mean form) say so
 static void test_table_labels(void) {
     char d[3][1300], out[1400];
@@ -907,6 +996,8 @@ int main(void) {
     test_foreign_samples();
     TEST_PROGRESS("issue 27: resume identity and command");
     test_resume_identity();
+    TEST_PROGRESS("issue 27: every tensor bound or named");
+    test_bound_tensors();
     TEST_PROGRESS("issue 27: table labels");
     test_table_labels();
     return test_summary("test_hostile");

@@ -9,6 +9,7 @@
 
 #include "base/pool.h"
 #include "model/model_internal.h"
+#include "model/tensor_names.h"
 
 void model_opts_default(struct model_opts *o) {
     memset(o, 0, sizeof *o);
@@ -125,6 +126,20 @@ static int resolve_opts(struct model *m, const struct model_opts *o, struct err 
     return 0;
 }
 
+// Every tensor of the checkpoint is bound or known-unused by name (tensor_names.h, issue 27): a
+// layer past num_hidden_layers or a bias the config does not declare is an error, never ignored.
+static int check_tensor_names(const struct model *m, struct err *e) {
+    int unused = 0;
+    for (int i = 0; i < m->st.n_tensors; i++) {
+        enum tensor_use u;
+        int rc = tensor_name_check(&m->cfg, m->st.tensors[i].name, "config.json", &u, e);
+        if (rc) return rc;
+        unused += u == TENSOR_KNOWN_UNUSED;
+    }
+    if (unused) log_info("model: %d tensor(s) known unused by name (rotary inv_freq)", unused);
+    return 0;
+}
+
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e) {
     *out = NULL;
     struct model *m = calloc(1, sizeof *m);
@@ -135,7 +150,9 @@ int model_open(struct model **out, const char *dir, const struct model_opts *o, 
         (rc = resolve_opts(m, o, e)))
         goto fail;
     model_dims_init(&m->dims, &m->cfg);
-    if ((rc = weights_bind(m, e)) || (rc = weights_setup(m, &res_bytes, e)) || (rc = run_state_alloc(m, e))) goto fail;
+    if ((rc = weights_bind(m, e)) || (rc = check_tensor_names(m, e)) || (rc = weights_setup(m, &res_bytes, e)) ||
+        (rc = run_state_alloc(m, e)))
+        goto fail;
     log_opened(m, res_bytes);
     *out = m;
     return 0;
