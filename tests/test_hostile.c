@@ -702,6 +702,46 @@ static void test_config_meaning(void) {
     }
 }
 
+// More values valid as JSON but meaningless for the architecture, each with its boundary
+// (config.c, config_check.c); through `logits`, refused before the weights load
+static void test_config_values(void) {
+    char d[1300], logits[3000];
+    snprintf(d, sizeof d, "%s/cfgval", tmp);
+    snprintf(logits, sizeof logits, "%s --quiet logits --ids 1,2 --attn f32 --out %s/cfgval.safetensors --model %s", bin, tmp, d);
+#define FRESH(arch)                                                                                                     \
+    CHECK(sh("rm -rf %s && %s --quiet make-model --arch %s --layers 2 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --out %s " \
+             ">/dev/null", d, bin, arch, d) == 0, "make-model %s", arch)
+    const struct { const char *arch, *key, *value, *needles; } c[] = {
+        {"mistral", "rope_theta", "0", "field 'rope_theta': 0 must be > 1"},
+        {"mistral", "rope_theta", "-10000", "field 'rope_theta': -10000 must be > 1"},
+        {"mistral", "rope_theta", "1", "field 'rope_theta': 1 must be > 1"},
+        {"mistral", "rope_theta", "1.5", NULL},
+        {"mistral", "head_dim", "31", "field 'head_dim': 31 must be even"},
+        {"mistral", "head_dim", "32", NULL},
+        {"phi3", "partial_rotary_factor", "0", "field 'partial_rotary_factor': 0 not in (0, 1]"},
+        {"phi3", "partial_rotary_factor", "0.03125", "rotary dimension 1 (head_dim 32 x partial_rotary_factor 0.03125) must be even"},
+        {"phi3", "partial_rotary_factor", "0.75", NULL}, // make-model's phi3: rotary 24 of 32, 12 longrope factors
+        {"gemma2", "attn_logit_softcapping", "0", "field 'attn_logit_softcapping': 0 caps every logit at 0"},
+        {"gemma2", "final_logit_softcapping", "0", "field 'final_logit_softcapping': 0 caps every logit at 0"},
+        {"gemma2", "attn_logit_softcapping", "null", NULL},
+        {"gemma2", "final_logit_softcapping", "0.5", NULL},
+        {"gemma2", "query_pre_attn_scalar", "0", "query_pre_attn_scalar 0"},
+        {"qwen2", "max_window_layers", "-1", "field 'max_window_layers': -1 is negative"},
+        {"qwen2", "max_window_layers", "0", NULL},
+        {"phi3", "rope_scaling", "{\"type\": \"longrope\", \"factor\": -2, \"short_factor\": [1,1,1,1,1,1,1,1,1,1,1,1], "
+                 "\"long_factor\": [1,1,1,1,1,1,1,1,1,1,1,1]}", "rope_scaling (longrope): factor -2"},
+        {"phi3", "rope_scaling", "{\"type\": \"longrope\", \"factor\": 2, \"short_factor\": [1,1,1,1,1,1,1,1,1,1,1,1], "
+                 "\"long_factor\": [1,1,1,1,1,1,1,1,1,1,1,1]}", NULL},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        FRESH(c[k].arch);
+        set_cfg(d, c[k].key, c[k].value);
+        if (!strcmp(c[k].key, "rope_scaling")) set_cfg(d, "original_max_position_embeddings", NULL);
+        expect(c[k].needles ? 1 : 0, c[k].needles ? c[k].needles : "", BEFORE_WEIGHTS, "%s", logits);
+    }
+#undef FRESH
+}
+
 // A llama2.c checkpoint (dim 16, hidden 32, 1 layer, heads 2/2, vocab 32, seq_len 8, shared
 // classifier) with deterministic weights, written to path.
 static void write_llama2c(const char *path) {
@@ -990,6 +1030,7 @@ int main(void) {
     test_options_count();
     TEST_PROGRESS("issue 27: config meaning");
     test_config_meaning();
+    test_config_values();
     TEST_PROGRESS("issue 27: import directory");
     test_import_dir();
     TEST_PROGRESS("issue 27: foreign samples files");

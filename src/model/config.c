@@ -324,6 +324,7 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     if ((rc = parse_windows(c, root, ctx, e))) goto done;
     if ((rc = token_id(root, "bos_token_id", &c->bos_id, ctx, e)) || (rc = token_id(root, "eos_token_id", &c->eos_id, ctx, e)))
         goto done;
+    rc = cfg_check_meaning(c, root, ctx, e);
 done:
     cJSON_Delete(root);
     if (rc) memset(c, 0, sizeof *c);

@@ -76,6 +76,10 @@ int cfg_arch_from_short(const char *s); // enum value or -1
 // ERR_FORMAT naming file and field; inconsistent values (heads not dividing, bad rope
 // factors): ERR_FORMAT with the value. *c is zeroed first.
 int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e);
+// Values valid as JSON but meaningless for the architecture (config_check.c; cfg_parse calls
+// it last): a softcap of the number 0, a negative max_window_layers, a longrope factor <= 0.
+struct cJSON;
+int cfg_check_meaning(const struct model_config *c, const struct cJSON *root, const char *ctx, struct err *e);
 // Loads DIR/config.json (or `path` itself when it names a .json file).
 int cfg_load(struct model_config *c, const char *path, struct err *e);
 
