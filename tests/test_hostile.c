@@ -958,23 +958,41 @@ static void test_bound_tensors(void) {
 #undef FRESH
 }
 
-// tables: rows of runs that differ only in --limit or --tile (or format, Q-Mean form) say so
+// tables: runs that differ only in --limit or --tile (or format, Q-Mean form) are told apart
+// by the labels diff uses too (results/run_label.h): Table 7 (one per ablation run) titled
+// "model [limit 70, tile 128]", only the fields that vary among the runs shown, none for one run
 static void test_table_labels(void) {
     char d[3][1300], out[1400];
     const char *extra[3] = {"--limit 70", "--limit 80", "--limit 80 --tile 64"};
     for (int k = 0; k < 3; k++) {
         snprintf(d[k], sizeof d[k], "%s/label%d", tmp, k);
         sh("rm -rf %s", d[k]);
-        CHECK(sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16,direct --threads 1 %s --out %s >/dev/null", bin,
-                 model, mc, extra[k], d[k]) == 0, "run %s", extra[k]);
+        CHECK(sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16,direct,direct+qmean,direct+qmean+preorder "
+                 "--threads 1 %s --out %s >/dev/null", bin, model, mc, extra[k], d[k]) == 0, "run %s", extra[k]);
     }
     snprintf(out, sizeof out, "%s/labels.md", tmp);
-    // `tables` now prints the paper's Tables 1-10 in the paper's layout (issue 25); its rows do
-    // not carry these labels yet, and runs of bf16,direct alone fill none of them: the checks of
-    // the row labels are skipped until they do (issue 27 stays open for it); diff's are below
-    TEST_SKIP("tables' row labels (limit, tile, run directory) are not in the paper-layout tables yet");
-    int rc;
-    char *s;
+    const char *t7 = "### Table 7: stepwise ablation, model [%s] (rows B-E";
+    const char *want3[3] = {"limit 70, tile 128", "limit 80, tile 128", "limit 80, tile 64"};
+    int rc = sh("%s tables %s %s %s >%s 2>/dev/null", bin, d[0], d[1], d[2], out);
+    char *s = slurp("%s", out);
+    for (int k = 0; k < 3; k++) {
+        char nd[300];
+        snprintf(nd, sizeof nd, t7, want3[k]);
+        CHECK(rc == 0 && s && strstr(s, nd), "tables over three runs: '%s' in:\n%s", nd, s ? s : "");
+    }
+    free(s);
+    // two runs that differ in the limit only: the tile is not named
+    rc = sh("%s tables %s %s >%s 2>/dev/null", bin, d[0], d[1], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "model [limit 70] (rows") && strstr(s, "model [limit 80] (rows") && !strstr(s, "tile 128"),
+          "tables over two runs:\n%s", s ? s : "");
+    free(s);
+    // boundary: one run has no label
+    rc = sh("%s tables %s >%s 2>/dev/null", bin, d[1], out);
+    s = slurp("%s", out);
+    CHECK(rc == 0 && s && strstr(s, "### Table 7: stepwise ablation, model (rows") && !strstr(s, "[limit"), "tables over one run:\n%s",
+          s ? s : "");
+    free(s);
     // diff says the same under its title; two modes of one run differ in nothing else
     rc = sh("%s diff %s:direct %s:direct >%s 2>/dev/null", bin, d[0], d[2], out);
     s = slurp("%s", out);

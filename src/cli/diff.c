@@ -17,6 +17,7 @@
 #include "results/metrics.h"
 #include "results/report.h"
 #include "results/results.h"
+#include "results/run_label.h"
 #include "results/stats.h"
 
 struct side { char dir[4096]; char mode[128]; cJSON *run; };
@@ -178,7 +179,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
            results_mode_display(b.run, b.mode));
     char differ[1024];
-    report_run_differences(differ, sizeof differ, a.run, b.run);
+    run_label_differences(differ, sizeof differ, a.run, b.run);
     if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

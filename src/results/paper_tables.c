@@ -12,6 +12,7 @@
 #include "base/json_util.h"
 #include "results/pt_internal.h"
 #include "results/results.h"
+#include "results/run_label.h"
 #include "results/stamp.h"
 
 void pt_opts_default(struct pt_opts *o) { memset(o, 0, sizeof *o); }
@@ -71,6 +72,18 @@ void pt_frac(char *b, size_t n, double v, int digits) {
 
 const char *pt_model_name(const struct pt_ctx *c, int r) {
     return pt_str(pt_get(c->in->run[r], "model"), "name", c->in->run_dir[r]);
+}
+
+void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n) {
+    const struct pt_shown *shown = &c->shown;
+    const char *name = pt_model_name(c, r);
+    const cJSON *group[PT_MAX_IN];
+    int ng = 0;
+    for (int q = 0; q < shown->n; q++)
+        if (!strcmp(pt_model_name(c, shown->r[q]), name)) group[ng++] = c->in->run[shown->r[q]];
+    char label[512];
+    run_label_in_group(label, sizeof label, c->in->run[r], group, ng);
+    snprintf(out, n, label[0] ? "%s [%s]" : "%s", name, label);
 }
 
 int pt_mode_index(const struct pt_ctx *c, int r, const char *mode) {

@@ -19,6 +19,12 @@ struct pt_in {
     char skipped[2048];                       // inputs left out and why (Markdown list lines), or ""
 };
 
+// The runs the table being built shows (indices into the inputs): pt_run_name labels them apart.
+struct pt_shown {
+    int r[PT_MAX_IN];
+    int n;
+};
+
 struct pt_ctx {
     const struct pt_in *in;
     const struct pt_opts *o;
@@ -27,6 +33,7 @@ struct pt_ctx {
     int table[PT_MAX_GRIDS];                  // paper table number of g[i]
     int n_g;
     char missing[PAPER_TABLES + 1][768];      // why table t was not (fully) produced, or ""
+    struct pt_shown shown;                    // the runs of the table being built
 };
 
 // ---- shared helpers (paper_tables.c) ----
@@ -48,6 +55,11 @@ void pt_missing(struct pt_ctx *c, int t, const char *fmt, ...) __attribute__((fo
 void pt_frac(char *b, size_t n, double v, int digits);
 // The run's name for its model (run.json model.name, else the directory).
 const char *pt_model_name(const struct pt_ctx *c, int r);
+// The model name as a table shows it: with "[limit 70, tile 128]" - run r's value of every
+// field of run_label.h that varies among the runs of this model name the table shows - when
+// they differ (issue 27: two rows never carry the same label), else the name alone.
+// The table being built sets c->shown first.
+void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n);
 // Index of mode `mode` in summary.json's "modes" of run r, or -1.
 int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.

@@ -80,8 +80,9 @@ static int same_model(const struct pt_ctx *c, int a, int b) {
            !strcmp(results_run_qmean(c->in->run[a]), results_run_qmean(c->in->run[b]));
 }
 // Runs with every mode of `modes` (the reference first) and a multiple-choice task: per model
-// (and Q-Mean form) the one with the most tasks, the first of equals. Indices into rs, count returned.
-static int runs_with(const struct pt_ctx *c, const char *const *modes, int *rs) {
+// (and Q-Mean form) the one with the most tasks, the first of equals; they become c->shown.
+// Indices into rs, count returned.
+static int runs_with(struct pt_ctx *c, const char *const *modes, int *rs) {
     int n = 0;
     for (int r = 0; r < c->in->n_run; r++) {
         int ok = pt_mode_index(c, r, modes[0]) == 0 && n_mc_tasks(c, r) > 0, k = 0;
@@ -91,6 +92,8 @@ static int runs_with(const struct pt_ctx *c, const char *const *modes, int *rs) 
         if (k == n) rs[n++] = r;
         else if (n_mc_tasks(c, r) > n_mc_tasks(c, rs[k])) rs[k] = r;
     }
+    memcpy(c->shown.r, rs, (size_t)n * sizeof *rs);
+    c->shown.n = n;
     return n;
 }
 // " (channel)" for a run of the channel Q-Mean form, on modes with Q-Mean
@@ -104,8 +107,9 @@ static int table3_run(struct pt_ctx *c, int r) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_only(c, model, "Qwen3-8B");
     const char *tasks[64];
     int nt = task_list(c, &r, 1, order3, tasks, 64), rc = 0;
-    char title[512];
-    snprintf(title, sizeof title, "Table 3: flip rate and Quant Hurts, %s, Direct HIF4 vs HiFA4%s", model, form(c, r, "hifa4"));
+    char title[1024], name[768];
+    pt_run_name(c, r, name, sizeof name);
+    snprintf(title, sizeof title, "Table 3: flip rate and Quant Hurts, %s, Direct HIF4 vs HiFA4%s", name, form(c, r, "hifa4"));
     struct grid *g = pt_grid(c, 3, title, 5);
     if (!g) return ERR_RANGE;
     static const char *const hdr[5] = {"Dataset", "Flip Rate Direct", "Flip Rate HiFA4", "Quant Hurts Direct", "Quant Hurts HiFA4"};
@@ -151,13 +155,14 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
 static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tasks, int nt) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_model(c, model, "Qwen3-8B");
     const cJSON *x = pt_get(pt_get(c->in->sum[r], "across_tasks"), "hifa4");
-    char gate[64], a[32], key[128];
+    char gate[64], a[32], key[128], name[768];
     gate_of(c, r, gate, sizeof gate);
+    pt_run_name(c, r, name, sizeof name);
     int rc = 0;
     for (int row = 0; row < 2; row++) {
         const char *mode = row ? "hifa4" : ref_of(c, r);
         rc |= grid_row(g);
-        if (!row) rc |= grid_set(g, 0, "%s (%s)", model, gate);
+        if (!row) rc |= grid_set(g, 0, "%s (%s)", name, gate);
         if (!row) rc |= grid_set(g, 1, "BF16");
         else rc |= grid_set(g, 1, "HiFA4%s", form(c, r, "hifa4"));
         if (pm) {
@@ -207,12 +212,13 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
     const char *model = pt_model_name(c, r), *pm = pt_paper_model(c, model, "LLaMA3.1-8B");
     const struct pt_task_name *tn = task_name(task);
     const char *label = tn && tn->t3 ? tn->t3 : task; // Table 6 names MMLU and HellaSwag as Table 3 does
-    char a[32], key[160];
+    char a[32], key[160], name[768];
+    pt_run_name(c, r, name, sizeof name);
     int rc = 0;
     for (int k = 0; k < 3; k++) {
         const cJSON *v = vs(c, r, task, modes[k]);
         rc |= grid_row(g);
-        if (first && !k) rc |= grid_set(g, 0, "%s", model);
+        if (first && !k) rc |= grid_set(g, 0, "%s", name);
         if (!k) rc |= grid_set(g, 1, "%s (%d)", label, (int)pt_num(pt_task(c, r, task), "n"));
         rc |= grid_set(g, 2, "%s%s", methods[k], form(c, r, modes[k]));
         if (pm && tn && tn->t3) {
@@ -286,8 +292,9 @@ static int ablation_header(struct grid *g, int table, const struct pt_ctx *c, in
 
 static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int nt) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_only(c, model, table == 7 ? "Qwen3-8B" : "Gemma2-9B");
-    char title[512];
-    snprintf(title, sizeof title, "Table %d: stepwise ablation, %s (rows B-E include Q-Mean, %s form)", table, model,
+    char title[1024], name[768];
+    pt_run_name(c, r, name, sizeof name);
+    snprintf(title, sizeof title, "Table %d: stepwise ablation, %s (rows B-E include Q-Mean, %s form)", table, name,
              results_run_qmean(c->in->run[r]));
     struct grid *g = pt_grid(c, table, title, 3 + 2 * nt);
     if (!g) return ERR_RANGE;
@@ -309,12 +316,19 @@ static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int 
     return rc;
 }
 
+static int is_ablation(const struct pt_ctx *c, int r) {
+    int have = 0;
+    for (int a = 0; a < 5; a++) have += pt_mode_index(c, r, abl_mode[a]) > 0;
+    return have >= 3 && pt_mode_index(c, r, "direct") >= 1;
+}
+
 int pt_table7_9(struct pt_ctx *c) {
     int rc = 0, n7 = 0, n9 = 0;
+    c->shown.n = 0;
+    for (int r = 0; r < c->in->n_run; r++)
+        if (is_ablation(c, r)) c->shown.r[c->shown.n++] = r;
     for (int r = 0; r < c->in->n_run && !rc; r++) {
-        int have = 0;
-        for (int a = 0; a < 5; a++) have += pt_mode_index(c, r, abl_mode[a]) > 0;
-        if (have < 3 || pt_mode_index(c, r, "direct") < 1) continue; // not an ablation run
+        if (!is_ablation(c, r)) continue;
         const char *tasks[64], *t9[8];
         int nt = task_list(c, &r, 1, order7, tasks, 64), n = 0;
         rc = ablation(c, 7, r, tasks, nt);

@@ -481,33 +481,3 @@ done:
     cJSON_Delete(sum);
     return rc;
 }
-
-// ---- what tells two runs apart (diff's title; issue 27) ----
-static const struct { const char *obj, *key, *label; } g_run_fields[] = {
-    {NULL, "limit", "limit"},         {"attention", "tile", "tile"},       {"attention", "qformat", "format"},
-    {"attention", "qmean", "Q-Mean"}, {"attention", "v_group", "v-group"}, {"attention", "qdq_skip", "qdq-skip"},
-    {"model", "act", "act"},          {NULL, "subjects", "subjects"},      {NULL, "seed", "seed"},
-    {"model", "hash", "model"},       {"scales", "sha256", "scales"},      {"tokenizer", "hash", "tokenizer"}};
-#define N_RUN_FIELDS (sizeof g_run_fields / sizeof g_run_fields[0])
-
-// Field i of a run.json as text; hashes cut to their first 8 hex digits.
-static void field_text(char *v, size_t n, const cJSON *run, size_t i) {
-    const cJSON *o = g_run_fields[i].obj ? jget(run, g_run_fields[i].obj) : run, *x = o ? jget(o, g_run_fields[i].key) : NULL;
-    const int hash = !strcmp(g_run_fields[i].key, "hash") || !strcmp(g_run_fields[i].key, "sha256");
-    if (cJSON_IsString(x)) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), x->valuestring);
-    else if (cJSON_IsNumber(x) && !strcmp(g_run_fields[i].key, "limit") && x->valuedouble == 0) snprintf(v, n, "all");
-    else if (cJSON_IsNumber(x)) snprintf(v, n, "%.17g", x->valuedouble);
-    else snprintf(v, n, "-");
-}
-
-void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b) {
-    size_t k = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
-        char va[96], vb[96];
-        field_text(va, sizeof va, a, i);
-        field_text(vb, sizeof vb, b, i);
-        if (strcmp(va, vb) && k + strlen(g_run_fields[i].label) + strlen(va) + strlen(vb) + 8 < n)
-            k += (size_t)snprintf(out + k, n - k, "%s%s %s vs %s", k ? ", " : "", g_run_fields[i].label, va, vb);
-    }
-}

@@ -2,7 +2,7 @@
 // report.md with paper-style tables, a CSV file per table (tables/*.csv) and SVG margin
 // histograms (plots/margins-<task>.svg, paper Fig. 9: one curve per mode). Reads only files,
 // so a run can be re-rendered at any time. (`hifa4-eval tables`, the paper's tables across
-// runs, is paper_tables.h.)
+// runs, is paper_tables.h; what tells two runs apart, run_label.h.)
 #ifndef HIFA4_REPORT_H
 #define HIFA4_REPORT_H
 
@@ -14,10 +14,5 @@
 // summary.json (plots also read the samples files). *headline (may be NULL) receives a
 // malloc'd Markdown copy of the headline table (accuracy and flips per task and mode).
 int report_render(const char *run_dir, char **headline, struct err *e);
-
-// "limit 80 vs 70, tile 128 vs 64": the recorded options in which run.json objects a and b
-// differ (limit, tile, format, Q-Mean form, v-group, qdq-skip, activations, subjects, seed, and
-// the model, scales and tokenizer hashes), "" when none (diff prints it under its title).
-void report_run_differences(char *out, size_t n, const cJSON *a, const cJSON *b);
 
 #endif
