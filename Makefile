@@ -89,8 +89,9 @@ asan:
 # few minutes; FUZZ_SECONDS=3600 for a campaign) at nice 19, seeded from ../shared and
 # tests/data (scripts/fuzz.sh). Corpora persist in $(FUZZ_BUILD)/corpus/, crashes land in
 # $(FUZZ_BUILD)/crashes/<target>/; the run ends with executions and findings per target.
+# -march=native: clang ignores the GEMM kernels' `#pragma GCC target` (their intrinsics need it).
 fuzz: $(BIN)
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer -Wno-psabi -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -march=native -fno-omit-frame-pointer -Wno-psabi -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 	  LDFLAGS="-pthread -fopenmp -fsanitize=fuzzer $(FUZZ_SAN)" fuzz-bins
 	FUZZ_SECONDS=$(FUZZ_SECONDS) HIFA4_BIN=./$(BIN) ./scripts/fuzz.sh $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/fuzz/%)
 
