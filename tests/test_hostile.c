@@ -949,6 +949,18 @@ static void test_bound_tensors(void) {
         FRESH(archs[k], 2, "");
         expect(0, "", ANY_TIME, "%s", logits);
     }
+    // boundary: llama with attention_bias and mlp_bias true binds (and names) all seven biases
+    FRESH("llama", 1, "--tied 0");
+    set_cfg(d, "attention_bias", "true");
+    set_cfg(d, "mlp_bias", "true");
+    const struct { const char *n; int64_t len; } bias[] = {{"self_attn.q_proj", 64}, {"self_attn.k_proj", 32}, {"self_attn.v_proj", 32},
+        {"self_attn.o_proj", 64}, {"mlp.gate_proj", 128}, {"mlp.up_proj", 128}, {"mlp.down_proj", 64}};
+    for (int k = 0; k < 7; k++) {
+        char bn[200];
+        snprintf(bn, sizeof bn, "model.layers.0.%s.bias", bias[k].n);
+        CHECK(add_tensor(d, bn, bias[k].len) == 0, "add %s", bn);
+    }
+    expect(0, "", ANY_TIME, "%s", logits);
     // an imported checkpoint is held to the same rule
     char ck[1300];
     snprintf(ck, sizeof ck, "%s/bound-l2c.bin", tmp);
