@@ -104,55 +104,58 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
-// Rewrites dir/model.safetensors with elements [at, at + n) of tensor `name` set to v.
-static int poison(const char *dir, const char *name, size_t at, size_t n, float v) {
+// An edit of a checkpoint: elements [at, at + n) of tensor `poison` set to v (NULL: none), and
+// a tensor `add` of add_n zeros (binary32, 1-D) appended (NULL: none).
+struct st_edit {
+    const char *poison;
+    size_t at, n;
+    float v;
+    const char *add;
+    int64_t add_n;
+};
+
+// Rewrites dir/model.safetensors with the edit applied.
+static int rewrite_st(const char *dir, const struct st_edit *ed) {
     char path[1400], tmpf[1500];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     snprintf(tmpf, sizeof tmpf, "%s.new", path);
     struct safetensors st;
     struct err e = {0};
     if (st_open(&st, path, &e)) return -1;
-    struct st_wtensor *w = calloc((size_t)st.n_tensors, sizeof *w);
-    void **data = calloc((size_t)st.n_tensors, sizeof *data);
+    const int n = st.n_tensors + (ed->add != NULL);
+    struct st_wtensor *w = calloc((size_t)n, sizeof *w);
+    void **data = calloc((size_t)n, sizeof *data);
     for (int i = 0; i < st.n_tensors; i++) {
         const struct st_tensor *t = &st.tensors[i];
         w[i] = (struct st_wtensor){t->name, t->dtype, t->ndim, {0}, NULL};
         memcpy(w[i].shape, t->shape, sizeof t->shape);
         data[i] = malloc(t->nbytes);
         memcpy(data[i], t->data, t->nbytes);
-        for (size_t k = at; !strcmp(t->name, name) && k < at + n; k++) {
-            if (t->dtype == ST_F32) ((float *)data[i])[k] = v;
-            else { uint16_t h = f32_to_bf16(v); memcpy((char *)data[i] + 2 * k, &h, 2); }
+        for (size_t k = ed->at; ed->poison && !strcmp(t->name, ed->poison) && k < ed->at + ed->n; k++) {
+            if (t->dtype == ST_F32) ((float *)data[i])[k] = ed->v;
+            else { uint16_t h = f32_to_bf16(ed->v); memcpy((char *)data[i] + 2 * k, &h, 2); }
         }
         w[i].data = data[i];
     }
-    int rc = st_write(tmpf, w, st.n_tensors, NULL, 0, &e);
-    for (int i = 0; i < st.n_tensors; i++) free(data[i]);
+    if (ed->add) {
+        data[n - 1] = calloc((size_t)ed->add_n, sizeof(float));
+        w[n - 1] = (struct st_wtensor){ed->add, ST_F32, 1, {ed->add_n}, data[n - 1]};
+    }
+    int rc = st_write(tmpf, w, n, NULL, 0, &e);
+    for (int i = 0; i < n; i++) free(data[i]);
     free(data), free(w);
     st_close(&st);
     return rc ? rc : rename(tmpf, path);
 }
 
+// Rewrites dir/model.safetensors with elements [at, at + n) of tensor `name` set to v.
+static int poison(const char *dir, const char *name, size_t at, size_t n, float v) {
+    return rewrite_st(dir, &(struct st_edit){.poison = name, .at = at, .n = n, .v = v});
+}
+
 // Rewrites dir/model.safetensors with a tensor `name` of n zeros (binary32, 1-D) added.
 static int add_tensor(const char *dir, const char *name, int64_t n) {
-    char path[1400], tmpf[1500];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    snprintf(tmpf, sizeof tmpf, "%s.new", path);
-    struct safetensors st;
-    struct err e = {0};
-    if (st_open(&st, path, &e)) return -1;
-    struct st_wtensor *w = calloc((size_t)st.n_tensors + 1, sizeof *w);
-    float *zeros = calloc((size_t)n, sizeof *zeros);
-    for (int i = 0; i < st.n_tensors; i++) {
-        const struct st_tensor *t = &st.tensors[i];
-        w[i] = (struct st_wtensor){t->name, t->dtype, t->ndim, {0}, t->data};
-        memcpy(w[i].shape, t->shape, sizeof t->shape);
-    }
-    w[st.n_tensors] = (struct st_wtensor){name, ST_F32, 1, {n}, zeros};
-    int rc = st_write(tmpf, w, st.n_tensors + 1, NULL, 0, &e);
-    free(zeros), free(w);
-    st_close(&st);
-    return rc ? rc : rename(tmpf, path);
+    return rewrite_st(dir, &(struct st_edit){.add = name, .add_n = n});
 }
 
 // Writes to dst the item frames of src under the stamp frame dst has now (stamp.h).
