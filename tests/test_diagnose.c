@@ -153,7 +153,7 @@ static void test_stability(void) {
     // 3 samples, 2 layers, Hkv 2, d 30: 60 pairs, N = 3. Layer 1 holds large decoys.
     struct calib_stats st;
     struct err e = {0};
-    if (calib_stats_init(&st, 2, 2, 2, 30, 3, 4, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (calib_stats_init(&st, (struct calib_shape){2, 2, 2, 30}, 3, 4, &e)) { CHECK(0, "%s", e.msg); return; }
     st.n_samples = 3;
     const int n = 60;
     for (int p = 0; p < 3; p++)
