@@ -210,7 +210,7 @@ static void test_golden(void) {
     diag_opts_default(&o);
     o.run.batch_tokens = 3 * len; // several batches
     struct diagnose d;
-    int rc = diag_run_ids(&d, mdir, ids, lens, n, NULL, NULL, 0, NULL, &o, &e);
+    int rc = diag_run_ids(&d, mdir, (struct diag_seqs){ids, lens, n}, (struct diag_seqs){0}, NULL, &o, &e);
     CHECK(rc == 0, "diag_run_ids: %s", e.msg);
     struct calib_run cr;
     struct calib_run_opts co;
@@ -275,7 +275,7 @@ static void test_golden(void) {
     }
     if (!rc) diag_free(&d);
     // a separate statistics set: the first 4 samples; stability stays over all 8
-    rc = diag_run_ids(&d, mdir, ids, lens, n, ids, lens, 4, "first four", &o, &e);
+    rc = diag_run_ids(&d, mdir, (struct diag_seqs){ids, lens, n}, (struct diag_seqs){ids, lens, 4}, "first four", &o, &e);
     CHECK(rc == 0, "diag_run_ids with a statistics set: %s", e.msg);
     if (!rc) {
         rc2 = calib_run_ids(&cr, mdir, ids, 4, len, &co, &e);

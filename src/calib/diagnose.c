@@ -229,10 +229,11 @@ static int finish(struct diagnose *d, const struct diag_opts *o, struct err *e) 
     return 0;
 }
 
-int diag_run_ids(struct diagnose *d, const char *model_dir, const int32_t *prompt_ids, const int *prompt_lens,
-                 int n_prompts, const int32_t *stat_ids, const int *stat_lens, int n_stat, const char *stat_desc,
-                 const struct diag_opts *o, struct err *e) {
+int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,
+                 const char *stat_desc, const struct diag_opts *o, struct err *e) {
     memset(d, 0, sizeof *d);
+    const int32_t *prompt_ids = prompts.ids, *stat_ids = stat.ids;
+    const int *prompt_lens = prompts.lens, *stat_lens = stat.lens, n_prompts = prompts.n, n_stat = stat.n;
     if (n_prompts < 2 || n_prompts > DIAG_N_PROMPTS)
         return err_set(e, ERR_RANGE, "diagnose: %d prompts (2..%d)", n_prompts, DIAG_N_PROMPTS);
     d->n_prompts = n_prompts;
@@ -296,7 +297,7 @@ int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, con
     char desc[1100];
     if (!o->calib) {
         snprintf(desc, sizeof desc, "the %d built-in prompts (%d tokens)", DIAG_N_PROMPTS, total);
-        rc = diag_run_ids(d, model_dir, ids, lens, DIAG_N_PROMPTS, NULL, NULL, 0, desc, o, e);
+        rc = diag_run_ids(d, model_dir, (struct diag_seqs){ids, lens, DIAG_N_PROMPTS}, (struct diag_seqs){0}, desc, o, e);
         if (!rc)
             for (int i = 0; i < DIAG_N_PROMPTS; i++) snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "%s", prompt_name[i]);
         goto done;
