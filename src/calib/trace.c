@@ -52,7 +52,8 @@ static int load_tok(struct tokenizer **tok, const char *model_dir, const char *t
 }
 
 int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
-                    const int *ctx, int n_ctx, int limit, struct err *e) {
+                    struct trace_windows win, struct err *e) {
+    const int *ctx = win.ctx, n_ctx = win.n_ctx, limit = win.limit;
     *sets = NULL;
     if (n_ctx < 1) return err_set(e, ERR_USAGE, "trace: no context length");
     struct model_config cfg;
@@ -223,7 +224,9 @@ static int add_entries(struct trace_result *r, const struct attn_mode *md, const
 }
 
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
-              const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e) {
+              struct trace_modes want, const struct trace_opts *o, struct err *e) {
+    const char *const *modes = want.names;
+    const int n_modes = want.n;
     memset(r, 0, sizeof *r);
     if (n_sets < 1) return err_set(e, ERR_USAGE, "trace: no inputs");
     if (n_modes < 1 || n_modes > TRACE_MAX_MODES)
