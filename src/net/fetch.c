@@ -605,8 +605,11 @@ static void wait_retry(const struct dl *d, int attempt, const char *why) {
     sleep_ms(delay);
 }
 
-int fetch_url(const char *url, const char *dest, int64_t size, const char *sha256, int use_token,
+int fetch_url(const char *url, const char *dest, struct fetch_expect x, enum fetch_auth auth,
               const struct fetch_opts *o, struct fetch_result *r, struct err *e) {
+    const int64_t size = x.size;
+    const char *sha256 = x.sha256;
+    const int use_token = auth == FETCH_HF_TOKEN;
     struct fetch_result dummy;
     if (!r) r = &dummy;
     memset(r, 0, sizeof *r);
@@ -1231,7 +1234,8 @@ static int run_entry(struct fetch_plan *p, struct fetch_entry *x, const struct f
     (void)p;
     if (x->present || file_exists(x->dest)) { x->present = 1; return 0; }
     struct fetch_result r;
-    int rc = fetch_url(x->url, x->dest, x->size, x->sha256[0] ? x->sha256 : NULL, x->use_token, o, &r, e);
+    int rc = fetch_url(x->url, x->dest, (struct fetch_expect){x->size, x->sha256[0] ? x->sha256 : NULL},
+                       x->use_token ? FETCH_HF_TOKEN : FETCH_ANONYMOUS, o, &r, e);
     if (rc == ERR_NOTFOUND && x->optional) {
         log_warn("%s (optional) is not in the repository: %s", x->rel, e ? e->msg : "");
         return 0;
