@@ -481,7 +481,7 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
     }
     if ((rc = config_text(p, prov_json, &cfg, e)) || (rc = mkdir_p(out_dir, e)) ||
         (rc = path_join(path, sizeof path, out_dir, "model.safetensors", e)) ||
-        (rc = st_write_stream(path, ts, p->n_jobs, meta, n_meta, fill, p, e)) ||
+        (rc = st_write_stream(path, ts, p->n_jobs, meta, n_meta, (struct st_fill){fill, p}, e)) ||
         (rc = write_text(out_dir, "config.json", cfg, e)) ||
         (rc = write_text(out_dir, "tokenizer.json", tok->tokenizer_json, e)) ||
         (rc = write_text(out_dir, "tokenizer_config.json", tok->config_json, e)))

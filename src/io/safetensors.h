@@ -93,10 +93,15 @@ struct st_wtensor {
 // metadata pairs meta[2i] = key, meta[2i+1] = value (n_meta pairs), atomically (tmp + rename).
 int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta,
              int n_meta, struct err *e);
-// The same file, streamed: ts[i].data is ignored and fill(ctx, i, dst, e) writes tensor i's
-// bytes into dst (sized for it), one tensor at a time, so the peak memory is the largest
+// What produces the bytes of a streamed tensor: fn(ctx, i, dst, e) writes tensor i into dst.
+struct st_fill {
+    int (*fn)(void *ctx, int i, void *dst, struct err *e);
+    void *ctx;
+};
+// The same file, streamed: ts[i].data is ignored and fill.fn(fill.ctx, i, dst, e) writes tensor
+// i's bytes into dst (sized for it), one tensor at a time, so the peak memory is the largest
 // tensor, not the checkpoint. An error from fill aborts the write (no file is left behind).
 int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e);
+                    struct st_fill fill, struct err *e);
 
 #endif
