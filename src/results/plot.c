@@ -57,8 +57,10 @@ void plot_xml_escape(char *out, size_t n, const char *s) {
 }
 
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
-                  int n_series, int n_bins, double lo, double hi, struct err *e) {
+                  int n_series, struct plot_bins bins, struct err *e) {
     *svg = NULL;
+    const int n_bins = bins.n;
+    double lo = bins.lo, hi = bins.hi;
     if (n_bins < 1 || n_bins > 1000) return err_set(e, ERR_RANGE, "plot: %d bins (1..1000)", n_bins);
     if (!(lo < hi)) {
         lo = INFINITY; hi = -INFINITY;
