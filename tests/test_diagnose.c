@@ -108,7 +108,7 @@ static void test_plot_xy(void) {
     free(a); free(b);
     a = b = NULL;
     double hv[2 * 3] = {0, 1, 2, 3, NAN, 6};
-    CHECK(plot_heatmap_svg(&a, "heat", "channel", "head", "max", hv, 2, 3, &e) == 0, "heat: %s", e.msg);
+    CHECK(plot_heatmap_svg(&a, "heat", "channel", "head", "max", (struct plot_grid){hv, 2, 3}, &e) == 0, "heat: %s", e.msg);
     if (a) {
         CHECK(svg_ok(a, why, sizeof why), "heat svg: %s", why);
         CHECK(count_str(a, "#999999") == 1, "one grey (non-finite) cell");
@@ -117,12 +117,12 @@ static void test_plot_xy(void) {
     }
     free(a);
     a = NULL;
-    CHECK(plot_heatmap_svg(&a, "x", "c", "h", "v", hv, 0, 3, &e) == ERR_RANGE, "heat: 0 rows refused");
+    CHECK(plot_heatmap_svg(&a, "x", "c", "h", "v", (struct plot_grid){hv, 0, 3}, &e) == ERR_RANGE, "heat: 0 rows refused");
     struct plot_region reg[2] = {{-INFINITY, 6, -INFINITY, INFINITY, "Bypass", "#eee"},
                                  {6, INFINITY, 3, INFINITY, "Strong", "#dfd"}};
     struct plot_point pts[2] = {{14.15, 14.47, "Qwen3-8B", 0}, {35, 24, "mine", 1}};
     struct plot_axis px = {"rho", 0, 0, 0}, py = {"T", 0, 0, 0};
-    CHECK(plot_plane_svg(&a, "gate", &px, &py, reg, 2, pts, 2, &e) == 0, "plane: %s", e.msg);
+    CHECK(plot_plane_svg(&a, "gate", &px, &py, &(struct plot_plane){reg, 2, pts, 2}, &e) == 0, "plane: %s", e.msg);
     if (a) {
         CHECK(svg_ok(a, why, sizeof why), "plane svg: %s", why);
         CHECK(strstr(a, ">Bypass<") && strstr(a, ">Strong<") && strstr(a, ">mine<") && strstr(a, ">Qwen3-8B<"),

@@ -416,7 +416,8 @@ int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, s
     int rc;
     // Fig. 3: layer-0 heat map
     snprintf(title, sizeof title, "%s: layer 0 max |K| per (kv head, channel)", d->model_id);
-    if ((rc = plot_heatmap_svg(fig3, title, "channel", "kv head", "max |K|", d->heat, r->Hkv, r->d, e))) return rc;
+    const struct plot_grid heat = {d->heat, r->Hkv, r->d};
+    if ((rc = plot_heatmap_svg(fig3, title, "channel", "kv head", "max |K|", heat, e))) return rc;
     // Fig. 4: layer-wise statistics
     double *buf = malloc((size_t)L * 5 * sizeof *buf);
     if (!buf) { rc = err_set(e, ERR_NOMEM, "diagnose: out of memory"); goto fail; }
@@ -453,7 +454,7 @@ int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, s
     struct plot_axis px = {"rho_K = MaxAbs_K / P99_K (max over layers)", 0, 0, big},
                      py = {"T_KQ = MaxAbs_K / MaxAbs_Q (max over layers)", 0, 0, big};
     snprintf(title, sizeof title, "Smooth-QK gate: %s -> %s", d->model_id, calib_branch_name(r->branch));
-    if ((rc = plot_plane_svg(fig6, title, &px, &py, reg, 4, pts, 6, e))) goto fail;
+    if ((rc = plot_plane_svg(fig6, title, &px, &py, &(struct plot_plane){reg, 4, pts, 6}, e))) goto fail;
     return 0;
 fail:
     free(*fig3); free(*fig4); free(*fig6);
