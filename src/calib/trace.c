@@ -233,8 +233,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
         if (!attn_mode_find(want.names[i]))
             return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: %s)", want.names[i], attn_mode_names());
         for (int j = 0; j < i; j++)
-            if (!strcmp(want.names[i], want.names[j]))
-                return err_set(e, ERR_USAGE, "--attn: mode '%s' given twice", want.names[i]);
+            if (!strcmp(want.names[i], want.names[j])) return err_set(e, ERR_USAGE, "--attn: mode '%s' given twice", want.names[i]);
     }
     int64_t max_batch = 0;
     int max_len = 0;
