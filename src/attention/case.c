@@ -31,7 +31,7 @@ static int load_tensor(float **out, const struct safetensors *st, const char *pa
     const char *name = w.name;
     if (w.presence == TENSOR_OPTIONAL && !st_find(st, name)) return 0;
     const struct st_tensor *t;
-    int rc = st_check(st, name, 1, w.ndim, w.shape, &t, e);
+    int rc = st_check(st, name, ST_FLOATING, w.ndim, w.shape, &t, e);
     if (rc) return err_prefix(e, "%s", path);
     *out = malloc((size_t)t->numel * sizeof(float) + 1);
     if (!*out) return err_set(e, ERR_NOMEM, "%s: out of memory for tensor '%s'", path, name);

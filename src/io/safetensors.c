@@ -347,13 +347,13 @@ int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e) {
     return 0;
 }
 
-int st_check(const struct safetensors *st, const char *name, int floating, int ndim, const int64_t *shape,
+int st_check(const struct safetensors *st, const char *name, enum st_dtype_class cls, int ndim, const int64_t *shape,
              const struct st_tensor **out, struct err *e) {
     const struct st_tensor *t = st_find(st, name);
     if (out) *out = t;
     if (!t) return err_set(e, ERR_NOTFOUND, "%s: missing tensor '%s'", st->n_files ? st->files[0].path : "?", name);
     const char *file = st->files[t->file].path;
-    if (floating && t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+    if (cls == ST_FLOATING && t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
         return err_set(e, ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, expected F32, F16 or BF16", file, name,
                        st_dtype_name(t->dtype));
     if (ndim < 0) return 0;

@@ -71,9 +71,11 @@ const char *st_dtype_name(enum st_dtype t);
 int st_to_f32(float *dst, const struct st_tensor *t, struct err *e);
 // Copies an integer tensor (I32/I64/U8/I8) into int32 (range-checked).
 int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e);
+// The dtypes st_check accepts: any, or a floating one (F32/F16/BF16).
+enum st_dtype_class { ST_ANY_DTYPE, ST_FLOATING };
 // Checks that t exists with the given dtype class and shape; message names tensor and shapes.
-// ndim < 0 skips the shape check. `floating` = 1 requires F32/F16/BF16.
-int st_check(const struct safetensors *st, const char *name, int floating, int ndim,
+// ndim < 0 skips the shape check.
+int st_check(const struct safetensors *st, const char *name, enum st_dtype_class cls, int ndim,
              const int64_t *shape, const struct st_tensor **out, struct err *e);
 
 // Fingerprint of the checkpoint: sha256 over every shard's header bytes and size plus three
