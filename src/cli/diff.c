@@ -160,7 +160,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     };
     const char *pos[2];
     struct cli_pos pa = {pos, 2, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, 3, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
     const int n_pos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }

@@ -21,7 +21,7 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     struct cli_pos pa = {pos, 1, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, n_opts, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, n_opts, &pa, e);
     const int np = pa.n;
     if (rc) return rc;
     if (help || np < 1 || !out) {

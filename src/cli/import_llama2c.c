@@ -16,7 +16,7 @@ int cmd_import_llama2c(int argc, char **argv, struct err *e) {
         {"force", CLI_FLAG, &force, "import into a non-empty --out: first remove its model files (weights, config, tokenizer)"}};
     const char *pos[2];
     struct cli_pos pa = {pos, 2, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, 3, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
     const int np = pa.n;
     if (rc) return rc;
     if (help || np < 1 || !out) {

@@ -62,7 +62,7 @@ int cmd_inspect(int argc, char **argv, struct err *e) {
                              {"summary", CLI_FLAG, &quiet, "print only the totals"}};
     const char *pos[1];
     struct cli_pos pa = {pos, 1, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, 2, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
     const int np = pa.n;
     if (rc) return rc;
     if (help || np != 1) {

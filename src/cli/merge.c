@@ -18,7 +18,7 @@ int cmd_merge(int argc, char **argv, struct err *e) {
     };
     const char *pos[MAX_SHARDS];
     struct cli_pos pa = {pos, MAX_SHARDS, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, 2, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
     const int n_pos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("merge", "SHARD_DIR... --out DIR", opts, 2); return 0; }

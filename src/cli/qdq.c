@@ -44,7 +44,7 @@ int cmd_qdq(int argc, char **argv, struct err *e) {
     };
     const char *pos[1];
     struct cli_pos pa = {pos, 1, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, 2, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
     const int n_pos = pa.n;
     if (rc) return rc;
     if (help) {

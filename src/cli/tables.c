@@ -29,7 +29,7 @@ int cmd_tables(int argc, char **argv, struct err *e) {
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[MAX_INPUTS];
     struct cli_pos pa = {pos, MAX_INPUTS, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, n_opts, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, n_opts, &pa, e);
     const int n_pos = pa.n;
     if (rc) return rc;
     if (help) {

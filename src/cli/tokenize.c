@@ -57,7 +57,7 @@ int cmd_tokenize(int argc, char **argv, struct err *e) {
     const char *synopsis = "--tokenizer DIR|--model DIR [--no-special] [--ids-only] [FILE|-]";
     const char *pos[1];
     struct cli_pos pa = {pos, 1, 0};
-    int rc = cli_parse_pos(argc, argv, 1, opts, nopt, &pa, e);
+    int rc = cli_parse_pos(argc, argv, opts, nopt, &pa, e);
     const int npos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("tokenize", synopsis, opts, nopt); return 0; }

@@ -41,7 +41,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *syn = "--model M (--task T [--data-dir D] [--limit N] | --text FILE [--ctx 4096,16384]) "
                       "[--attn direct,hifa4] [--qmean token|channel|both] [--scales F] [--out DIR]";
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("trace", syn, opts, n_opts); return 0; }
     if (!model_arg) return err_set(e, ERR_USAGE, "trace needs --model");
