@@ -702,8 +702,12 @@ static struct fetch_entry *plan_add(struct fetch_plan *p, struct err *e) {
     return x;
 }
 
+// What a Hub file is to the plan: a file the model needs, one it may lack (404 is a warning),
+// or a weight shard (its list may be replaced by the index's).
+enum hub_file { HUB_REQUIRED, HUB_OPTIONAL, HUB_SHARD };
+
 // Adds Hub file `file` of the plan's model (p->repo/p->rev).
-static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int optional, struct err *e) {
+static int plan_add_hub(struct fetch_plan *p, const char *file, enum hub_file kind, struct err *e) {
     int rc = fetch_check_relpath(file, "file", e);
     if (rc) return err_prefix(e, "%s", p->title);
     for (int i = 0; i < p->n; i++)
@@ -716,8 +720,8 @@ static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int o
     x->url = ef ? fmt_dup("%s/%s", p->url_base, ef) : NULL;
     free(ef);
     x->use_token = 1;
-    x->shard = shard;
-    x->optional = optional;
+    x->shard = kind == HUB_SHARD;
+    x->optional = kind == HUB_OPTIONAL;
     if (!x->rel || !x->dest || !x->url) return err_set(e, ERR_NOMEM, "fetch: out of memory");
     x->present = file_exists(x->dest);
     return 0;
@@ -835,7 +839,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'files': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 0, 0, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_REQUIRED, e))) goto fail;
     }
     const cJSON *opt = NULL;
     if ((rc = json_get_arr(j, "optional_files", &opt, 0, cfg, e))) goto fail;
@@ -844,7 +848,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'optional_files': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 0, 1, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_OPTIONAL, e))) goto fail;
     }
     const char *lic = NULL, *note = NULL;
     int gated = 0;
@@ -865,7 +869,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'shards': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 1, 0, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_SHARD, e))) goto fail;
     }
     cJSON_Delete(idx);
     cJSON_Delete(j);
@@ -1081,7 +1085,7 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
     const cJSON *s;
     int n_new = 0;
     cJSON_ArrayForEach(s, names) {
-        if ((rc = plan_add_hub(p, s->valuestring, 1, 0, e))) break;
+        if ((rc = plan_add_hub(p, s->valuestring, HUB_SHARD, e))) break;
         n_new++;
     }
     cJSON_Delete(names);
