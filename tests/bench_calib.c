@@ -196,10 +196,12 @@ int main(int argc, char **argv) {
     int n = 0;
     char desc[1024];
     double t_samples = time_now();
-    if (calib_run_samples(model, calib, &co, &ids, &n, desc, sizeof desc, &e)) {
+    struct calib_samples made = {0};
+    if (calib_run_samples(model, calib, &co, &made, desc, sizeof desc, &e)) {
         fprintf(stderr, "bench_calib: %s\n", e.msg);
         return 1;
     }
+    ids = made.ids, n = made.n;
     printf("bench_calib: %s, %d samples x %d tokens of %s, %d threads, batches of %d tokens\n", model, n, len, desc,
            pool_threads(), co.batch_tokens);
     printf("  reading, tokenizing and cutting the samples (not in the times below): %.2f s\n", time_now() - t_samples);

@@ -47,7 +47,7 @@ static double quantile(double *v, int n, double p) {
 
 // sub: the samples idx[0..n) of full, as a statistics store of its own
 static int subset(struct calib_stats *sub, const struct calib_stats *f, const int *idx, int n, struct err *e) {
-    int rc = calib_stats_init(sub, f->n_layers, f->H, f->Hkv, f->d, n, 2, e);
+    int rc = calib_stats_init(sub, (struct calib_shape){f->n_layers, f->H, f->Hkv, f->d}, n, 2, e);
     if (rc) return rc;
     size_t per = (size_t)f->n_layers * f->Hkv * f->d, pl = (size_t)f->n_layers;
     for (int i = 0; i < n; i++) {

@@ -62,7 +62,7 @@ static void test_observe_and_gate(void) {
     // 1 layer, H=2 query heads sharing Hkv=1, d=2, two samples of T=2
     struct calib_stats s;
     struct err e = {0};
-    CHECK(calib_stats_init(&s, 1, 2, 1, 2, 2, 4, &e) == 0, "init: %s", e.msg);
+    CHECK(calib_stats_init(&s, (struct calib_shape){1, 2, 1, 2}, 2, 4, &e) == 0, "init: %s", e.msg);
     float q0[2 * 2 * 2] = {1, -2, 0.5f, 3, /*t1*/ -4, 1, 0, 0};  // (T, H, d)
     float k0[2 * 1 * 2] = {10, -1, /*t1*/ -20, 2};               // (T, Hkv, d)
     CHECK(calib_observe(&s, 0, 0, q0, k0, 2, &e) == 0, "observe 0");
@@ -96,7 +96,7 @@ static void test_observe_and_gate(void) {
 static int gate_for(double rho, double t) {
     struct calib_stats s;
     struct err e = {0};
-    calib_stats_init(&s, 1, 1, 1, 2, 1, 1, &e);
+    calib_stats_init(&s, (struct calib_shape){1, 1, 1, 2}, 1, 1, &e);
     s.n_samples = 1;
     s.seen[0] = 1;
     s.kmax[0] = (float)(rho * 1.0); s.kmax[1] = 0.5f; // MaxAbs_K = rho (Kp99 = 1)
@@ -125,7 +125,7 @@ static void test_gate(void) {
 static void test_file(void) {
     struct calib_stats s;
     struct err e = {0};
-    calib_stats_init(&s, 2, 2, 1, 3, 1, 2, &e);
+    calib_stats_init(&s, (struct calib_shape){2, 2, 1, 3}, 1, 2, &e);
     float q[2 * 2 * 3], k[2 * 1 * 3];
     for (int l = 0; l < 2; l++) {
         for (int i = 0; i < 12; i++) q[i] = (float)(i + 1 + l) * 0.5f;
@@ -154,7 +154,7 @@ static void test_file(void) {
     CHECK(st_open(&st, p1, &e) == 0, "reopen: %s", e.msg);
     int64_t shp[3] = {2, 1, 3};
     const struct st_tensor *t;
-    CHECK(st_check(&st, "smooth_qk.scales", 1, 3, shp, &t, &e) == 0, "shape: %s", e.msg);
+    CHECK(st_check(&st, "smooth_qk.scales", ST_FLOATING, 3, shp, &t, &e) == 0, "shape: %s", e.msg);
     float back[6];
     st_to_f32(back, t, &e);
     CHECK(!memcmp(back, r.scales, sizeof back), "scales round trip");
@@ -204,8 +204,9 @@ static void seqs_case(int H, int Hkv, int d, int n_seq, int max_T, int kind) {
     struct calib_stats ref, fast[2];
     struct err e = {0};
     const int L = 2;
-    if (calib_stats_init(&ref, L, H, Hkv, d, n_seq, max_T, &e) || calib_stats_init(&fast[0], L, H, Hkv, d, n_seq, max_T, &e) ||
-        calib_stats_init(&fast[1], L, H, Hkv, d, n_seq, max_T, &e)) {
+    const struct calib_shape shape = {L, H, Hkv, d};
+    if (calib_stats_init(&ref, shape, n_seq, max_T, &e) || calib_stats_init(&fast[0], shape, n_seq, max_T, &e) ||
+        calib_stats_init(&fast[1], shape, n_seq, max_T, &e)) {
         CHECK(0, "init: %s", e.msg);
         return;
     }
@@ -223,7 +224,7 @@ static void seqs_case(int H, int Hkv, int d, int n_seq, int max_T, int kind) {
         for (int i = 0; i < n_seq; i++) ok &= calib_observe(&ref, i, l, q[i], k[i], T[i], &e) == 0;
     for (int th = 0; th < 2; th++) {
         pool_set_threads(th + 1);
-        for (int l = 0; l < L; l++) ok &= calib_observe_seqs(&fast[th], 0, l, n_seq, q, k, T, 0, &e) == 0;
+        for (int l = 0; l < L; l++) ok &= calib_observe_seqs(&fast[th], 0, l, (struct calib_seqs){n_seq, q, k, T}, 0, &e) == 0;
         CHECK(stats_equal(&ref, &fast[th]), "H=%d Hkv=%d d=%d n_seq=%d kind %d, %d thread(s): statistics differ from "
               "calib_observe", H, Hkv, d, n_seq, kind, th + 1);
         int64_t want = kind == 0 || kind == 3 ? 0 : (int64_t)L * n_seq;
@@ -233,8 +234,8 @@ static void seqs_case(int H, int Hkv, int d, int n_seq, int max_T, int kind) {
     CHECK(ok, "observe calls: %s", e.msg);
     // out-of-range sequences are refused before anything is recorded
     int Tbad[1] = {max_T + 1};
-    CHECK(calib_observe_seqs(&fast[0], 0, 0, 1, q, k, Tbad, 0, &e) == ERR_RANGE, "T beyond init refused");
-    CHECK(calib_observe_seqs(&fast[0], n_seq - 1, 0, 2, q, k, T, 0, &e) == ERR_RANGE, "sample beyond init refused");
+    CHECK(calib_observe_seqs(&fast[0], 0, 0, (struct calib_seqs){1, q, k, Tbad}, 0, &e) == ERR_RANGE, "T beyond init refused");
+    CHECK(calib_observe_seqs(&fast[0], n_seq - 1, 0, (struct calib_seqs){2, q, k, T}, 0, &e) == ERR_RANGE, "sample beyond init refused");
     CHECK(stats_equal(&ref, &fast[0]), "a refused call changes nothing");
     for (int i = 0; i < n_seq; i++) free((void *)q[i]), free((void *)k[i]);
     free(q), free(k), free(T);

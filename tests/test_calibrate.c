@@ -297,9 +297,10 @@ static void test_samples(void) {
     // sample cutting: BOS first, consecutive chunks, seeded choice in stream order
     int32_t ids[100];
     for (int i = 0; i < 100; i++) ids[i] = i;
-    int32_t *out = NULL;
-    int n = 0;
-    CHECK(calib_make_samples(ids, 100, 10, 3, 7, 1, &out, &n, &e) == 0 && n == 3, "make samples");
+    struct calib_samples made = {0};
+    CHECK(calib_make_samples(ids, 100, (struct calib_cut){.len = 10, .samples = 3, .seed = 7, .bos = 1}, &made, &e) == 0 &&
+          made.n == 3, "make samples");
+    const int32_t *out = made.ids;
     if (out) {
         int ok = 1;
         for (int s = 0; s < 3; s++) {
@@ -310,7 +311,7 @@ static void test_samples(void) {
             if (s) ok &= out[s * 10 + 1] > out[(s - 1) * 10 + 1];
         }
         CHECK(ok, "chunks are BOS + 9 consecutive ids, in stream order");
-        free(out);
+        free(made.ids);
     }
 }
 

@@ -89,17 +89,19 @@ static void test_cli(void) {
                           {"x", CLI_DBL, &x, ""}};
     char *argv[] = {"cmd", "--name", "a", "pos1", "--n=7", "--flag", "--x", "0.5", "pos2"};
     const char *pos[4];
-    int np = 0;
+    struct cli_pos pa = {pos, 4, 0};
     struct err e = {0};
-    int rc = cli_parse(9, argv, 1, o, 4, pos, 4, &np, &e);
-    CHECK(rc == 0 && !strcmp(s, "a") && n == 7 && f == 1 && x == 0.5 && np == 2 && !strcmp(pos[1], "pos2"),
+    int rc = cli_parse_pos(9, argv, o, 4, &pa, &e);
+    CHECK(rc == 0 && !strcmp(s, "a") && n == 7 && f == 1 && x == 0.5 && pa.n == 2 && !strcmp(pos[1], "pos2"),
           "parse: rc=%d %s", rc, e.msg);
+    char *one[] = {"cmd", "pos1"};
+    CHECK(cli_parse(2, one, o, 4, &e) == ERR_USAGE && strstr(e.msg, "pos1"), "no positionals: %s", e.msg);
     char *bad[] = {"cmd", "--nope", "1"};
-    CHECK(cli_parse(3, bad, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "--nope"), "unknown: %s", e.msg);
+    CHECK(cli_parse(3, bad, o, 4, &e) == ERR_USAGE && strstr(e.msg, "--nope"), "unknown: %s", e.msg);
     char *badn[] = {"cmd", "--n", "7x"};
-    CHECK(cli_parse(3, badn, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "7x"), "bad int: %s", e.msg);
+    CHECK(cli_parse(3, badn, o, 4, &e) == ERR_USAGE && strstr(e.msg, "7x"), "bad int: %s", e.msg);
     char *miss[] = {"cmd", "--name"};
-    CHECK(cli_parse(2, miss, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE, "missing value");
+    CHECK(cli_parse(2, miss, o, 4, &e) == ERR_USAGE, "missing value");
     char list[] = "bf16,direct,hifa4";
     const char *items[4];
     CHECK(cli_split(list, items, 4, &e) == 3 && !strcmp(items[2], "hifa4"), "split");
@@ -111,9 +113,9 @@ static void test_cli(void) {
         CHECK(cli_split(b, items, 4, &e) == ERR_USAGE && strstr(e.msg, "empty"), "split '%s': %s", empty[k], e.msg);
     }
     char *twice[] = {"cmd", "--name", "a", "--name=b"};
-    CHECK(cli_parse(4, twice, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "--name given twice"), "twice: %s", e.msg);
+    CHECK(cli_parse(4, twice, o, 4, &e) == ERR_USAGE && strstr(e.msg, "--name given twice"), "twice: %s", e.msg);
     char *flag2[] = {"cmd", "--flag", "--flag"};
-    CHECK(cli_parse(3, flag2, 1, o, 4, pos, 4, &np, &e) == ERR_USAGE && strstr(e.msg, "--flag given twice"), "flag twice: %s", e.msg);
+    CHECK(cli_parse(3, flag2, o, 4, &e) == ERR_USAGE && strstr(e.msg, "--flag given twice"), "flag twice: %s", e.msg);
 }
 
 int main(void) {

@@ -108,7 +108,7 @@ static void test_plot_xy(void) {
     free(a); free(b);
     a = b = NULL;
     double hv[2 * 3] = {0, 1, 2, 3, NAN, 6};
-    CHECK(plot_heatmap_svg(&a, "heat", "channel", "head", "max", hv, 2, 3, &e) == 0, "heat: %s", e.msg);
+    CHECK(plot_heatmap_svg(&a, "heat", "channel", "head", "max", (struct plot_grid){hv, 2, 3}, &e) == 0, "heat: %s", e.msg);
     if (a) {
         CHECK(svg_ok(a, why, sizeof why), "heat svg: %s", why);
         CHECK(count_str(a, "#999999") == 1, "one grey (non-finite) cell");
@@ -117,12 +117,12 @@ static void test_plot_xy(void) {
     }
     free(a);
     a = NULL;
-    CHECK(plot_heatmap_svg(&a, "x", "c", "h", "v", hv, 0, 3, &e) == ERR_RANGE, "heat: 0 rows refused");
+    CHECK(plot_heatmap_svg(&a, "x", "c", "h", "v", (struct plot_grid){hv, 0, 3}, &e) == ERR_RANGE, "heat: 0 rows refused");
     struct plot_region reg[2] = {{-INFINITY, 6, -INFINITY, INFINITY, "Bypass", "#eee"},
                                  {6, INFINITY, 3, INFINITY, "Strong", "#dfd"}};
     struct plot_point pts[2] = {{14.15, 14.47, "Qwen3-8B", 0}, {35, 24, "mine", 1}};
     struct plot_axis px = {"rho", 0, 0, 0}, py = {"T", 0, 0, 0};
-    CHECK(plot_plane_svg(&a, "gate", &px, &py, reg, 2, pts, 2, &e) == 0, "plane: %s", e.msg);
+    CHECK(plot_plane_svg(&a, "gate", &px, &py, &(struct plot_plane){reg, 2, pts, 2}, &e) == 0, "plane: %s", e.msg);
     if (a) {
         CHECK(svg_ok(a, why, sizeof why), "plane svg: %s", why);
         CHECK(strstr(a, ">Bypass<") && strstr(a, ">Strong<") && strstr(a, ">mine<") && strstr(a, ">Qwen3-8B<"),
@@ -153,7 +153,7 @@ static void test_stability(void) {
     // 3 samples, 2 layers, Hkv 2, d 30: 60 pairs, N = 3. Layer 1 holds large decoys.
     struct calib_stats st;
     struct err e = {0};
-    if (calib_stats_init(&st, 2, 2, 2, 30, 3, 4, &e)) { CHECK(0, "%s", e.msg); return; }
+    if (calib_stats_init(&st, (struct calib_shape){2, 2, 2, 30}, 3, 4, &e)) { CHECK(0, "%s", e.msg); return; }
     st.n_samples = 3;
     const int n = 60;
     for (int p = 0; p < 3; p++)
@@ -210,7 +210,7 @@ static void test_golden(void) {
     diag_opts_default(&o);
     o.run.batch_tokens = 3 * len; // several batches
     struct diagnose d;
-    int rc = diag_run_ids(&d, mdir, ids, lens, n, NULL, NULL, 0, NULL, &o, &e);
+    int rc = diag_run_ids(&d, mdir, (struct diag_seqs){ids, lens, n}, (struct diag_seqs){0}, NULL, &o, &e);
     CHECK(rc == 0, "diag_run_ids: %s", e.msg);
     struct calib_run cr;
     struct calib_run_opts co;
@@ -275,7 +275,7 @@ static void test_golden(void) {
     }
     if (!rc) diag_free(&d);
     // a separate statistics set: the first 4 samples; stability stays over all 8
-    rc = diag_run_ids(&d, mdir, ids, lens, n, ids, lens, 4, "first four", &o, &e);
+    rc = diag_run_ids(&d, mdir, (struct diag_seqs){ids, lens, n}, (struct diag_seqs){ids, lens, 4}, "first four", &o, &e);
     CHECK(rc == 0, "diag_run_ids with a statistics set: %s", e.msg);
     if (!rc) {
         rc2 = calib_run_ids(&cr, mdir, ids, 4, len, &co, &e);

@@ -58,6 +58,15 @@ static int toy_forward(void *user, const int32_t *tok, const int *seq_len, int n
     return o == n_out ? 0 : -1;
 }
 
+// eval_request_tokens unpacked into the five outputs the cases below compare
+static int request_tokens(const char *ctx, const char *choice, const struct eval_plan_opts *o, int32_t **inp, int *ni,
+                          int32_t **cont, int *nc, int *tr, struct err *e) {
+    struct eval_req_tokens rt;
+    int rc = eval_request_tokens(ctx, choice, o, toy_encode, NULL, &rt, e);
+    *inp = rt.inp, *ni = rt.n_inp, *cont = rt.cont, *nc = rt.n_cont, *tr = rt.truncated;
+    return rc;
+}
+
 static int eq_ids(const int32_t *a, int na, const int32_t *b, int nb) {
     return na == nb && (na == 0 || !memcmp(a, b, sizeof *a * (size_t)na));
 }
@@ -68,7 +77,7 @@ static void split_case(const char *ctx, const char *choice, int add_bos, int win
     int32_t *inp, *cont;
     int ni, nc, tr;
     struct err e = {0};
-    int rc = eval_request_tokens(ctx, choice, &o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e);
+    int rc = request_tokens(ctx, choice, &o, &inp, &ni, &cont, &nc, &tr, &e);
     CHECK(rc == 0, "split '%s'+'%s': %s", ctx, choice, e.msg);
     if (rc) return;
     CHECK(eq_ids(inp, ni, want_inp, n_want_inp), "input of '%s'+'%s' (%d tokens, want %d)", ctx, choice, ni, n_want_inp);
@@ -104,7 +113,7 @@ static void test_split(void) {
     int32_t *inp, *cont;
     int ni, nc, tr;
     struct err e = {0};
-    CHECK(eval_request_tokens("x", "yes no", &o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e) == ERR_RANGE,
+    CHECK(request_tokens("x", "yes no", &o, &inp, &ni, &cont, &nc, &tr, &e) == ERR_RANGE,
           "continuation longer than the window must fail");
     CHECK(strstr(e.msg, "window") != NULL, "message: %s", e.msg);
 }
@@ -140,7 +149,7 @@ static double naive_ll(const struct eval_item *it, int c, const struct eval_plan
     int32_t *inp, *cont;
     int ni, nc, tr;
     struct err e = {0};
-    if (eval_request_tokens(it->context, it->choices[c], o, toy_encode, NULL, &inp, &ni, &cont, &nc, &tr, &e)) return NAN;
+    if (request_tokens(it->context, it->choices[c], o, &inp, &ni, &cont, &nc, &tr, &e)) return NAN;
     float *row = malloc(sizeof *row * VOCAB);
     double ll = 0;
     *greedy = 1;
@@ -173,7 +182,7 @@ static int run_all(struct eval_score *sc, const struct eval_plan *p, int max_tok
         if (eval_batch_score(sc + item, p, &b, logits, VOCAB, threads, &e)) return -1;
         // "reference" = logits shifted by a constant: KL must be 0 and top-1 the same
         for (size_t k = 0; k < (size_t)b.n_out * VOCAB; k++) ref[k] = logits[k] + 1.0f;
-        if (eval_batch_compare(sc + item, p, &b, ref, logits, VOCAB, threads, &e)) return -1;
+        if (eval_batch_compare(sc + item, p, &b, (struct eval_logit_pair){ref, logits, VOCAB}, threads, &e)) return -1;
         item = b.item1;
         (*n_batches)++;
     }

@@ -237,7 +237,7 @@ static void test_download_resume(void) {
     snprintf(part, sizeof part, "%s.part", dest);
     ctl("reset=1");
     double t0 = time_now();
-    int rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    int rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     double dt = time_now() - t0;
     CHECK(rc == 0, "download: %s", e.msg);
     CHECK(file_equals(dest, d, N), "downloaded bytes differ");
@@ -248,7 +248,7 @@ static void test_download_resume(void) {
     printf("download 6 MiB over loopback: %.3f s (%.0f MB/s)\n", dt, N / 1e6 / dt);
     // present file: no request
     ctl("reset=1");
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0 && r.already == 1 && stats().requests == 0, "existing file refetched");
 
     // 2. cut half way, no retries: error, .part kept; second call resumes with Range
@@ -259,13 +259,13 @@ static void test_download_resume(void) {
     char q[64];
     snprintf(q, sizeof q, "cut=%zu", CUT);
     ctl(q);
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_NET, "cut transfer: rc %d", rc);
     CHECK(strstr(e.msg, url) && strstr(e.msg, "resume"), "cut message: %s", e.msg);
     CHECK(fsize(dest) < 0, "incomplete file renamed to the final name");
     CHECK(fsize(part) == (long)CUT, ".part has %ld bytes, want %zu", fsize(part), CUT);
     ctl("reset=1");
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0, "resume: %s", e.msg);
     s = stats();
     CHECK(s.bytes == (long)(N - CUT), "resume transferred %ld bytes, want only the rest %zu", s.bytes, N - CUT);
@@ -279,7 +279,7 @@ static void test_download_resume(void) {
     ctl("reset=1");
     ctl(q);
     o.retries = 2;
-    rc = fetch_url(url, dest, -1, NULL, 0, &o, &r, &e); // size and sha from the server
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_ANONYMOUS, &o, &r, &e); // size and sha from the server
     CHECK(rc == 0, "auto-resume: %s", e.msg);
     s = stats();
     CHECK(s.bytes == (long)N && s.requests == 2 && s.ranged == 1, "auto-resume: %ld bytes, %ld requests, %ld ranged",
@@ -295,7 +295,7 @@ static void test_download_resume(void) {
     free(junk);
     ctl("reset=1");
     ctl("ignore_range=1");
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0, "ignored range: %s", e.msg);
     CHECK(r.resumed_from == 0 && stats().bytes == (long)N, "restart after 200");
     CHECK(file_equals(dest, d, N), "restarted file differs");
@@ -304,7 +304,7 @@ static void test_download_resume(void) {
     snprintf(dest, sizeof dest, "%s/c4b/big.bin", g_tmp);
     write_file(g_tmp, "c4b/big.bin.part", d, N);
     ctl("reset=1");
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0 && stats().requests == 0 && r.requests == 0 && file_equals(dest, d, N), "complete .part: %s", e.msg);
     // ... but a full-size .part with wrong bytes is fetched again
     snprintf(dest, sizeof dest, "%s/c4c/big.bin", g_tmp);
@@ -312,7 +312,7 @@ static void test_download_resume(void) {
     write_file(g_tmp, "c4c/big.bin.part", junk2, N);
     free(junk2);
     ctl("reset=1");
-    rc = fetch_url(url, dest, (int64_t)N, sha, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, sha}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0 && stats().bytes == (long)N && file_equals(dest, d, N), "bad full .part: %s", e.msg);
 
     // 5. corrupted: wrong manifest sha256 -> mismatch, nothing kept
@@ -321,18 +321,18 @@ static void test_download_resume(void) {
     bad[0] = bad[0] == '0' ? '1' : '0';
     snprintf(dest, sizeof dest, "%s/c5/big.bin", g_tmp);
     snprintf(part, sizeof part, "%s.part", dest);
-    rc = fetch_url(url, dest, (int64_t)N, bad, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N, bad}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_MISMATCH, "bad manifest sha: rc %d", rc);
     CHECK(strstr(e.msg, "sha256 mismatch") && strstr(e.msg, bad) && strstr(e.msg, sha), "msg: %s", e.msg);
     CHECK(fsize(dest) < 0 && fsize(part) < 0, "bad file kept");
     // corrupted body (one byte flipped in transit), sha256 from the ETag
     ctl("reset=1");
     ctl("corrupt=1");
-    rc = fetch_url(url, dest, -1, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_MISMATCH && strstr(e.msg, "ETag"), "corrupt body: rc %d %s", rc, e.msg);
     CHECK(fsize(dest) < 0 && fsize(part) < 0, "corrupt file kept");
     // wrong size in the manifest
-    rc = fetch_url(url, dest, (int64_t)N + 1, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){(int64_t)N + 1, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_MISMATCH && fsize(dest) < 0, "size mismatch: rc %d %s", rc, e.msg);
     free(d);
 }
@@ -350,7 +350,7 @@ static void test_errors(void) {
     url_of(url, sizeof url, "missing.bin");
     o.retries = 3;
     ctl("reset=1");
-    int rc = fetch_url(url, dest, -1, NULL, 0, &o, &r, &e);
+    int rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, url) && strstr(e.msg, "404"), "404: rc %d %s", rc, e.msg);
     CHECK(stats().requests == 1, "404 was retried");
     char part[1310];
@@ -362,7 +362,7 @@ static void test_errors(void) {
     ctl("reset=1");
     ctl("fail=3");
     o.retries = 2;
-    rc = fetch_url(url, dest, 5000, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){5000, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_NET && strstr(e.msg, url) && strstr(e.msg, "HTTP 500") && strstr(e.msg, "3 attempts"),
           "500: rc %d %s", rc, e.msg);
     CHECK(stats().requests == 3 && r.requests == 3, "500: %ld requests", stats().requests);
@@ -370,14 +370,14 @@ static void test_errors(void) {
     // 500 twice then success
     ctl("reset=1");
     ctl("fail=2");
-    rc = fetch_url(url, dest, 5000, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){5000, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == 0 && stats().requests == 3 && file_equals(dest, d, 5000), "500 then ok: %s", e.msg);
     unlink(dest);
 
     // 401 / 403: clear, not retried
     ctl("reset=1");
     ctl("status=401");
-    rc = fetch_url(url, dest, -1, NULL, 1, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_HF_TOKEN, &o, &r, &e);
     CHECK(rc == ERR_NET && strstr(e.msg, "HTTP 401") && strstr(e.msg, url), "401: %s", e.msg);
     CHECK(stats().requests == 1, "401 retried");
 
@@ -392,14 +392,14 @@ static void test_errors(void) {
     close(s); // the port is free now, nobody listens
     snprintf(url, sizeof url, "http://127.0.0.1:%d/files/small.txt", ntohs(a.sin_port));
     o.retries = 1;
-    rc = fetch_url(url, dest, -1, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_NET && strstr(e.msg, url) && r.requests == 2, "refused: rc %d req %d %s", rc, r.requests, e.msg);
 
     // offline: no request at all, names the file and where it was expected
     url_of(url, sizeof url, "small.txt");
     ctl("reset=1");
     o.offline = 1;
-    rc = fetch_url(url, dest, -1, NULL, 0, &o, &r, &e);
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_ANONYMOUS, &o, &r, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "offline") && strstr(e.msg, dest), "offline: %s", e.msg);
     CHECK(stats().requests == 0, "offline made a request");
     // HIFA4_OFFLINE=1 in the environment does the same

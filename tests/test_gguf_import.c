@@ -782,11 +782,10 @@ static void arc_requests(const char *dir, cJSON **items, int n_items) {
         const cJSON *ctx = cJSON_GetObjectItem(items[i], "ctx_ids"), *conts = cJSON_GetObjectItem(items[i], "cont_ids");
         int nc = cJSON_GetArraySize(ctx);
         for (int k = 0; k < ts.items[i].n_choices; k++, n_req++) {
-            int32_t *inp = NULL, *cont = NULL;
-            int ni = 0, nco = 0, tr = 0;
-            if (eval_request_tokens(ts.items[i].context, ts.items[i].choices[k], &po, enc_fn, tok, &inp, &ni, &cont, &nco,
-                                    &tr, &e))
-                continue;
+            struct eval_req_tokens rt;
+            if (eval_request_tokens(ts.items[i].context, ts.items[i].choices[k], &po, enc_fn, tok, &rt, &e)) continue;
+            int32_t *inp = rt.inp, *cont = rt.cont;
+            const int ni = rt.n_inp, nco = rt.n_cont;
             int ok = ids_equal(cont, nco, cJSON_GetArrayItem(conts, k)) && ni == nc + nco - 1;
             for (int t = 0; ok && t < nc; t++) ok = inp[t] == cJSON_GetArrayItem(ctx, t)->valueint;
             same += ok;

@@ -5,8 +5,10 @@
 # function in src/ is longer than 120 lines (issue: functions stay about a screen long), that no
 # function in src/ takes more than 7 parameters (tests/layers_params_allow.txt lists the ones
 # still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines,
-# and that nothing outside the run module switches a model's attention mode (issue 26: the run
-# owns one context per mode and passes it to model_forward; the model holds none).
+# that nothing outside the run module switches a model's attention mode (issue 26: the run
+# owns one context per mode and passes it to model_forward; the model holds none), and that no
+# call in src/ passes two or more bare 0/1 arguments (tests/layers_flags.awk; the calls judged
+# not to be flags are in tests/layers_flags_allow.txt, which may only shrink).
 set -u
 cd "$(dirname "$0")/.."
 pass=0; fail=0
@@ -60,6 +62,25 @@ if [ -n "$switch" ]; then echo "FAIL mode-switching calls outside the run module
 held=$(awk '/^struct model \{/ { on = 1 } on && /attn_ctx/ { print FILENAME ":" FNR ": " $0 } on && /^\};/ { on = 0 }' \
     src/model/*.h src/model/*.c)
 if [ -n "$held" ]; then echo "FAIL struct model holds an attention context (the run owns one per mode):"; echo "$held"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# bare flags: calls of src/ functions with two or more arguments that are the literal 0 or 1
+# (tests/layers_flags.awk says what it sees and what not; tests/layers_flags_allow.txt lists
+# the calls judged not to be flags, and may only shrink). First, that the check can fail: a
+# probe with f(x, 1, 0) is caught, and counts, strings and comments are not.
+probe=${HIFA4_TMP:-build/tmp}/layers_flags_probe.c
+mkdir -p "$(dirname "$probe")"
+printf '%s\n' 'int f(int x, int a, int b);' 'void g(void) {' '    f(2, 1, 0); /* f(2, 0, 0) */' \
+    '    f(5, 10, 0); // f(1, 1, 1)' '    puts("f(1, 1, 1)");' '    f(3, (1), 1);' '}' > "$probe"
+got=$(awk -f tests/layers_flags.awk "$probe" | awk '{print $2 ":" $3}' | tr '\n' ' ')
+if [ "$got" = "f:3 " ]; then pass=$((pass + 1)); else
+    echo "FAIL layers_flags.awk on its probe: got '$got', want 'f:3 '"; fail=$((fail + 1)); fi
+flags=$(awk -f tests/layers_flags.awk $(find src -name '*.c' -o -name '*.h' | sort))
+fallow=tests/layers_flags_allow.txt
+new=$(echo "$flags" | awk 'NF' | while read -r f n l; do grep -qx "$f $n" "$fallow" || echo "$f:$l: $n"; done)
+if [ -n "$new" ]; then echo "FAIL calls with two or more bare 0/1 arguments (name them: an enum or a second function):"
+    echo "$new"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+gone=$(awk 'NF && !/^#/' "$fallow" | while read -r f n; do echo "$flags" | grep -q "^$f $n " || echo "$f $n"; done)
+if [ -n "$gone" ]; then echo "FAIL $fallow lists calls that no longer pass bare 0/1 flags (remove them):"; echo "$gone"
     fail=$((fail + 1)); else pass=$((pass + 1)); fi
 echo "test_layers: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -313,7 +313,7 @@ static void test_plot_ticks(void) {
         struct plot_series s = {"m", vals[t], ns[t]};
         char *svg = NULL;
         struct err e = {0};
-        CHECK(plot_hist_svg(&svg, "t", "margin", &s, 1, 7, 0, 0, &e) == 0, "plot");
+        CHECK(plot_hist_svg(&svg, "t", "margin", &s, 1, (struct plot_bins){7, 0, 0}, &e) == 0, "plot");
         if (!svg) continue;
         check_ticks(svg, "middle", los[t], his[t], "x axis");
         check_ticks(svg, "end", 0, 1.05, "y axis"); // fractions: the y axis is [0, 1.05 x the largest]
@@ -326,14 +326,14 @@ static void test_plot(void) {
     struct plot_series s[2] = {{"x<&>", a, 5}, {"y", b, 3}};
     char *svg;
     struct err e = {0};
-    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 10, 0, 0, &e) == 0, "plot");
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, (struct plot_bins){10, 0, 0}, &e) == 0, "plot");
     CHECK(strstr(svg, "x&lt;&amp;&gt;") != NULL, "legend escaped");
     CHECK(strstr(svg, "</svg>") != NULL, "closed");
     char *svg2;
-    plot_hist_svg(&svg2, "t", "m", s, 2, 10, 0, 0, &e);
+    plot_hist_svg(&svg2, "t", "m", s, 2, (struct plot_bins){10, 0, 0}, &e);
     CHECK(!strcmp(svg, svg2), "deterministic");
     free(svg); free(svg2);
-    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, 0, 0, 0, &e) == ERR_RANGE, "0 bins refused");
+    CHECK(plot_hist_svg(&svg, "t", "m", s, 2, (struct plot_bins){0, 0, 0}, &e) == ERR_RANGE, "0 bins refused");
     test_plot_ticks();
 }
 

@@ -63,7 +63,7 @@ static void test_roundtrip(void) {
     CHECK(m && !strcmp(m, "abc"), "metadata");
     CHECK(st_meta(&st, "zz") == NULL, "missing metadata");
     int64_t shp[2] = {2, 4};
-    rc = st_check(&st, "a", 1, 2, shp, NULL, &e);
+    rc = st_check(&st, "a", ST_FLOATING, 2, shp, NULL, &e);
     CHECK(rc == ERR_MISMATCH && strstr(e.msg, "[2,3]") && strstr(e.msg, "[2,4]"), "st_check names shapes: %s", e.msg);
     char f1[65], f2[65];
     st_fingerprint(&st, f1, &e);

@@ -97,7 +97,7 @@ static void test_outlier(void) {
     o.threads = 2;
     struct trace_result r;
     struct err e = {0};
-    int rc = trace_run(&r, QMODEL, &set, 1, modes, 4, &o, &e);
+    int rc = trace_run(&r, QMODEL, &set, 1, (struct trace_modes){modes, 4}, &o, &e);
     CHECK(rc == 0, "trace_run: %s", e.msg);
     if (rc) { free(set.seq_len); free(set.ids); return; }
     CHECK(r.n_modes == 4 && r.n_layers == 2 && r.H == 4 && r.Hkv == 2, "4 modes, qwen3-outlier shape");
@@ -159,12 +159,12 @@ static void test_outlier(void) {
     // thread count and batch size do not change a number
     struct trace_result r1, r3;
     o.threads = 1;
-    rc = trace_run(&r1, QMODEL, &set, 1, modes, 4, &o, &e);
+    rc = trace_run(&r1, QMODEL, &set, 1, (struct trace_modes){modes, 4}, &o, &e);
     CHECK(rc == 0, "trace_run 1 thread: %s", e.msg);
     if (!rc) { CHECK(same_layers(&r, &r1, 1), "1 thread == 2 threads (every diagnostic, bit for bit)"); trace_result_free(&r1); }
     o.threads = 2;
     o.batch_tokens = 8192; // one batch
-    rc = trace_run(&r3, QMODEL, &set, 1, modes, 4, &o, &e);
+    rc = trace_run(&r3, QMODEL, &set, 1, (struct trace_modes){modes, 4}, &o, &e);
     CHECK(rc == 0, "trace_run one batch: %s", e.msg);
     if (!rc) {
         CHECK(same_layers(&r, &r3, 0), "one batch == two batches (sums in sequence order)");
@@ -208,18 +208,18 @@ static void test_outlier(void) {
 
     // Smooth-QK modes without scales are skipped; a scales file of the wrong shape is an error
     o.scales = NULL;
-    rc = trace_run(&r, QMODEL, &set, 1, modes, 4, &o, &e);
+    rc = trace_run(&r, QMODEL, &set, 1, (struct trace_modes){modes, 4}, &o, &e);
     CHECK(rc == 0 && r.n_modes == 3 && !strcmp(r.skipped, "hifa4"), "hifa4 skipped without scales (%d modes, '%s')",
           r.n_modes, rc ? e.msg : r.skipped);
     if (!rc) trace_result_free(&r);
     o.scales = TEST_NEED("goldens/logits/qwen3-tiny.safetensors"); // 3 layers
     if (o.scales) {
-        rc = trace_run(&r, QMODEL, &set, 1, modes, 4, &o, &e);
+        rc = trace_run(&r, QMODEL, &set, 1, (struct trace_modes){modes, 4}, &o, &e);
         CHECK(rc != 0 && strstr(e.msg, "qwen3-tiny"), "foreign scales refused: %s", e.msg);
         if (!rc) trace_result_free(&r);
     }
     const char *bad[] = {"bf16", "nosuchmode"};
-    CHECK(trace_run(&r, QMODEL, &set, 1, bad, 2, &o, &e) == ERR_USAGE, "unknown mode: %s", e.msg);
+    CHECK(trace_run(&r, QMODEL, &set, 1, (struct trace_modes){bad, 2}, &o, &e) == ERR_USAGE, "unknown mode: %s", e.msg);
     free(set.seq_len);
     free(set.ids);
 }
@@ -237,7 +237,7 @@ static void test_qmean_forms(void) {
     o.qmean = TRACE_QMEAN_BOTH;
     struct trace_result r, rc1, rs;
     struct err e = {0};
-    int rc = trace_run(&r, QMODEL, &set, 1, modes, 3, &o, &e);
+    int rc = trace_run(&r, QMODEL, &set, 1, (struct trace_modes){modes, 3}, &o, &e);
     CHECK(rc == 0, "trace_run --qmean both: %s", e.msg);
     if (rc) { free(set.seq_len); free(set.ids); return; }
     static const char *const want[5] = {"direct", "direct+qmean (token)", "direct+qmean (channel)", "hifa4 (token)",
@@ -257,7 +257,7 @@ static void test_qmean_forms(void) {
            tok->layer[0].rel_l2, ch->layer[0].rel_l2);
     // --qmean channel alone gives the same numbers as the channel entries of --qmean both
     o.qmean = ATTN_QMEAN_CHANNEL;
-    rc = trace_run(&rc1, QMODEL, &set, 1, modes + 2, 1, &o, &e);
+    rc = trace_run(&rc1, QMODEL, &set, 1, (struct trace_modes){modes + 2, 1}, &o, &e);
     CHECK(rc == 0 && rc1.n_modes == 1 && !strcmp(rc1.display[0], "hifa4 (channel)") &&
               !memcmp(trace_cell(&rc1, 0, 0)->layer, ch->layer, (size_t)r.n_layers * sizeof *ch->layer),
           "--qmean channel == the channel entry of --qmean both: %s", rc ? e.msg : "");
@@ -265,7 +265,7 @@ static void test_qmean_forms(void) {
     // --qdq-skip q,k,v: only P quantized; the output error shrinks, the name says so
     o.qmean = ATTN_QMEAN_TOKEN;
     o.qdq_skip = ATTN_QDQ_SKIP_Q | ATTN_QDQ_SKIP_K | ATTN_QDQ_SKIP_V;
-    rc = trace_run(&rs, QMODEL, &set, 1, modes, 1, &o, &e);
+    rc = trace_run(&rs, QMODEL, &set, 1, (struct trace_modes){modes, 1}, &o, &e);
     CHECK(rc == 0 && !strcmp(rs.display[0], "direct [qdq-skip q,k,v]") &&
               trace_cell(&rs, 0, 0)->layer[0].rel_l2 < 0.5 * trace_cell(&r, 0, 0)->layer[0].rel_l2,
           "direct with only P quantized: rel-L2 %.4g vs all quantized %.4g (%s)",

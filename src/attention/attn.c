@@ -167,6 +167,12 @@ static int sage3_check_opts(const struct attn_mode *m, const struct attn_opts *o
     return 0;
 }
 
+// The options of a mode a kernel call carries (the scratch sizing and every call of the mode;
+// the f32 reference of the diagnostics keeps the defaults).
+static void call_set_opts(struct attn_call *c, const struct attn_opts *o) {
+    c->v_group = o->v_group, c->qformat = o->qformat, c->qmean = o->qmean;
+}
+
 int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opts *o, const struct attn_shape *shape,
                   const float *scales, struct err *e) {
     *out = NULL;
@@ -198,8 +204,8 @@ int attn_ctx_init(struct attn_ctx **out, const char *mode, const struct attn_opt
     c->scales = scales;
     c->qdq_skip = o->qdq_skip & ATTN_QDQ_SKIP_ALL;
     c->n_threads = o->n_threads > 0 ? o->n_threads : pool_threads();
-    struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile,
-                             .v_group = o->v_group, .qformat = o->qformat, .qmean = o->qmean};
+    struct attn_call call = {.T = max_T, .H = H, .Hkv = Hkv, .d = d, .tile = o->tile};
+    call_set_opts(&call, o);
     size_t sb = m->scratch_bytes(&call);
     if (o->diag) {
         size_t rb = attn_mode_f32.scratch_bytes(&call); // the f32 comparison runs in the same scratch
@@ -328,7 +334,7 @@ static void attn_task(void *p, int t, int slot) {
                           .layer = l->layer, .sm = l->sm, .sm64 = l->sm64, .softcap = l->softcap, .window = l->window,
                           .tile = ctx->opts.tile};
     if (j->kind == ATTN_JOB_MODE) {
-        c.v_group = ctx->opts.v_group, c.qformat = ctx->opts.qformat, c.qmean = ctx->opts.qmean;
+        call_set_opts(&c, &ctx->opts);
         c.scales = j->scales, c.qdq_skip = ctx->qdq_skip, c.diag = ctx->dacc ? &ctx->dacc[slot] : NULL;
     }
     void *scratch = ctx->scratch + (size_t)slot * ctx->scratch_per_thread;

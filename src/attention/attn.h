@@ -1,5 +1,5 @@
 // attn.h: the attention kernel interface and registry (DESIGN.md section 2,
-// spec/attention.md). model.c calls attn_forward() once per layer for a packed batch of
+// spec/attention.md). model/forward.c calls attn_forward() once per layer for a packed batch of
 // sequences and never knows which mode runs; adding a mode is one file in src/attention/ plus
 // one line in the registry (attn.c). Calibration and diagnostics hook in here, so no caller
 // ever copies the forward pass; the emulated cost counter (cost.h) is a function of the call
@@ -317,7 +317,7 @@ int attn_prefix_align(const struct attn_mode *m, const struct attn_opts *o);
 int attn_ctx_align(const struct attn_ctx *ctx);
 // A 64-bit key of everything that fixes a context's outputs (mode, tile, V grouping, format,
 // Q-Mean form, qdq skip, the scales pointer): a cache may feed a context only the K and V that
-// a context with the same key produced (model.c stamps cached rows with it).
+// a context with the same key produced (model/kvcache.c stamps cached rows with it).
 uint64_t attn_ctx_key(const struct attn_ctx *ctx);
 
 // The batch against the context (every attn_forward call checks it; the model checks it once

@@ -16,12 +16,22 @@ void attn_case_free(struct attn_case *c) {
     memset(c, 0, sizeof *c);
 }
 
-static int load_tensor(float **out, const struct safetensors *st, const char *path, const char *name,
-                       int ndim, const int64_t *shape, int required, struct err *e) {
+// A tensor the case file must (or may) hold: its name and its expected shape.
+enum tensor_presence { TENSOR_REQUIRED, TENSOR_OPTIONAL };
+struct tensor_want {
+    const char *name;
+    int ndim;
+    const int64_t *shape; // (ndim)
+    enum tensor_presence presence;
+};
+
+static int load_tensor(float **out, const struct safetensors *st, const char *path, struct tensor_want w,
+                       struct err *e) {
     *out = NULL;
-    if (!required && !st_find(st, name)) return 0;
+    const char *name = w.name;
+    if (w.presence == TENSOR_OPTIONAL && !st_find(st, name)) return 0;
     const struct st_tensor *t;
-    int rc = st_check(st, name, 1, ndim, shape, &t, e);
+    int rc = st_check(st, name, ST_FLOATING, w.ndim, w.shape, &t, e);
     if (rc) return err_prefix(e, "%s", path);
     *out = malloc((size_t)t->numel * sizeof(float) + 1);
     if (!*out) return err_set(e, ERR_NOMEM, "%s: out of memory for tensor '%s'", path, name);
@@ -66,10 +76,10 @@ int attn_case_load(struct attn_case *c, const char *path, struct err *e) {
     c->sm64 = sm64;
     c->softcap = (float)cap;
     int64_t sq[3] = {c->T, c->H, c->d}, skv[3] = {c->T, c->Hkv, c->d}, ss[2] = {c->Hkv, c->d};
-    if ((rc = load_tensor(&c->q, &st, path, "q", 3, sq, 1, e)) ||
-        (rc = load_tensor(&c->k, &st, path, "k", 3, skv, 1, e)) ||
-        (rc = load_tensor(&c->v, &st, path, "v", 3, skv, 1, e)) ||
-        (rc = load_tensor(&c->scales, &st, path, "scales", 2, ss, 0, e)))
+    if ((rc = load_tensor(&c->q, &st, path, (struct tensor_want){"q", 3, sq, TENSOR_REQUIRED}, e)) ||
+        (rc = load_tensor(&c->k, &st, path, (struct tensor_want){"k", 3, skv, TENSOR_REQUIRED}, e)) ||
+        (rc = load_tensor(&c->v, &st, path, (struct tensor_want){"v", 3, skv, TENSOR_REQUIRED}, e)) ||
+        (rc = load_tensor(&c->scales, &st, path, (struct tensor_want){"scales", 2, ss, TENSOR_OPTIONAL}, e)))
         goto fail;
     cJSON_Delete(p);
     st_close(&st);

@@ -204,8 +204,15 @@ int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *c
 }
 
 // ---- parameters ----
+// The lower bound of a parameter's value: value > min (ABOVE) or value >= min (AT_LEAST).
+enum bound_kind { BOUND_ABOVE, BOUND_AT_LEAST };
+struct param_bound {
+    double min;
+    enum bound_kind kind;
+};
+
 static int get_param(const cJSON *parent, const char *key, const char *where, double *out,
-                     double min, int min_exclusive, const char *path, struct err *e) {
+                     struct param_bound b, const char *path, struct err *e) {
     char ctx[512];
     if (where[0]) snprintf(ctx, sizeof ctx, "%s: %s", path, where);
     else snprintf(ctx, sizeof ctx, "%s", path);
@@ -221,9 +228,9 @@ static int get_param(const cJSON *parent, const char *key, const char *where, do
     if ((rc = json_get_num(o, "value", &v, 1, ctx, e))) return rc;
     if ((rc = json_get_str(o, "basis", &basis, 1, ctx, e))) return rc;
     if ((rc = json_get_str(o, "doc", &doc, 1, ctx, e))) return rc;
-    if (min_exclusive ? !(v > min) : !(v >= min))
+    if (b.kind == BOUND_ABOVE ? !(v > b.min) : !(v >= b.min))
         return err_set(e, ERR_RANGE, "%s: field 'value': must be %s %g, got %g", ctx,
-                       min_exclusive ? ">" : ">=", min, v);
+                       b.kind == BOUND_ABOVE ? ">" : ">=", b.min, v);
     if (strcmp(basis, "hardware") && strcmp(basis, "assumption") && strcmp(basis, "fitted"))
         return err_set(e, ERR_FORMAT, "%s: field 'basis': expected \"hardware\", \"assumption\" or \"fitted\", got \"%s\"",
                        ctx, basis);
@@ -252,10 +259,11 @@ int cost_params_load(struct cost_params *p, const char *path, struct err *e) {
     if ((rc = json_get_str(j, "name", &name, 1, path, e))) goto done;
     snprintf(p->name, sizeof p->name, "%s", name);
     double nvu;
-    if ((rc = get_param(j, "cube_macs_per_cycle_16", "", &p->cube_macs_per_cycle_16, 0, 1, path, e)) ||
-        (rc = get_param(j, "cube_4bit_speedup", "", &p->cube_4bit_speedup, 0, 1, path, e)) ||
-        (rc = get_param(j, "n_vector_units", "", &nvu, 1, 0, path, e)) ||
-        (rc = get_param(j, "vector_lanes", "", &p->vector_lanes, 0, 1, path, e)))
+    const struct param_bound positive = {0, BOUND_ABOVE}, at_least_one = {1, BOUND_AT_LEAST};
+    if ((rc = get_param(j, "cube_macs_per_cycle_16", "", &p->cube_macs_per_cycle_16, positive, path, e)) ||
+        (rc = get_param(j, "cube_4bit_speedup", "", &p->cube_4bit_speedup, positive, path, e)) ||
+        (rc = get_param(j, "n_vector_units", "", &nvu, at_least_one, path, e)) ||
+        (rc = get_param(j, "vector_lanes", "", &p->vector_lanes, positive, path, e)))
         goto done;
     if (nvu != floor(nvu) || nvu > 64) {
         rc = err_set(e, ERR_RANGE, "%s: n_vector_units: field 'value': expected an integer in [1, 64], got %g", path, nvu);
@@ -274,7 +282,8 @@ int cost_params_load(struct cost_params *p, const char *path, struct err *e) {
         }
     }
     for (int k = 0; k < COST_K_COUNT; k++)
-        if ((rc = get_param(vc, kind_names[k], "vector_cost", &p->vector_cost[k], 0, 0, path, e))) goto done;
+        if ((rc = get_param(vc, kind_names[k], "vector_cost", &p->vector_cost[k],
+                                  (struct param_bound){0, BOUND_AT_LEAST}, path, e))) goto done;
 done:
     cJSON_Delete(j);
     return rc;

@@ -285,8 +285,11 @@ static float q_amax(const struct fwd *F, const float *q, int h) {
 
 // S[r][j - t0] = dot(qx_r, kx_j) for keys [ja, jb) (multiples of VL), c = 0..d-1 in order.
 // Two key vectors x BR rows = 8 independent accumulation chains hide the add latency.
-static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const float *kP, int d, int t0, int ja,
-                     int jb) {
+// (S, qx, dp and kP are L's; the tile holds keys [t0, t0 + Bc))
+static void qk_block(const struct layout *L, size_t Bc, int d, int t0, int ja, int jb) {
+    float *S = L->S;
+    const float *qx = L->qx, *kP = L->kP;
+    const size_t dp = L->dp;
     const float *q0 = qx, *q1 = qx + dp, *q2 = qx + 2 * dp, *q3 = qx + 3 * dp;
     int j = ja;
     while (j < jb) {
@@ -326,9 +329,12 @@ static void qk_block(float *S, size_t Bc, const float *qx, size_t dp, const floa
 
 // O_r = r_r * O_r + sum_{j in [ja, jb)} Pc_r[j] * vx_j for the active rows (keys ascending,
 // one fresh binary32 accumulator per channel and tile, spec 7.2); one panel of 32 channels x
-// BR rows per pass = 8 independent chains
-static void pv_block(float *O, const float *Pc, size_t Bc, const float *vP, size_t Tp, size_t dp, int t0,
-                     int ja, int jb, const float *r, const int *active) {
+// BR rows per pass = 8 independent chains (O, Pc, vP, Tp and dp are L's)
+static void pv_block(const struct layout *L, size_t Bc, int t0, int ja, int jb, const float *r,
+                     const int *active) {
+    float *O = L->O;
+    const float *Pc = L->Pc, *vP = L->vP;
+    const size_t Tp = L->Tp, dp = L->dp;
     const float *p0 = Pc - t0, *p1 = Pc + Bc - t0, *p2 = Pc + 2 * Bc - t0, *p3 = Pc + 3 * Bc - t0;
     for (size_t cc = 0; cc < dp; cc += PW) {
         const float *panel = vP + (cc / PW) * Tp * PW;
@@ -475,7 +481,7 @@ static void block_tile(const struct fwd *F, struct blk *B, int t0) {
     const int Bc = F->Bc, ilast = B->i0 + B->nr - 1;
     // keys any row of the block sees in this tile, widened to whole vectors
     const int ka = B->jlo[0] > t0 ? B->jlo[0] : t0, kb = ilast + 1 < t0 + Bc ? ilast + 1 : t0 + Bc;
-    qk_block(L->S, (size_t)Bc, L->qx, L->dp, L->kP, F->d, t0, ka / VL * VL, (int)up((size_t)kb, VL));
+    qk_block(L, (size_t)Bc, F->d, t0, ka / VL * VL, (int)up((size_t)kb, VL));
     int ua = kb, ub = ka; // union of the active rows' visible keys
     for (int rr = 0; rr < BR; rr++) {
         const int i = B->i0 + rr;
@@ -501,7 +507,7 @@ static void block_tile(const struct fwd *F, struct blk *B, int t0) {
         B->l[rr] = F->st32 ? B->r[rr] * B->l[rr] + rowsum : kern_fp16(B->r[rr] * B->l[rr] + kern_fp16(rowsum));
         if (c->diag && F->quant && sumP[rr] > 0) kern_eps_add(c->diag, (double)sumPc[rr] / (double)sumP[rr] - 1.0);
     }
-    if (ua < ub) pv_block(L->O, L->Pc, (size_t)Bc, L->vP, L->Tp, L->dp, t0, ua, ub, B->r, B->active);
+    if (ua < ub) pv_block(L, (size_t)Bc, t0, ua, ub, B->r, B->active);
 }
 
 // out = bf16(fp16(O / l)) of the block's rows (binary32 O / l with ATTN_FI_RAW_OUT)

@@ -54,8 +54,11 @@ size_t attn_ref_scratch(const struct attn_call *c) { return rlayout_doubles(c, N
 // the row maximum's weight 1 changes nothing. Branch-free, so the row loop vectorizes.
 static inline double exp_neg(double x) { return kern_exp64(x < -700.0 ? -700.0 : x); }
 
-// S[r][j] = dot(q_r, k_j) for keys [ja, jb), ja a multiple of KW
-static void scores(double *S, size_t Tp, const double *qx, size_t dp, const double *kP, int d, int ja, int jb) {
+// S[r][j] = dot(q_r, k_j) for keys [ja, jb), ja a multiple of KW (S, qx and kP are L's)
+static void scores(const struct rlayout *L, int d, int ja, int jb) {
+    double *S = L->S;
+    const double *qx = L->qx, *kP = L->kP;
+    const size_t Tp = L->Tp, dp = L->dp;
     for (int j = ja; j < jb; j += KW) {
         const double *kp = kP + (size_t)(j / KW) * d * KW;
         v8d a[BR] = {{0}}, b[BR] = {{0}};
@@ -106,7 +109,7 @@ void attn_ref_forward(const struct attn_operands *x, const struct attn_call *c, 
                     jlo[rr] = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0;
                 }
                 const int ka = jlo[0] / KW * KW, kb = ilast + 1;
-                scores(L.S, Tp, L.qx, dp, L.kP, d, ka, (int)up((size_t)kb, KW));
+                scores(&L, d, ka, (int)up((size_t)kb, KW));
                 double sum[BR] = {0};
                 for (int rr = 0; rr < nr; rr++) {
                     const int i = i0 + rr;

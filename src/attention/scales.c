@@ -10,8 +10,9 @@
 #include "io/safetensors.h"
 
 // The checks of attn_scales_load over an opened file.
-static int scales_from(float **out, const struct safetensors *st, const char *path, int n_layers, int Hkv, int d,
+static int scales_from(float **out, const struct safetensors *st, const char *path, struct attn_scales_shape shape,
                        const char *model_hash, struct err *e) {
+    const int n_layers = shape.n_layers, Hkv = shape.n_kv_heads, d = shape.head_dim;
     const char *name = "smooth_qk.scales";
     const struct st_tensor *t = st_find(st, name);
     if (!t) return err_set(e, ERR_NOTFOUND, "%s: scales file has no tensor '%s'", path, name);
@@ -48,18 +49,18 @@ int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d
     struct safetensors st;
     int rc = st_open(&st, path, e);
     if (rc) return err_prefix(e, "scales file");
-    rc = scales_from(out, &st, path, n_layers, Hkv, d, model_hash, e);
+    rc = scales_from(out, &st, path, (struct attn_scales_shape){n_layers, Hkv, d}, model_hash, e);
     st_close(&st);
     return rc;
 }
 
-int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, int n_layers, int Hkv, int d,
+int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, struct attn_scales_shape shape,
                          const char *model_hash, struct err *e) {
     *out = NULL;
     struct safetensors st;
     int rc = st_open_mem(&st, buf, len, name, e);
     if (rc) return err_prefix(e, "scales file");
-    rc = scales_from(out, &st, name, n_layers, Hkv, d, model_hash, e);
+    rc = scales_from(out, &st, name, shape, model_hash, e);
     st_close(&st);
     return rc;
 }

@@ -21,8 +21,12 @@
 // model_hash NULL skips the check.
 int attn_scales_load(float **out, const char *path, int n_layers, int Hkv, int d, const char *model_hash,
                      struct err *e);
+// The shape a scales tensor must have: [n_layers][n_kv_heads][head_dim].
+struct attn_scales_shape {
+    int n_layers, n_kv_heads, head_dim;
+};
 // The same over a scales file already in memory (buf, len; name stands for the path in errors).
-int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, int n_layers, int Hkv, int d,
+int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, struct attn_scales_shape shape,
                          const char *model_hash, struct err *e);
 
 // The scales file `calibrate` writes by default for a model: configs/scales/<model_id>.safetensors

@@ -47,9 +47,9 @@ void calib_stats_free(struct calib_stats *s) {
     memset(s, 0, sizeof *s);
 }
 
-int calib_stats_init(struct calib_stats *s, int n_layers, int H, int Hkv, int d, int max_samples, int max_T,
-                     struct err *e) {
+int calib_stats_init(struct calib_stats *s, struct calib_shape shape, int max_samples, int max_T, struct err *e) {
     memset(s, 0, sizeof *s);
+    const int n_layers = shape.n_layers, H = shape.H, Hkv = shape.Hkv, d = shape.d;
     if (n_layers <= 0 || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || max_samples <= 0 || max_T <= 0)
         return err_set(e, ERR_RANGE, "calibration: bad sizes layers=%d H=%d Hkv=%d d=%d samples=%d T=%d",
                        n_layers, H, Hkv, d, max_samples, max_T);
@@ -229,8 +229,10 @@ static void seqs_task(void *ctx, int i, int slot) {
     if (!observe_hist(j->s, li, j->q[i], j->k[i], j->T[i], hist)) j->s->seen[li] = 1;
 }
 
-int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, int n_seq, const float *const *q,
-                       const float *const *k, const int *T, int max_threads, struct err *e) {
+int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, struct calib_seqs seqs, int max_threads,
+                       struct err *e) {
+    const int n_seq = seqs.n_seq, *T = seqs.T;
+    const float *const *q = seqs.q, *const *k = seqs.k;
     for (int i = 0; i < n_seq; i++)
         if (first_sample < 0 || first_sample + i >= s->max_samples || layer < 0 || layer >= s->n_layers ||
             T[i] <= 0 || T[i] > s->max_T)

@@ -41,16 +41,26 @@ struct calib_stats {
 };
 #define CALIB_HIST_BINS 32768 // one per upper 16 bits of a non-negative binary32 (|bf16| values)
 
-int calib_stats_init(struct calib_stats *s, int n_layers, int H, int Hkv, int d, int max_samples,
-                     int max_T, struct err *e);
+// The attention shape statistics are kept for: n_layers layers of H query heads over Hkv kv
+// heads (H % Hkv == 0) of d channels.
+struct calib_shape {
+    int n_layers, H, Hkv, d;
+};
+int calib_stats_init(struct calib_stats *s, struct calib_shape shape, int max_samples, int max_T, struct err *e);
 void calib_stats_free(struct calib_stats *s);
 // Records sample `sample` at `layer`: q (T, H, d), k (T, Hkv, d) as the kernel sees them.
 // Returns ERR_RANGE if sample/layer/T exceed the sizes given at init.
 // This is the literal reference of spec section 2 (quickselect percentiles, serial).
 int calib_observe(struct calib_stats *s, int sample, int layer, const float *q, const float *k, int T,
                   struct err *e);
-// The same for n_seq sequences of one layer at once: sequence i is sample first_sample + i
-// with q[i] (T[i], H, d) and k[i] (T[i], Hkv, d). Sequences run as tasks on the worker pool
+// n_seq sequences of one layer as the kernel saw them: q[i] (T[i], H, d), k[i] (T[i], Hkv, d).
+struct calib_seqs {
+    int n_seq;
+    const float *const *q, *const *k; // (n_seq) each
+    const int *T;                     // (n_seq)
+};
+// The same as calib_observe for the sequences of seqs at once: sequence i is sample
+// first_sample + i. Sequences run as tasks on the worker pool
 // (base/pool.h, up to max_threads threads). Bit-identical to calib_observe on each sequence,
 // whatever the thread count: maxima are exact; when every |Q|, |K| element is a non-NaN bf16
 // value (the bf16 mode's kernel inputs) its percentiles come from an exact 32768-bin histogram
@@ -58,8 +68,8 @@ int calib_observe(struct calib_stats *s, int sample, int layer, const float *q, 
 // quickselect finds); otherwise that (sample, layer) is redone by calib_observe afterwards
 // (counted in s->n_fallback); the K std is the same binary64 sum in the same order.
 // Errors: ERR_RANGE as calib_observe (nothing recorded), ERR_NOMEM.
-int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, int n_seq, const float *const *q,
-                       const float *const *k, const int *T, int max_threads, struct err *e);
+int calib_observe_seqs(struct calib_stats *s, int first_sample, int layer, struct calib_seqs seqs, int max_threads,
+                       struct err *e);
 
 // Nearest-rank percentile of n values: sorted[ceil(p*n) - 1] (spec section 1); v is permuted.
 float calib_percentile(float *v, size_t n, double p);

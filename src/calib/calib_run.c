@@ -62,7 +62,8 @@ static void hook(void *user, const struct attn_hook_call *c) {
     } else {
         h->q[seq] = q, h->k[seq] = k, h->T[seq] = T;
         if (seq == h->nb - 1)
-            h->rc = calib_observe_seqs(h->stats, h->base, layer, h->nb, h->q, h->k, h->T, h->threads, &h->err);
+            h->rc = calib_observe_seqs(h->stats, h->base, layer, (struct calib_seqs){h->nb, h->q, h->k, h->T}, h->threads,
+                                       &h->err);
     }
     h->stats_s += time_now() - t0;
 }
@@ -121,8 +122,8 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     hs.k = malloc((size_t)max_nb * sizeof *hs.k);
     hs.T = malloc((size_t)max_nb * sizeof *hs.T);
     if ((rc = model_attn_open(&ctx, m, "bf16", &ao, NULL, e))) goto done;
-    if ((rc = calib_stats_init(&r->stats, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, n_samples, max_len,
-                               e)))
+    if ((rc = calib_stats_init(&r->stats, (struct calib_shape){c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim},
+                               n_samples, max_len, e)))
         goto done;
     attn_ctx_set_hook(ctx, hook, &hs);
     logits = malloc((size_t)max_nb * (size_t)c->vocab_size * sizeof *logits);
@@ -182,12 +183,12 @@ done:
     return rc;
 }
 
-int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o, int32_t **samples,
-                      int *n_samples, char *desc, size_t n_desc, struct err *e) {
+int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o,
+                      struct calib_samples *out, char *desc, size_t n_desc, struct err *e) {
     char *text = NULL;
     size_t tl = 0;
-    *samples = NULL;
-    *n_samples = 0;
+    out->ids = NULL;
+    out->n = 0;
     int rc = calib_source_read(source, o->force, &text, &tl, desc, n_desc, e);
     if (rc) return rc;
     struct tokenizer *tok = NULL;
@@ -206,9 +207,10 @@ int calib_run_samples(const char *model_dir, const char *source, const struct ca
     }
     if ((rc = tok_encode(tok, text, tl, 0, &ids, &n_ids, e))) goto done;
     int bos = tok_adds_bos(tok) ? tok_bos_id(tok) : -1;
-    if ((rc = calib_make_samples(ids, n_ids, o->len, o->samples, o->seed, bos, samples, n_samples, e))) goto done;
-    if (*n_samples < o->samples)
-        log_warn("calibrate: source has only %d samples of %d tokens (asked for %d)", *n_samples, o->len, o->samples);
+    const struct calib_cut cut = {o->len, o->samples, o->seed, bos};
+    if ((rc = calib_make_samples(ids, n_ids, cut, out, e))) goto done;
+    if (out->n < o->samples)
+        log_warn("calibrate: source has only %d samples of %d tokens (asked for %d)", out->n, o->len, o->samples);
 done:
     free(text);
     free(ids);
@@ -219,13 +221,12 @@ done:
 int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
                      const struct calib_run_opts *o, struct err *e) {
     char desc[1024];
-    int32_t *samples = NULL;
-    int n_samples = 0;
+    struct calib_samples s = {0};
     memset(r, 0, sizeof *r);
-    int rc = calib_run_samples(model_dir, source, o, &samples, &n_samples, desc, sizeof desc, e);
-    if (!rc) rc = calib_run_ids(r, model_dir, samples, n_samples, o->len, o, e);
+    int rc = calib_run_samples(model_dir, source, o, &s, desc, sizeof desc, e);
+    if (!rc) rc = calib_run_ids(r, model_dir, s.ids, s.n, o->len, o, e);
     if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu", desc,
-                      n_samples, o->len, (unsigned long long)o->seed);
-    free(samples);
+                      s.n, o->len, (unsigned long long)o->seed);
+    free(s.ids);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "calib/calib.h"
+#include "calib/calib_source.h"
 
 struct calib_run_opts {
     int samples, len;          // --calib-samples, --calib-len
@@ -56,10 +57,10 @@ int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids
 int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *ids, const int *lens, int n_samples,
                    const struct calib_run_opts *o, struct err *e);
 // Reads and tokenizes SOURCE with the model's tokenizer and cuts the samples (spec section 1):
-// *ids (*n_samples x o->len, row-major, malloc'd; fewer than o->samples when the source is
+// out->ids (out->n x o->len, row-major, malloc'd; fewer than o->samples when the source is
 // short, with a warning). desc (n_desc bytes) receives the provenance string of the source.
-int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o, int32_t **ids,
-                      int *n_samples, char *desc, size_t n_desc, struct err *e);
+int calib_run_samples(const char *model_dir, const char *source, const struct calib_run_opts *o,
+                      struct calib_samples *out, char *desc, size_t n_desc, struct err *e);
 // calib_run_samples, then calib_run_ids.
 int calib_run_source(struct calib_run *r, const char *model_dir, const char *source,
                      const struct calib_run_opts *o, struct err *e);

@@ -177,10 +177,12 @@ static uint64_t xorshift(uint64_t *s) {
 
 static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
 
-int calib_make_samples(const int32_t *ids, int n_ids, int len, int samples, uint64_t seed, int bos,
-                       int32_t **out, int *n_out, struct err *e) {
-    *out = NULL;
-    *n_out = 0;
+int calib_make_samples(const int32_t *ids, int n_ids, struct calib_cut cut, struct calib_samples *out,
+                       struct err *e) {
+    out->ids = NULL;
+    out->n = 0;
+    const int len = cut.len, samples = cut.samples, bos = cut.bos;
+    const uint64_t seed = cut.seed;
     if (len < 2 || samples < 1) return err_set(e, ERR_USAGE, "--calib-len must be >= 2 and --calib-samples >= 1");
     int body = bos >= 0 ? len - 1 : len;
     int n_chunks = n_ids / body;
@@ -207,7 +209,7 @@ int calib_make_samples(const int32_t *ids, int n_ids, int len, int samples, uint
         memcpy(dst + k, ids + (size_t)idx[i] * body, (size_t)body * sizeof *dst);
     }
     free(idx);
-    *out = o;
-    *n_out = take;
+    out->ids = o;
+    out->n = take;
     return 0;
 }

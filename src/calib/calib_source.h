@@ -18,11 +18,23 @@ int calib_source_read(const char *path, int force, char **text, size_t *len, cha
 // 1 if path looks like evaluation data of a built-in task; *task names it.
 int calib_source_is_eval(const char *path, const char **task);
 
-// Cuts ids[0..n_ids) into consecutive chunks of `len` tokens (BOS first when bos >= 0, then
-// len-1 text tokens) and picks `samples` of them: all chunks in order when there are at most
-// `samples`, else a seeded choice (xorshift64*, Fisher-Yates) returned in stream order.
-// *out (samples x len, malloc'd) and *n_out (number of samples made).
-int calib_make_samples(const int32_t *ids, int n_ids, int len, int samples, uint64_t seed, int bos,
-                       int32_t **out, int *n_out, struct err *e);
+// How a token stream is cut into calibration samples: `samples` chunks of `len` tokens, chosen
+// with `seed`, each starting with token `bos` when bos >= 0 (then len-1 text tokens).
+struct calib_cut {
+    int len, samples;
+    uint64_t seed;
+    int bos;
+};
+// Calibration samples: n of a common length, back to back (ids malloc'd, caller frees).
+struct calib_samples {
+    int32_t *ids; // (n, len)
+    int n;
+};
+
+// Cuts ids[0..n_ids) into consecutive chunks of cut.len tokens and picks cut.samples of them:
+// all chunks in order when there are at most cut.samples, else a seeded choice (xorshift64*,
+// Fisher-Yates) returned in stream order. out->ids (out->n x cut.len), out->n the number made.
+int calib_make_samples(const int32_t *ids, int n_ids, struct calib_cut cut, struct calib_samples *out,
+                       struct err *e);
 
 #endif

@@ -229,10 +229,11 @@ static int finish(struct diagnose *d, const struct diag_opts *o, struct err *e) 
     return 0;
 }
 
-int diag_run_ids(struct diagnose *d, const char *model_dir, const int32_t *prompt_ids, const int *prompt_lens,
-                 int n_prompts, const int32_t *stat_ids, const int *stat_lens, int n_stat, const char *stat_desc,
-                 const struct diag_opts *o, struct err *e) {
+int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,
+                 const char *stat_desc, const struct diag_opts *o, struct err *e) {
     memset(d, 0, sizeof *d);
+    const int32_t *prompt_ids = prompts.ids, *stat_ids = stat.ids;
+    const int *prompt_lens = prompts.lens, *stat_lens = stat.lens, n_prompts = prompts.n, n_stat = stat.n;
     if (n_prompts < 2 || n_prompts > DIAG_N_PROMPTS)
         return err_set(e, ERR_RANGE, "diagnose: %d prompts (2..%d)", n_prompts, DIAG_N_PROMPTS);
     d->n_prompts = n_prompts;
@@ -296,7 +297,7 @@ int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, con
     char desc[1100];
     if (!o->calib) {
         snprintf(desc, sizeof desc, "the %d built-in prompts (%d tokens)", DIAG_N_PROMPTS, total);
-        rc = diag_run_ids(d, model_dir, ids, lens, DIAG_N_PROMPTS, NULL, NULL, 0, desc, o, e);
+        rc = diag_run_ids(d, model_dir, (struct diag_seqs){ids, lens, DIAG_N_PROMPTS}, (struct diag_seqs){0}, desc, o, e);
         if (!rc)
             for (int i = 0; i < DIAG_N_PROMPTS; i++) snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "%s", prompt_name[i]);
         goto done;
@@ -415,7 +416,8 @@ int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, s
     int rc;
     // Fig. 3: layer-0 heat map
     snprintf(title, sizeof title, "%s: layer 0 max |K| per (kv head, channel)", d->model_id);
-    if ((rc = plot_heatmap_svg(fig3, title, "channel", "kv head", "max |K|", d->heat, r->Hkv, r->d, e))) return rc;
+    const struct plot_grid heat = {d->heat, r->Hkv, r->d};
+    if ((rc = plot_heatmap_svg(fig3, title, "channel", "kv head", "max |K|", heat, e))) return rc;
     // Fig. 4: layer-wise statistics
     double *buf = malloc((size_t)L * 5 * sizeof *buf);
     if (!buf) { rc = err_set(e, ERR_NOMEM, "diagnose: out of memory"); goto fail; }
@@ -452,7 +454,7 @@ int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, s
     struct plot_axis px = {"rho_K = MaxAbs_K / P99_K (max over layers)", 0, 0, big},
                      py = {"T_KQ = MaxAbs_K / MaxAbs_Q (max over layers)", 0, 0, big};
     snprintf(title, sizeof title, "Smooth-QK gate: %s -> %s", d->model_id, calib_branch_name(r->branch));
-    if ((rc = plot_plane_svg(fig6, title, &px, &py, reg, 4, pts, 6, e))) goto fail;
+    if ((rc = plot_plane_svg(fig6, title, &px, &py, &(struct plot_plane){reg, 4, pts, 6}, e))) goto fail;
     return 0;
 fail:
     free(*fig3); free(*fig4); free(*fig6);

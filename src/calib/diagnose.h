@@ -72,12 +72,17 @@ struct diagnose {
 // vocabulary: ERR_MISMATCH), model, source or calibration.
 int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, const struct diag_opts *o,
              struct err *e);
-// Same from explicit token ids (tests, models without a tokenizer): prompts (n_prompts >= 2
-// samples, lens[] tokens each, back to back) and an optional statistics set (stat_ids NULL:
-// the prompts are the statistics set).
-int diag_run_ids(struct diagnose *d, const char *model_dir, const int32_t *prompt_ids, const int *prompt_lens,
-                 int n_prompts, const int32_t *stat_ids, const int *stat_lens, int n_stat, const char *stat_desc,
-                 const struct diag_opts *o, struct err *e);
+// Token sequences back to back: sequence i has lens[i] tokens.
+struct diag_seqs {
+    const int32_t *ids; // (sum of lens)
+    const int *lens;    // (n)
+    int n;
+};
+// Same from explicit token ids (tests, models without a tokenizer): prompts (prompts.n >= 2)
+// and an optional statistics set described by stat_desc (stat.ids NULL: the prompts are the
+// statistics set).
+int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,
+                 const char *stat_desc, const struct diag_opts *o, struct err *e);
 void diag_free(struct diagnose *d);
 // The statistics store the stability was computed from (prompts).
 const struct calib_stats *diag_prompt_stats(const struct diagnose *d);

@@ -52,7 +52,8 @@ static int load_tok(struct tokenizer **tok, const char *model_dir, const char *t
 }
 
 int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
-                    const int *ctx, int n_ctx, int limit, struct err *e) {
+                    struct trace_windows win, struct err *e) {
+    const int *ctx = win.ctx, n_ctx = win.n_ctx, limit = win.limit;
     *sets = NULL;
     if (n_ctx < 1) return err_set(e, ERR_USAGE, "trace: no context length");
     struct model_config cfg;
@@ -223,16 +224,16 @@ static int add_entries(struct trace_result *r, const struct attn_mode *md, const
 }
 
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
-              const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e) {
+              struct trace_modes want, const struct trace_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
     if (n_sets < 1) return err_set(e, ERR_USAGE, "trace: no inputs");
-    if (n_modes < 1 || n_modes > TRACE_MAX_MODES)
-        return err_set(e, ERR_USAGE, "trace: %d modes (1..%d)", n_modes, TRACE_MAX_MODES);
-    for (int i = 0; i < n_modes; i++) {
-        if (!attn_mode_find(modes[i]))
-            return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: %s)", modes[i], attn_mode_names());
+    if (want.n < 1 || want.n > TRACE_MAX_MODES)
+        return err_set(e, ERR_USAGE, "trace: %d modes (1..%d)", want.n, TRACE_MAX_MODES);
+    for (int i = 0; i < want.n; i++) {
+        if (!attn_mode_find(want.names[i]))
+            return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: %s)", want.names[i], attn_mode_names());
         for (int j = 0; j < i; j++)
-            if (!strcmp(modes[i], modes[j])) return err_set(e, ERR_USAGE, "--attn: mode '%s' given twice", modes[i]);
+            if (!strcmp(want.names[i], want.names[j])) return err_set(e, ERR_USAGE, "--attn: mode '%s' given twice", want.names[i]);
     }
     int64_t max_batch = 0;
     int max_len = 0;
@@ -274,13 +275,13 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
         log_info("trace: Smooth-QK scales from %s", r->scales);
     }
     // ---- modes (x Q-Mean forms) ----
-    for (int i = 0; i < n_modes; i++) {
-        const struct attn_mode *md = attn_mode_find(modes[i]);
+    for (int i = 0; i < want.n; i++) {
+        const struct attn_mode *md = attn_mode_find(want.names[i]);
         if ((md->flags & ATTN_F_SQK) && !scales) {
             log_warn("trace: skipping '%s': it needs Smooth-QK scales (--scales, or configs/scales/%s.safetensors)",
-                     modes[i], r->model_id);
+                     want.names[i], r->model_id);
             size_t l = strlen(r->skipped);
-            snprintf(r->skipped + l, sizeof r->skipped - l, "%s%s", l ? "," : "", modes[i]);
+            snprintf(r->skipped + l, sizeof r->skipped - l, "%s%s", l ? "," : "", want.names[i]);
             continue;
         }
         if ((rc = add_entries(r, md, o, e))) goto fail;

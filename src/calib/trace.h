@@ -28,12 +28,17 @@ void trace_sets_free(struct trace_set *sets, int n); // frees the array too; NUL
 
 // A text file (plain or .zst) tokenized with the model's tokenizer (or tok_dir's when not NULL;
 // one with more ids than the model's vocabulary is ERR_MISMATCH) and cut into consecutive
-// windows of ctx[i] tokens (BOS first when the tokenizer adds one, then ctx-1 text tokens), the
+// windows of win.ctx[i] tokens (BOS first when the tokenizer adds one, then ctx-1 text tokens), the
 // first `limit` windows of each length (limit <= 0: all). A length the text cannot fill once,
 // or one above the model's max_position_embeddings, is an error naming both numbers.
-// *sets (n_ctx of them) owned by the caller (trace_sets_free).
+// *sets (win.n_ctx of them) owned by the caller (trace_sets_free).
+struct trace_windows {
+    const int *ctx; // (n_ctx) window lengths, one set each
+    int n_ctx;
+    int limit;      // windows per length (<= 0: all)
+};
 int trace_sets_text(struct trace_set **sets, const char *model_dir, const char *tok_dir, const char *text_path,
-                    const int *ctx, int n_ctx, int limit, struct err *e);
+                    struct trace_windows win, struct err *e);
 // A task's model inputs exactly as `run` builds them (eval_plan_build: one sequence per distinct
 // context+choice input, BOS per the tokenizer, left-truncated to the model's window), first
 // `limit` items (0: all), tokenizer as for trace_sets_text. One set named "task-<task>".
@@ -83,8 +88,13 @@ struct trace_result {
 // skipped with a warning when no scales file is given or found; a scales file that does not
 // match the model (shape, hash) is an error. Results are independent of the thread count and
 // of batch_tokens (the diagnostics sum in sequence order).
+// The attention modes to run, by name (attn_mode_find), each once.
+struct trace_modes {
+    const char *const *names; // (n)
+    int n;
+};
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
-              const char *const *modes, int n_modes, const struct trace_opts *o, struct err *e);
+              struct trace_modes want, const struct trace_opts *o, struct err *e);
 void trace_result_free(struct trace_result *r);
 const struct trace_cell *trace_cell(const struct trace_result *r, int mode, int set);
 

@@ -27,7 +27,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) {
         cli_usage("attn", "--case F.safetensors --attn MODE [--tile N] [--qmean token|channel] --out OUT.safetensors",

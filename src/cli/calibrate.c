@@ -59,7 +59,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("calibrate", "--model M --calib SOURCE [options]", opts, n_opts); return 0; }
     if (!model_arg || !calib) return err_set(e, ERR_USAGE, "calibrate needs --model and --calib");

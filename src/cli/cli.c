@@ -44,20 +44,25 @@ static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
     return err_set(e, ERR_INTERNAL, "--%s: bad option type", o->name);
 }
 
-int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int n,
-              const char **pos, int max_pos, int *n_pos, struct err *e) {
+int cli_parse(int argc, char **argv, const struct cli_opt *opts, int n, struct err *e) {
+    struct cli_pos none = {NULL, 0, 0};
+    return cli_parse_pos(argc, argv, opts, n, &none, e);
+}
+
+int cli_parse_pos(int argc, char **argv, const struct cli_opt *opts, int n, struct cli_pos *pos, struct err *e) {
     int np = 0, only_pos = 0;
+    const int max_pos = pos->max;
     // every option counts once (issue 27): `--task a --task b` ran only b; none is documented as
     // repeatable, lists are comma-separated values of one option
     unsigned char seen[CLI_MAX_OPTS] = {0};
     if (n > CLI_MAX_OPTS) return err_set(e, ERR_INTERNAL, "cli_parse: %d options (max %d)", n, CLI_MAX_OPTS);
-    for (int i = first; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || a[1] != '-' ) {
             if (!only_pos && a[0] == '-' && a[1] != 0)
                 return err_set(e, ERR_USAGE, "unknown option '%s' (options are --long)", a);
             if (np >= max_pos) return err_set(e, ERR_USAGE, "unexpected argument '%s'", a);
-            pos[np++] = a;
+            pos->v[np++] = a;
             continue;
         }
         if (a[2] == 0) { only_pos = 1; continue; }
@@ -83,7 +88,7 @@ int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int 
         int rc = set_value(o, val, e);
         if (rc) return rc;
     }
-    if (n_pos) *n_pos = np;
+    pos->n = np;
     return 0;
 }
 

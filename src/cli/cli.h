@@ -26,13 +26,19 @@ struct cli_opt {
 
 #define CLI_MAX_OPTS 128 // options of one command
 
-// Parses argv[first..argc) against opts (n <= CLI_MAX_OPTS entries). Each option may be given
+// Parses argv[1..argc) (argv[0] is the command) against opts (n <= CLI_MAX_OPTS entries). Each option may be given
 // once (twice is ERR_USAGE: no option is repeatable). Options take "--name value" or
-// "--name=value"; anything not starting with "--" is positional and collected into pos
-// (capacity max_pos; *n_pos set). "--" ends option parsing. Unknown option, missing value,
-// bad number or too many positionals: ERR_USAGE with a message naming the option and value.
-int cli_parse(int argc, char **argv, int first, const struct cli_opt *opts, int n,
-              const char **pos, int max_pos, int *n_pos, struct err *e);
+// "--name=value"; anything not starting with "--" is positional, which cli_parse refuses.
+// "--" ends option parsing. Unknown option, missing value, bad number or an unexpected
+// positional: ERR_USAGE with a message naming the option and value.
+int cli_parse(int argc, char **argv, const struct cli_opt *opts, int n, struct err *e);
+// Where cli_parse_pos collects the positional arguments: v[0..max), n set to their count.
+struct cli_pos {
+    const char **v; // (max)
+    int max, n;
+};
+// cli_parse for a command with positional arguments: more than pos->max is ERR_USAGE.
+int cli_parse_pos(int argc, char **argv, const struct cli_opt *opts, int n, struct cli_pos *pos, struct err *e);
 // Prints "usage: hifa4-eval <cmd> <synopsis>" and the option table to stdout (CLI layer only;
 // called for --help, whose output is the result, like the top-level `hifa4-eval --help`).
 void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts, int n);

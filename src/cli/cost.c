@@ -417,7 +417,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *synopsis = "--model M | --shape L:H:Hkv:d  --seq T [--attn MODES] [--qmean both] [--params FILE]";
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("cost", synopsis, opts, n_opts); return 0; }
     if (!model == !shape_arg) return err_set(e, ERR_USAGE, "give exactly one of --model and --shape");

@@ -33,7 +33,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("diagnose", "--model M [--calib SOURCE] [--out DIR]", opts, n_opts); return 0; }
     if (!model_arg) return err_set(e, ERR_USAGE, "diagnose needs --model");

@@ -160,7 +160,9 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const char *pos[2];
-    int n_pos = 0, rc = cli_parse(argc, argv, 1, opts, 3, pos, 2, &n_pos, e);
+    struct cli_pos pa = {pos, 2, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
+    const int n_pos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }
     if (n_pos != 2) return err_set(e, ERR_USAGE, "expected two runs (RUN_A[:MODE] RUN_B[:MODE])");

@@ -73,7 +73,7 @@ int cmd_download(int argc, char **argv, struct err *e) {
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *syn = "--model NAME|ORG/NAME[@REV] | --task NAME[,NAME...] [--dry-run] [--offline] [--cache DIR]";
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("download", syn, opts, n_opts); return 0; }
     if (!model && !task) return err_set(e, ERR_USAGE, "download: give --model NAME or --task NAME");

@@ -20,8 +20,9 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
-    int np = 0;
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, pos, 1, &np, e);
+    struct cli_pos pa = {pos, 1, 0};
+    int rc = cli_parse_pos(argc, argv, opts, n_opts, &pa, e);
+    const int np = pa.n;
     if (rc) return rc;
     if (help || np < 1 || !out) {
         cli_usage("import-gguf", "FILE.gguf --out DIR [--force] [--dtype f32|bf16] [--tokenizer-policy published|transformers]",

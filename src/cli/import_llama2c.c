@@ -15,8 +15,9 @@ int cmd_import_llama2c(int argc, char **argv, struct err *e) {
         {"out", CLI_STR, &out, "DIR: output directory (created; must be empty)"},
         {"force", CLI_FLAG, &force, "import into a non-empty --out: first remove its model files (weights, config, tokenizer)"}};
     const char *pos[2];
-    int np = 0;
-    int rc = cli_parse(argc, argv, 1, opts, 3, pos, 2, &np, e);
+    struct cli_pos pa = {pos, 2, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
+    const int np = pa.n;
     if (rc) return rc;
     if (help || np < 1 || !out) {
         cli_usage("import-llama2c", "MODEL.bin [TOKENIZER.bin] --out DIR [--force]", opts, 3);

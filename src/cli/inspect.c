@@ -61,8 +61,9 @@ int cmd_inspect(int argc, char **argv, struct err *e) {
     struct cli_opt opts[] = {{"help", CLI_FLAG, &help, "show this help"},
                              {"summary", CLI_FLAG, &quiet, "print only the totals"}};
     const char *pos[1];
-    int np = 0;
-    int rc = cli_parse(argc, argv, 1, opts, 2, pos, 1, &np, e);
+    struct cli_pos pa = {pos, 1, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
+    const int np = pa.n;
     if (rc) return rc;
     if (help || np != 1) {
         cli_usage("inspect", "PATH (file, *.index.json, checkpoint directory, or FILE.gguf)", opts, 2);

@@ -46,7 +46,7 @@ static void list_models(void) {
 int cmd_list(int argc, char **argv, struct err *e) {
     int help = 0;
     struct cli_opt opts[] = {{"help", CLI_FLAG, &help, "show this help"}};
-    int rc = cli_parse(argc, argv, 1, opts, 1, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, 1, e);
     if (rc) return rc;
     if (help) { cli_usage("list", "", opts, 1); return 0; }
     printf("attention modes (--attn):\n");

@@ -71,7 +71,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     const char *syn = "--model DIR (--ids 1,2,3 | --ids-file F) --attn MODE [--act bf16|f32] --out OUT.safetensors";
     if (help) { cli_usage("logits", syn, opts, n_opts); return 0; }

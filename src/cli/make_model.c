@@ -44,7 +44,7 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         {"out", CLI_STR, &out, "DIR: output directory (created)"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("make-model", "--arch A [sizes] [--seed N] --out DIR", opts, n_opts); return 0; }
     if (!out) return err_set(e, ERR_USAGE, "make-model needs --out DIR");

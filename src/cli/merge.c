@@ -17,7 +17,9 @@ int cmd_merge(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const char *pos[MAX_SHARDS];
-    int n_pos = 0, rc = cli_parse(argc, argv, 1, opts, 2, pos, MAX_SHARDS, &n_pos, e);
+    struct cli_pos pa = {pos, MAX_SHARDS, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
+    const int n_pos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("merge", "SHARD_DIR... --out DIR", opts, 2); return 0; }
     if (n_pos < 1) return err_set(e, ERR_USAGE, "expected the shard run directories");

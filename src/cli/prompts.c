@@ -43,7 +43,7 @@ int cmd_prompts(int argc, char **argv, struct err *e) {
         {"summary", CLI_FLAG, &summary, "print only counts and source"},
     };
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("prompts", "[--task NAME] [options]", opts, n_opts); return 0; }
     if (!task) {

@@ -43,8 +43,9 @@ int cmd_qdq(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const char *pos[1];
-    int n_pos = 0;
-    int rc = cli_parse(argc, argv, 1, opts, 2, pos, 1, &n_pos, e);
+    struct cli_pos pa = {pos, 1, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
+    const int n_pos = pa.n;
     if (rc) return rc;
     if (help) {
         cli_usage("qdq", "[--format F] FILE.jsonl", opts, 2);

@@ -18,8 +18,9 @@ int cmd_report(int argc, char **argv, struct err *e) {
         {"help", CLI_FLAG, &help, "show this help"},
     };
     const char *pos[1];
-    int n_pos = 0;
-    int rc = cli_parse(argc, argv, 1, opts, 2, pos, 1, &n_pos, e);
+    struct cli_pos pa = {pos, 1, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 2, &pa, e);
+    const int n_pos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("report", "RUN_DIR", opts, 2); return 0; }
     if (n_pos != 1) return err_set(e, ERR_USAGE, "expected one run directory");

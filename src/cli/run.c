@@ -294,7 +294,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *syn = "--model M --task a,b [--attn bf16,direct,hifa4|all] [--qmean token|channel] [--limit N] [--out DIR] "
                       "[--resume]";
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (o.help) { cli_usage("run", syn, opts, n_opts); return 0; }
     struct run_opts ro;

@@ -28,8 +28,9 @@ int cmd_tables(int argc, char **argv, struct err *e) {
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[MAX_INPUTS];
-    int n_pos = 0;
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, pos, MAX_INPUTS, &n_pos, e);
+    struct cli_pos pa = {pos, MAX_INPUTS, 0};
+    int rc = cli_parse_pos(argc, argv, opts, n_opts, &pa, e);
+    const int n_pos = pa.n;
     if (rc) return rc;
     if (help) {
         cli_usage("tables", "INPUT... [--csv DIR] [--latex DIR] [--paper]   (INPUT: run directory, diagnose or trace "

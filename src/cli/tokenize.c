@@ -56,8 +56,9 @@ int cmd_tokenize(int argc, char **argv, struct err *e) {
     const int nopt = (int)(sizeof opts / sizeof opts[0]);
     const char *synopsis = "--tokenizer DIR|--model DIR [--no-special] [--ids-only] [FILE|-]";
     const char *pos[1];
-    int npos = 0;
-    int rc = cli_parse(argc, argv, 1, opts, nopt, pos, 1, &npos, e);
+    struct cli_pos pa = {pos, 1, 0};
+    int rc = cli_parse_pos(argc, argv, opts, nopt, &pa, e);
+    const int npos = pa.n;
     if (rc) return rc;
     if (help) { cli_usage("tokenize", synopsis, opts, nopt); return 0; }
     if (!tokdir == !model) return err_set(e, ERR_USAGE, "tokenize: give exactly one of --tokenizer or --model");

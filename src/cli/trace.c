@@ -41,7 +41,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *syn = "--model M (--task T [--data-dir D] [--limit N] | --text FILE [--ctx 4096,16384]) "
                       "[--attn direct,hifa4] [--qmean token|channel|both] [--scales F] [--out DIR]";
-    int rc = cli_parse(argc, argv, 1, opts, n_opts, NULL, 0, NULL, e);
+    int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("trace", syn, opts, n_opts); return 0; }
     if (!model_arg) return err_set(e, ERR_USAGE, "trace needs --model");
@@ -109,11 +109,12 @@ int cmd_trace(int argc, char **argv, struct err *e) {
             if (!k) ctx[k++] = cfg.max_seq;
             n_ctx = k;
         }
-        if ((rc = trace_sets_text(&sets, model_dir, tokenizer, text, ctx, n_ctx, limit >= 0 ? limit : 4, e))) return rc;
+        if ((rc = trace_sets_text(&sets, model_dir, tokenizer, text,
+                                   (struct trace_windows){ctx, n_ctx, limit >= 0 ? limit : 4}, e))) return rc;
         n_sets = n_ctx;
     }
     struct trace_result r;
-    if ((rc = trace_run(&r, model_dir, sets, n_sets, modes, n_modes, &o, e))) goto done;
+    if ((rc = trace_run(&r, model_dir, sets, n_sets, (struct trace_modes){modes, n_modes}, &o, e))) goto done;
     if (named) snprintf(r.model_id, sizeof r.model_id, "%s", mref.name);
     if (!out) {
         snprintf(def, sizeof def, "results/trace-%s", r.model_id);

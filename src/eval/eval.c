@@ -25,11 +25,17 @@ static size_t rstrip_len(const char *s, size_t n) {
     return n;
 }
 
-static int encode_special(const struct eval_plan_opts *o, eval_encode_fn enc, void *user,
-                          const char *text, size_t len, int32_t **ids, int *n, struct err *e) {
+// A tokenizer callback and its state.
+struct encoder {
+    eval_encode_fn fn;
+    void *user;
+};
+
+static int encode_special(const struct eval_plan_opts *o, struct encoder enc, const char *text, size_t len,
+                          int32_t **ids, int *n, struct err *e) {
     int32_t *raw = NULL;
     int nr = 0;
-    int rc = enc(user, text, len, &raw, &nr, e);
+    int rc = enc.fn(enc.user, text, len, &raw, &nr, e);
     if (rc) return rc;
     if (!o->add_bos) { *ids = raw; *n = nr; return 0; }
     int32_t *r = malloc(sizeof *r * (size_t)(nr + 1));
@@ -43,9 +49,11 @@ static int encode_special(const struct eval_plan_opts *o, eval_encode_fn enc, vo
 }
 
 int eval_request_tokens(const char *context, const char *choice, const struct eval_plan_opts *o,
-                        eval_encode_fn enc, void *enc_user, int32_t **inp, int *n_inp,
-                        int32_t **cont, int *n_cont, int *truncated, struct err *e) {
-    *inp = NULL; *cont = NULL; *n_inp = 0; *n_cont = 0; *truncated = 0;
+                        eval_encode_fn enc, void *enc_user, struct eval_req_tokens *out, struct err *e) {
+    memset(out, 0, sizeof *out);
+    int32_t **inp = &out->inp, **cont = &out->cont;
+    int *n_inp = &out->n_inp, *n_cont = &out->n_cont, *truncated = &out->truncated;
+    const struct encoder en = {enc, enc_user};
     const char *delim = o->delim ? o->delim : " ";
     size_t lc = strlen(context), ld = strlen(delim), lch = strlen(choice);
     size_t keep = rstrip_len(context, lc);
@@ -71,9 +79,9 @@ int eval_request_tokens(const char *context, const char *choice, const struct ev
         if (*n_cont) memcpy(all + 1, cids, sizeof *all * (size_t)*n_cont);
         nctx = 1;
     } else {
-        rc = encode_special(o, enc, enc_user, whole, lc + ld + lch, &all, &nall, e);
+        rc = encode_special(o, en, whole, lc + ld + lch, &all, &nall, e);
         if (rc) goto done;
-        rc = encode_special(o, enc, enc_user, context, keep, &ctx_ids, &nctx, e);
+        rc = encode_special(o, en, context, keep, &ctx_ids, &nctx, e);
         if (rc) goto done;
         *n_cont = nall > nctx ? nall - nctx : 0;
     }
@@ -129,11 +137,11 @@ static int build_item(struct item_build *b, const struct eval_item *it, const st
     if (!b->inp || !b->cont || !b->n_inp || !b->n_cont || !b->n_chars)
         return err_set(&b->err, ERR_NOMEM, "eval: out of memory");
     for (int c = 0; c < n; c++) {
-        int tr = 0;
-        int rc = eval_request_tokens(it->context ? it->context : "", it->choices[c], o, enc, user,
-                                     &b->inp[c], &b->n_inp[c], &b->cont[c], &b->n_cont[c], &tr, &b->err);
+        struct eval_req_tokens rt;
+        int rc = eval_request_tokens(it->context ? it->context : "", it->choices[c], o, enc, user, &rt, &b->err);
         if (rc) return err_prefix(&b->err, "item '%s' choice %d", it->id ? it->id : "?", c);
-        b->truncated += tr;
+        b->inp[c] = rt.inp, b->n_inp[c] = rt.n_inp, b->cont[c] = rt.cont, b->n_cont[c] = rt.n_cont;
+        b->truncated += rt.truncated;
         const char *ch = it->choices[c];
         b->n_chars[c] = (int)utf8_count(ch, strlen(ch));
     }
@@ -473,12 +481,12 @@ int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const st
 }
 
 int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
-                       const float *ref, const float *q, int vocab, int n_threads, struct err *e) {
+                       struct eval_logit_pair lg, int n_threads, struct err *e) {
     int n = b->item1 - b->item0;
     double *kl = malloc(sizeof *kl * (size_t)(b->n_out ? b->n_out : 1));
     int *same = malloc(sizeof *same * (size_t)(b->n_out ? b->n_out : 1));
     if (!kl || !same) { free(kl); free(same); return err_set(e, ERR_NOMEM, "eval: out of memory"); }
-    struct rows_job rj = {.a = ref, .b = q, .vocab = vocab, .n = b->n_out, .val = kl, .same = same};
+    struct rows_job rj = {.a = lg.ref, .b = lg.q, .vocab = lg.vocab, .n = b->n_out, .val = kl, .same = same};
     pool_for((b->n_out + ROWS_PER_TASK - 1) / ROWS_PER_TASK, kl_task, &rj, n_threads);
     int rc = 0;
     for (int i = 0; i < n; i++) {

@@ -84,11 +84,19 @@ void eval_plan_free(struct eval_plan *p);
 int eval_plan_build_ppl(struct eval_plan *out, const int32_t *tok, int n, int ctx, int prefix_id,
                         int max_windows, struct err *e);
 
+// The tokens of one request: the model input and the continuation (both malloc'd, caller
+// frees); truncated = 1 when the input was cut to the context window.
+struct eval_req_tokens {
+    int32_t *inp;  // (n_inp)
+    int n_inp;
+    int32_t *cont; // (n_cont)
+    int n_cont;
+    int truncated;
+};
 // Splits one request exactly as spec/tasks.md section 1 (exposed for tests): context and
-// choice -> model input tokens and continuation tokens, both malloc'd (caller frees).
+// choice -> *out (zeroed on error).
 int eval_request_tokens(const char *context, const char *choice, const struct eval_plan_opts *o,
-                        eval_encode_fn enc, void *enc_user, int32_t **inp, int *n_inp,
-                        int32_t **cont, int *n_cont, int *truncated, struct err *e);
+                        eval_encode_fn enc, void *enc_user, struct eval_req_tokens *out, struct err *e);
 
 // ---- batches ----
 // A run of consecutive items [item0, item1) packed into one forward call. Buffers are owned by
@@ -132,10 +140,15 @@ void eval_score_free(struct eval_score *s);
 // (previous contents freed). Threads over items; results independent of thread count.
 int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
                      const float *logits, int vocab, int n_threads, struct err *e);
-// Token-level comparison of this mode's logits q with the reference's ref (same batch):
+// The logits of one batch under the reference mode and under the mode compared with it.
+struct eval_logit_pair {
+    const float *ref, *q; // [b->n_out][vocab] each
+    int vocab;
+};
+// Token-level comparison of this mode's logits lg.q with the reference's lg.ref (same batch):
 // fills kl / n_kl / top1_same of out[item1-item0].
 int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
-                       const float *ref, const float *q, int vocab, int n_threads, struct err *e);
+                       struct eval_logit_pair lg, int n_threads, struct err *e);
 
 // Binary64 log-softmax of one binary32 row at token tok; *is_max = tok is the argmax.
 double eval_logprob(const float *row, int vocab, int tok, int *is_max);

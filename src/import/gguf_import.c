@@ -109,7 +109,12 @@ static int64_t dimval(const struct model_config *c, enum dimx d) {
 }
 
 // ---- config from the metadata ----
-static int meta_int(struct plan *p, const char *suffix, int *out, int required, int64_t lo, int64_t hi, struct err *e) {
+// Whether a metadata key must be present (absent: an error) or may be (absent: *out kept).
+enum meta_need { META_OPTIONAL, META_REQUIRED };
+
+static int meta_int(struct plan *p, const char *suffix, int *out, enum meta_need need, int64_t lo, int64_t hi,
+                    struct err *e) {
+    const int required = need == META_REQUIRED;
     char key[128];
     snprintf(key, sizeof key, "%s.%s", p->A, suffix);
     int64_t v = *out;
@@ -136,15 +141,15 @@ static int read_sizes(struct plan *p, struct err *e) {
     const int64_t BIG = 1 << 20;
     int rc, key_len = 0, val_len = 0, window = 0;
     c->n_kv_heads = 0;
-    if ((rc = meta_int(p, "block_count", &c->n_layers, 1, 1, CFG_MAX_LAYERS, e)) ||
-        (rc = meta_int(p, "context_length", &c->max_seq, 1, 1, 1 << 30, e)) ||
-        (rc = meta_int(p, "embedding_length", &c->dim, 1, 1, BIG, e)) ||
-        (rc = meta_int(p, "feed_forward_length", &c->hidden_dim, 1, 1, BIG, e)) ||
-        (rc = meta_int(p, "attention.head_count", &c->n_heads, 1, 1, 4096, e)) ||
-        (rc = meta_int(p, "attention.head_count_kv", &c->n_kv_heads, 0, 1, 4096, e)) ||
-        (rc = meta_int(p, "attention.key_length", &key_len, 0, 2, 1024, e)) ||
-        (rc = meta_int(p, "attention.value_length", &val_len, 0, 2, 1024, e)) ||
-        (rc = meta_int(p, "attention.sliding_window", &window, 0, 0, 1 << 30, e)))
+    if ((rc = meta_int(p, "block_count", &c->n_layers, META_REQUIRED, 1, CFG_MAX_LAYERS, e)) ||
+        (rc = meta_int(p, "context_length", &c->max_seq, META_REQUIRED, 1, 1 << 30, e)) ||
+        (rc = meta_int(p, "embedding_length", &c->dim, META_REQUIRED, 1, BIG, e)) ||
+        (rc = meta_int(p, "feed_forward_length", &c->hidden_dim, META_REQUIRED, 1, BIG, e)) ||
+        (rc = meta_int(p, "attention.head_count", &c->n_heads, META_REQUIRED, 1, 4096, e)) ||
+        (rc = meta_int(p, "attention.head_count_kv", &c->n_kv_heads, META_OPTIONAL, 1, 4096, e)) ||
+        (rc = meta_int(p, "attention.key_length", &key_len, META_OPTIONAL, 2, 1024, e)) ||
+        (rc = meta_int(p, "attention.value_length", &val_len, META_OPTIONAL, 2, 1024, e)) ||
+        (rc = meta_int(p, "attention.sliding_window", &window, META_OPTIONAL, 0, 1 << 30, e)))
         return rc;
     if (!c->n_kv_heads) c->n_kv_heads = c->n_heads;
     c->head_dim = key_len ? key_len : c->dim / c->n_heads;
@@ -153,7 +158,7 @@ static int read_sizes(struct plan *p, struct err *e) {
         return err_set(e, ERR_FORMAT, "%s: inconsistent attention sizes: embedding %d, heads %d/%d, key_length %d, "
                        "value_length %d", p->g->path, c->dim, c->n_heads, c->n_kv_heads, key_len, val_len);
     c->rope_dim = c->head_dim;
-    if ((rc = meta_int(p, "rope.dimension_count", &c->rope_dim, 0, 2, c->head_dim, e))) return rc;
+    if ((rc = meta_int(p, "rope.dimension_count", &c->rope_dim, META_OPTIONAL, 2, c->head_dim, e))) return rc;
     if (c->rope_dim % 2 || (c->rope_dim != c->head_dim && c->arch != ARCH_PHI3))
         return err_set(e, ERR_UNSUPPORTED, "%s: key '%s.rope.dimension_count' = %d: partial rotary (head_dim %d) is "
                        "supported for phi3 only", p->g->path, p->A, c->rope_dim, c->head_dim);
@@ -213,7 +218,7 @@ static int rope_llama3(struct plan *p, const struct gguf_tensor *t, struct err *
     struct model_config *c = &p->c;
     int n = c->rope_dim / 2, orig = 8192;
     float f[CFG_MAX_ROPE_FACTORS];
-    int rc = meta_int(p, "rope.scaling.original_context_length", &orig, 0, 1, 1 << 30, e);
+    int rc = meta_int(p, "rope.scaling.original_context_length", &orig, META_OPTIONAL, 1, 1 << 30, e);
     if (rc || (rc = ggml_dequantize(f, t->data, t->type, n, e))) return rc;
     double F = 0;
     for (int i = 0; i < n; i++) F = f[i] > F ? f[i] : F;
@@ -244,7 +249,7 @@ static int rope_longrope(struct plan *p, const struct gguf_tensor *lt, const str
                        lt ? "short" : "long");
     int n = c->rope_dim / 2, orig = 0, rc;
     float fl[CFG_MAX_ROPE_FACTORS], fs[CFG_MAX_ROPE_FACTORS];
-    if ((rc = meta_int(p, "rope.scaling.original_context_length", &orig, 1, 1, c->max_seq, e)) ||
+    if ((rc = meta_int(p, "rope.scaling.original_context_length", &orig, META_REQUIRED, 1, c->max_seq, e)) ||
         (rc = ggml_dequantize(fl, lt->data, lt->type, n, e)) || (rc = ggml_dequantize(fs, st->data, st->type, n, e)))
         return rc;
     c->rope_type = ROPE_LONGROPE;
@@ -345,7 +350,7 @@ static int build_plan(struct plan *p, struct err *e) {
         return err_set(e, ERR_FORMAT, "%s: tensor 'token_embd.weight' must be 2-D with 1..16777216 rows", p->g->path);
     p->c.vocab_size = (int)emb->ne[1];
     int vs = p->c.vocab_size, rc;
-    if ((rc = meta_int(p, "vocab_size", &vs, 0, 1, 1 << 24, e))) return rc;
+    if ((rc = meta_int(p, "vocab_size", &vs, META_OPTIONAL, 1, 1 << 24, e))) return rc;
     if (vs != p->c.vocab_size)
         return err_set(e, ERR_FORMAT, "%s: key '%s.vocab_size' = %d but token_embd.weight has %d rows", p->g->path, p->A, vs,
                        p->c.vocab_size);
@@ -481,7 +486,7 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
     }
     if ((rc = config_text(p, prov_json, &cfg, e)) || (rc = mkdir_p(out_dir, e)) ||
         (rc = path_join(path, sizeof path, out_dir, "model.safetensors", e)) ||
-        (rc = st_write_stream(path, ts, p->n_jobs, meta, n_meta, fill, p, e)) ||
+        (rc = st_write_stream(path, ts, p->n_jobs, meta, n_meta, (struct st_fill){fill, p}, e)) ||
         (rc = write_text(out_dir, "config.json", cfg, e)) ||
         (rc = write_text(out_dir, "tokenizer.json", tok->tokenizer_json, e)) ||
         (rc = write_text(out_dir, "tokenizer_config.json", tok->config_json, e)))

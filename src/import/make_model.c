@@ -136,12 +136,14 @@ struct wlist {
     int n, cap;
 };
 
-static int add_tensor(struct wlist *w, const char *name, int64_t rows, int64_t cols, double mean, double std, int plant,
+// Appends a (rows, cols) matrix (cols 0: a vector) of N(mean, std) values; no outlier planted
+// (the caller sets plant_layer / plant_k of the q_norm and k_norm entries).
+static int add_tensor(struct wlist *w, const char *name, int64_t rows, int64_t cols, double mean, double std,
                       struct err *e) {
     if (w->n == w->cap) return err_set(e, ERR_INTERNAL, "make-model: tensor list full");
     struct wspec *t = &w->t[w->n++];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->rows = rows, t->cols = cols, t->mean = mean, t->std = std, t->plant_layer = plant;
+    t->rows = rows, t->cols = cols, t->mean = mean, t->std = std, t->plant_layer = -1;
     return 0;
 }
 
@@ -160,9 +162,9 @@ static int build_specs(const struct model_config *c, struct wlist *w, struct err
 #define T2(fmt, r, cc, mean, std)                                                        \
     do {                                                                                 \
         snprintf(n, sizeof n, fmt, l);                                                   \
-        if ((rc = add_tensor(w, n, r, cc, mean, std, -1, e))) return rc;                \
+        if ((rc = add_tensor(w, n, r, cc, mean, std, e))) return rc;                \
     } while (0)
-    if ((rc = add_tensor(w, "model.embed_tokens.weight", c->vocab_size, D, 0, 1.0, -1, e))) return rc;
+    if ((rc = add_tensor(w, "model.embed_tokens.weight", c->vocab_size, D, 0, 1.0, e))) return rc;
     for (int l = 0; l < c->n_layers; l++) {
         T2("model.layers.%d.input_layernorm.weight", D, 0, nm, ns);
         if (c->fused_qkv) T2("model.layers.%d.self_attn.qkv_proj.weight", qd + 2 * kd, D, 0, sD);
@@ -207,8 +209,8 @@ static int build_specs(const struct model_config *c, struct wlist *w, struct err
         }
     }
 #undef T2
-    if ((rc = add_tensor(w, "model.norm.weight", D, 0, nm, ns, -1, e))) return rc;
-    if (!c->tie_embeddings && (rc = add_tensor(w, "lm_head.weight", c->vocab_size, D, 0, sD, -1, e))) return rc;
+    if ((rc = add_tensor(w, "model.norm.weight", D, 0, nm, ns, e))) return rc;
+    if (!c->tie_embeddings && (rc = add_tensor(w, "lm_head.weight", c->vocab_size, D, 0, sD, e))) return rc;
     return 0;
 }
 

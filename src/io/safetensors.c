@@ -347,13 +347,13 @@ int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e) {
     return 0;
 }
 
-int st_check(const struct safetensors *st, const char *name, int floating, int ndim, const int64_t *shape,
+int st_check(const struct safetensors *st, const char *name, enum st_dtype_class cls, int ndim, const int64_t *shape,
              const struct st_tensor **out, struct err *e) {
     const struct st_tensor *t = st_find(st, name);
     if (out) *out = t;
     if (!t) return err_set(e, ERR_NOTFOUND, "%s: missing tensor '%s'", st->n_files ? st->files[0].path : "?", name);
     const char *file = st->files[t->file].path;
-    if (floating && t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+    if (cls == ST_FLOATING && t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
         return err_set(e, ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, expected F32, F16 or BF16", file, name,
                        st_dtype_name(t->dtype));
     if (ndim < 0) return 0;
@@ -406,12 +406,19 @@ int st_fingerprint(const struct safetensors *st, char hex[65], struct err *e) {
 }
 
 // ---- writer ----
-// Builds the header text (tensors in order, offsets packed) and its padded length; *data_bytes
-// is the size of the data area.
+// A file's header as build_header lays it out: the JSON text (malloc'd), its length padded to
+// 8 bytes, and the size of the data area after it.
+struct st_header {
+    char *text;
+    size_t hpad, data_bytes;
+};
+
+// Builds the header text (tensors in order, offsets packed) into *h.
 static int build_header(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-                        char **hdr, size_t *hpad, size_t *data_bytes, struct err *e) {
+                        struct st_header *h, struct err *e) {
     cJSON *root = cJSON_CreateObject();
     int rc = 0;
+    char **hdr = &h->text;
     *hdr = NULL;
     if (!root) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
     if (n_meta > 0) {
@@ -444,8 +451,8 @@ static int build_header(const char *path, const struct st_wtensor *ts, int n, co
     *hdr = cJSON_PrintUnformatted(root);
     if (!*hdr) { rc = err_set(e, ERR_NOMEM, "%s: out of memory", path); goto out; }
     size_t hl = strlen(*hdr);
-    *hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
-    *data_bytes = off;
+    h->hpad = (hl + 7) & ~(size_t)7; // data starts 8-byte aligned
+    h->data_bytes = off;
 out:
     cJSON_Delete(root);
     return rc;
@@ -459,10 +466,11 @@ static size_t wtensor_bytes(const struct st_wtensor *t) {
 
 int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
              struct err *e) {
-    char *hdr = NULL;
-    size_t hpad = 0, off = 0;
-    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    struct st_header h;
+    int rc = build_header(path, ts, n, meta, n_meta, &h, e);
     if (rc) return rc;
+    char *hdr = h.text;
+    const size_t hpad = h.hpad, off = h.data_bytes;
     size_t hl = strlen(hdr), total = 8 + hpad + off;
     unsigned char *buf = malloc(total ? total : 1);
     if (!buf) { free(hdr); return err_set(e, ERR_NOMEM, "%s: cannot allocate %zu bytes", path, total); }
@@ -482,13 +490,16 @@ int st_write(const char *path, const struct st_wtensor *ts, int n, const char *c
 }
 
 int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e) {
-    char *hdr = NULL, tmp[4096];
-    size_t hpad = 0, off = 0, maxb = 1;
+                    struct st_fill fill, struct err *e) {
+    char tmp[4096];
+    size_t maxb = 1;
     unsigned char *buf = NULL;
     FILE *f = NULL;
-    int rc = build_header(path, ts, n, meta, n_meta, &hdr, &hpad, &off, e);
+    struct st_header h;
+    int rc = build_header(path, ts, n, meta, n_meta, &h, e);
     if (rc) return rc;
+    char *hdr = h.text;
+    const size_t hpad = h.hpad;
     for (int i = 0; i < n; i++) if (wtensor_bytes(&ts[i]) > maxb) maxb = wtensor_bytes(&ts[i]);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
         tmp[0] = 0;
@@ -509,7 +520,7 @@ int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const 
     for (size_t k = hl; k < hpad && !bad; k++) bad = fputc(' ', f) == EOF;
     for (int i = 0; i < n && !bad; i++) {
         size_t bytes = wtensor_bytes(&ts[i]);
-        if ((rc = fill(ctx, i, buf, e))) goto out;
+        if ((rc = fill.fn(fill.ctx, i, buf, e))) goto out;
         bad = bytes && fwrite(buf, 1, bytes, f) != bytes;
     }
     bad |= (fflush(f) != 0) | (fsync(fileno(f)) != 0);

@@ -71,9 +71,11 @@ const char *st_dtype_name(enum st_dtype t);
 int st_to_f32(float *dst, const struct st_tensor *t, struct err *e);
 // Copies an integer tensor (I32/I64/U8/I8) into int32 (range-checked).
 int st_to_i32(int32_t *dst, const struct st_tensor *t, struct err *e);
+// The dtypes st_check accepts: any, or a floating one (F32/F16/BF16).
+enum st_dtype_class { ST_ANY_DTYPE, ST_FLOATING };
 // Checks that t exists with the given dtype class and shape; message names tensor and shapes.
-// ndim < 0 skips the shape check. `floating` = 1 requires F32/F16/BF16.
-int st_check(const struct safetensors *st, const char *name, int floating, int ndim,
+// ndim < 0 skips the shape check.
+int st_check(const struct safetensors *st, const char *name, enum st_dtype_class cls, int ndim,
              const int64_t *shape, const struct st_tensor **out, struct err *e);
 
 // Fingerprint of the checkpoint: sha256 over every shard's header bytes and size plus three
@@ -93,10 +95,15 @@ struct st_wtensor {
 // metadata pairs meta[2i] = key, meta[2i+1] = value (n_meta pairs), atomically (tmp + rename).
 int st_write(const char *path, const struct st_wtensor *ts, int n, const char *const *meta,
              int n_meta, struct err *e);
-// The same file, streamed: ts[i].data is ignored and fill(ctx, i, dst, e) writes tensor i's
-// bytes into dst (sized for it), one tensor at a time, so the peak memory is the largest
+// What produces the bytes of a streamed tensor: fn(ctx, i, dst, e) writes tensor i into dst.
+struct st_fill {
+    int (*fn)(void *ctx, int i, void *dst, struct err *e);
+    void *ctx;
+};
+// The same file, streamed: ts[i].data is ignored and fill.fn(fill.ctx, i, dst, e) writes tensor
+// i's bytes into dst (sized for it), one tensor at a time, so the peak memory is the largest
 // tensor, not the checkpoint. An error from fill aborts the write (no file is left behind).
 int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const char *const *meta, int n_meta,
-                    int (*fill)(void *ctx, int i, void *dst, struct err *e), void *ctx, struct err *e);
+                    struct st_fill fill, struct err *e);
 
 #endif

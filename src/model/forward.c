@@ -162,13 +162,18 @@ static int check_seqs(struct model *m, const struct model_batch *b, int *T, stru
     return 0;
 }
 
+// The packed batch as attention sees it (rows laid out by check_seqs; pasts only with seqs).
+static struct attn_batch attn_batch_of(const struct model *m, const struct model_batch *b) {
+    return (struct attn_batch){.n_seq = b->n_seq, .seq_off = m->rs.seq_off, .seq_len = m->rs.seq_len,
+                               .past = b->seqs ? m->rs.past : NULL};
+}
+
 static int check_batch(struct model *m, const struct attn_ctx *ctx, const struct model_kv *kv,
                        const struct model_batch *b, int *T, struct err *e) {
     int rc;
     if (!ctx) return err_set(e, ERR_INTERNAL, "model_forward: no attention context");
     if ((rc = check_seqs(m, b, T, e))) return rc;
-    const struct attn_batch ab = {.n_seq = b->n_seq, .seq_off = m->rs.seq_off, .seq_len = m->rs.seq_len,
-                                  .past = m->rs.past};
+    const struct attn_batch ab = attn_batch_of(m, b);
     if ((rc = attn_batch_check(ctx, &ab, e))) return err_prefix(e, "model_forward");
     for (int s = 0; b->seqs && s < b->n_seq; s++)
         if ((rc = kv_check_seq(m, ctx, kv, &b->seqs[s], s, e))) return rc;
@@ -213,8 +218,7 @@ static int attention_block(const struct fwd *f, int l, struct err *e) {
     const double sm64 = 1.0 / sqrt(c->query_pre_attn_scalar);
     const struct attn_layer al = {.layer = l, .sm = (float)sm64, .sm64 = sm64, .softcap = (float)c->attn_softcap,
                                   .window = c->window[l]};
-    const struct attn_batch ab = {.n_seq = f->b->n_seq, .seq_off = rs->seq_off, .seq_len = rs->seq_len,
-                                  .past = f->b->seqs ? rs->past : NULL};
+    const struct attn_batch ab = attn_batch_of(m, f->b);
     const struct attn_io io = {.out = rs->att, .q = rs->q, .k = rs->k, .v = rs->v,
                                .past_k = f->kv ? kv_k(f->kv, l, 0) : NULL, .past_v = f->kv ? kv_v(f->kv, l, 0) : NULL};
     double t0 = time_now(), c0 = cpu_now();

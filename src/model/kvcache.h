@@ -1,6 +1,7 @@
-// kvcache.h: the store behind struct model_kv (model.h), internal to src/model/ (model.c and
-// kvcache.c): per layer, K and V of `rows` cached positions ([rows][n_kv_heads][head_dim]
-// binary32 each), and per row the key of the attention configuration that computed it.
+// kvcache.h: the store behind struct model_kv (model.h), internal to src/model/ (kvcache.c
+// keeps it, forward.c uses it): per layer, K and V of `rows` cached positions
+// ([rows][n_kv_heads][head_dim] binary32 each), and per row the key of the attention
+// configuration that computed it.
 #ifndef HIFA4_MODEL_KVCACHE_H
 #define HIFA4_MODEL_KVCACHE_H
 

@@ -49,7 +49,7 @@ struct mat_at {
 static int bind_mat(struct model *m, struct wref *r, const char *name, struct mat_at a, struct err *e) {
     const struct st_tensor *t;
     int64_t shape[2] = {a.total_rows, a.cols};
-    int rc = st_check(&m->st, name, 1, 2, shape, &t, e);
+    int rc = st_check(&m->st, name, ST_FLOATING, 2, shape, &t, e);
     if (rc) return rc;
     r->t = t;
     r->rows = a.rows;
@@ -63,7 +63,7 @@ static int bind_mat(struct model *m, struct wref *r, const char *name, struct ma
 static int bind_vec(struct model *m, const float **out, const char *name, int n, struct err *e) {
     const struct st_tensor *t;
     int64_t shape[1] = {n};
-    int rc = st_check(&m->st, name, 1, 1, shape, &t, e);
+    int rc = st_check(&m->st, name, ST_FLOATING, 1, shape, &t, e);
     if (rc) return rc;
     if (m->small_used + (size_t)n > m->small_n)
         return err_set(e, ERR_INTERNAL, "model: small-tensor arena too small at %s", name);
@@ -172,7 +172,7 @@ int weights_bind(struct model *m, struct err *e) {
     m->small = malloc(m->small_n * sizeof(float));
     if (!m->layers || !m->small) return err_set(e, ERR_NOMEM, "model: out of memory");
     int64_t shape[2] = {d->V, d->D};
-    if ((rc = st_check(&m->st, "model.embed_tokens.weight", 1, 2, shape, &m->embed, e))) return rc;
+    if ((rc = st_check(&m->st, "model.embed_tokens.weight", ST_FLOATING, 2, shape, &m->embed, e))) return rc;
     for (int l = 0; l < d->n_layers; l++)
         if ((rc = bind_layer(m, l, e))) return rc;
     if ((rc = bind_vec(m, &m->final_norm, "model.norm.weight", d->D, e))) return rc;

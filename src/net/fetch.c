@@ -605,8 +605,11 @@ static void wait_retry(const struct dl *d, int attempt, const char *why) {
     sleep_ms(delay);
 }
 
-int fetch_url(const char *url, const char *dest, int64_t size, const char *sha256, int use_token,
+int fetch_url(const char *url, const char *dest, struct fetch_expect x, enum fetch_auth auth,
               const struct fetch_opts *o, struct fetch_result *r, struct err *e) {
+    const int64_t size = x.size;
+    const char *sha256 = x.sha256;
+    const int use_token = auth == FETCH_HF_TOKEN;
     struct fetch_result dummy;
     if (!r) r = &dummy;
     memset(r, 0, sizeof *r);
@@ -699,8 +702,12 @@ static struct fetch_entry *plan_add(struct fetch_plan *p, struct err *e) {
     return x;
 }
 
+// What a Hub file is to the plan: a file the model needs, one it may lack (404 is a warning),
+// or a weight shard (its list may be replaced by the index's).
+enum hub_file { HUB_REQUIRED, HUB_OPTIONAL, HUB_SHARD };
+
 // Adds Hub file `file` of the plan's model (p->repo/p->rev).
-static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int optional, struct err *e) {
+static int plan_add_hub(struct fetch_plan *p, const char *file, enum hub_file kind, struct err *e) {
     int rc = fetch_check_relpath(file, "file", e);
     if (rc) return err_prefix(e, "%s", p->title);
     for (int i = 0; i < p->n; i++)
@@ -713,8 +720,8 @@ static int plan_add_hub(struct fetch_plan *p, const char *file, int shard, int o
     x->url = ef ? fmt_dup("%s/%s", p->url_base, ef) : NULL;
     free(ef);
     x->use_token = 1;
-    x->shard = shard;
-    x->optional = optional;
+    x->shard = kind == HUB_SHARD;
+    x->optional = kind == HUB_OPTIONAL;
     if (!x->rel || !x->dest || !x->url) return err_set(e, ERR_NOMEM, "fetch: out of memory");
     x->present = file_exists(x->dest);
     return 0;
@@ -832,7 +839,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'files': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 0, 0, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_REQUIRED, e))) goto fail;
     }
     const cJSON *opt = NULL;
     if ((rc = json_get_arr(j, "optional_files", &opt, 0, cfg, e))) goto fail;
@@ -841,7 +848,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'optional_files': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 0, 1, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_OPTIONAL, e))) goto fail;
     }
     const char *lic = NULL, *note = NULL;
     int gated = 0;
@@ -862,7 +869,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
             rc = err_set(e, ERR_FORMAT, "%s: field 'shards': expected strings, got %s", cfg, json_brief(it));
             goto fail;
         }
-        if ((rc = plan_add_hub(p, it->valuestring, 1, 0, e))) goto fail;
+        if ((rc = plan_add_hub(p, it->valuestring, HUB_SHARD, e))) goto fail;
     }
     cJSON_Delete(idx);
     cJSON_Delete(j);
@@ -1078,7 +1085,7 @@ static int replan_shards(struct fetch_plan *p, struct err *e) {
     const cJSON *s;
     int n_new = 0;
     cJSON_ArrayForEach(s, names) {
-        if ((rc = plan_add_hub(p, s->valuestring, 1, 0, e))) break;
+        if ((rc = plan_add_hub(p, s->valuestring, HUB_SHARD, e))) break;
         n_new++;
     }
     cJSON_Delete(names);
@@ -1231,7 +1238,8 @@ static int run_entry(struct fetch_plan *p, struct fetch_entry *x, const struct f
     (void)p;
     if (x->present || file_exists(x->dest)) { x->present = 1; return 0; }
     struct fetch_result r;
-    int rc = fetch_url(x->url, x->dest, x->size, x->sha256[0] ? x->sha256 : NULL, x->use_token, o, &r, e);
+    int rc = fetch_url(x->url, x->dest, (struct fetch_expect){x->size, x->sha256[0] ? x->sha256 : NULL},
+                       x->use_token ? FETCH_HF_TOKEN : FETCH_ANONYMOUS, o, &r, e);
     if (rc == ERR_NOTFOUND && x->optional) {
         log_warn("%s (optional) is not in the repository: %s", x->rel, e ? e->msg : "");
         return 0;

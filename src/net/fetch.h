@@ -48,17 +48,25 @@ struct fetch_result {
     char sha256[65];        // sha256 of the downloaded file ("" if already present)
 };
 
+// What a fetched file is known to be: its size (-1 unknown) and sha256 (64 hex; NULL unknown).
+struct fetch_expect {
+    int64_t size;
+    const char *sha256;
+};
+// Whether a request sends o->hf_token (Hub files) or not.
+enum fetch_auth { FETCH_ANONYMOUS, FETCH_HF_TOKEN };
+
 // Makes sure `dest` holds the file at `url`. If dest exists it is trusted (its size is
-// checked when size >= 0); else the body goes to dest.part (resumed if it exists) and is
-// renamed to dest after checking size (if size >= 0, or the server's total) and sha256:
-// `sha256` (64 hex) if given, else a 64-hex X-Linked-Etag/ETag from the server. A mismatch
-// deletes the .part. The parent directory of dest is created. use_token: send o->hf_token.
+// checked when x.size >= 0); else the body goes to dest.part (resumed if it exists) and is
+// renamed to dest after checking size (if x.size >= 0, or the server's total) and sha256:
+// x.sha256 if given, else a 64-hex X-Linked-Etag/ETag from the server. A mismatch deletes
+// the .part. The parent directory of dest is created.
 // r may be NULL. Errors (naming the URL and the file): ERR_NOTFOUND (404, or offline and
 // missing), ERR_NET (401/403/other HTTP status, connection failure after retries, transfer
 // cut with no retries left - the .part is kept for a later resume), ERR_MISMATCH (size or
 // sha256), ERR_IO (disk).
-int fetch_url(const char *url, const char *dest, int64_t size, const char *sha256,
-              int use_token, const struct fetch_opts *o, struct fetch_result *r, struct err *e);
+int fetch_url(const char *url, const char *dest, struct fetch_expect x, enum fetch_auth auth,
+              const struct fetch_opts *o, struct fetch_result *r, struct err *e);
 
 // ---- download plans (models, task data) ----
 struct fetch_entry {

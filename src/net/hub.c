@@ -164,7 +164,7 @@ static int ask_api(cJSON **api, const char *ep, const char *rdir, const struct h
     unlink(dest);
     unlink(part);
     struct fetch_result r;
-    int rc = fetch_url(url, dest, -1, NULL, 1, o, &r, e);
+    int rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_HF_TOKEN, o, &r, e);
     s->requests += r.requests;
     if (rc == ERR_NOTFOUND)
         return err_set(e, ERR_NOTFOUND, "model %s@%s: no such repository or revision on %s", ref->repo, ref->revision, ep);
@@ -190,7 +190,7 @@ static int get_file(struct hub_snapshot *s, const char *ep, const struct hub_ref
     snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", ep, ref->repo, s->commit, f);
     snprintf(dest, sizeof dest, "%s/%s", s->dir, f);
     struct fetch_result r;
-    rc = fetch_url(url, dest, -1, NULL, 1, o, &r, e);
+    rc = fetch_url(url, dest, (struct fetch_expect){-1, NULL}, FETCH_HF_TOKEN, o, &r, e);
     count(s, &r);
     return rc ? err_prefix(e, "model %s@%s", ref->repo, ref->revision) : 0;
 }

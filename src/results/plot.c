@@ -20,8 +20,11 @@ double plot_nice_step(double x) {
 }
 
 // Ticks of a linear axis [lo, hi] drawn at pixel offset off + len * (v - lo) / (hi - lo):
-// every multiple of the 1-2-5 step inside the range. vertical: a y axis (labels on the left).
-static int axis_ticks(struct results_buf *o, double lo, double hi, double off, double len, double base, int vertical) {
+// every multiple of the 1-2-5 step inside the range. AXIS_Y: labels on the left.
+enum axis_dir { AXIS_X, AXIS_Y };
+static int axis_ticks(struct results_buf *o, double lo, double hi, double off, double len, double base,
+                      enum axis_dir dir) {
+    const int vertical = dir == AXIS_Y;
     double step = plot_nice_step((hi - lo) / 5);
     int rc = 0;
     for (double k = ceil(lo / step - 1e-9); k <= floor(hi / step + 1e-9); k++) {
@@ -57,8 +60,10 @@ void plot_xml_escape(char *out, size_t n, const char *s) {
 }
 
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
-                  int n_series, int n_bins, double lo, double hi, struct err *e) {
+                  int n_series, struct plot_bins bins, struct err *e) {
     *svg = NULL;
+    const int n_bins = bins.n;
+    double lo = bins.lo, hi = bins.hi;
     if (n_bins < 1 || n_bins > 1000) return err_set(e, ERR_RANGE, "plot: %d bins (1..1000)", n_bins);
     if (!(lo < hi)) {
         lo = INFINITY; hi = -INFINITY;
@@ -99,8 +104,8 @@ int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struc
     plot_xml_escape(esc, sizeof esc, title);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", L + pw / 2, esc);
     rc |= results_buf_printf(&o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, pw, ph);
-    rc |= axis_ticks(&o, lo, hi, L, pw, T + ph, 0);
-    rc |= axis_ticks(&o, 0, ymax, T + ph, ph, L, 1);
+    rc |= axis_ticks(&o, lo, hi, L, pw, T + ph, AXIS_X);
+    rc |= axis_ticks(&o, 0, ymax, T + ph, ph, L, AXIS_Y);
     plot_xml_escape(esc, sizeof esc, xlabel);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 10, esc);
     rc |= results_buf_printf(&o, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">fraction of items</text>\n", T + ph / 2);

@@ -12,11 +12,18 @@ struct plot_series {
     int n;
 };
 
-// Renders a histogram SVG into a malloc'd NUL-terminated string *svg (caller frees). Bins are
-// n_bins equal-width bins over [lo, hi] (lo >= hi: the range of all finite values; values
-// outside are counted in the first/last bin); each curve shows the fraction of its series per bin. Errors: n_bins < 1 or > 1000 (ERR_RANGE), OOM.
+// The bins of a histogram: n equal-width bins over [lo, hi] (lo >= hi: the range of all
+// finite values; values outside are counted in the first/last bin).
+struct plot_bins {
+    int n;
+    double lo, hi;
+};
+
+// Renders a histogram SVG into a malloc'd NUL-terminated string *svg (caller frees) over the
+// bins; each curve shows the fraction of its series per bin. Errors: bins.n < 1 or > 1000
+// (ERR_RANGE), OOM.
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
-                  int n_series, int n_bins, double lo, double hi, struct err *e);
+                  int n_series, struct plot_bins bins, struct err *e);
 
 // 1, 2 or 5 times a power of ten, >= x (x > 0): the step between axis ticks of every plot.
 double plot_nice_step(double x);

@@ -110,8 +110,13 @@ static void put(struct canvas *c, const char *fmt, ...) {
     if (results_buf_put(&c->o, buf, (size_t)n)) c->rc = -1;
 }
 
-static void canvas_begin(struct canvas *c, double W, double H, double L, double T, double pw, double ph,
-                         const char *title) {
+// A canvas's geometry: its size W x H and the plot area's origin (L, T) and size pw x ph.
+struct frame {
+    double W, H, L, T, pw, ph;
+};
+
+static void canvas_begin(struct canvas *c, struct frame f, const char *title) {
+    const double W = f.W, H = f.H, L = f.L, T = f.T, pw = f.pw, ph = f.ph;
     memset(c, 0, sizeof *c);
     c->W = W; c->H = H; c->L = L; c->T = T; c->pw = pw; c->ph = ph;
     char esc[512];
@@ -181,7 +186,7 @@ int plot_line_svg(char **svg, const char *title, const struct plot_axis *xa, con
     axis_resolve(&ax, xa, x0, x1);
     axis_resolve(&ay, ya, y0, y1);
     struct canvas c;
-    canvas_begin(&c, 800, 420, 70, 40, 480, 330, title);
+    canvas_begin(&c, (struct frame){800, 420, 70, 40, 480, 330}, title);
     draw_axes(&c, &ax, &ay, xa->label, ya->label);
     char esc[512];
     for (int k = 0; k < n_series; k++) {
@@ -228,8 +233,10 @@ static void ramp(double f, char out[8]) {
 }
 
 int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const char *ylabel, const char *value_label,
-                     const double *v, int rows, int cols, struct err *e) {
+                     struct plot_grid g, struct err *e) {
     *svg = NULL;
+    const double *v = g.v;
+    const int rows = g.rows, cols = g.cols;
     if (rows < 1 || cols < 1 || (int64_t)rows * cols > (1 << 20))
         return err_set(e, ERR_RANGE, "plot: heat map of %d x %d cells", rows, cols);
     double vmax = 0;
@@ -239,7 +246,7 @@ int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const ch
     if (ph < 80) ph = 80;
     if (ph > 420) ph = 420;
     struct canvas c;
-    canvas_begin(&c, 720, ph + 100, 70, 40, 540, ph, title);
+    canvas_begin(&c, (struct frame){720, ph + 100, 70, 40, 540, ph}, title);
     const double cw = c.pw / cols, rh = c.ph / rows;
     char col[8], esc[512];
     put(&c, "<g shape-rendering=\"crispEdges\">\n");
@@ -291,9 +298,11 @@ int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const ch
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, const struct plot_axis *ya,
-                   const struct plot_region *r, int n_regions, const struct plot_point *p, int n_points,
-                   struct err *e) {
+                   const struct plot_plane *pl, struct err *e) {
     *svg = NULL;
+    const struct plot_region *r = pl->r;
+    const struct plot_point *p = pl->p;
+    const int n_regions = pl->n_regions, n_points = pl->n_points;
     if (n_regions < 0 || n_regions > 64 || n_points < 0 || n_points > 256)
         return err_set(e, ERR_RANGE, "plot: %d regions (0..64), %d points (0..256)", n_regions, n_points);
     struct axis_r ax, ay;
@@ -317,7 +326,7 @@ int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, co
     axis_resolve(&ax, xa, x0, x1);
     axis_resolve(&ay, ya, y0, y1);
     struct canvas c;
-    canvas_begin(&c, 720, 460, 70, 40, 560, 360, title);
+    canvas_begin(&c, (struct frame){720, 460, 70, 40, 560, 360}, title);
     char esc[512];
     for (int i = 0; i < n_regions; i++) {
         double a = clampd(r[i].x0, ax.lo, ax.hi), b = clampd(r[i].x1, ax.lo, ax.hi);

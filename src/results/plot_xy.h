@@ -26,12 +26,16 @@ struct plot_xy_series {
 int plot_line_svg(char **svg, const char *title, const struct plot_axis *xa, const struct plot_axis *ya,
                   const struct plot_xy_series *s, int n_series, struct err *e);
 
-// Heat map of v (rows, cols) row-major: row r drawn as the r-th band from the top, column c from
-// the left; colour linear in v / max(v) (0 at the bottom of the ramp; non-finite cells grey)
-// with a colour bar labelled value_label. Errors: rows or cols < 1, rows*cols > 1<<20
-// (ERR_RANGE), OOM.
+// A matrix of values: v (rows, cols) row-major.
+struct plot_grid {
+    const double *v;
+    int rows, cols;
+};
+// Heat map of g: row r drawn as the r-th band from the top, column c from the left; colour
+// linear in v / max(v) (0 at the bottom of the ramp; non-finite cells grey) with a colour bar
+// labelled value_label. Errors: rows or cols < 1, rows*cols > 1<<20 (ERR_RANGE), OOM.
 int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const char *ylabel, const char *value_label,
-                     const double *v, int rows, int cols, struct err *e);
+                     struct plot_grid g, struct err *e);
 
 // A shaded rectangle of the plane; bounds may be +-INFINITY (clipped to the axes).
 struct plot_region {
@@ -44,11 +48,17 @@ struct plot_point {
     const char *label;  // drawn beside the point (may be NULL)
     int emphasis;       // 1: large red point (this model); 0: small grey (references)
 };
+// What a plane shows: its shaded regions and its points.
+struct plot_plane {
+    const struct plot_region *r; // (n_regions)
+    int n_regions;
+    const struct plot_point *p;  // (n_points)
+    int n_points;
+};
 // Scatter plane with shaded regions drawn first, then the points. Points outside the axes are
 // drawn clamped to the border with their label. Errors: more than 64 regions or 256 points
 // (ERR_RANGE), OOM.
 int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, const struct plot_axis *ya,
-                   const struct plot_region *r, int n_regions, const struct plot_point *p, int n_points,
-                   struct err *e);
+                   const struct plot_plane *pl, struct err *e);
 
 #endif

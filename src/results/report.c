@@ -292,8 +292,8 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
     // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
     int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
     bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm, bins, 0,
-                       hi > 0 ? hi : 0, e);
+    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm,
+                       (struct plot_bins){bins, 0, hi > 0 ? hi : 0}, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);

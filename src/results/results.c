@@ -707,9 +707,15 @@ static int summarize_ppl(cJSON *tj, const struct task_samples *t, char *const *m
     return 0;
 }
 
-// Per-task statistics; acc_out/accn_out [n_modes] receive the accuracies for D_avg/D_w.
+// Where summarize_task leaves a task's accuracy and length-normalized accuracy per mode.
+struct mode_acc {
+    double *acc, *accn; // [n_modes] each
+};
+
+// Per-task statistics; out receives the accuracies for D_avg/D_w.
 static int summarize_task(cJSON *tj, const struct task_samples *t, char *const *modes, int n_modes, int has_norm,
-                          double *acc_out, double *accn_out, struct err *e) {
+                          struct mode_acc out, struct err *e) {
+    double *acc_out = out.acc, *accn_out = out.accn;
     int n = t->n, rc = 0;
     int *gold = malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *pr = malloc(sizeof(int) * (size_t)(n ? n : 1)), *pq = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -948,7 +954,8 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
             cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));
             if (norm[k]) cJSON_AddItemToArray(ml, cJSON_CreateString("acc_norm"));
             ns[k] = ts.n;
-            rc = summarize_task(o, &ts, modes, n_modes, norm[k], acc + (size_t)k * n_modes, accn + (size_t)k * n_modes, e);
+            const struct mode_acc out = {acc + (size_t)k * n_modes, accn + (size_t)k * n_modes};
+            rc = summarize_task(o, &ts, modes, n_modes, norm[k], out, e);
             if (!rc && n_modes > 1) rc = task_noise(o, &ts, modes, n_modes, n_rep, &pool, e);
         }
         task_samples_free(&ts, n_all);

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             free(v);
         }
         const struct st_tensor *o = NULL;
-        st_check(&st, t->name, 1, t->ndim, t->shape, &o, &e);
+        st_check(&st, t->name, ST_FLOATING, t->ndim, t->shape, &o, &e);
     }
     st_meta(&st, "model_hash");
     char hex[65];

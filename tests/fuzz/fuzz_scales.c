@@ -26,6 +26,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         st_close(&st);
     }
     float *s = NULL;
-    if (!attn_scales_load_mem(&s, data, size, "fuzz-scales.safetensors", L, H, d, "abc", &e)) free(s);
+    if (!attn_scales_load_mem(&s, data, size, "fuzz-scales.safetensors", (struct attn_scales_shape){L, H, d}, "abc", &e)) free(s);
     return 0;
 }

@@ -83,9 +83,23 @@ static int seen_has(const struct seen *s, const char *q) {
 
 struct exam_stats { int files, figures, dups; };
 
+// One load in progress: the set it fills under its options, the questions seen so far, the
+// counts, and the subject of the package being read.
+struct exam_load {
+    struct task_set *s;
+    const struct task_opts *o;
+    struct seen seen;
+    struct exam_stats st;
+    const char *subject;
+};
+
 // Parses one question file and pushes it unless it needs a figure or repeats a question.
-static int load_question(struct task_set *s, const char *path, const char *id, const char *subject,
-                         struct seen *seen, struct exam_stats *st, const struct task_opts *o, struct err *e) {
+static int load_question(struct exam_load *L, const char *path, const char *id, struct err *e) {
+    struct task_set *s = L->s;
+    const struct task_opts *o = L->o;
+    struct seen *seen = &L->seen;
+    struct exam_stats *st = &L->st;
+    const char *subject = L->subject;
     char *buf = NULL;
     size_t len = 0;
     int rc = file_read_all(path, &buf, &len, e);
@@ -153,30 +167,28 @@ done:
 }
 
 // Reads the pool directory `dir` (files = questions); id prefix "<pkg>/<pool>".
-static int load_pool(struct task_set *s, const char *dir, const char *prefix, const char *subject,
-                     struct seen *seen, struct exam_stats *st, const struct task_opts *o, struct err *e) {
+static int load_pool(struct exam_load *L, const char *dir, const char *prefix, struct err *e) {
     struct names f;
     int rc = list_dir(&f, dir, 0, e);
     for (int i = 0; i < f.n && !rc; i++) {
         char path[4400], id[512];
         if ((rc = path_join(path, sizeof path, dir, f.v[i], e))) break;
         snprintf(id, sizeof id, "%s/%s", prefix, f.v[i]);
-        rc = load_question(s, path, id, subject, seen, st, o, e);
+        rc = load_question(L, path, id, e);
     }
     names_free(&f);
     return rc;
 }
 
 // A package root: every subdirectory is a pool.
-static int load_root(struct task_set *s, const char *root, const char *pkg, const char *subject,
-                     struct seen *seen, struct exam_stats *st, const struct task_opts *o, struct err *e) {
+static int load_root(struct exam_load *L, const char *root, const char *pkg, struct err *e) {
     struct names d;
     int rc = list_dir(&d, root, 1, e);
     for (int i = 0; i < d.n && !rc; i++) {
         char dir[4400], prefix[512];
         if ((rc = path_join(dir, sizeof dir, root, d.v[i], e))) break;
         snprintf(prefix, sizeof prefix, "%s/%s", pkg, d.v[i]);
-        rc = load_pool(s, dir, prefix, subject, seen, st, o, e);
+        rc = load_pool(L, dir, prefix, e);
     }
     names_free(&d);
     return rc;
@@ -184,8 +196,7 @@ static int load_root(struct task_set *s, const char *root, const char *pkg, cons
 
 int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e) {
     task_set_begin(s, "exam", TASK_METRIC_ACC, "mmlu-template-exam-v1", o);
-    struct seen seen = {0};
-    struct exam_stats st = {0};
+    struct exam_load L = {.s = s, .o = o};
     int rc = 0;
     if (o->file) {
         const char *subject = strstr(o->file, "fccexam") ? "radio operation" : "amateur radio";
@@ -194,8 +205,8 @@ int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e)
         if ((rc = list_dir(&sub, o->file, 1, e))) return rc;
         const char *base = strrchr(o->file, '/');
         base = base && base[1] ? base + 1 : o->file;
-        rc = sub.n ? load_root(s, o->file, base, subject, &seen, &st, o, e)
-                   : load_pool(s, o->file, base, subject, &seen, &st, o, e);
+        L.subject = subject;
+        rc = sub.n ? load_root(&L, o->file, base, e) : load_pool(&L, o->file, base, e);
         names_free(&sub);
         if (!rc) task_source_add(s, "%s (%s)", o->file, subject);
     } else {
@@ -216,15 +227,16 @@ int task_load_exam(struct task_set *s, const struct task_opts *o, struct err *e)
                 }
                 snprintf(root, sizeof root, "%s", sys[i]);
             }
-            rc = load_root(s, root, pkgs[i], subj[i], &seen, &st, o, e);
+            L.subject = subj[i];
+            rc = load_root(&L, root, pkgs[i], e);
             if (!rc) task_source_add(s, "%s (Debian %s, subject \"%s\")", root, pkgs[i], subj[i]);
         }
     }
-    for (int i = 0; i < seen.n; i++) free(seen.v[i]);
-    free(seen.v);
+    for (int i = 0; i < L.seen.n; i++) free(L.seen.v[i]);
+    free(L.seen.v);
     if (rc) return rc;
     task_source_add(s, "%d question files, %d dropped (need a figure), %d dropped (repeated question)",
-                    st.files, st.figures, st.dups);
+                    L.st.files, L.st.figures, L.st.dups);
     task_apply_limit(s, o);
     return 0;
 }

@@ -56,12 +56,21 @@ static int ctx_tokens(const struct task_opts *o, const char *hay, size_t L, doub
     return t;
 }
 
-// Largest whitespace boundary L with ctx_tokens(L) <= T. Starts from the hint (the previous
-// item's L for the same cell, or 0) and a window that doubles until it overshoots, so the
-// tokenizer only sees contexts of about T tokens; then binary search. Token counts grow with L
-// up to merges at the cut, which the final back-off absorbs.
-static int fit_prefix(size_t *out, const struct task_opts *o, const char *hay, size_t len, size_t hint, int T, double d,
-                      unsigned n, struct err *e) {
+// Where the needle goes and what it says: depth d in [0, 1], magic number n.
+struct needle {
+    double d;
+    unsigned n;
+};
+
+// Largest whitespace boundary L with ctx_tokens(L) <= T, into *L. Starts from the hint *L
+// holds on entry (the previous item's L for the same cell, or 0) and a window that doubles
+// until it overshoots, so the tokenizer only sees contexts of about T tokens; then binary
+// search. Token counts grow with L up to merges at the cut, which the final back-off absorbs.
+static int fit_prefix(size_t *L, const struct task_opts *o, const char *hay, size_t len, int T, struct needle nd,
+                      struct err *e) {
+    const size_t hint = *L;
+    const double d = nd.d;
+    const unsigned n = nd.n;
     int t = ctx_tokens(o, hay, 0, d, n);
     if (t < 0) return err_set(e, t == ERR_NOMEM ? ERR_NOMEM : ERR_INTERNAL, "niah: token counter failed (%d)", t);
     if (t > T) return err_set(e, ERR_RANGE, "niah: T=%d is smaller than needle + question (%d tokens)", T, t);
@@ -88,7 +97,7 @@ static int fit_prefix(size_t *out, const struct task_opts *o, const char *hay, s
         lo--;
         while (lo > 0 && hay[lo] != ' ' && hay[lo] != '\n') lo--;
     }
-    *out = lo;
+    *L = lo;
     return 0;
 }
 
@@ -130,7 +139,7 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
                 unsigned N = nums[0];
                 nums[0] = nums[gold];
                 nums[gold] = N;
-                if ((rc = fit_prefix(&L, o, hs.text, hs.text_len, L, (int)T, k_depths[di], N, e))) break;
+                if ((rc = fit_prefix(&L, o, hs.text, hs.text_len, (int)T, (struct needle){k_depths[di], N}, e))) break;
                 if (L == hs.text_len && ctx_tokens(o, hs.text, L, k_depths[di], N) < T * 9 / 10)
                     log_warn("niah: haystack shorter than T=%ld tokens; using all of it", T);
                 char *ctx = build(hs.text, L, k_depths[di], N);

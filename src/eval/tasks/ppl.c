@@ -12,10 +12,17 @@
 
 #include "eval/tasks/task.h"
 
+// A text file read into memory: its path (for messages) and its bytes.
+struct text_file {
+    const char *path;
+    const char *text;
+    size_t len;
+};
+
 // Rebuilds the original wiki.test.raw (see header); ERR_FORMAT if the files do not line up.
-static int rebuild(struct sbuf *out, const char *raw, size_t raw_len, const char *tok, size_t tok_len,
-                   const char *raw_path, const char *tok_path, struct err *e) {
-    const char *r = raw, *rend = raw + raw_len, *t = tok, *tend = tok + tok_len;
+static int rebuild(struct sbuf *out, struct text_file raw, struct text_file tok, struct err *e) {
+    const char *r = raw.text, *rend = raw.text + raw.len, *t = tok.text, *tend = tok.text + tok.len;
+    const char *raw_path = raw.path, *tok_path = tok.path;
     int tline = 0, rline = 0;
     while (t < tend) {
         size_t tl = task_line_len(t, tend);
@@ -60,7 +67,7 @@ int task_load_ppl(struct task_set *s, const struct task_opts *o, struct err *e) 
         char *tok = NULL;
         size_t tok_len = 0;
         rc = task_read_text(tpath, &tok, &tok_len, e);
-        if (!rc) rc = rebuild(&out, raw, raw_len, tok, tok_len, path, tpath, e);
+        if (!rc) rc = rebuild(&out, (struct text_file){path, raw, raw_len}, (struct text_file){tpath, tok, tok_len}, e);
         free(tok);
         if (!rc) task_source_add(s, "%s + %s (WikiText-2 test raw, original LF file rebuilt with its blank lines)", path, tpath);
     } else {
