@@ -131,19 +131,16 @@ pending = set(sys.argv[1].split()); pages = sys.argv[2:]
 def slug(h):
     h = re.sub(r'[^\w\- ]', '', h.strip().lower().replace('`', ''))
     return h.replace(' ', '-')
-def text(path):
-    s = open(path, encoding='utf-8').read()
-    s = re.sub(r'^```.*?^```', '', s, flags=re.M | re.S)      # fenced code
-    return re.sub(r'`[^`\n]*`', '', s)                          # inline code (link texts keep theirs)
 def anchors(path):
     a = set()
-    for line in open(path, encoding='utf-8').read().split('\n'):
+    for line in re.sub(r'^```.*?^```', '', open(path, encoding='utf-8').read(), flags=re.M | re.S).split('\n'):
         m = re.match(r'#{1,6} (.*)', line)
         if m: a.add(slug(m.group(1)))
     return a
 for page in pages:
     raw = open(page, encoding='utf-8').read()
-    body = re.sub(r'^```.*?^```', '', raw, flags=re.M | re.S)
+    body = re.sub(r'^```.*?^```', '', raw, flags=re.M | re.S)    # fenced code
+    body = re.sub(r'`[^`\n]*`', '', body)                          # inline code; [`x`](t) keeps its (t)
     for m in re.finditer(r'\]\(([^)\s]+)\)', body):
         t = m.group(1)
         if re.match(r'[a-z]+:', t): continue
