@@ -11,6 +11,7 @@
 
 #include "attention/attn.h"
 #include "cli/cli.h"
+#include "cli/model_arg.h"
 #include "attention/cost.h"
 #include "net/fetch.h"
 #include "base/json_util.h"
@@ -47,6 +48,33 @@ static int layer_types_windows(struct mshape *s, const cJSON *types, int sw, con
     return 0;
 }
 
+// The config.json of a model given by name or hub id, from the caches; nothing is downloaded
+// (the cost needs no weights): a name from configs/models in its hifa4 cache directory
+// (`download --model NAME`), else - and for ORG/NAME[@REVISION] - the snapshot in the Hugging
+// Face cache (README: `cost --model Qwen/Qwen3-8B`).
+static int cached_config(char *path, size_t n, const char *model, struct err *e) {
+    struct stat st;
+    if (!strchr(model, '/')) {
+        struct fetch_opts fo;
+        fetch_opts_init(&fo, 1);
+        struct fetch_plan p;
+        int rc = fetch_plan_model(&p, model, &fo, e);
+        if (rc) return rc;
+        rc = path_join(path, n, p.root, "config.json", e);
+        fetch_plan_free(&p);
+        if (rc || stat(path, &st) == 0) return rc;
+    }
+    struct model_ref mref;
+    int rc = model_resolve(&mref, model, 1, e);
+    if (rc) {
+        char why[ERR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", e->msg);
+        return err_set(e, rc, "--model %s: %s (cost reads only its config.json and downloads nothing: run `hifa4-eval "
+                       "download --model %s`, or give the shape with --shape LAYERS:HEADS:KV_HEADS:HEAD_DIM)", model, why, model);
+    }
+    return path_join(path, n, mref.dir, "config.json", e);
+}
+
 // Reads only the shape fields of a HF config.json (dir or file) and the per-layer sliding
 // window with the transformers semantics of each architecture.
 // TODO: switch to cfg_load once config.c lands
@@ -54,20 +82,9 @@ static int read_shape(struct mshape *s, const char *model, struct err *e) {
     char path[4096];
     struct stat st;
     char named[4096];
-    if (stat(model, &st) != 0 && !strchr(model, '/') && model[0] != '.') {
-        // a name from configs/models (README: `cost --model qwen3-8b`): the shape is read from
-        // the cached config.json; nothing is downloaded (the cost needs no weights)
-        struct fetch_opts fo;
-        fetch_opts_init(&fo, 1);
-        struct fetch_plan p;
-        int rc = fetch_plan_model(&p, model, &fo, e);
+    if (stat(model, &st) != 0 && model[0] != '/' && model[0] != '.' && model[0] != '~') {
+        int rc = cached_config(named, sizeof named, model, e);
         if (rc) return rc;
-        rc = path_join(named, sizeof named, p.root, "config.json", e);
-        fetch_plan_free(&p);
-        if (rc) return rc;
-        if (stat(named, &st) != 0)
-            return err_set(e, ERR_NOTFOUND, "--model %s: its config.json is not in the cache (%s): run `hifa4-eval download "
-                           "--model %s`, or give the shape with --shape LAYERS:HEADS:KV_HEADS:HEAD_DIM", model, named, model);
         model = named;
     }
     if (stat(model, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
@@ -402,7 +419,7 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     const char *qformat = "hif4";
     int T = 0, br = 128, bc = 128, window = 0, as_json = 0, help = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model, "M: model directory or config.json (shape only, no weights)"},
+        {"model", CLI_STR, &model, "M: model directory, config.json, ORG/NAME[@REVISION] or a name from configs/models, read from the caches (shape only: no weights, nothing downloaded)"},
         {"shape", CLI_STR, &shape_arg, "L:H:Hkv:d: shape without a file (layers, query heads, kv heads, head dim)"},
         {"window", CLI_INT, &window, "W: sliding window of every layer with --shape (0 = none)"},
         {"seq", CLI_INT, &T, "T: tokens of the sequence (required)"},

@@ -3,11 +3,13 @@
 // diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/calib/diagnose.c.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/pool.h"
 #include "cli/cli.h"
 #include "calib/diagnose.h"
 #include "cli/model_arg.h"
+#include "cli/run_calib.h"
 
 int cmd_diagnose(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;
@@ -16,7 +18,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     int64_t seed = 0;
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
-        {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory (default: the 8 built-in prompts)"},
+        {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory, or brown (the Brown corpus, found like task data; default: the 8 built-in prompts)"},
         {"calib-samples", CLI_INT, &samples, "N: samples from --calib (default 1024)"},
         {"calib-len", CLI_INT, &len, "N: tokens per --calib sample (default 512)"},
         {"seed", CLI_I64, &seed, "S: --calib sample selection seed (default 0)"},
@@ -58,6 +60,12 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
+    // --calib brown: the default calibration text, found and fetched as `calibrate` finds it
+    char text[4096];
+    if (calib && !strcmp(calib, RUN_CALIB_SOURCE) && !file_exists(calib) && !dir_exists(calib)) {
+        if ((rc = run_calib_text(text, sizeof text, NULL, offline, e))) return rc;
+        o.calib = text;
+    }
     struct diagnose d;
     if ((rc = diag_run(&d, mref.dir, tokenizer, &o, e))) return rc;
     // a name, hub id or GGUF names the model (its directory is a revision, commit or hash)
