@@ -30,35 +30,6 @@ static void spath(char *p, size_t n, const char *dir, int m, int k) {
     else snprintf(p, n, "%s/samples-%s-%s.jsonl.zst", dir, task, modes[m]);
 }
 
-// Two samples files hold the same items, frame for frame, byte for byte. Each starts with its
-// stamp (results/stamp.h, issue 27): a skippable frame naming its run's configuration key, which
-// holds --replicas K, so a plain run's stamp and a replicas run's necessarily differ; every
-// frame after it must be the same bytes.
-static char *read_raw(const char *path, size_t *n) { // the bytes as stored (file_read_all inflates .zst)
-    FILE *f = fopen(path, "rb");
-    char *p = NULL;
-    *n = 0;
-    if (f && fseek(f, 0, SEEK_END) == 0) {
-        long len = ftell(f);
-        if (len >= 0 && (p = malloc((size_t)len + 1)) && fseek(f, 0, SEEK_SET) == 0) *n = fread(p, 1, (size_t)len, f);
-    }
-    if (f) fclose(f);
-    return p;
-}
-
-static int same_items(const char *pa, const char *pb) {
-    size_t na = 0, nb = 0;
-    char *a = read_raw(pa, &na), *b = read_raw(pb, &nb);
-    int same = 0;
-    if (a && b) {
-        const size_t sa = results_stamp_size(a, na), sb = results_stamp_size(b, nb);
-        same = sa > 0 && sb > 0 && na - sa == nb - sb && !memcmp(a + sa, b + sb, na - sa);
-    }
-    free(a);
-    free(b);
-    return same;
-}
-
 static int same_replicas(const char *a, const char *b, int K, const char *what) {
     int bad = 0;
     for (int k = 0; k <= K; k++)
@@ -83,7 +54,7 @@ static void test_replica0_and_spread(void) {
     for (int m = 0; m < N_MODES; m++) {
         spath(pa, sizeof pa, plain, m, 0);
         spath(pb, sizeof pb, rep, m, 0);
-        CHECK(same_items(pa, pb), "%s: replica 0's items byte-identical to the plain run's", modes[m]);
+        CHECK(test_same_bytes(pa, pb), "%s: replica 0's samples file byte-identical to the plain run's (stamp included)", modes[m]);
         for (int k = 1; k <= 2; k++) {
             spath(pb, sizeof pb, rep, m, k);
             CHECK(file_exists(pb) && !test_same_bytes(pa, pb), "%s: replica %d exists and differs from replica 0", modes[m], k);
@@ -123,7 +94,7 @@ static void test_replica0_and_spread(void) {
     for (int m = 0; m < N_MODES; m++) {
         spath(pa, sizeof pa, plain, m, 0);
         spath(pb, sizeof pb, rep, m, 0);
-        CHECK(same_items(pa, pb), "%s: replica 0 unchanged by resuming the finished run", modes[m]);
+        CHECK(test_same_bytes(pa, pb), "%s: replica 0 unchanged by resuming the finished run", modes[m]);
     }
     CHECK(test_sh("%s --quiet run --model %s --task %s %s --limit 5 --attn f32 --replicas -1 2>/dev/null", bin, model, task, data) == 2,
           "--replicas -1 is a usage error");

@@ -64,13 +64,38 @@ int results_resume_command(char *out, size_t n, const cJSON *run) {
     return rc;
 }
 
+// "<mode>@r<k>" with k >= 1 digits (results/noise.h): a replica's samples file.
+static int is_replica_mode(const char *mode) {
+    const char *at = strrchr(mode, '@');
+    if (!at || at[1] != 'r' || !at[2]) return 0;
+    for (const char *p = at + 2; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+// The key a samples file of mode carries. Replica 0 (the mode's own file) computed exactly what
+// a run without --replicas computes, so it carries that run's key - the configuration key
+// without the "replicas" record - and is byte-identical to the plain run's file (issue 21);
+// a replica r >= 1 file carries the whole key, K and the seed included.
+static void stamp_key(char out[65], const cJSON *run, const char *mode) {
+    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
+    out[0] = 0;
+    if (!k) return;
+    snprintf(out, 65, "%s", k);
+    if (!cJSON_GetObjectItemCaseSensitive(run, "replicas") || is_replica_mode(mode)) return;
+    cJSON *plain = cJSON_Duplicate(run, 1);
+    if (!plain) return; // out of memory: the whole key, which a replica-0 file then fails loudly
+    cJSON_DeleteItemFromObjectCaseSensitive(plain, "replicas");
+    results_config_key(out, plain, 1);
+    cJSON_Delete(plain);
+}
+
 void results_stamp_expect(struct results_stamp *st, const cJSON *run, const char *dir, const char *task, const char *mode) {
     memset(st, 0, sizeof *st);
     snprintf(st->task, sizeof st->task, "%s", task);
     snprintf(st->mode, sizeof st->mode, "%s", mode);
-    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
     const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "model"), "hash"));
-    if (k) snprintf(st->key, sizeof st->key, "%s", k);
+    stamp_key(st->key, run, mode);
     if (h) snprintf(st->model, sizeof st->model, "%s", h);
     char cmd[1000], path[4096], word[600];
     struct err e = {0};

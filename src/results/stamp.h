@@ -2,7 +2,9 @@
 // file starts with a zstd skippable frame (ignored by every zstd reader: the decompressed text
 // and the item frames are unchanged) holding the JSON
 //   {"hifa4_samples": 1, "task": T, "mode": M, "config_key": K, "model_hash": H}
-// K is run.json's "resume_key" (results_config_key with the shard) and H its "model.hash". A
+// K is run.json's "resume_key" (results_config_key with the shard) and H its "model.hash"; in a
+// run with --replicas, replica 0's files (mode M itself) carry the key without the "replicas"
+// record - the plain run's, whose file they equal byte for byte - and "M@r<k>" files the whole. A
 // samples file copied from another run, task or mode is then named instead of being scored as
 // this run's. A file without the frame (written before it existed) is read unchecked.
 #ifndef HIFA4_RESULTS_STAMP_H
