@@ -47,13 +47,15 @@ static double time_gemm(int M, int N, int K, int count, int nt, double *cpu) {
     fill(x, (size_t)M * K, 1);
     fill(w, (size_t)N * K, 2);
     struct gemm_w pw = {0};
-    if (nt && gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, 1)) { free(x), free(w), free(y); return -1; }
+    const struct gemm_mat src = {w, GEMM_SRC_F32, (size_t)K, N, K};
+    const struct gemm_io io = {y, (size_t)N, x, (size_t)K, M, NULL, GEMM_ROUND_NONE};
+    if (nt && gemm_pack(&pw, GEMM_FMT_F32, &src, 1)) { free(x), free(w), free(y); return -1; }
     double t0 = 0, c0 = 0;
     for (int i = -1; i < count; i++) {
         if (i == 0) t0 = time_now(), c0 = cpu_now();
         if (nt) {
             struct gemm_plan p;
-            gemm_plan_init(&p, y, (size_t)N, x, (size_t)K, &pw, M, 0, N, NULL, 0);
+            gemm_plan_init(&p, &io, &pw, 0, N);
             pool_for(p.n_tasks, gemm_task, &p, nt < p.max_threads ? nt : p.max_threads);
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);

@@ -67,18 +67,18 @@ static void one_case(int M, int N, int K, int special, int mc, int pc, int kc) {
     fill(x, (size_t)M * ldx, special), fill(w, (size_t)N * K, special), fill(b, (size_t)N, special);
     const float sentinel = gemm_float(0x7fbadbadu);
     for (size_t i = 0; i < (size_t)M * ldy; i++) ref[i] = sentinel;
-    gemm_ref(full, (size_t)N, x, ldx, w, (size_t)K, M, N, K, use_bias ? b : NULL, bf16);
+    gemm_ref(&(struct gemm_io){full, (size_t)N, x, ldx, M, use_bias ? b : NULL, bf16}, w, (size_t)K, N, K);
     for (int m = 0; m < M; m++) memcpy(ref + (size_t)m * ldy + n0, full + (size_t)m * N + n0, (size_t)(n1 - n0) * 4);
     gemm_set_blocking(mc, pc, 0);
     gemm_set_kc(kc);
     for (int s = 0; s < n_isas; s++) {
         gemm_isa_set(isas[s]);
         struct gemm_w pw;
-        int rc = gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, irand(1, 3));
+        int rc = gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, (size_t)K, N, K}, irand(1, 3));
         CHECK(rc == 0, "pack rc %d", rc);
         for (int nt = 1; nt <= 4; nt++) {
             for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = sentinel;
-            rc = gemm_run(y, ldy, x, ldx, &pw, M, n0, n1, use_bias ? b : NULL, bf16, nt);
+            rc = gemm_run(&(struct gemm_io){y, ldy, x, ldx, M, use_bias ? b : NULL, bf16}, &pw, n0, n1, nt);
             long d = first_diff(y, ref, (size_t)M * ldy);
             CHECK(rc == 0 && d < 0,
                   "%s t=%d M=%d N=%d K=%d ldx=%zu ldy=%zu cols [%d,%d) bias %d bf16 %d special %d blk %d,%d,%d: "
@@ -90,7 +90,7 @@ static void one_case(int M, int N, int K, int special, int mc, int pc, int kc) {
         // the task interface: every block once, in a shuffled order, equals gemm_run
         struct gemm_plan pl;
         for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = sentinel;
-        rc = gemm_plan_init(&pl, y, ldy, x, ldx, &pw, M, n0, n1, use_bias ? b : NULL, bf16);
+        rc = gemm_plan_init(&pl, &(struct gemm_io){y, ldy, x, ldx, M, use_bias ? b : NULL, bf16}, &pw, n0, n1);
         int order[4096], nt = pl.n_tasks < 4096 ? pl.n_tasks : 0;
         for (int t = 0; t < nt; t++) order[t] = t;
         for (int t = nt - 1; t > 0; t--) {
@@ -152,12 +152,12 @@ static void test_zero_sign_nan(void) {
         gemm_isa_set(isas[s]);
         for (int i = 0; i < N; i++) b[i] = -0.0f;
         struct gemm_w pw;
-        gemm_pack(&pw, w, GEMM_SRC_F32, K, N, K, 1);
-        gemm_run(y, N, x, K, &pw, M, 0, N, NULL, 0, 1);
+        gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, K, N, K}, 1);
+        gemm_run(&(struct gemm_io){y, N, x, K, M, NULL, 0}, &pw, 0, N, 1);
         int pos = 1;
         for (int i = 0; i < M * N; i++) pos &= gemm_bits(y[i]) == 0u;
         CHECK(pos, "%s: all-(-0.0) products must give +0.0 (chain starts at +0.0)", isas[s]);
-        gemm_run(y, N, x, K, &pw, M, 0, N, b, 0, 1); // +0.0 + -0.0 = +0.0
+        gemm_run(&(struct gemm_io){y, N, x, K, M, b, 0}, &pw, 0, N, 1); // +0.0 + -0.0 = +0.0
         pos = 1;
         for (int i = 0; i < M * N; i++) pos &= gemm_bits(y[i]) == 0u;
         CHECK(pos, "%s: +0.0 + bias -0.0 must give +0.0", isas[s]);
@@ -166,8 +166,8 @@ static void test_zero_sign_nan(void) {
         w[2 * K + 1] = INFINITY; // row 0 col 2: -1*Inf = -Inf; row 2 too
         w[3 * K + 1] = INFINITY, w[3 * K + 2] = -INFINITY; // col 3: -Inf + Inf = NaN
         gemm_w_free(&pw);
-        gemm_pack(&pw, w, GEMM_SRC_F32, K, N, K, 1);
-        gemm_run(y, N, x, K, &pw, M, 0, N, NULL, 1, 1);
+        gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, K, N, K}, 1);
+        gemm_run(&(struct gemm_io){y, N, x, K, M, NULL, 1}, &pw, 0, N, 1);
         int ok = 1;
         for (int n = 0; n < N; n++) ok &= gemm_bits(y[N + n]) == GEMM_QNAN;
         CHECK(ok, "%s: NaN in x row 1 must give canonical NaN in every column of row 1", isas[s]);
@@ -180,8 +180,8 @@ static void test_zero_sign_nan(void) {
         gemm_w_free(&pw);
         // K = 0: y = +0.0 + bias
         for (int i = 0; i < N; i++) b[i] = (float)i - 3.5f;
-        gemm_pack(&pw, w, GEMM_SRC_F32, 0, N, 0, 1);
-        gemm_run(y, N, x, 0, &pw, M, 0, N, b, 0, 2);
+        gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, 0, N, 0}, 1);
+        gemm_run(&(struct gemm_io){y, N, x, 0, M, b, 0}, &pw, 0, N, 2);
         ok = 1;
         for (int m = 0; m < M; m++)
             for (int n = 0; n < N; n++) ok &= y[m * N + n] == b[n] && gemm_bits(y[m * N + n]) == gemm_bits(b[n] + 0.0f);
@@ -209,8 +209,8 @@ static void test_bf16_epilogue(void) {
     for (int s = 0; s < n_isas; s++) {
         gemm_isa_set(isas[s]);
         struct gemm_w pw;
-        gemm_pack(&pw, w, GEMM_SRC_F32, 1, N, 1, 1);
-        gemm_run(y, N, x, 1, &pw, 1, 0, N, b, 1, 1);
+        gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, 1, N, 1}, 1);
+        gemm_run(&(struct gemm_io){y, N, x, 1, 1, b, 1}, &pw, 0, N, 1);
         int bad = -1;
         for (int n = 0; n < N; n++) {
             float v = 0.0f + b[n];
@@ -245,14 +245,14 @@ static void test_pack_16bit(void) {
                 h[i] = (uint16_t)(i < n ? i * 40503u : next()); // a permutation of all codes when n = 65536
                 f[i] = t == 0 ? gemm_float((uint32_t)h[i] << 16) : f16_ref(h[i]);
             }
-            const size_t bytes = gemm_packed_bytes(N, K);
+            const size_t bytes = gemm_packed_bytes(GEMM_FMT_F32, N, K);
             float *p16 = aligned_alloc(64, bytes), *p32 = aligned_alloc(64, bytes);
             for (int s = 0; s < n_isas; s++) {
                 gemm_isa_set(isas[s]);
                 struct gemm_w a, b;
                 memset(p16, 0xff, bytes), memset(p32, 0xee, bytes);
-                int rc1 = gemm_pack_into(&a, p16, bytes, h, t == 0 ? GEMM_SRC_BF16 : GEMM_SRC_F16, ld, N, K, 2);
-                int rc2 = gemm_pack_into(&b, p32, bytes, f, GEMM_SRC_F32, ld, N, K, 2);
+                int rc1 = gemm_pack_into(&a, GEMM_FMT_F32, p16, bytes, &(struct gemm_mat){h, t == 0 ? GEMM_SRC_BF16 : GEMM_SRC_F16, ld, N, K}, 2);
+                int rc2 = gemm_pack_into(&b, GEMM_FMT_F32, p32, bytes, &(struct gemm_mat){f, GEMM_SRC_F32, ld, N, K}, 2);
                 CHECK(rc1 == 0 && rc2 == 0 && memcmp(p16, p32, bytes) == 0, "%s: %s packing of (%d,%d) differs from f32",
                       isas[s], t == 0 ? "bf16" : "f16", N, K);
                 // and the packed layout itself: panel p, k, lane c = row p*16+c, column k
@@ -275,16 +275,16 @@ static void test_pack_panels(void) {
         const int N = pick_dim(300), K = pick_dim(300), np = (N + 15) / 16;
         float *w = malloc((size_t)N * K * 4);
         fill(w, (size_t)N * K, 1);
-        const size_t bytes = gemm_packed_bytes(N, K);
+        const size_t bytes = gemm_packed_bytes(GEMM_FMT_F32, N, K);
         float *mem = aligned_alloc(64, bytes + 64);
         for (int s = 0; s < n_isas; s++) {
             gemm_isa_set(isas[s]);
             struct gemm_w a, b;
-            gemm_pack(&a, w, GEMM_SRC_F32, (size_t)K, N, K, 1);
-            int rc = gemm_w_init(&b, mem, bytes, N, K);
+            gemm_pack(&a, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, (size_t)K, N, K}, 1);
+            int rc = gemm_w_init(&b, GEMM_FMT_F32, mem, bytes, N, K);
             for (int pb = np; pb > 0 && !rc;) {
                 const int step = irand(1, 5), pa = pb - step < 0 ? 0 : pb - step;
-                rc = gemm_pack_panels(&b, w, GEMM_SRC_F32, (size_t)K, pa, pb);
+                rc = gemm_pack_panels(&b, &(struct gemm_mat){w, GEMM_SRC_F32, (size_t)K, N, K}, pa, pb);
                 pb = pa;
             }
             CHECK(rc == 0 && memcmp(a.p, b.p, bytes) == 0, "%s: pack_panels (%d,%d) rc %d", isas[s], N, K, rc);
@@ -295,8 +295,8 @@ static void test_pack_panels(void) {
                 same &= memcmp(row, w + (size_t)n * K, (size_t)K * 4) == 0;
             }
             CHECK(same, "%s: gemm_w_row differs from the source rows", isas[s]);
-            CHECK(gemm_pack_panels(&b, w, GEMM_SRC_F32, (size_t)K, 0, np + 1) == GEMM_ERR_RANGE, "pb > panels");
-            CHECK(gemm_w_init(&b, mem, bytes - 1, N, K) == GEMM_ERR_RANGE || bytes == 0, "short");
+            CHECK(gemm_pack_panels(&b, &(struct gemm_mat){w, GEMM_SRC_F32, (size_t)K, N, K}, 0, np + 1) == GEMM_ERR_RANGE, "pb > panels");
+            CHECK(gemm_w_init(&b, GEMM_FMT_F32, mem, bytes - 1, N, K) == GEMM_ERR_RANGE || bytes == 0, "short");
             gemm_w_free(&a);
         }
         free(w), free(mem);
@@ -311,17 +311,17 @@ static void test_row_invariance(void) {
     float *w = malloc((size_t)N * K * 4), *x = malloc((size_t)MBIG * K * 4), *y = malloc((size_t)MBIG * N * 4);
     float *row = malloc(K * 4), *ref = malloc(N * 4), *b = malloc(N * 4);
     fill(w, (size_t)N * K, 0), fill(row, K, 0), fill(b, N, 0);
-    gemm_ref(ref, N, row, K, w, K, 1, N, K, b, 1);
+    gemm_ref(&(struct gemm_io){ref, N, row, K, 1, b, 1}, w, K, N, K);
     static const int offs[] = {0, 1, 11, 12, 13, 1234, 4095};
     for (int s = 0; s < n_isas; s++) {
         gemm_isa_set(isas[s]);
         struct gemm_w pw;
-        gemm_pack(&pw, w, GEMM_SRC_F32, K, N, K, 2);
-        gemm_run(y, N, row, K, &pw, 1, 0, N, b, 1, 1);
+        gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, K, N, K}, 2);
+        gemm_run(&(struct gemm_io){y, N, row, K, 1, b, 1}, &pw, 0, N, 1);
         CHECK(first_diff(y, ref, N) < 0, "%s: M=1 row differs from reference", isas[s]);
         fill(x, (size_t)7 * K, 0);
         memcpy(x + 3 * K, row, K * 4);
-        gemm_run(y, N, x, K, &pw, 7, 0, N, b, 1, 2);
+        gemm_run(&(struct gemm_io){y, N, x, K, 7, b, 1}, &pw, 0, N, 2);
         CHECK(first_diff(y + 3 * N, ref, N) < 0, "%s: row 3 of M=7 differs", isas[s]);
         if (!strcmp(isas[s], "scalar")) { // the scalar path is slow; M=4096 twice is enough
             gemm_w_free(&pw);
@@ -331,7 +331,7 @@ static void test_row_invariance(void) {
             const int nt = 1 + (int)(o % 4);
             fill(x, (size_t)MBIG * K, 0);
             memcpy(x + (size_t)offs[o] * K, row, K * 4);
-            gemm_run(y, N, x, K, &pw, MBIG, 0, N, b, 1, nt);
+            gemm_run(&(struct gemm_io){y, N, x, K, MBIG, b, 1}, &pw, 0, N, nt);
             CHECK(first_diff(y + (size_t)offs[o] * N, ref, N) < 0, "%s: row at offset %d of M=%d (t=%d) differs",
                   isas[s], offs[o], MBIG, nt);
         }
@@ -346,7 +346,7 @@ static void test_ref_sane(void) {
     enum { M = 5, N = 7, K = 300 };
     float x[M * K], w[N * K], y[M * N];
     fill(x, M * K, 0), fill(w, N * K, 0);
-    gemm_ref(y, N, x, K, w, K, M, N, K, NULL, 0);
+    gemm_ref(&(struct gemm_io){y, N, x, K, M, NULL, 0}, w, K, N, K);
     double worst = 0;
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
@@ -362,23 +362,23 @@ static void test_ref_sane(void) {
 static void test_errors(void) {
     float w[32 * 8] = {0}, x[8] = {0}, y[32];
     struct gemm_w pw;
-    CHECK(gemm_pack(&pw, w, GEMM_SRC_F32, 8, 32, 8, 1) == 0, "pack");
-    CHECK(gemm_run(y, 32, x, 7, &pw, 1, 0, 32, NULL, 0, 1) == GEMM_ERR_RANGE, "ldx < K");
-    CHECK(gemm_run(y, 32, x, 8, &pw, 1, 0, 33, NULL, 0, 1) == GEMM_ERR_RANGE, "n1 > N");
-    CHECK(gemm_run(y, 32, x, 8, &pw, 1, 5, 4, NULL, 0, 1) == GEMM_ERR_RANGE, "n1 < n0");
-    CHECK(gemm_run(y, 31, x, 8, &pw, 1, 0, 32, NULL, 0, 1) == GEMM_ERR_RANGE, "ldy < n1");
-    CHECK(gemm_run(y, 32, x, 8, &pw, -1, 0, 32, NULL, 0, 1) == GEMM_ERR_RANGE, "M < 0");
-    CHECK(gemm_run(y, 32, x, 8, &pw, 0, 0, 32, NULL, 0, 1) == 0, "M = 0 is a no-op");
+    CHECK(gemm_pack(&pw, GEMM_FMT_F32, &(struct gemm_mat){w, GEMM_SRC_F32, 8, 32, 8}, 1) == 0, "pack");
+    CHECK(gemm_run(&(struct gemm_io){y, 32, x, 7, 1, NULL, 0}, &pw, 0, 32, 1) == GEMM_ERR_RANGE, "ldx < K");
+    CHECK(gemm_run(&(struct gemm_io){y, 32, x, 8, 1, NULL, 0}, &pw, 0, 33, 1) == GEMM_ERR_RANGE, "n1 > N");
+    CHECK(gemm_run(&(struct gemm_io){y, 32, x, 8, 1, NULL, 0}, &pw, 5, 4, 1) == GEMM_ERR_RANGE, "n1 < n0");
+    CHECK(gemm_run(&(struct gemm_io){y, 31, x, 8, 1, NULL, 0}, &pw, 0, 32, 1) == GEMM_ERR_RANGE, "ldy < n1");
+    CHECK(gemm_run(&(struct gemm_io){y, 32, x, 8, -1, NULL, 0}, &pw, 0, 32, 1) == GEMM_ERR_RANGE, "M < 0");
+    CHECK(gemm_run(&(struct gemm_io){y, 32, x, 8, 0, NULL, 0}, &pw, 0, 32, 1) == 0, "M = 0 is a no-op");
     gemm_w_free(&pw);
     struct gemm_w q;
     char *mem = aligned_alloc(64, 64 * 1024);
-    CHECK(gemm_pack_into(&q, mem + 4, 60000, w, GEMM_SRC_F32, 8, 32, 8, 1) == GEMM_ERR_RANGE, "misaligned mem");
-    CHECK(gemm_pack_into(&q, mem, gemm_packed_bytes(32, 8) - 1, w, GEMM_SRC_F32, 8, 32, 8, 1) == GEMM_ERR_RANGE,
+    CHECK(gemm_pack_into(&q, GEMM_FMT_F32, mem + 4, 60000, &(struct gemm_mat){w, GEMM_SRC_F32, 8, 32, 8}, 1) == GEMM_ERR_RANGE, "misaligned mem");
+    CHECK(gemm_pack_into(&q, GEMM_FMT_F32, mem, gemm_packed_bytes(GEMM_FMT_F32, 32, 8) - 1, &(struct gemm_mat){w, GEMM_SRC_F32, 8, 32, 8}, 1) == GEMM_ERR_RANGE,
           "short mem");
-    CHECK(gemm_pack_into(&q, mem, 65536, w, GEMM_SRC_F32, 7, 32, 8, 1) == GEMM_ERR_RANGE, "ld < K");
-    CHECK(gemm_pack_into(&q, mem, 65536, w, 9, 8, 32, 8, 1) == GEMM_ERR_RANGE, "bad type");
-    CHECK(gemm_packed_bytes(17, 3) == 2 * 3 * 16 * 4, "packed bytes %zu", gemm_packed_bytes(17, 3));
-    CHECK(gemm_packed_bytes(-1, 3) == 0 && gemm_packed_bytes(0x7fffffff, 0x7fffffff) != 0, "packed bytes edge");
+    CHECK(gemm_pack_into(&q, GEMM_FMT_F32, mem, 65536, &(struct gemm_mat){w, GEMM_SRC_F32, 7, 32, 8}, 1) == GEMM_ERR_RANGE, "ld < K");
+    CHECK(gemm_pack_into(&q, GEMM_FMT_F32, mem, 65536, &(struct gemm_mat){w, 9, 8, 32, 8}, 1) == GEMM_ERR_RANGE, "bad type");
+    CHECK(gemm_packed_bytes(GEMM_FMT_F32, 17, 3) == 2 * 3 * 16 * 4, "packed bytes %zu", gemm_packed_bytes(GEMM_FMT_F32, 17, 3));
+    CHECK(gemm_packed_bytes(GEMM_FMT_F32, -1, 3) == 0 && gemm_packed_bytes(GEMM_FMT_F32, 0x7fffffff, 0x7fffffff) != 0, "packed bytes edge");
     free(mem);
     CHECK(gemm_isa_set("bogus") == GEMM_ERR_RANGE, "unknown ISA name");
     CHECK(gemm_isa_set("scalar") == 0 && !strcmp(gemm_isa_name(), "scalar"), "force scalar");
