@@ -98,7 +98,6 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
     const float *xp = a->xp;
     const uint32_t *w = a->wq;
     const size_t ws = a->ws, xs = mr == 1 ? 1 : 8;
-    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
@@ -109,7 +108,7 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             const __m256i u = _mm256_load_si256((const __m256i *)(w + (v / 2) * ws + (size_t)q * 16 + (v % 2) * 8));
-            wv[v] = _mm256_castsi256_ps(_mm256_and_si256(u, hi));
+            wv[v] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(u, 16), 16)); // no mask register: 16 ymm
         }
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
