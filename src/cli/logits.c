@@ -66,7 +66,9 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"tile", CLI_INT, &tile, "N: attention tile Bc (default 128)"},
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
-        {"weights", CLI_STR, &weights, "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, not the default arithmetic: docs/speed.md)"},
+        {"weights", CLI_STR, &weights,
+         "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
+         "vdpbf16ps under --act bf16: docs/speed.md)"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };

@@ -34,7 +34,9 @@ void gemm_ref_dp(const struct gemm_io *io, const float *w, size_t ldw, int N, in
         }
 }
 
-const char *gemm_arithmetic(enum gemm_fmt fmt) { return fmt == GEMM_FMT_BF16_DP ? GEMM_ARITHMETIC_DP : GEMM_ARITHMETIC; }
+const char *gemm_arithmetic(enum gemm_fmt fmt) {
+    return fmt == GEMM_FMT_BF16_DP ? GEMM_ARITHMETIC_DP : GEMM_ARITHMETIC;
+}
 
 // ---- scalar path (CPUs without FMA or AVX2; also a third witness in the tests) ----
 #define SC_MR 4
@@ -52,8 +54,10 @@ static void scalar_tile(const struct gemm_args *a, int i, int mr, int p) {
         for (int r = 0; r < mr; r++) {
             float xv = a->x[(size_t)(i + r) * a->ldx + k];
             if (dp) xv = gemm_daz(gemm_float(gemm_bf16_bits(xv)));
-            for (int c = 0; c < 16; c++)
-                acc[r][c] = dp ? gemm_dp_step(acc[r][c], xv, gemm_daz(sc_w(a, p, k, c))) : fmaf(xv, sc_w(a, p, k, c), acc[r][c]);
+            for (int c = 0; c < 16; c++) {
+                const float wv = sc_w(a, p, k, c);
+                acc[r][c] = dp ? gemm_dp_step(acc[r][c], xv, gemm_daz(wv)) : fmaf(xv, wv, acc[r][c]);
+            }
         }
     const int c0 = a->n0 > p * 16 ? a->n0 : p * 16, c1 = a->n1 < p * 16 + 16 ? a->n1 : p * 16 + 16;
     for (int r = 0; r < mr; r++)
@@ -287,7 +291,8 @@ int gemm_plan_init(struct gemm_plan *p, const struct gemm_io *io, const struct g
     const struct gemm_isa *s = isa_get(&rc);
     if (!s) return rc;
     const int M = io->M;
-    if (M < 0 || n0 < 0 || n1 < n0 || n1 > w->N || io->ldx < (size_t)w->K || io->ldy < (size_t)n1) return GEMM_ERR_RANGE;
+    if (M < 0 || n0 < 0 || n1 < n0 || n1 > w->N || io->ldx < (size_t)w->K || io->ldy < (size_t)n1)
+        return GEMM_ERR_RANGE;
     if (M == 0 || n0 == n1) return 0;
     p->isa = s;
     p->io = *io;
@@ -311,7 +316,8 @@ void gemm_plan_task(const struct gemm_plan *p, int task) {
     const struct gemm_args a = {io->y, io->ldy, io->x, io->ldx, p->w->p, p->w->q, p->w->fmt, p->w->K,
                                 p->n0, p->n1, io->bias, io->round, p->kc};
     const int rb = task % p->nrb, cb = task / p->nrb, m0 = rb * p->mc, q0 = p->p0 + cb * p->pc;
-    const int m1 = m0 + p->mc < io->M ? m0 + p->mc : io->M, q1 = q0 + p->pc < p->p0 + p->np ? q0 + p->pc : p->p0 + p->np;
+    const int m1 = m0 + p->mc < io->M ? m0 + p->mc : io->M;
+    const int q1 = q0 + p->pc < p->p0 + p->np ? q0 + p->pc : p->p0 + p->np;
     s->block(&a, m0, m1, q0, q1);
 }
 

@@ -145,8 +145,10 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
             for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
         }
 #pragma GCC unroll 4
-        for (int j = 0; j < np; j++)
-            wv[j] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_load_si512((const void *)(w + j * ws + (size_t)q * 16)), 16));
+        for (int j = 0; j < np; j++) {
+            const __m512i u = _mm512_load_si512((const void *)(w + j * ws + (size_t)q * 16));
+            wv[j] = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             __m512 xb = _mm512_set1_ps(xp[(size_t)(2 * q + 1) * xs + i]);
@@ -256,8 +258,9 @@ enum xprep {
 
 // Rounds n floats to bf16 in place (gemm_bf16_bits).
 static void round_n(float *v, size_t n) {
-    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), top = _mm512_set1_epi32((int)0xffff0000u);
-    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    const __m512i top = _mm512_set1_epi32((int)0xffff0000u), abs = _mm512_set1_epi32(0x7fffffff);
+    const __m512i inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512i u = _mm512_loadu_si512((const void *)(v + i));

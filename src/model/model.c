@@ -73,7 +73,7 @@ int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e) {
     if (replica == 0) return 0;
     if (m->weights != MODEL_WEIGHTS_F32 || !m->head.pw.p)
         return err_set(e, ERR_USAGE, "model: the replicas' perturbation moves resident binary32 weights; these are "
-                       "streamed (use --weights f32)");
+                       "%s (use --weights f32)", m->weights == MODEL_WEIGHTS_BF16 ? "bf16 panels" : "streamed");
     struct perturb_job j = {m, seed, replica};
     pool_for(m->cfg.n_layers * W_COUNT + 2, perturb_task, &j, m->opts.n_threads);
     return 0;
