@@ -77,6 +77,8 @@ bench: $(BIN) $(BENCH_BINS)
 	@mkdir -p $(BUILD)/tmp
 	@for isa in avx512 avx2; do HIFA4_GEMM_ISA=$$isa $(BUILD)/tests/bench_gemm --set frac --threads 1 --no-blas \
 	  --reps 2 --min-time 0.2 || echo "bench_gemm: $$isa path not run"; done
+	@for f in dp bf16; do $(BUILD)/tests/bench_gemm --set frac --threads 1 --no-blas --fmt $$f --reps 2 \
+	  --min-time 0.2; done
 	@for b in $(BENCH_BINS); do HIFA4_TMP=$(BUILD)/tmp $$b || exit 1; done
 
 asan:

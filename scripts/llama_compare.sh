@@ -6,7 +6,8 @@
 #   usage: scripts/llama_compare.sh [REPS]        (default 2; the best of REPS is reported)
 #   env:   HIFA4_BIN (./hifa4-eval), DATA_DIR (../shared/datasets), GGUF (the SmolLM2 Q4_1 GGUF,
 #          fetched by scripts/fetch_smollm2.sh), OUT (~/.cache/hifa4/compare), THREADS ("1 2"),
-#          MODELS ("F32 BF16"), WINDOWS ("512x4 2048x1"), ATTN (bf16)
+#          MODELS ("F32 BF16"), WINDOWS ("512x4 2048x1"), ATTN (bf16), WEIGHTS ("f32 bf16": our
+#          --weights modes; bf16 = resident bf16 panels and vdpbf16ps under --act bf16)
 # The F32 and BF16 GGUFs are made from the Q4_1 GGUF with llama-quantize --allow-requantize
 # (every weight dequantized: F32 exactly, BF16 rounded to nearest even) and imported with
 # `hifa4-eval import-gguf --dtype f32|bf16`, so both programs read the same numbers.
@@ -47,10 +48,13 @@ for r in $(seq 1 "$REPS"); do
         for th in ${THREADS:-1 2}; do
             for T in ${MODELS:-F32 BF16}; do
                 t=$(echo "$T" | tr 'A-Z' 'a-z')
-                o=$(mktemp -d)
-                run "hifa4 $T ctx=$ctx n=$n t=$th" "$BIN" run --model "$OUT/hifa4-$t" --task ppl --ppl-ctx "$ctx" \
-                    --limit "$n" --attn "${ATTN:-bf16}" --threads "$th" --data-dir "$DATA" --out "$o/r"
-                rm -rf "$o"
+                for wm in ${WEIGHTS:-f32 bf16}; do
+                    o=$(mktemp -d)
+                    run "hifa4-w$wm $T ctx=$ctx n=$n t=$th" "$BIN" run --model "$OUT/hifa4-$t" --task ppl \
+                        --ppl-ctx "$ctx" --limit "$n" --attn "${ATTN:-bf16}" --threads "$th" --weights "$wm" \
+                        --data-dir "$DATA" --out "$o/r"
+                    rm -rf "$o"
+                done
                 run "llama $T ctx=$ctx n=$n t=$th" "$LBIN/llama-perplexity" -m "$OUT/smollm2-135m.$T.gguf" -f "$RAW" \
                     -c "$ctx" -b "$ctx" --chunks "$n" -t "$th"
             done

@@ -54,4 +54,16 @@ int main(){
   show("2^-120 + 2^-70*2^-60 (is the product flushed?)", dp(ldexpf(1,-120),0,0,ldexpf(1,-70),ldexpf(1,-60)), ldexpf(1,-120)+ldexpf(1,-130));
   show("2^-126 + (-2^-70*2^-60)", dp(ldexpf(1,-126),0,0,-ldexpf(1,-70),ldexpf(1,-60)), ldexpf(1,-126)-ldexpf(1,-130));
   show("max + max*2", dp(f(0x7f7f0000),0,0,f(0x7f7f0000),2), f(0x7f7f0000)+f(0x7f7f0000)*2);
+  // tininess before or after rounding: acc = 2^-126 + 2^-149, product -m * 2^-149; the
+  // "want" column is the gradual-underflow fmaf, DIFF where the unbounded rounding is tiny
+  static const float ms[] = {1.125f, 1.25f, 1.375f, 1.5f, 1.625f};
+  for (int i = 0; i < 5; i++) {
+    char n[64];
+    snprintf(n, sizeof n, "2^-126+2^-149 - %.3f*2^-149 [tininess]", ms[i]);
+    show(n, dp(ldexpf(1,-126)+ldexpf(1,-149),0,0,-ms[i]*ldexpf(1,-75),ldexpf(1,-74)),
+         fmaf(-ms[i]*ldexpf(1,-75),ldexpf(1,-74),ldexpf(1,-126)+ldexpf(1,-149)));
+  }
+  // a tiny partial sum inside the pair is flushed before the even product is added
+  show("2^-125 - 0.75*2^-125(odd) + 2^-126(even) [pair ftz]", dp(ldexpf(1,-125),ldexpf(1,-126),1,-0.75f*ldexpf(1,-125),1),
+       ldexpf(1,-126));
 }

@@ -51,6 +51,7 @@ static const struct shape set_frac[] = {
     {"135m dn", 512, 576, 1536},   {"8b q", 512, 4096, 4096},    {"8b ffn", 512, 12288, 4096},
     {"8b down", 512, 4096, 12288}, {"135m q/o", 4096, 576, 576}, {"135m up", 4096, 1536, 576},
     {"135m dn", 4096, 576, 1536},  {"135m head", 4096, 49152, 576}};
+static enum gemm_fmt bfmt = GEMM_FMT_F32; // --fmt f32|bf16|dp: the packed format timed
 static double peak = 0; // this path's FMA peak, GFLOP per CPU-second of one thread
 static const struct shape set_135m[] = {{"q/o", 4096, 576, 576}, {"k/v", 4096, 192, 576},
                                         {"gate/up", 4096, 1536, 576}, {"down", 4096, 576, 1536},
@@ -66,7 +67,8 @@ static struct t2 time_calls(int lib, int nt, const struct shape *s, float *y, co
     int iters = 0;
     double w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID), w1;
     do {
-        if (lib == 0) gemm_run(y, (size_t)s->N, x, (size_t)s->K, pw, s->M, 0, s->N, NULL, 0, nt);
+        const struct gemm_io io = {y, (size_t)s->N, x, (size_t)s->K, s->M, NULL, GEMM_ROUND_NONE};
+        if (lib == 0) gemm_run(&io, pw, 0, s->N, nt);
         else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->M, s->N, s->K, 1.0f, x, s->K, w, s->K, 0.0f, y, s->N);
         iters++;
         w1 = now(CLOCK_MONOTONIC);
@@ -82,7 +84,8 @@ static void bench_shape(const struct shape *s, const struct opts *o) {
     if (!x || !w || !y) { fprintf(stderr, "out of memory\n"); exit(1); }
     for (size_t i = 0; i < nx; i++) x[i] = frand();
     for (size_t i = 0; i < nw; i++) w[i] = frand();
-    if (gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)s->K, s->N, s->K, 2)) { fprintf(stderr, "pack failed\n"); exit(1); }
+    const struct gemm_mat src = {w, GEMM_SRC_F32, (size_t)s->K, s->N, s->K};
+    if (gemm_pack(&pw, bfmt, &src, 2)) { fprintf(stderr, "pack failed\n"); exit(1); }
     const double flop = 2.0 * s->M * s->N * s->K;
     for (int ti = 0; ti < o->n_threads; ti++) {
         const int nt = o->threads[ti];
@@ -113,7 +116,7 @@ static void bench_shape(const struct shape *s, const struct opts *o) {
 // Packing speed for an (N, K) matrix from f32, bf16 and f16 rows, against memcpy of the
 // packed bytes and the project's bf16 -> row-major f32 conversion loop.
 static void bench_pack(int N, int K, int nt, int reps) {
-    const size_t n = (size_t)N * K, bytes = gemm_packed_bytes(N, K);
+    const size_t n = (size_t)N * K, bytes = gemm_packed_bytes(GEMM_FMT_F32, N, K);
     float *w = malloc(n * 4), *dst = aligned_alloc(64, bytes), *cpy = aligned_alloc(64, bytes);
     uint16_t *h = malloc(n * 2), *hf = malloc(n * 2);
     if (!w || !dst || !cpy || !h || !hf) { fprintf(stderr, "out of memory\n"); exit(1); }
@@ -123,11 +126,13 @@ static void bench_pack(int N, int K, int nt, int reps) {
     for (int r = 0; r < reps; r++) {
         struct gemm_w pw;
         double t0 = now(CLOCK_MONOTONIC);
-        gemm_pack_into(&pw, dst, bytes, w, GEMM_SRC_F32, (size_t)K, N, K, nt);
+        const struct gemm_mat sf = {w, GEMM_SRC_F32, (size_t)K, N, K}, sb = {h, GEMM_SRC_BF16, (size_t)K, N, K},
+                              sh = {hf, GEMM_SRC_F16, (size_t)K, N, K};
+        gemm_pack_into(&pw, GEMM_FMT_F32, dst, bytes, &sf, nt);
         double t1 = now(CLOCK_MONOTONIC);
-        gemm_pack_into(&pw, dst, bytes, h, GEMM_SRC_BF16, (size_t)K, N, K, nt);
+        gemm_pack_into(&pw, GEMM_FMT_F32, dst, bytes, &sb, nt);
         double t2 = now(CLOCK_MONOTONIC);
-        gemm_pack_into(&pw, dst, bytes, hf, GEMM_SRC_F16, (size_t)K, N, K, nt);
+        gemm_pack_into(&pw, GEMM_FMT_F32, dst, bytes, &sh, nt);
         double t3 = now(CLOCK_MONOTONIC);
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int c = 0; c < nt; c++) {
@@ -161,7 +166,8 @@ static void tune(const struct shape *s, const char *list, int nt, int reps, doub
     struct gemm_w pw;
     for (size_t i = 0; i < nx; i++) x[i] = frand();
     for (size_t i = 0; i < nw; i++) w[i] = frand();
-    gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)s->K, s->N, s->K, 2);
+    const struct gemm_mat src = {w, GEMM_SRC_F32, (size_t)s->K, s->N, s->K};
+    gemm_pack(&pw, bfmt, &src, 2);
     struct t2 best[32];
     for (int c = 0; c < n; c++) best[c].wall = best[c].cpu = 1e30;
     for (int r = 0; r < reps; r++)
@@ -207,7 +213,8 @@ static void bench_seq(int M, int layers, const char *mode, int nt, int reps) {
             w[l][j] = malloc(n * 4);
             for (size_t i = 0; i < n; i++) w[l][j][i] = frand();
             if (!blas) {
-                gemm_pack(&pw[l][j], w[l][j], GEMM_SRC_F32, (size_t)nk[j][1], nk[j][0], nk[j][1], 2);
+                const struct gemm_mat src = {w[l][j], GEMM_SRC_F32, (size_t)nk[j][1], nk[j][0], nk[j][1]};
+                gemm_pack(&pw[l][j], bfmt, &src, 2);
                 free(w[l][j]);
             }
         }
@@ -220,11 +227,12 @@ static void bench_seq(int M, int layers, const char *mode, int nt, int reps) {
         for (int L = 0; L < layers; L++)
             for (int j = 0; j < NM; j++) {
                 const int N = nk[j][0], K = nk[j][1], l = L % NL;
+                const struct gemm_io io = {y, (size_t)N, x, (size_t)K, M, NULL, GEMM_ROUND_NONE};
                 if (!strcmp(mode, "pool")) {
                     struct gemm_plan pl;
-                    gemm_plan_init(&pl, y, (size_t)N, x, (size_t)K, &pw[l][j], M, 0, N, NULL, 0);
+                    gemm_plan_init(&pl, &io, &pw[l][j], 0, N);
                     pool_for(pl.n_tasks, pool_task, &pl, nt < pl.max_threads ? nt : pl.max_threads);
-                } else if (!blas) gemm_run(y, (size_t)N, x, (size_t)K, &pw[l][j], M, 0, N, NULL, 0, nt);
+                } else if (!blas) gemm_run(&io, &pw[l][j], 0, N, nt);
                 else if (!strcmp(mode, "blas"))
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w[l][j], K, 0.0f, y, N);
                 else {
@@ -278,21 +286,26 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seq-m")) seq_m = atoi(v), i++;
         else if (!strcmp(a, "--seq-layers")) seq_layers = atoi(v), i++;
         else if (!strcmp(a, "--pack")) o.pack = 1;
+        else if (!strcmp(a, "--fmt")) {
+            bfmt = !strcmp(v, "bf16") ? GEMM_FMT_BF16 : !strcmp(v, "dp") ? GEMM_FMT_BF16_DP : GEMM_FMT_F32, i++;
+            o.blas = 0; // the bf16 formats have no OpenBLAS counterpart here
+        }
         else if (!strcmp(a, "--blocking")) {
             int mc = 0, pc = 0;
             sscanf(v, "%d,%d", &mc, &pc), i++;
             gemm_set_blocking(mc, pc, -1);
         } else {
             fprintf(stderr, "usage: %s [--set 06b|135m|decode|head|frac|all] [--threads 1,2] [--reps R] [--min-time S] "
-                            "[--shape M,N,K] [--no-blas] [--blocking MC,PC] [--pack]\n", argv[0]);
+                            "[--shape M,N,K] [--no-blas] [--blocking MC,PC] [--pack] [--fmt f32|bf16|dp]\n", argv[0]);
             return 2;
         }
     }
     char msg[256];
     if (gemm_isa_init(msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
     peak = bench_peak_isa(gemm_isa_name(), 10);
-    printf("# gemm isa %s, OpenBLAS core %s, reps %d, min-time %.2f s; FMA peak of this path %.1f GFLOP/CPU-s "
-           "(one thread, 12 chains)\n", gemm_isa_name(), openblas_get_corename(), o.reps, o.min_time, peak);
+    printf("# gemm isa %s, format %s (%s), OpenBLAS core %s, reps %d, min-time %.2f s; FMA peak of this path %.1f "
+           "GFLOP/CPU-s (one thread, 12 chains)\n", gemm_isa_name(), bfmt == GEMM_FMT_F32 ? "f32" : bfmt == GEMM_FMT_BF16 ? "bf16" : "dp",
+           gemm_arithmetic(bfmt), openblas_get_corename(), o.reps, o.min_time, peak);
     if (seq_mode) {
         for (int t = 0; t < o.n_threads; t++) bench_seq(seq_m, seq_layers, seq_mode, o.threads[t], o.reps);
         return 0;

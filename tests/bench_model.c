@@ -47,13 +47,15 @@ static double time_gemm(int M, int N, int K, int count, int nt, double *cpu) {
     fill(x, (size_t)M * K, 1);
     fill(w, (size_t)N * K, 2);
     struct gemm_w pw = {0};
-    if (nt && gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, 1)) { free(x), free(w), free(y); return -1; }
+    const struct gemm_mat src = {w, GEMM_SRC_F32, (size_t)K, N, K};
+    const struct gemm_io io = {y, (size_t)N, x, (size_t)K, M, NULL, GEMM_ROUND_NONE};
+    if (nt && gemm_pack(&pw, GEMM_FMT_F32, &src, 1)) { free(x), free(w), free(y); return -1; }
     double t0 = 0, c0 = 0;
     for (int i = -1; i < count; i++) {
         if (i == 0) t0 = time_now(), c0 = cpu_now();
         if (nt) {
             struct gemm_plan p;
-            gemm_plan_init(&p, y, (size_t)N, x, (size_t)K, &pw, M, 0, N, NULL, 0);
+            gemm_plan_init(&p, &io, &pw, 0, N);
             pool_for(p.n_tasks, gemm_task, &p, nt < p.max_threads ? nt : p.max_threads);
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
@@ -76,12 +78,14 @@ static const char *load_avg(void) {
     return buf;
 }
 
-// Streamed weights (bf16 panels packed per layer during the forward) against resident packed
-// f32 weights on the same batch: forwards alternated, fastest of 3 each, wall and process CPU.
-static int stream_vs_resident(const char *dir, const struct model_opts *base, struct model *res,
-                              const struct model_batch *b, float *lg) {
+// Streamed weights (binary32 panels packed per layer during the forward) or resident bf16
+// weights (--weights bf16: the dp contract, vdpbf16ps where the CPU has it) against resident
+// packed f32 weights on the same batch: forwards alternated, fastest of 3 each, wall and
+// process CPU.
+static int weights_vs_resident(const char *dir, const struct model_opts *base, struct model *res,
+                               const struct model_batch *b, float *lg, int weights) {
     struct model_opts o = *base;
-    o.weights = MODEL_WEIGHTS_STREAM;
+    o.weights = weights;
     struct model *st = NULL;
     struct attn_ctx *ctx[2] = {NULL, NULL};
     struct err e = {0};
@@ -101,8 +105,9 @@ static int stream_vs_resident(const char *dir, const struct model_opts *base, st
         }
     if (rc) fprintf(stderr, "bench_model: %s\n", e.msg);
     else
-        printf("  weights stream vs resident (same batch, alternated, fastest of 3): resident %.3f s (%.3f CPU-s), "
-               "stream %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", w[0], c[0], w[1], c[1], w[1] / w[0], c[1] / c[0]);
+        printf("  weights %s vs resident f32 (same batch, alternated, fastest of 3): f32 %.3f s (%.3f CPU-s), "
+               "%s %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", model_weights_name(weights), w[0], c[0],
+               model_weights_name(weights), w[1], c[1], w[1] / w[0], c[1] / c[0]);
     attn_ctx_free(ctx[0]);
     attn_ctx_free(ctx[1]);
     model_free(st);
@@ -216,7 +221,9 @@ int main(void) {
            s->gemm_flop / s->gemm_cpu_s * 1e-9 / peak, s->gemm_flop / s->forward_cpu_s * 1e-9 / peak);
     printf("  load average while running: %s", load_avg());
     const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
-    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && stream_vs_resident(dir, &o, m, &bt, lg)) return 1;
+    if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && (weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_STREAM) ||
+                                                       weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_BF16)))
+        return 1;
 
     // Attention modes on the same packed batches (issue 4: a hifa4 forward <= 1.3x a bf16
     // forward). The 4 x 128 batch above, and one 512-token sequence where attention weighs

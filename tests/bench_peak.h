@@ -62,7 +62,7 @@ __attribute__((unused)) static double bench_peak(int lanes, int reps) {
 
 // The peak of a GEMM path by name (gemm_isa_name()).
 __attribute__((unused)) static double bench_peak_isa(const char *isa, int reps) {
-    return bench_peak(!strcmp(isa, "avx512") ? 16 : !strcmp(isa, "avx2") ? 8 : 1, reps);
+    return bench_peak(!strncmp(isa, "avx512", 6) ? 16 : !strcmp(isa, "avx2") ? 8 : 1, reps);
 }
 
 #endif

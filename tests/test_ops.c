@@ -207,8 +207,10 @@ static void test_matmul(void) {
                 fill(w, (size_t)N * K, 1.0);
                 for (int i = 0; i < M * ldy; i++) r[i] = y[i] = -7.0f; // padding columns stay untouched
                 struct gemm_w pw = {0};
-                CHECK(gemm_pack(&pw, w, GEMM_SRC_F32, (size_t)K, N, K, 1) == 0, "pack %dx%d", N, K);
-                CHECK(gemm_run(y, (size_t)ldy, x, (size_t)K, &pw, M, 0, N, NULL, 0, 1) == 0, "gemm %dx%dx%d", M, N, K);
+                const struct gemm_mat src = {w, GEMM_SRC_F32, (size_t)K, N, K};
+                const struct gemm_io io = {y, (size_t)ldy, x, (size_t)K, M, NULL, GEMM_ROUND_NONE};
+                CHECK(gemm_pack(&pw, GEMM_FMT_F32, &src, 1) == 0, "pack %dx%d", N, K);
+                CHECK(gemm_run(&io, &pw, 0, N, 1) == 0, "gemm %dx%dx%d", M, N, K);
                 ops_matmul_ref(r, x, w, M, N, K, ldy);
                 int bad = 0;
                 double num = 0, den = 0;

@@ -83,7 +83,8 @@ static void test_packed(void) {
     float w[N * K], ref[N * K], row[K];
     for (int i = 0; i < N * K; i++) w[i] = ref[i] = sinf(0.37f * i) * 3.0f;
     struct gemm_w pw;
-    CHECK(gemm_pack(&pw, w, GEMM_SRC_F32, K, N, K, 1) == 0, "pack");
+    const struct gemm_mat src = {w, GEMM_SRC_F32, K, N, K};
+    CHECK(gemm_pack(&pw, GEMM_FMT_F32, &src, 1) == 0, "pack");
     struct perturb_key k = {99, 3, 42};
     perturb_packed(&pw, &k);
     perturb_array(ref, N * K, &k, 0);

@@ -66,7 +66,9 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"tile", CLI_INT, &tile, "N: attention tile Bc (default 128)"},
         {"qmean", CLI_STR, &qmean, "token|channel: Q-Mean form of modes with Q-Mean (default token)"},
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
-        {"weights", CLI_STR, &weights, "auto|f32|stream: weight residency (default auto)"},
+        {"weights", CLI_STR, &weights,
+         "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
+         "vdpbf16ps under --act bf16: docs/speed.md)"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };
@@ -86,7 +88,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
     else if (!strcmp(act, "f32")) mo.act_bf16 = 0;
     else return err_set(e, ERR_USAGE, "--act '%s': expected bf16 or f32", act);
     if ((mo.weights = model_weights_parse(weights)) < 0)
-        return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", weights);
+        return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32, stream or bf16", weights);
     mo.n_threads = threads;
     if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
     struct attn_opts ao;

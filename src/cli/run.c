@@ -143,7 +143,8 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     ro->model.max_tokens = o->batch_tokens;
     if (o->weights) {
         ro->model.weights = model_weights_parse(o->weights);
-        if (ro->model.weights < 0) return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream", o->weights);
+        if (ro->model.weights < 0)
+            return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32, stream or bf16", o->weights);
     }
     ro->task = (struct task_opts){.data_dir = o->data_dir, .file = o->task_file, .subject = o->subject, .subjects = o->subjects,
                                   .skip_bad_rows = o->skip_bad_rows, .seed = (uint64_t)o->seed, .limit = o->limit,
@@ -275,7 +276,9 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"qdq-skip", CLI_STR, &o.qdq_skip, "q,k,v,p|none: operands left unquantized in the HiF4 modes (default none; "
                                            "e.g. q,k,v quantizes only P)"},
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
-        {"weights", CLI_STR, &o.weights, "auto|f32|stream: weight residency (default auto)"},
+        {"weights", CLI_STR, &o.weights,
+         "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
+         "vdpbf16ps under --act bf16: docs/speed.md)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
         {"no-prefix-cache", CLI_FLAG, &o.no_prefix_cache, "run every sequence whole instead of sharing prefixes through "
                                                           "the exact KV cache (same results bit for bit; for comparisons)"},

@@ -385,7 +385,8 @@ static int replicas_check(struct run *r, struct err *e) {
     for (int t = 0; t < r->o.n_tasks; t++) items += r->plans[t].n_items;
     if (model_weights_mode(r->model) != MODEL_WEIGHTS_F32)
         return err_set(e, ERR_USAGE, "--replicas: the null perturbation moves resident binary32 weights, and this "
-                       "model's are streamed (--weights stream, or auto on a small machine): use --weights f32");
+                       "model's are streamed (--weights stream, or auto on a small machine) or bf16 (--weights bf16): use "
+                       "--weights f32");
     log_info("run: --replicas %d: every mode, the reference included, %d more times under the null perturbation %s "
              "(seed %llu): %d passes over %lld items x %d modes instead of 1", K, K, PERTURB_NAME,
              (unsigned long long)r->o.replica_seed, K + 1, items, r->o.n_modes);

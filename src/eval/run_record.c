@@ -53,7 +53,11 @@ static void add_host(cJSON *run, const struct run *r) {
     // what the bits of the linear layers depend on: the GEMM's arithmetic contract (the same
     // string means the same bits on any CPU) and, for the record, the path that ran it
     cJSON *gj = cJSON_AddObjectToObject(run, "gemm");
-    cJSON_AddStringToObject(gj, "arithmetic", GEMM_ARITHMETIC);
+    const int wbf16 = r->o.model.weights == MODEL_WEIGHTS_BF16;
+    cJSON_AddStringToObject(gj, "arithmetic", wbf16 && r->o.model.act_bf16 ? GEMM_ARITHMETIC_DP : GEMM_ARITHMETIC);
+    // the --weights mode asked for (auto resolves to f32 or stream at load; bf16: resident bf16
+    // panels, a binary32 or f16 checkpoint rounded to bf16 RNE)
+    cJSON_AddStringToObject(gj, "weights", model_weights_name(r->o.model.weights));
     gemm_isa_init(NULL, 0); // the path the forward will use (selected at first use otherwise)
     cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
 }

@@ -11,51 +11,102 @@
 
 #include "model/gemm_internal.h"
 
-// ---- reference ----
-void gemm_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *w, size_t ldw, int M, int N, int K,
-              const float *bias, int bf16_round) {
-    for (int m = 0; m < M; m++)
+// ---- references ----
+void gemm_ref(const struct gemm_io *io, const float *w, size_t ldw, int N, int K) {
+    for (int m = 0; m < io->M; m++)
         for (int n = 0; n < N; n++) {
             float acc = +0.0f;
-            for (int k = 0; k < K; k++) acc = fmaf(x[(size_t)m * ldx + k], w[(size_t)n * ldw + k], acc);
-            y[(size_t)m * ldy + n] = gemm_epi1(acc, bias, n, bf16_round);
+            for (int k = 0; k < K; k++) acc = fmaf(io->x[(size_t)m * io->ldx + k], w[(size_t)n * ldw + k], acc);
+            io->y[(size_t)m * io->ldy + n] = gemm_epi1(acc, io->bias, n, io->round);
         }
+}
+
+void gemm_ref_dp(const struct gemm_io *io, const float *w, size_t ldw, int N, int K) {
+    for (int m = 0; m < io->M; m++)
+        for (int n = 0; n < N; n++) {
+            float acc = +0.0f;
+            for (int k = 0; k < K; k++) {
+                const float xv = gemm_daz(gemm_float(gemm_bf16_bits(io->x[(size_t)m * io->ldx + k])));
+                const float wv = gemm_daz(gemm_float(gemm_bf16_bits(w[(size_t)n * ldw + k])));
+                acc = gemm_dp_step(acc, xv, wv);
+            }
+            io->y[(size_t)m * io->ldy + n] = gemm_epi1(gemm_dp_bias(acc, io->bias, n), NULL, n, io->round);
+        }
+}
+
+const char *gemm_arithmetic(enum gemm_fmt fmt) {
+    return fmt == GEMM_FMT_BF16_DP ? GEMM_ARITHMETIC_DP : GEMM_ARITHMETIC;
 }
 
 // ---- scalar path (CPUs without FMA or AVX2; also a third witness in the tests) ----
 #define SC_MR 4
-static void scalar_block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
-    const size_t ws = (size_t)a->K * 16;
-    for (int i = m0; i < m1; i += SC_MR) {
-        const int mr = m1 - i < SC_MR ? m1 - i : SC_MR;
-        for (int p = p0; p < p1; p++) {
-            float acc[SC_MR][16] = {{0}};
-            const float *wp = a->w + (size_t)p * ws;
-            for (int k = 0; k < a->K; k++)
-                for (int r = 0; r < mr; r++) {
-                    const float xv = a->x[(size_t)(i + r) * a->ldx + k];
-                    for (int c = 0; c < 16; c++) acc[r][c] = fmaf(xv, wp[(size_t)k * 16 + c], acc[r][c]);
-                }
-            const int c0 = a->n0 > p * 16 ? a->n0 : p * 16, c1 = a->n1 < p * 16 + 16 ? a->n1 : p * 16 + 16;
-            for (int r = 0; r < mr; r++)
-                for (int n = c0; n < c1; n++)
-                    a->y[(size_t)(i + r) * a->ldy + n] = gemm_epi1(acc[r][n - p * 16], a->bias, n, a->bf16);
-        }
-    }
+// Weight k of column c of panel p, as f32 (any format).
+static inline float sc_w(const struct gemm_args *a, int p, int k, int c) {
+    if (a->fmt == GEMM_FMT_F32) return a->w[(size_t)p * a->K * 16 + (size_t)k * 16 + c];
+    const uint32_t u = a->q[(size_t)p * ((a->K + 1) / 2) * 16 + (size_t)(k / 2) * 16 + c];
+    return gemm_float(k % 2 ? u << 16 : u & 0xffff0000u);
 }
 
-static void scalar_pack(float *dst, const void *src, int type, size_t ld, int N, int K, int pa, int pb) {
+static void scalar_tile(const struct gemm_args *a, int i, int mr, int p) {
+    float acc[SC_MR][16] = {{0}};
+    const int dp = a->fmt == GEMM_FMT_BF16_DP;
+    for (int k = 0; k < a->K; k++)
+        for (int r = 0; r < mr; r++) {
+            float xv = a->x[(size_t)(i + r) * a->ldx + k];
+            if (dp) xv = gemm_daz(gemm_float(gemm_bf16_bits(xv)));
+            for (int c = 0; c < 16; c++) {
+                const float wv = sc_w(a, p, k, c);
+                acc[r][c] = dp ? gemm_dp_step(acc[r][c], xv, gemm_daz(wv)) : fmaf(xv, wv, acc[r][c]);
+            }
+        }
+    const int c0 = a->n0 > p * 16 ? a->n0 : p * 16, c1 = a->n1 < p * 16 + 16 ? a->n1 : p * 16 + 16;
+    for (int r = 0; r < mr; r++)
+        for (int n = c0; n < c1; n++) {
+            const float v = acc[r][n - p * 16];
+            a->y[(size_t)(i + r) * a->ldy + n] =
+                dp ? gemm_epi1(gemm_dp_bias(v, a->bias, n), NULL, n, a->bf16) : gemm_epi1(v, a->bias, n, a->bf16);
+        }
+}
+
+static void scalar_block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
+    for (int i = m0; i < m1; i += SC_MR)
+        for (int p = p0; p < p1; p++) scalar_tile(a, i, m1 - i < SC_MR ? m1 - i : SC_MR, p);
+}
+
+static void scalar_pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K;
     for (int p = pa; p < pb; p++) {
         float *d = dst + (size_t)(p - pa) * K * 16;
         for (int c = 0; c < 16; c++) {
             const int n = p * 16 + c;
-            const void *row = n < N ? gemm_src_row(src, type, ld, (size_t)n) : NULL;
-            for (int k = 0; k < K; k++) d[(size_t)k * 16 + c] = row ? gemm_src_at(row, type, (size_t)k) : 0.0f;
+            const void *row = n < N ? gemm_src_row(src, (size_t)n) : NULL;
+            for (int k = 0; k < K; k++) d[(size_t)k * 16 + c] = row ? gemm_src_at(row, src->type, (size_t)k) : 0.0f;
         }
     }
 }
 
 const struct gemm_isa gemm_isa_scalar = {"scalar", SC_MR, 16 * SC_MR, 16, GEMM_KC_MAX, scalar_block, scalar_pack};
+
+// The bf16 formats' packing, for every path: pair panels (gemm.h), rows of 16 pairs at a time.
+static void pack_pairs(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, K2 = (K + 1) / 2;
+    for (int p = pa; p < pb; p++) {
+        uint32_t *d = dst + (size_t)(p - pa) * K2 * 16;
+        for (int c = 0; c < 16; c++) {
+            const int n = p * 16 + c;
+            if (n >= N) {
+                for (int j = 0; j < K2; j++) d[(size_t)j * 16 + c] = 0;
+                continue;
+            }
+            const void *row = gemm_src_row(src, (size_t)n);
+            for (int j = 0; j < K2; j++) {
+                const uint32_t hi = gemm_bf16_bits(gemm_src_at(row, src->type, (size_t)2 * j));
+                const uint32_t lo = 2 * j + 1 < K ? gemm_bf16_bits(gemm_src_at(row, src->type, (size_t)2 * j + 1)) : 0;
+                d[(size_t)j * 16 + c] = hi | lo >> 16;
+            }
+        }
+    }
+}
 
 // ---- ISA selection ----
 static const struct gemm_isa *sel; // read and written with __atomic builtins
@@ -70,7 +121,7 @@ static const struct gemm_isa *sel; // read and written with __atomic builtins
 
 int gemm_isa_supported(const char *name) {
     __builtin_cpu_init();
-    if (!strcmp(name, "avx512"))
+    if (!strcmp(name, "avx512") || !strcmp(name, "avx512f"))
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                CPU_HAS_F16C();
     if (!strcmp(name, "avx2"))
@@ -79,9 +130,9 @@ int gemm_isa_supported(const char *name) {
 }
 
 static int resolve(const char *name, const struct gemm_isa **out, char *msg, size_t msg_n) {
-    static const struct gemm_isa *const all[] = {&gemm_isa_avx512, &gemm_isa_avx2, &gemm_isa_scalar};
-    for (int i = 0; i < 3; i++) {
-        if (name ? strcmp(name, all[i]->name) != 0 : !gemm_isa_supported(all[i]->name)) continue;
+    static const struct gemm_isa *const all[] = {&gemm_isa_avx512, &gemm_isa_avx2, &gemm_isa_scalar, &gemm_isa_avx512f};
+    for (int i = 0; i < 4; i++) {
+        if (name ? strcmp(name, all[i]->name) != 0 : i == 3 || !gemm_isa_supported(all[i]->name)) continue;
         if (!gemm_isa_supported(all[i]->name)) {
             if (msg) snprintf(msg, msg_n, "gemm: ISA '%s' is not supported by this CPU", name);
             return GEMM_ERR_UNSUPPORTED;
@@ -89,7 +140,7 @@ static int resolve(const char *name, const struct gemm_isa **out, char *msg, siz
         *out = all[i];
         return 0;
     }
-    if (msg) snprintf(msg, msg_n, "gemm: unknown ISA '%s' (avx512, avx2, scalar)", name ? name : "");
+    if (msg) snprintf(msg, msg_n, "gemm: unknown ISA '%s' (avx512, avx512f, avx2, scalar)", name ? name : "");
     return GEMM_ERR_RANGE;
 }
 
@@ -123,57 +174,64 @@ static const struct gemm_isa *isa_get(int *rc) {
 }
 
 // ---- packing ----
-size_t gemm_packed_bytes(int N, int K) {
-    if (N < 0 || K < 0) return 0;
-    const size_t np = ((size_t)N + GEMM_NR - 1) / GEMM_NR, per = (size_t)K * GEMM_NR * sizeof(float);
+size_t gemm_packed_bytes(enum gemm_fmt fmt, int N, int K) {
+    if (N < 0 || K < 0 || (unsigned)fmt > GEMM_FMT_BF16_DP) return 0;
+    const size_t np = ((size_t)N + GEMM_NR - 1) / GEMM_NR;
+    const size_t per = fmt == GEMM_FMT_F32 ? (size_t)K * GEMM_NR * 4 : ((size_t)K + 1) / 2 * GEMM_NR * 4;
     if (per && np > SIZE_MAX / per) return 0;
     return np * per;
 }
 
-int gemm_w_init(struct gemm_w *w, void *mem, size_t bytes, int N, int K) {
-    const size_t need = gemm_packed_bytes(N, K);
+int gemm_w_init(struct gemm_w *w, enum gemm_fmt fmt, void *mem, size_t bytes, int N, int K) {
+    const size_t need = gemm_packed_bytes(fmt, N, K);
     memset(w, 0, sizeof *w);
-    if (N < 0 || K < 0 || (need == 0 && N > 0 && K > 0) || bytes < need || ((uintptr_t)mem % 64) != 0)
+    if (N < 0 || K < 0 || (unsigned)fmt > GEMM_FMT_BF16_DP || (need == 0 && N > 0 && K > 0) || bytes < need ||
+        ((uintptr_t)mem % 64) != 0)
         return GEMM_ERR_RANGE;
     w->N = N;
     w->K = K;
-    w->p = (float *)mem;
+    w->fmt = fmt;
+    if (fmt == GEMM_FMT_F32) w->p = (float *)mem;
+    else w->q = (uint32_t *)mem;
     return 0;
 }
 
-int gemm_pack_panels(struct gemm_w *w, const void *src, int type, size_t ld, int pa, int pb) {
+int gemm_pack_panels(struct gemm_w *w, const struct gemm_mat *src, int pa, int pb) {
     int rc = 0;
     const struct gemm_isa *s = isa_get(&rc);
     if (!s) return rc;
     const int np = (w->N + GEMM_NR - 1) / GEMM_NR;
-    if (ld < (size_t)w->K || pa < 0 || pb < pa || pb > np ||
-        (type != GEMM_SRC_F32 && type != GEMM_SRC_BF16 && type != GEMM_SRC_F16))
+    if (src->N != w->N || src->K != w->K || src->ld < (size_t)w->K || pa < 0 || pb < pa || pb > np ||
+        (src->type != GEMM_SRC_F32 && src->type != GEMM_SRC_BF16 && src->type != GEMM_SRC_F16))
         return GEMM_ERR_RANGE;
-    if (pa < pb && w->K > 0) s->pack(w->p + (size_t)pa * w->K * GEMM_NR, src, type, ld, w->N, w->K, pa, pb);
+    if (pa == pb || w->K == 0) return 0;
+    if (w->fmt == GEMM_FMT_F32) s->pack(w->p + (size_t)pa * w->K * GEMM_NR, src, pa, pb);
+    else pack_pairs(w->q + (size_t)pa * ((w->K + 1) / 2) * GEMM_NR, src, pa, pb);
     return 0;
 }
 
-int gemm_pack_into(struct gemm_w *w, void *mem, size_t bytes, const void *src, int type, size_t ld, int N, int K,
+int gemm_pack_into(struct gemm_w *w, enum gemm_fmt fmt, void *mem, size_t bytes, const struct gemm_mat *src,
                    int n_threads) {
-    int rc = gemm_w_init(w, mem, bytes, N, K);
-    if (!rc) rc = gemm_pack_panels(w, src, type, ld, 0, 0); // checks ld, type and the ISA
+    int rc = gemm_w_init(w, fmt, mem, bytes, src->N, src->K);
+    if (!rc) rc = gemm_pack_panels(w, src, 0, 0); // checks ld, type and the ISA
     if (rc) return rc;
-    const int np = (N + GEMM_NR - 1) / GEMM_NR;
+    const int np = (src->N + GEMM_NR - 1) / GEMM_NR;
     // chunks of 4 panels: at K = 1024, 256 KB of output per chunk
     const int nchunk = (np + 3) / 4;
-    const int nt = (double)np * K < 65536.0 || n_threads < 1 ? 1 : n_threads;
+    const int nt = (double)np * src->K < 65536.0 || n_threads < 1 ? 1 : n_threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-    for (int c = 0; c < nchunk; c++) gemm_pack_panels(w, src, type, ld, 4 * c, 4 * c + 4 < np ? 4 * c + 4 : np);
+    for (int c = 0; c < nchunk; c++) gemm_pack_panels(w, src, 4 * c, 4 * c + 4 < np ? 4 * c + 4 : np);
     return 0;
 }
 
-int gemm_pack(struct gemm_w *w, const void *src, int type, size_t ld, int N, int K, int n_threads) {
+int gemm_pack(struct gemm_w *w, enum gemm_fmt fmt, const struct gemm_mat *src, int n_threads) {
     memset(w, 0, sizeof *w);
-    const size_t need = gemm_packed_bytes(N, K);
-    if (N < 0 || K < 0 || (need == 0 && N > 0 && K > 0)) return GEMM_ERR_RANGE;
+    const size_t need = gemm_packed_bytes(fmt, src->N, src->K);
+    if (src->N < 0 || src->K < 0 || (unsigned)fmt > GEMM_FMT_BF16_DP || (need == 0 && src->N > 0 && src->K > 0))
+        return GEMM_ERR_RANGE;
     void *mem = NULL;
-    if (need && !(mem = aligned_alloc(64, need))) return GEMM_ERR_NOMEM;
-    int rc = gemm_pack_into(w, mem, need, src, type, ld, N, K, n_threads);
+    if (need && !(mem = aligned_alloc(64, (need + 63) & ~(size_t)63))) return GEMM_ERR_NOMEM;
+    int rc = gemm_pack_into(w, fmt, mem, need, src, n_threads);
     if (rc) {
         free(mem);
         memset(w, 0, sizeof *w);
@@ -184,13 +242,21 @@ int gemm_pack(struct gemm_w *w, const void *src, int type, size_t ld, int N, int
 }
 
 void gemm_w_row(const struct gemm_w *w, int n, float *out) {
-    const float *p = w->p + (size_t)(n / GEMM_NR) * w->K * GEMM_NR + n % GEMM_NR;
-    for (int k = 0; k < w->K; k++) out[k] = p[(size_t)k * GEMM_NR];
+    if (w->fmt == GEMM_FMT_F32) {
+        const float *p = w->p + (size_t)(n / GEMM_NR) * w->K * GEMM_NR + n % GEMM_NR;
+        for (int k = 0; k < w->K; k++) out[k] = p[(size_t)k * GEMM_NR];
+        return;
+    }
+    const uint32_t *q = w->q + (size_t)(n / GEMM_NR) * ((w->K + 1) / 2) * GEMM_NR + n % GEMM_NR;
+    for (int k = 0; k < w->K; k++) {
+        const uint32_t u = q[(size_t)(k / 2) * GEMM_NR];
+        out[k] = gemm_float(k % 2 ? u << 16 : u & 0xffff0000u);
+    }
 }
 
 void gemm_w_free(struct gemm_w *w) {
     if (!w) return;
-    if (w->own) free(w->p);
+    if (w->own) free(w->p ? (void *)w->p : (void *)w->q);
     memset(w, 0, sizeof *w);
 }
 
@@ -227,39 +293,45 @@ static void block_shape(const struct gemm_isa *s, int M, int np, int *mc, int *p
     *pc = c;
 }
 
-int gemm_plan_init(struct gemm_plan *p, float *y, size_t ldy, const float *x, size_t ldx, const struct gemm_w *w,
-                   int M, int n0, int n1, const float *bias, int bf16_round) {
+int gemm_plan_init(struct gemm_plan *p, const struct gemm_io *io, const struct gemm_w *w, int n0, int n1) {
     memset(p, 0, sizeof *p);
     int rc = 0;
     const struct gemm_isa *s = isa_get(&rc);
     if (!s) return rc;
-    if (M < 0 || n0 < 0 || n1 < n0 || n1 > w->N || ldx < (size_t)w->K || ldy < (size_t)n1) return GEMM_ERR_RANGE;
+    const int M = io->M;
+    if (M < 0 || n0 < 0 || n1 < n0 || n1 > w->N || io->ldx < (size_t)w->K || io->ldy < (size_t)n1)
+        return GEMM_ERR_RANGE;
     if (M == 0 || n0 == n1) return 0;
     p->isa = s;
-    p->y = y, p->ldy = ldy, p->x = x, p->ldx = ldx, p->w = w->p, p->K = w->K;
-    p->M = M, p->n0 = n0, p->n1 = n1, p->bias = bias, p->bf16 = bf16_round, p->kc = blk_kc > 0 ? blk_kc : s->kc;
+    p->io = *io;
+    p->w = w;
+    p->n0 = n0, p->n1 = n1, p->kc = blk_kc > 0 ? blk_kc : s->kc;
+    if (w->fmt != GEMM_FMT_F32) p->kc = (p->kc + 1) & ~1; // K blocks start at even k (whole pairs)
+    if (p->kc > GEMM_KC_MAX) p->kc = GEMM_KC_MAX;
     p->p0 = n0 / GEMM_NR;
     p->np = (n1 + GEMM_NR - 1) / GEMM_NR - p->p0;
     block_shape(s, M, p->np, &p->mc, &p->pc);
     p->nrb = (M + p->mc - 1) / p->mc;
     p->n_tasks = p->nrb * ((p->np + p->pc - 1) / p->pc);
-    p->max_threads = (double)M * p->np * GEMM_NR * p->K < par_min ? 1 : p->n_tasks;
+    p->max_threads = (double)M * p->np * GEMM_NR * w->K < par_min ? 1 : p->n_tasks;
     return 0;
 }
 
 // Blocks in column-block-major order: consecutive tasks share their W columns.
 void gemm_plan_task(const struct gemm_plan *p, int task) {
     const struct gemm_isa *s = p->isa;
-    const struct gemm_args a = {p->y, p->ldy, p->x, p->ldx, p->w, p->K, p->n0, p->n1, p->bias, p->bf16, p->kc};
+    const struct gemm_io *io = &p->io;
+    const struct gemm_args a = {io->y, io->ldy, io->x, io->ldx, p->w->p, p->w->q, p->w->fmt, p->w->K,
+                                p->n0, p->n1, io->bias, io->round, p->kc};
     const int rb = task % p->nrb, cb = task / p->nrb, m0 = rb * p->mc, q0 = p->p0 + cb * p->pc;
-    const int m1 = m0 + p->mc < p->M ? m0 + p->mc : p->M, q1 = q0 + p->pc < p->p0 + p->np ? q0 + p->pc : p->p0 + p->np;
+    const int m1 = m0 + p->mc < io->M ? m0 + p->mc : io->M;
+    const int q1 = q0 + p->pc < p->p0 + p->np ? q0 + p->pc : p->p0 + p->np;
     s->block(&a, m0, m1, q0, q1);
 }
 
-int gemm_run(float *y, size_t ldy, const float *x, size_t ldx, const struct gemm_w *w, int M, int n0, int n1,
-             const float *bias, int bf16_round, int n_threads) {
+int gemm_run(const struct gemm_io *io, const struct gemm_w *w, int n0, int n1, int n_threads) {
     struct gemm_plan p;
-    int rc = gemm_plan_init(&p, y, ldy, x, ldx, w, M, n0, n1, bias, bf16_round);
+    int rc = gemm_plan_init(&p, io, w, n0, n1);
     if (rc) return rc;
     int nt = n_threads < p.max_threads ? n_threads : p.max_threads;
     if (nt <= 1 || omp_in_parallel()) {

@@ -15,8 +15,9 @@
 struct kargs {
     int kc;
     const float *xp;   // (kc, 8) packed X rows (lanes < mr used); for mr = 1 the row itself
-    const float *w;    // first panel at k0; panel j at w + j*ws
-    size_t ws;
+    const float *w;    // first panel at k0; panel j at w + j*ws (GEMM_FMT_F32)
+    const uint32_t *wq; // bf16 formats: first pair panel at k0/2; panel j at wq + j*ws
+    size_t ws;         // panel stride in floats (K*16) or pairs (ceil(K/2)*16)
     float *y;          // tile origin (row i0, column p*16)
     size_t ldy;
     const float *bias; // bias at column p*16, or NULL
@@ -89,6 +90,66 @@ KROW(1) KROW(2) KROW(3) K1(4, 1) K1(5, 1) K1(6, 1) K1(1, 3) K1(1, 4)
 static const kern_fn ktab[6][4] = {{k_1_1, k_1_2, k_1_3, k_1_4}, T1(2), T1(3), T0(4), T0(5), T0(6)};
 _Static_assert(AVX2_MR <= 6, "kernel table covers MR <= 6");
 
+// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
+// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ) ----
+// xp holds x (rounded to bf16 for dp) at 2*ceil(kc/2) rows, the pad row -0.0 (adds -0).
+static inline __attribute__((always_inline)) void kern_q(const int mr, const int nv, const struct kargs *a) {
+    __m256 acc[6][8];
+    const float *xp = a->xp;
+    const uint32_t *w = a->wq;
+    const size_t ws = a->ws, xs = mr == 1 ? 1 : 8;
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = a->first ? _mm256_setzero_ps() : load_y(a, a->y + i * a->ldy + v * 8, v);
+    for (int q = 0; q < (a->kc + 1) / 2; q++) {
+        __m256 wv[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            const __m256i u = _mm256_load_si256((const __m256i *)(w + (v / 2) * ws + (size_t)q * 16 + (v % 2) * 8));
+            wv[v] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(u, 16), 16)); // no mask register: 16 ymm
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            __m256 xb = _mm256_broadcast_ss(xp + (size_t)(2 * q) * xs + i);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            const __m256i u = _mm256_load_si256((const __m256i *)(w + (v / 2) * ws + (size_t)q * 16 + (v % 2) * 8));
+            wv[v] = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            __m256 xb = _mm256_broadcast_ss(xp + (size_t)(2 * q + 1) * xs + i);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
+        }
+    }
+    if (a->last) {
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = epilogue(acc[i][v], a, v, a->bf16);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            float *p = a->y + i * a->ldy + v * 8;
+            if (a->full[v]) _mm256_storeu_ps(p, acc[i][v]);
+            else _mm256_maskstore_ps(p, a->mk[v], acc[i][v]);
+        }
+}
+#define Q1(m, n) static void q_##m##_##n(const struct kargs *a) { kern_q(m, 2 * n, a); }
+#define QROW(m) Q1(m, 1) Q1(m, 2)
+QROW(1) QROW(2) QROW(3) Q1(4, 1) Q1(5, 1) Q1(6, 1) Q1(1, 3) Q1(1, 4)
+#define QT1(m) {q_##m##_1, q_##m##_2, NULL, NULL}
+#define QT0(m) {q_##m##_1, NULL, NULL, NULL}
+static const kern_fn qtab[6][4] = {{q_1_1, q_1_2, q_1_3, q_1_4}, QT1(2), QT1(3), QT0(4), QT0(5), QT0(6)};
+
 // ---- macro-kernel ----
 // In-register transpose of 8 rows of 8 floats.
 static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
@@ -137,50 +198,75 @@ static void half_mask(struct kargs *ka, int v, int c0, int n0, int n1) {
     ka->mk[v] = in;
 }
 
+// xp for mr rows of x at columns [0, kc): F32 transposed (mr > 1) or read in place; the bf16
+// formats always copied (xs = 8 for mr > 1, 1 for mr = 1), k padded to even with -0.0 and, for
+// dp, rounded to bf16. Returns the pointer the kernel reads.
+static const float *prep_x(float *restrict xp, const float *restrict x, size_t ldx, int mr, int kc, int fmt) {
+    if (fmt == GEMM_FMT_F32 && mr == 1) return x;
+    const size_t xs = mr == 1 ? 1 : 8;
+    if (mr == 1) memcpy(xp, x, (size_t)kc * 4);
+    else pack_x(xp, x, ldx, mr, kc);
+    if (fmt == GEMM_FMT_F32) return xp;
+    if (kc % 2)
+        for (size_t i = 0; i < xs; i++) xp[(size_t)kc * xs + i] = -0.0f;
+    if (fmt == GEMM_FMT_BF16_DP)
+        for (size_t i = 0; i < (size_t)((kc + 1) & ~1) * xs; i++) xp[i] = gemm_float(gemm_bf16_bits(xp[i]));
+    return xp;
+}
+
 // Row groups packed together: XG_FLOATS floats of packed X (256 KB, in L2) per pass, so that
 // each W panel is read once per pass and reused by every group while it is in L1/L2.
 #define XG_FLOATS (16 * 8 * 512)
+#define XG_MAX 64 // row groups per pass at most
 
 static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
     static _Thread_local float xp[XG_FLOATS] __attribute__((aligned(64)));
-    const int K = a->K;
+    const int K = a->K, pairs = a->fmt != GEMM_FMT_F32;
+    const kern_fn(*tab)[4] = pairs ? qtab : ktab;
     // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y),
-    // shortened (not below 256) so that all row groups of the block fit one pass
+    // shortened (not below 256) so that all row groups of the block fit one pass; even for
+    // the bf16 formats (a block starts at a pair)
     const int ng = (m1 - m0 + AVX2_MR - 1) / AVX2_MR, fit = XG_FLOATS / 8 / (ng > 0 ? ng : 1);
-    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit : a->kc;
+    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit & ~pairs : a->kc;
     const int nkb = K > kcm ? (K + kcm - 1) / kcm : 1;
-    const int KC = (K + nkb - 1) / nkb;
-    const int G = KC < 1 || XG_FLOATS / (8 * KC) < 1 ? 1 : XG_FLOATS / (8 * KC); // groups per pass
+    const int KC = pairs ? ((K + nkb - 1) / nkb + 1) & ~1 : (K + nkb - 1) / nkb;
+    int G = KC < 1 || XG_FLOATS / (8 * KC) < 1 ? 1 : XG_FLOATS / (8 * KC); // groups per pass
+    if (G > XG_MAX) G = XG_MAX;
     struct kargs ka;
-    ka.ws = (size_t)K * 16;
+    ka.ws = pairs ? (size_t)(K + 1) / 2 * 16 : (size_t)K * 16;
     ka.ldy = a->ldy;
     ka.bf16 = a->bf16;
+    const unsigned csr = _mm_getcsr();
+    if (a->fmt == GEMM_FMT_BF16_DP) _mm_setcsr(csr | GEMM_MXCSR_FTZ_DAZ); // the dp contract (gemm.h)
     for (int k0 = 0;; k0 += KC) {
         ka.kc = K - k0 < KC ? K - k0 : KC;
         ka.first = k0 == 0;
         ka.last = k0 + ka.kc >= K;
         for (int g0 = m0; g0 < m1; g0 += G * AVX2_MR) {
             const int g1 = g0 + G * AVX2_MR < m1 ? g0 + G * AVX2_MR : m1;
+            const float *xg[XG_MAX];
             for (int i = g0, g = 0; i < g1; i += AVX2_MR, g++)
-                if (g1 - i > 1) pack_x(xp + (size_t)g * 8 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
-                                       g1 - i < AVX2_MR ? g1 - i : AVX2_MR, ka.kc);
+                xg[g] = prep_x(xp + (size_t)g * 8 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
+                               g1 - i < AVX2_MR ? g1 - i : AVX2_MR, ka.kc, a->fmt);
             // one group of 1 row takes 4 panels, of <= 3 rows 2, otherwise 1 per call
             const int npmax = g1 - g0 == 1 ? 4 : g1 - g0 <= 3 ? 2 : 1;
             for (int p = p0; p < p1; p += npmax) {
                 const int np = p1 - p < npmax ? p1 - p : npmax;
                 for (int v = 0; v < 2 * np; v++) half_mask(&ka, v, p * 16 + v * 8, a->n0, a->n1);
-                ka.w = a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
+                ka.w = pairs ? NULL : a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
+                ka.wq = pairs ? a->q + (size_t)p * ka.ws + (size_t)k0 / 2 * 16 : NULL;
                 ka.bias = a->bias ? a->bias + (size_t)p * 16 : NULL;
                 for (int i = g0, g = 0; i < g1; i += AVX2_MR, g++) {
                     const int mr = g1 - i < AVX2_MR ? g1 - i : AVX2_MR;
-                    ka.xp = mr == 1 ? a->x + (size_t)i * a->ldx + k0 : xp + (size_t)g * 8 * KC;
+                    ka.xp = xg[g];
                     ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
-                    ktab[mr - 1][np - 1](&ka);
+                    tab[mr - 1][np - 1](&ka);
                 }
             }
         }
         if (ka.last) break;
     }
+    _mm_setcsr(csr);
 }
 
 // ---- packing ----
@@ -232,12 +318,13 @@ static inline __attribute__((always_inline)) void pack_panel(float *restrict d, 
     }
 }
 
-static void pack(float *dst, const void *src, int type, size_t ld, int N, int K, int pa, int pb) {
+static void pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, type = src->type;
     for (int p = pa; p < pb; p++) {
         float *d = dst + (size_t)(p - pa) * K * 16;
         const void *rows[16];
         const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
-        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, type, ld, (size_t)p * 16 + c);
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, (size_t)p * 16 + c);
         if (type == GEMM_SRC_F32) pack_panel(d, rows, nrow, GEMM_SRC_F32, K);
         else if (type == GEMM_SRC_BF16) pack_panel(d, rows, nrow, GEMM_SRC_BF16, K);
         else pack_panel(d, rows, nrow, GEMM_SRC_F16, K);

@@ -16,8 +16,9 @@
 struct kargs {
     int kc;
     const float *xp;   // (kc, 16) packed X rows (lanes < mr used); for mr = 1 the row itself
-    const float *w;    // first panel at k0; panel j at w + j*ws
-    size_t ws;         // panel stride in floats (K*16)
+    const float *w;    // first panel at k0; panel j at w + j*ws (GEMM_FMT_F32)
+    const uint32_t *wq; // bf16 formats: first pair panel at k0/2; panel j at wq + j*ws
+    size_t ws;         // panel stride in floats (K*16) or pairs (ceil(K/2)*16)
     float *y;          // tile origin (row i0, column p*16)
     size_t ldy;
     const float *bias; // bias at column p*16, or NULL
@@ -94,6 +95,115 @@ static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2
                                     T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
 _Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
 
+// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
+// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ), or vdpbf16ps (GEMM_FMT_BF16_DP) ----
+// xp holds x at k (converted: rounded to bf16 for dp), 2*ceil(kc/2) rows, the pad row -0.0:
+// (-0) * w adds -0, which leaves every acc as it is.
+static inline __attribute__((always_inline)) void init_acc(const int mr, const int np, const struct kargs *a,
+                                                           __m512 acc[14][4]) {
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++)
+            acc[i][j] = a->first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(a->mk[j], a->y + i * a->ldy + j * 16);
+}
+
+static inline __attribute__((always_inline)) void finish(const int mr, const int np, const struct kargs *a,
+                                                         __m512 acc[14][4]) {
+    if (a->last) {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++)
+                acc[i][j] = epilogue(acc[i][j], a->bias ? a->bias + j * 16 : NULL, a->mk[j], a->bf16);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
+}
+
+static inline __attribute__((always_inline)) void kern_q(const int mr, const int np, const struct kargs *a) {
+    __m512 acc[14][4];
+    init_acc(mr, np, a, acc);
+    const float *xp = a->xp;
+    const uint32_t *w = a->wq;
+    const size_t ws = a->ws, xs = mr == 1 ? 1 : 16;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int q = 0; q < (a->kc + 1) / 2; q++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) {
+            const __m512i u = _mm512_load_si512((const void *)(w + j * ws + (size_t)q * 16));
+            wv[j] = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
+            _mm_prefetch((const char *)(w + j * ws + (size_t)(q + 32) * 16), _MM_HINT_T0);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512 xb = _mm512_set1_ps(xp[(size_t)(2 * q) * xs + i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) {
+            const __m512i u = _mm512_load_si512((const void *)(w + j * ws + (size_t)q * 16));
+            wv[j] = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512 xb = _mm512_set1_ps(xp[(size_t)(2 * q + 1) * xs + i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+    }
+    finish(mr, np, a, acc);
+}
+#define Q1(m, n) static void q_##m##_##n(const struct kargs *a) { kern_q(m, n, a); }
+#define QROW2(m) Q1(m, 1) Q1(m, 2)
+#define QROW4(m) Q1(m, 1) Q1(m, 2) Q1(m, 3) Q1(m, 4)
+QROW4(1) QROW4(2) QROW4(3) QROW4(4) QROW4(5) QROW4(6) QROW2(7) QROW2(8)
+QROW2(9) QROW2(10) QROW2(11) QROW2(12) QROW2(13) QROW2(14)
+#define QT2(m) {q_##m##_1, q_##m##_2, NULL, NULL}
+#define QT4(m) {q_##m##_1, q_##m##_2, q_##m##_3, q_##m##_4}
+static const kern_fn qtab[14][4] = {QT4(1), QT4(2), QT4(3), QT4(4), QT4(5), QT4(6), QT2(7),
+                                    QT2(8), QT2(9), QT2(10), QT2(11), QT2(12), QT2(13), QT2(14)};
+
+// vdpbf16ps: xp holds bf16 pairs of x (uint32 bf16(x[2j]) << 16 | bf16(x[2j+1]), the pad -0.0)
+// at ceil(kc/2) rows; one instruction per pair and tile register.
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+static inline __attribute__((always_inline)) void kern_d(const int mr, const int np, const struct kargs *a) {
+    __m512 acc[14][4];
+    init_acc(mr, np, a, acc);
+    const uint32_t *xp = (const uint32_t *)a->xp, *w = a->wq;
+    const size_t ws = a->ws, xs = mr == 1 ? 1 : 16;
+    for (int q = 0; q < (a->kc + 1) / 2; q++) {
+        __m512bh wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) {
+            wv[j] = (__m512bh)_mm512_load_si512((const void *)(w + j * ws + (size_t)q * 16));
+            _mm_prefetch((const char *)(w + j * ws + (size_t)(q + 32) * 16), _MM_HINT_T0);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512bh xb = (__m512bh)_mm512_set1_epi32((int)xp[(size_t)q * xs + i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xb, wv[j]);
+        }
+    }
+    finish(mr, np, a, acc);
+}
+#define D1(m, n) static void d_##m##_##n(const struct kargs *a) { kern_d(m, n, a); }
+#define DROW2(m) D1(m, 1) D1(m, 2)
+#define DROW4(m) D1(m, 1) D1(m, 2) D1(m, 3) D1(m, 4)
+DROW4(1) DROW4(2) DROW4(3) DROW4(4) DROW4(5) DROW4(6) DROW2(7) DROW2(8)
+DROW2(9) DROW2(10) DROW2(11) DROW2(12) DROW2(13) DROW2(14)
+#pragma GCC pop_options
+#define DT2(m) {d_##m##_1, d_##m##_2, NULL, NULL}
+#define DT4(m) {d_##m##_1, d_##m##_2, d_##m##_3, d_##m##_4}
+static const kern_fn dtab[14][4] = {DT4(1), DT4(2), DT4(3), DT4(4), DT4(5), DT4(6), DT2(7),
+                                    DT2(8), DT2(9), DT2(10), DT2(11), DT2(12), DT2(13), DT2(14)};
+
 // ---- macro-kernel ----
 // In-register transpose of 16 rows of 16 floats: r[i] lane c -> r[c] lane i.
 static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
@@ -138,49 +248,121 @@ static __mmask16 lanes(int p, int n0, int n1) {
     return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
+// How a block's X rows are prepared for its kernels.
+enum xprep {
+    XP_F32,     // transposed (mr > 1) or read in place (mr = 1)
+    XP_PAD,     // the bf16 formats: always copied, k padded to even with -0.0
+    XP_ROUND,   // the same, rounded to bf16 (dp by fma)
+    XP_PAIRS    // rounded and joined into bf16 pairs (vdpbf16ps)
+};
+
+// Rounds n floats to bf16 in place (gemm_bf16_bits).
+static void round_n(float *v, size_t n) {
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    const __m512i top = _mm512_set1_epi32((int)0xffff0000u), abs = _mm512_set1_epi32(0x7fffffff);
+    const __m512i inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512((const void *)(v + i));
+        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), one), bias));
+        r = _mm512_mask_or_epi32(r, nan, u, quiet);
+        _mm512_storeu_si512((void *)(v + i), _mm512_and_si512(r, top));
+    }
+    for (; i < n; i++) v[i] = gemm_float(gemm_bf16_bits(v[i]));
+}
+
+// xp for mr rows of x at columns [0, kc): the layout of mode (enum xprep); xs = 16 for
+// mr > 1, 1 for mr = 1 (a copy of the row). Returns the pointer the kernel reads.
+static const float *prep_x(float *restrict xp, const float *restrict x, size_t ldx, int mr, int kc, int mode) {
+    if (mode == XP_F32 && mr == 1) return x;
+    const size_t xs = mr == 1 ? 1 : 16;
+    if (mr == 1) memcpy(xp, x, (size_t)kc * 4);
+    else pack_x(xp, x, ldx, mr, kc);
+    if (mode == XP_F32) return xp;
+    if (kc % 2)
+        for (size_t i = 0; i < xs; i++) xp[(size_t)kc * xs + i] = -0.0f;
+    const int kp = (kc + 1) & ~1;
+    if (mode >= XP_ROUND) round_n(xp, (size_t)kp * xs);
+    if (mode == XP_PAIRS) { // pair j at row j: written at or before the rows it reads
+        uint32_t *u = (uint32_t *)xp;
+        for (int j = 0; j < kp / 2; j++)
+            for (size_t i = 0; i < xs; i++) u[j * xs + i] = u[2 * j * xs + i] | u[(2 * j + 1) * xs + i] >> 16;
+    }
+    return xp;
+}
+
 // Row groups packed together: XG_FLOATS floats of packed X (256 KB, in L2) per pass, so that
 // each W panel pair is read once per pass and reused by every group while it is in L1/L2.
 #define XG_FLOATS (4 * 16 * GEMM_KC_MAX)
+#define XG_MAX 64 // row groups per pass at most
 
-static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
+// The kernel table and X preparation of a call.
+static void pick(const struct gemm_args *a, enum gemm_dp_use use, const kern_fn (**tab)[4], int *mode) {
+    if (a->fmt == GEMM_FMT_F32) *tab = ktab, *mode = XP_F32;
+    else if (a->fmt == GEMM_FMT_BF16) *tab = qtab, *mode = XP_PAD;
+    else if (use == GEMM_DP_VDPBF16PS) *tab = dtab, *mode = XP_PAIRS;
+    else *tab = qtab, *mode = XP_ROUND;
+}
+
+void gemm_avx512_block_with(const struct gemm_args *a, int m0, int m1, int p0, int p1, enum gemm_dp_use use) {
     static _Thread_local float xp[XG_FLOATS] __attribute__((aligned(64)));
-    const int K = a->K;
+    const kern_fn(*tab)[4];
+    int mode;
+    pick(a, use, &tab, &mode);
+    const int K = a->K, pairs = a->fmt != GEMM_FMT_F32;
     // K blocks of equal size, at most a->kc each (fewer partial-sum round trips through y),
-    // shortened (not below 256) so that all row groups of the block fit one pass
+    // shortened (not below 256) so that all row groups of the block fit one pass; even for
+    // the bf16 formats (a block starts at a pair)
     const int ng = (m1 - m0 + AVX512_MR - 1) / AVX512_MR, fit = XG_FLOATS / 16 / (ng > 0 ? ng : 1);
-    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit : a->kc;
+    const int kcm = ng > 1 && fit >= 256 && fit < a->kc ? fit & ~pairs : a->kc;
     const int nkb = K > kcm ? (K + kcm - 1) / kcm : 1;
-    const int KC = (K + nkb - 1) / nkb;
-    const int G = KC < 1 || XG_FLOATS / (16 * KC) < 1 ? 1 : XG_FLOATS / (16 * KC); // groups per pass
+    const int KC = pairs ? ((K + nkb - 1) / nkb + 1) & ~1 : (K + nkb - 1) / nkb;
+    int G = KC < 1 || XG_FLOATS / (16 * KC) < 1 ? 1 : XG_FLOATS / (16 * KC); // groups per pass
+    if (G > XG_MAX) G = XG_MAX;
     struct kargs ka;
-    ka.ws = (size_t)K * 16;
+    ka.ws = pairs ? (size_t)(K + 1) / 2 * 16 : (size_t)K * 16;
     ka.ldy = a->ldy;
     ka.bf16 = a->bf16;
+    const unsigned csr = _mm_getcsr();
+    if (a->fmt == GEMM_FMT_BF16_DP) _mm_setcsr(csr | GEMM_MXCSR_FTZ_DAZ); // the dp contract (gemm.h)
     for (int k0 = 0;; k0 += KC) {
         ka.kc = K - k0 < KC ? K - k0 : KC;
         ka.first = k0 == 0;
         ka.last = k0 + ka.kc >= K;
         for (int g0 = m0; g0 < m1; g0 += G * AVX512_MR) {
             const int g1 = g0 + G * AVX512_MR < m1 ? g0 + G * AVX512_MR : m1;
+            const float *xg[XG_MAX]; // what each group's kernels read
             for (int i = g0, g = 0; i < g1; i += AVX512_MR, g++)
-                if (g1 - i > 1) pack_x(xp + (size_t)g * 16 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
-                                       g1 - i < AVX512_MR ? g1 - i : AVX512_MR, ka.kc);
+                xg[g] = prep_x(xp + (size_t)g * 16 * KC, a->x + (size_t)i * a->ldx + k0, a->ldx,
+                                             g1 - i < AVX512_MR ? g1 - i : AVX512_MR, ka.kc, mode);
             const int npmax = g1 - g0 <= 6 ? 4 : 2;
             for (int p = p0; p < p1; p += npmax) {
                 const int np = p1 - p < npmax ? p1 - p : npmax;
                 for (int j = 0; j < np; j++) ka.mk[j] = lanes(p + j, a->n0, a->n1);
-                ka.w = a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
+                ka.w = pairs ? NULL : a->w + (size_t)p * ka.ws + (size_t)k0 * 16;
+                ka.wq = pairs ? a->q + (size_t)p * ka.ws + (size_t)k0 / 2 * 16 : NULL;
                 ka.bias = a->bias ? a->bias + (size_t)p * 16 : NULL;
                 for (int i = g0, g = 0; i < g1; i += AVX512_MR, g++) {
                     const int mr = g1 - i < AVX512_MR ? g1 - i : AVX512_MR;
-                    ka.xp = mr == 1 ? a->x + (size_t)i * a->ldx + k0 : xp + (size_t)g * 16 * KC;
+                    ka.xp = xg[g];
                     ka.y = a->y + (size_t)i * a->ldy + (size_t)p * 16;
-                    ktab[mr - 1][np - 1](&ka); // np <= 2 unless the pass is one group of <= 6 rows
+                    tab[mr - 1][np - 1](&ka); // np <= 2 unless the pass is one group of <= 6 rows
                 }
             }
         }
         if (ka.last) break;
     }
+    _mm_setcsr(csr);
+}
+
+static void block(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
+    static int bf16 = -1; // racing first calls store the same value
+    if (bf16 < 0) bf16 = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
+    gemm_avx512_block_with(a, m0, m1, p0, p1, bf16 ? GEMM_DP_VDPBF16PS : GEMM_DP_FMA);
+}
+static void block_f(const struct gemm_args *a, int m0, int m1, int p0, int p1) {
+    gemm_avx512_block_with(a, m0, m1, p0, p1, GEMM_DP_FMA);
 }
 
 // ---- packing ----
@@ -227,12 +409,13 @@ static inline __attribute__((always_inline)) void pack_panel(float *restrict d, 
     }
 }
 
-static void pack(float *dst, const void *src, int type, size_t ld, int N, int K, int pa, int pb) {
+static void pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, type = src->type;
     for (int p = pa; p < pb; p++) {
         float *d = dst + (size_t)(p - pa) * K * 16;
         const void *rows[16];
         const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
-        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, type, ld, (size_t)p * 16 + c);
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, (size_t)p * 16 + c);
         if (type == GEMM_SRC_F32) pack_panel(d, rows, nrow, GEMM_SRC_F32, K);
         else if (type == GEMM_SRC_BF16) pack_panel(d, rows, nrow, GEMM_SRC_BF16, K);
         else pack_panel(d, rows, nrow, GEMM_SRC_F16, K);
@@ -242,3 +425,4 @@ static void pack(float *dst, const void *src, int type, size_t ld, int N, int K,
 // Task shape 56 rows x 96 panels (1536 columns), K blocks <= 1024: measured best of mc 14..112,
 // pc 16..192, kc 512..1024 with the grouped passes (docs/speed.md).
 const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack};
+const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack};

@@ -22,25 +22,31 @@ double cpu_now(void) {
 // ---- packing: rows [r0, r0 + nr) of a matrix into mem, panels spread over the pool ----
 struct pack_job {
     struct gemm_w *w;
-    const void *src;
-    int type, per, n_panels;
-    size_t ld;
+    struct gemm_mat src;
+    int per, n_panels;
     _Atomic size_t bad;
 };
 static void pack_task(void *ctx, int t, int slot) {
     (void)slot;
     struct pack_job *j = ctx;
     const int pa = t * j->per, pb = pa + j->per < j->n_panels ? pa + j->per : j->n_panels;
-    gemm_pack_panels(j->w, j->src, j->type, j->ld, pa, pb);
-    const float *p = j->w->p + (size_t)pa * (size_t)j->w->K * GEMM_NR, *end = j->w->p + (size_t)pb * (size_t)j->w->K * GEMM_NR;
+    gemm_pack_panels(j->w, &j->src, pa, pb);
     size_t bad = 0;
-    for (; p < end; p++) bad += !isfinite(*p);
+    if (j->w->fmt == GEMM_FMT_F32) {
+        const size_t per = (size_t)j->w->K * GEMM_NR;
+        for (const float *p = j->w->p + pa * per, *end = j->w->p + pb * per; p < end; p++) bad += !isfinite(*p);
+    } else { // bf16 pairs: a half with all exponent bits set is Inf or NaN (also a value rounded to Inf)
+        const size_t per = ((size_t)j->w->K + 1) / 2 * GEMM_NR;
+        for (const uint32_t *q = j->w->q + pa * per, *end = j->w->q + pb * per; q < end; q++)
+            bad += (*q & 0x7f800000u) == 0x7f800000u || (*q & 0x7f80u) == 0x7f80u;
+    }
     if (bad) atomic_fetch_add(&j->bad, bad);
 }
 
 // Where packed rows go: a gemm_w over `bytes` of mem.
 struct pack_dst {
     struct gemm_w *w;
+    enum gemm_fmt fmt;
     void *mem;
     size_t bytes;
 };
@@ -48,17 +54,26 @@ struct pack_dst {
 static int pack_rows(const struct model *m, struct pack_dst d, const struct wref *r, int r0, int nr, struct err *e) {
     const int type = r->t->dtype == ST_F32 ? GEMM_SRC_F32 : r->t->dtype == ST_BF16 ? GEMM_SRC_BF16 : GEMM_SRC_F16;
     const size_t esize = r->t->dtype == ST_F32 ? 4 : 2;
-    if (gemm_w_init(d.w, d.mem, d.bytes, nr, r->cols))
+    if (gemm_w_init(d.w, d.fmt, d.mem, d.bytes, nr, r->cols))
         return err_set(e, ERR_INTERNAL, "model: cannot pack %s rows %d..%d", r->t->name, r0, r0 + nr - 1);
     const unsigned char *src = (const unsigned char *)r->t->data + (r->off + (size_t)r0 * r->cols) * esize;
-    struct pack_job j = {d.w, src, type, 8, (nr + GEMM_NR - 1) / GEMM_NR, (size_t)r->cols, 0};
+    struct pack_job j = {d.w, {src, type, (size_t)r->cols, nr, r->cols}, 8, (nr + GEMM_NR - 1) / GEMM_NR, 0};
     pool_for((j.n_panels + j.per - 1) / j.per, pack_task, &j, m->opts.n_threads);
     if (atomic_load(&j.bad))
         return weights_nonfinite_err(r->t, r->off + (size_t)r0 * r->cols, (size_t)nr * r->cols, e);
     return 0;
 }
 
-static size_t packed_bytes(const struct wref *r) { return (gemm_packed_bytes(r->rows, r->cols) + 63) & ~(size_t)63; }
+static size_t packed_bytes(const struct wref *r, enum gemm_fmt fmt) {
+    return (gemm_packed_bytes(fmt, r->rows, r->cols) + 63) & ~(size_t)63;
+}
+
+// The packed format of resident weights: bf16 panels under --weights bf16 (the dp contract
+// when activations are bf16, else the fmaf chain on bf16-rounded weights), else binary32.
+static enum gemm_fmt resident_fmt(const struct model *m) {
+    if (m->weights != MODEL_WEIGHTS_BF16) return GEMM_FMT_F32;
+    return m->opts.act_bf16 ? GEMM_FMT_BF16_DP : GEMM_FMT_BF16;
+}
 
 // Matrix i of the model in packing order: the layers' W_COUNT each, then lm_head.
 static struct wref *matrix_at(struct model *m, int i) {
@@ -66,17 +81,18 @@ static struct wref *matrix_at(struct model *m, int i) {
 }
 
 static int pack_resident(struct model *m, size_t total, struct err *e) {
+    const enum gemm_fmt fmt = resident_fmt(m);
     m->wbuf = aligned_alloc(64, total ? total : 64);
     if (!m->wbuf)
-        return err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for binary32 weights (try --weights stream)",
-                       total * 1e-9);
+        return err_set(e, ERR_NOMEM, "model: cannot allocate %.2f GB for %s weights (try --weights stream)",
+                       total * 1e-9, fmt == GEMM_FMT_F32 ? "binary32" : "bf16");
     size_t used = 0;
     for (int i = 0; i <= m->dims.n_layers * W_COUNT; i++) {
         struct wref *r = matrix_at(m, i);
-        const struct pack_dst d = {&r->pw, (char *)m->wbuf + used, packed_bytes(r)};
+        const struct pack_dst d = {&r->pw, fmt, (char *)m->wbuf + used, packed_bytes(r, fmt)};
         int rc = pack_rows(m, d, r, 0, r->rows, e);
         if (rc) return rc;
-        used += packed_bytes(r);
+        used += packed_bytes(r, fmt);
     }
     return 0;
 }
@@ -84,12 +100,16 @@ static int pack_resident(struct model *m, size_t total, struct err *e) {
 int weights_setup(struct model *m, size_t *res_bytes, struct err *e) {
     const int n_mat = m->dims.n_layers * W_COUNT;
     size_t total = 0, max_mat = 0;
+    m->weights = m->opts.weights;
     for (int i = 0; i <= n_mat; i++) {
-        const size_t b = packed_bytes(matrix_at(m, i));
+        const size_t b = packed_bytes(matrix_at(m, i), GEMM_FMT_F32);
         total += b;
         if (i < n_mat && b > max_mat) max_mat = b;
     }
-    m->weights = m->opts.weights;
+    if (m->weights == MODEL_WEIGHTS_BF16) {
+        total = 0;
+        for (int i = 0; i <= n_mat; i++) total += packed_bytes(matrix_at(m, i), resident_fmt(m));
+    }
     if (m->weights == MODEL_WEIGHTS_AUTO) {
         size_t avail = host_mem_available();
         m->weights = (double)total < 0.6 * (double)avail ? MODEL_WEIGHTS_F32 : MODEL_WEIGHTS_STREAM;
@@ -97,7 +117,7 @@ int weights_setup(struct model *m, size_t *res_bytes, struct err *e) {
                   m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", total * 1e-9, avail * 1e-9);
     }
     *res_bytes = 0;
-    if (m->weights == MODEL_WEIGHTS_F32) {
+    if (m->weights == MODEL_WEIGHTS_F32 || m->weights == MODEL_WEIGHTS_BF16) {
         *res_bytes = total;
         return pack_resident(m, total, e);
     }
@@ -120,7 +140,9 @@ static void gemm_task(void *p, int t, int slot) {
 static int gemm(struct model *m, struct linear_out y, const float *x, const struct gemm_w *w, int M, const float *bias,
                 struct err *e) {
     struct gemm_plan p;
-    int rc = gemm_plan_init(&p, y.y, (size_t)y.ldy, x, (size_t)w->K, w, M, 0, w->N, bias, m->opts.act_bf16);
+    const struct gemm_io io = {y.y, (size_t)y.ldy, x, (size_t)w->K, M, bias,
+                               m->opts.act_bf16 ? GEMM_ROUND_BF16 : GEMM_ROUND_NONE};
+    int rc = gemm_plan_init(&p, &io, w, 0, w->N);
     if (rc) return err_set(e, ERR_INTERNAL, "model: GEMM %dx%dx%d refused (%d)", M, w->N, w->K, rc);
     const int nt = m->opts.n_threads < p.max_threads ? m->opts.n_threads : p.max_threads;
     pool_for(p.n_tasks, gemm_task, &p, nt);
@@ -137,7 +159,7 @@ static int linear_streamed(struct model *m, struct linear_out y, const float *x,
         const int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
         struct gemm_w w;
         double t0 = time_now();
-        if ((rc = pack_rows(m, (struct pack_dst){&w, m->sbuf, m->stream_bytes}, r, r0, nr, e))) break;
+        if ((rc = pack_rows(m, (struct pack_dst){&w, GEMM_FMT_F32, m->sbuf, m->stream_bytes}, r, r0, nr, e))) break;
         double t1 = time_now(), c1 = cpu_now();
         rc = gemm(m, (struct linear_out){y.y + r0, y.ldy}, x, &w, M, bias ? bias + r0 : NULL, e);
         m->stats.convert_s += t1 - t0;
@@ -152,7 +174,7 @@ int linear(struct model *m, struct linear_out y, const float *x, const struct wr
            struct err *e) {
     int rc = 0;
     if (M <= 0) return 0;
-    if (r->pw.p) {
+    if (gemm_w_packed(&r->pw)) {
         double t0 = time_now(), c0 = cpu_now();
         rc = gemm(m, y, x, &r->pw, M, bias, e);
         m->stats.gemm_s += time_now() - t0;

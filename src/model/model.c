@@ -24,7 +24,17 @@ int model_weights_parse(const char *s) {
     if (!strcmp(s, "auto")) return MODEL_WEIGHTS_AUTO;
     if (!strcmp(s, "f32")) return MODEL_WEIGHTS_F32;
     if (!strcmp(s, "stream")) return MODEL_WEIGHTS_STREAM;
+    if (!strcmp(s, "bf16")) return MODEL_WEIGHTS_BF16;
     return -1;
+}
+
+const char *model_weights_name(int weights) {
+    static const char *const names[] = {"auto", "f32", "stream", "bf16"};
+    return weights >= 0 && weights <= MODEL_WEIGHTS_BF16 ? names[weights] : "?";
+}
+
+const char *model_gemm_arithmetic(const struct model *m) {
+    return m->weights == MODEL_WEIGHTS_BF16 && m->opts.act_bf16 ? GEMM_ARITHMETIC_DP : GEMM_ARITHMETIC;
 }
 
 const struct model_config *model_cfg(const struct model *m) { return &m->cfg; }
@@ -64,7 +74,7 @@ int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e) {
     if (replica == 0) return 0;
     if (m->weights != MODEL_WEIGHTS_F32 || !m->head.pw.p)
         return err_set(e, ERR_USAGE, "model: the replicas' perturbation moves resident binary32 weights; these are "
-                       "streamed (use --weights f32)");
+                       "%s (use --weights f32)", m->weights == MODEL_WEIGHTS_BF16 ? "bf16 panels" : "streamed");
     struct perturb_job j = {m, seed, replica};
     pool_for(m->cfg.n_layers * W_COUNT + 2, perturb_task, &j, m->opts.n_threads);
     return 0;
@@ -106,9 +116,9 @@ static void log_opened(const struct model *m, size_t res_bytes) {
     const struct model_config *c = &m->cfg;
     const struct model_opts *op = &m->opts;
     const double np = (double)cfg_n_params(c);
-    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident binary32%s), run state %.2f GB for "
+    log_info("model: %s, %d layers, %.3g%s parameters; weights %s (%.2f GB resident %s%s), run state %.2f GB for "
              "%d tokens", cfg_arch_name(c->arch), c->n_layers, np >= 1e9 ? np * 1e-9 : np * 1e-6, np >= 1e9 ? "B" : "M",
-             m->weights == MODEL_WEIGHTS_F32 ? "f32" : "stream", res_bytes * 1e-9,
+             model_weights_name(m->weights), res_bytes * 1e-9, m->weights == MODEL_WEIGHTS_BF16 ? "bf16" : "binary32",
              m->weights == MODEL_WEIGHTS_STREAM ? ", streamed through a scratch matrix" : "",
              (run_state_floats(&m->dims, op->max_tokens) * 4 + m->stream_bytes) * 1e-9, op->max_tokens);
 }
@@ -121,7 +131,7 @@ static int resolve_opts(struct model *m, const struct model_opts *o, struct err 
         return err_set(e, ERR_RANGE, "model: max_tokens %d out of range (1..%d)", op->max_tokens, 1 << 22);
     if (op->max_seq <= 0) op->max_seq = m->cfg.max_seq; // a cached prefix may exceed one batch
     if (op->n_threads <= 0) op->n_threads = pool_threads();
-    if (op->weights < MODEL_WEIGHTS_AUTO || op->weights > MODEL_WEIGHTS_STREAM)
+    if (op->weights < MODEL_WEIGHTS_AUTO || op->weights > MODEL_WEIGHTS_BF16)
         return err_set(e, ERR_USAGE, "model: bad weights mode %d", op->weights);
     return 0;
 }

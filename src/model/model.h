@@ -13,7 +13,7 @@
 #include "base/common.h"
 #include "model/config.h"
 
-enum model_weights { MODEL_WEIGHTS_AUTO = 0, MODEL_WEIGHTS_F32 = 1, MODEL_WEIGHTS_STREAM = 2 };
+enum model_weights { MODEL_WEIGHTS_AUTO = 0, MODEL_WEIGHTS_F32 = 1, MODEL_WEIGHTS_STREAM = 2, MODEL_WEIGHTS_BF16 = 3 };
 
 struct model_opts {
     int act_bf16;        // 1 (default): round activations to bf16 where a BF16 PyTorch model rounds; 0: f32
@@ -23,8 +23,9 @@ struct model_opts {
     int n_threads;       // loops use up to this many pool threads; <= 0: all of the pool (base/pool.h)
 };
 void model_opts_default(struct model_opts *o);
-// Parses "auto" / "f32" / "stream" (-1 if unknown).
+// Parses "auto" / "f32" / "stream" / "bf16" (-1 if unknown); model_weights_name is the inverse.
 int model_weights_parse(const char *s);
+const char *model_weights_name(int weights);
 
 struct model;
 struct model_kv; // the exact KV cache (below)
@@ -33,7 +34,11 @@ struct model_kv; // the exact KV cache (below)
 // MODEL_WEIGHTS_F32 every matrix is packed once into binary32 GEMM panels (gemm.h, from its
 // dtype); with STREAM each matrix is packed into one scratch buffer just before its GEMM (in
 // chunks of panels), so an 8B bf16 checkpoint needs ~1 GB beyond the mapping; AUTO picks F32
-// when the packed weights fit in 60% of MemAvailable. Threads: every loop runs on the worker
+// when the packed weights fit in 60% of MemAvailable; BF16 packs every matrix once into bf16
+// panels (half the memory of F32; a binary32 or f16 checkpoint is rounded to bf16, RNE), which
+// the GEMM runs by its bf16 dot-product contract when act_bf16 is set (vdpbf16ps where the CPU
+// has it; gemm.h: the fmaf chain except where subnormals are flushed), else by the fmaf chain
+// on the rounded weights. model_gemm_arithmetic names the contract. Threads: every loop runs on the worker
 // pool (base/pool.h) with up to n_threads threads; the pool's size is its owner's (main /
 // the command: pool_set_threads), never changed here. Errors name the file, tensor and shape;
 // *out is NULL on error.
@@ -42,7 +47,9 @@ void model_free(struct model *m); // safe on NULL
 
 const struct model_config *model_cfg(const struct model *m);
 const struct model_opts *model_get_opts(const struct model *m); // resolved values
-int model_weights_mode(const struct model *m);  // MODEL_WEIGHTS_F32 or MODEL_WEIGHTS_STREAM
+int model_weights_mode(const struct model *m);  // MODEL_WEIGHTS_F32, _STREAM or _BF16 (resolved)
+// The GEMM contract the linear layers run under (gemm.h GEMM_ARITHMETIC or GEMM_ARITHMETIC_DP).
+const char *model_gemm_arithmetic(const struct model *m);
 // The null perturbation of run --replicas (model/perturb.h, issue 21) on every resident
 // binary32 weight: each packed matrix (q, k, v, o, gate, up, down of every layer and lm_head)
 // and the norms and biases, element directions from (seed, replica, tensor, element). The
