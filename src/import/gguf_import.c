@@ -193,7 +193,7 @@ static int read_config(struct plan *p, struct err *e) {
     c->qkv_bias = c->arch == ARCH_QWEN2;
     c->fused_qkv = c->fused_gate_up = c->arch == ARCH_PHI3;
     if (c->arch == ARCH_GEMMA2) {
-        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        c->norm_plus_one = c->sandwich_norm = 1, c->embed_scale = EMBED_SQRT;
         // llama.cpp (gemma2 graph): queries scaled by 1/sqrt(head_dim), except the 27B model
         // (46 layers): 1/sqrt(n_embd / n_head) - HF's query_pre_attn_scalar 256 / 144
         c->query_pre_attn_scalar = c->n_layers == 46 ? (double)c->dim / c->n_heads : c->head_dim;
