@@ -172,6 +172,10 @@ static int gemma3_windows(struct model_config *c, const cJSON *root, const char 
                                                                                        : "_sliding_window_pattern";
     if ((rc = json_get_int(root, pk, &P, 0, ctx, e))) return rc;
     if (P < 1) return err_set(e, ERR_FORMAT, "%s: field '%s': %d must be >= 1", ctx, pk, P);
+    int bidir = 0; // EmbeddingGemma's encoder: no causal mask
+    if ((rc = json_get_bool(root, "use_bidirectional_attention", &bidir, 0, ctx, e))) return rc;
+    if (bidir) return err_set(e, ERR_UNSUPPORTED, "%s: field 'use_bidirectional_attention': true is not supported "
+                              "(a causal language model only)", ctx);
     if (lt && cJSON_GetArraySize(lt) != c->n_layers)
         return err_set(e, ERR_FORMAT, "%s: field 'layer_types' has %d entries for %d layers", ctx, cJSON_GetArraySize(lt),
                        c->n_layers);
