@@ -105,7 +105,7 @@ static int load_golden(const char *path, const char *name, int32_t **ids, int *T
 
 // ---- every golden model, attention f32, --act f32: rel-L2 <= 1e-3 and equal argmax ----
 static const char *golden_models[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny",
-                                      "mistral-tiny", "gemma2-tiny", "phi3-tiny"};
+                                      "mistral-tiny", "gemma2-tiny", "phi3-tiny", "gemma3-tiny"};
 
 static void test_goldens(void) {
     for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
@@ -127,6 +127,27 @@ static void test_goldens(void) {
         free(ids);
         free(ref);
     }
+}
+
+// ---- gemma3-tiny under `exact` attention vs transformers 4.50.0 in float64 (no rounding at all
+// there: tests/gen/gemma3_tiny.py); measured 2.1e-7, the binary32 forward's own rounding ----
+static void test_gemma3_exact(void) {
+    const char *dir = golden_dir("gemma3-tiny"), *path = dir ? golden_logits("gemma3-tiny") : NULL;
+    int32_t *ids = NULL;
+    float *ref = NULL;
+    int T, V, Vm;
+    if (!path || load_golden(path, "logits_exact", &ids, &T, &ref, &V)) return;
+    float *lg = run_model(dir, ids, T, "exact", 0, MODEL_WEIGHTS_AUTO, &Vm);
+    if (lg && Vm == V) {
+        double rel = test_rel_l2(lg, ref, (size_t)T * V);
+        int bad = argmax_mismatch(lg, ref, T, V);
+        printf("gemma3-tiny    exact/f32: rel-L2 %.3g, argmax mismatches %d/%d\n", rel, bad, T);
+        CHECK(rel <= 1e-5, "gemma3-tiny exact: rel-L2 %.3g > 1e-5", rel);
+        CHECK(bad == 0, "gemma3-tiny exact: %d rows with a different argmax", bad);
+    }
+    free(lg);
+    free(ids);
+    free(ref);
 }
 
 // ---- stories260K: import, then `exact` attention + f32 activations vs llama2.c run.c ----
@@ -938,6 +959,7 @@ static void test_nonfinite_weights(void) {
 int main(void) {
     log_set_level(LOG_WARN);
     RUN(test_goldens());
+    RUN(test_gemma3_exact());
     RUN(test_stories());
     RUN(test_llama2c_variants());
     RUN(test_packing("qwen3-tiny", 0));
