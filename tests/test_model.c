@@ -107,48 +107,35 @@ static int load_golden(const char *path, const char *name, int32_t **ids, int *T
 static const char *golden_models[] = {"qwen3-tiny", "qwen3-outlier", "qwen2-tiny", "llama-tiny",
                                       "mistral-tiny", "gemma2-tiny", "phi3-tiny", "gemma3-tiny"};
 
-static void test_goldens(void) {
-    for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++) {
-        const char *dir = golden_dir(golden_models[g]), *path = dir ? golden_logits(golden_models[g]) : NULL;
-        int32_t *ids = NULL;
-        float *ref = NULL;
-        int T, V, Vm;
-        if (!path || load_golden(path, "logits_f64", &ids, &T, &ref, &V)) continue;
-        float *lg = run_model(dir, ids, T, "f32", 0, MODEL_WEIGHTS_AUTO, &Vm);
-        if (lg && Vm == V) {
-            double rel = test_rel_l2(lg, ref, (size_t)T * V);
-            int bad = argmax_mismatch(lg, ref, T, V);
-            printf("%-14s f32 act:  rel-L2 %.3g, argmax mismatches %d/%d\n", golden_models[g], rel, bad, T);
-            // goldens README: binary32 forward measured at 6e-6 .. 2.4e-4, tolerance 1e-3
-            CHECK(rel <= 1e-3, "%s: rel-L2 %.3g > 1e-3", golden_models[g], rel);
-            CHECK(bad == 0, "%s: %d rows with a different argmax", golden_models[g], bad);
-        }
-        free(lg);
-        free(ids);
-        free(ref);
-    }
-}
-
-// ---- gemma3-tiny under `exact` attention vs transformers 4.50.0 in float64 (no rounding at all
-// there: tests/gen/gemma3_tiny.py); measured 2.1e-7, the binary32 forward's own rounding ----
-static void test_gemma3_exact(void) {
-    const char *dir = golden_dir("gemma3-tiny"), *path = dir ? golden_logits("gemma3-tiny") : NULL;
+// Golden `name`'s tensor `key` against our forward under attention `mode`, --act f32.
+static void golden_case(const char *name, const char *key, const char *mode, double tol) {
+    const char *dir = golden_dir(name), *path = dir ? golden_logits(name) : NULL;
     int32_t *ids = NULL;
     float *ref = NULL;
     int T, V, Vm;
-    if (!path || load_golden(path, "logits_exact", &ids, &T, &ref, &V)) return;
-    float *lg = run_model(dir, ids, T, "exact", 0, MODEL_WEIGHTS_AUTO, &Vm);
+    if (!path || load_golden(path, key, &ids, &T, &ref, &V)) return;
+    float *lg = run_model(dir, ids, T, mode, 0, MODEL_WEIGHTS_AUTO, &Vm);
     if (lg && Vm == V) {
         double rel = test_rel_l2(lg, ref, (size_t)T * V);
         int bad = argmax_mismatch(lg, ref, T, V);
-        printf("gemma3-tiny    exact/f32: rel-L2 %.3g, argmax mismatches %d/%d\n", rel, bad, T);
-        CHECK(rel <= 1e-5, "gemma3-tiny exact: rel-L2 %.3g > 1e-5", rel);
-        CHECK(bad == 0, "gemma3-tiny exact: %d rows with a different argmax", bad);
+        printf("%-14s %s attn, f32 act:  rel-L2 %.3g, argmax mismatches %d/%d\n", name, mode, rel, bad, T);
+        CHECK(rel <= tol, "%s (%s): rel-L2 %.3g > %g", name, mode, rel, tol);
+        CHECK(bad == 0, "%s (%s): %d rows with a different argmax", name, mode, bad);
     }
     free(lg);
     free(ids);
     free(ref);
 }
+
+static void test_goldens(void) {
+    // goldens README: binary32 forward measured at 6e-6 .. 2.4e-4, tolerance 1e-3
+    for (size_t g = 0; g < sizeof golden_models / sizeof *golden_models; g++)
+        golden_case(golden_models[g], "logits_f64", "f32", 1e-3);
+}
+
+// ---- gemma3-tiny under `exact` attention vs transformers 4.50.0 in float64 (no rounding at all
+// there: tests/gen/gemma3_tiny.py); measured 2.1e-7, the binary32 forward's own rounding ----
+static void test_gemma3_exact(void) { golden_case("gemma3-tiny", "logits_exact", "exact", 1e-5); }
 
 // ---- stories260K: import, then `exact` attention + f32 activations vs llama2.c run.c ----
 static void test_stories(void) {
