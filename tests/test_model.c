@@ -137,6 +137,48 @@ static void test_goldens(void) {
 // there: tests/gen/gemma3_tiny.py); measured 2.1e-7, the binary32 forward's own rounding ----
 static void test_gemma3_exact(void) { golden_case("gemma3-tiny", "logits_exact", "exact", 1e-5); }
 
+// ---- gemma3-tiny as a Gemma3ForConditionalGeneration checkpoint: the config's text_config and
+// the tensors under language_model. (a vision tensor beside them is not read): the same logits ----
+static void test_gemma3_multimodal(void) {
+    const char *dir = golden_dir("gemma3-tiny"), *path = dir ? golden_logits("gemma3-tiny") : NULL;
+    int32_t *ids = NULL;
+    float *ref = NULL;
+    int T, V, V1 = 0, V2 = 0;
+    if (!path || load_golden(path, "logits_exact", &ids, &T, &ref, &V)) return;
+    char out[600], p[700], names[64][128];
+    snprintf(out, sizeof out, "%s/gemma3-mm", tmpdir());
+    struct err e = {0};
+    struct safetensors st;
+    char *cfg = NULL, *mm = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    int rc = mkdir_p(out, &e) || st_open(&st, dir, &e) || file_read_all(p, &cfg, &len, &e);
+    CHECK(rc == 0 && st.n_tensors < 63, "gemma3-mm setup: %s", e.msg);
+    if (rc) { free(ids), free(ref); return; }
+    struct st_wtensor w[64];
+    static const float vis[4] = {1, 2, 3, 4};
+    for (int i = 0; i < st.n_tensors; i++) {
+        const struct st_tensor *t = &st.tensors[i];
+        snprintf(names[i], sizeof names[i], "language_model.%s", t->name);
+        w[i] = (struct st_wtensor){names[i], t->dtype, t->ndim, {0}, t->data};
+        memcpy(w[i].shape, t->shape, sizeof t->shape);
+    }
+    w[st.n_tensors] = (struct st_wtensor){"vision_tower.patch_embed.weight", ST_F32, 1, {4}, vis};
+    snprintf(p, sizeof p, "%s/model.safetensors", out);
+    rc = st_write(p, w, st.n_tensors + 1, NULL, 0, &e);
+    mm = malloc(len + 200);
+    snprintf(mm, len + 200, "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"text_config\": %s}", cfg);
+    snprintf(p, sizeof p, "%s/config.json", out);
+    rc = rc || file_write_atomic(p, mm, strlen(mm), &e);
+    CHECK(rc == 0, "gemma3-mm write: %s", e.msg);
+    float *a = rc ? NULL : run_model(dir, ids, T, "exact", 0, MODEL_WEIGHTS_AUTO, &V1);
+    float *b = rc ? NULL : run_model(out, ids, T, "exact", 0, MODEL_WEIGHTS_AUTO, &V2);
+    CHECK(a && b && V1 == V2 && !memcmp(a, b, sizeof(float) * (size_t)T * (size_t)V1),
+          "gemma3 as Gemma3ForConditionalGeneration: logits differ from the text-only checkpoint");
+    st_close(&st);
+    free(a), free(b), free(cfg), free(mm), free(ids), free(ref);
+}
+
 // ---- stories260K: import, then `exact` attention + f32 activations vs llama2.c run.c ----
 static void test_stories(void) {
     const char *s260k = TEST_NEED("models/stories260K"), *gdir = s260k ? TEST_NEED("goldens/stories260K") : NULL;
@@ -947,6 +989,7 @@ int main(void) {
     log_set_level(LOG_WARN);
     RUN(test_goldens());
     RUN(test_gemma3_exact());
+    RUN(test_gemma3_multimodal());
     RUN(test_stories());
     RUN(test_llama2c_variants());
     RUN(test_packing("qwen3-tiny", 0));

@@ -76,6 +76,7 @@ struct model {
     struct safetensors st;
     char hash[65];
     int weights;                 // resolved: F32 or STREAM
+    const char *prefix;          // of every tensor name: "" or "language_model." (Gemma3ForConditionalGeneration)
     struct layer_w *layers;      // (n_layers)
     const struct st_tensor *embed; // (vocab, dim)
     struct wref head;            // lm_head (or embed when tied)
