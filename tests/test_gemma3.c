@@ -207,13 +207,16 @@ out:
 }
 
 // The GGUF imported once into the test's scratch (F32, 1.07 GB), or NULL after a SKIP line.
+static char imported_dir[1100];
+static int imported_done;
 static const char *imported(void) {
-    static char dir[1100];
-    static int done;
+    char *dir = imported_dir;
+    const size_t dir_n = sizeof imported_dir;
+    int done = imported_done;
     const char *path = gguf_path();
     if (!path) return NULL;
     const char *t = getenv("HIFA4_TMP");
-    snprintf(dir, sizeof dir, "%s/gemma3-import", t ? t : "build/tmp");
+    snprintf(dir, dir_n, "%s/gemma3-import", t ? t : "build/tmp");
     if (done) return dir;
     struct err e = {0};
     struct gguf_import_opts o = {0};
@@ -230,7 +233,7 @@ static const char *imported(void) {
     CHECK(!strcmp(info.arch, "Gemma3ForCausalLM") && info.tied && info.n_tensors == 236 && info.n_vocab == 262144,
           "import: %s, %d tensors, tied %d, %d tokens", info.arch, info.n_tensors, info.tied, info.n_vocab);
     printf("gemma3 import: %.1f s (%s)\n", time_now() - t0, info.types);
-    done = 1;
+    imported_done = 1;
     return dir;
 }
 
@@ -273,9 +276,144 @@ out:
     cJSON_Delete(ref);
 }
 
+// ---- ARC-Easy, 100 items, lm-eval's protocol (tests/data/gemma3/arc_easy_100.json) ----
+// One item: every option's `ids` (= BOS + context + continuation) packed into one forward, the
+// continuation's log-likelihood from the last n_cont positions of its input ids[:-1].
+struct arc_cmp {
+    double max_dll;
+    int n_opt, greedy_same, pred_diff;
+};
+
+static double logprob(const float *x, int V, int tok, int *is_max) {
+    int am;
+    const double lse = logsumexp(x, V, &am);
+    *is_max = am == tok;
+    return (double)x[tok] - lse;
+}
+
+static int arc_item(struct model *m, struct attn_ctx *ctx, const cJSON *item, float *lg, struct arc_cmp *c, struct err *e) {
+    const cJSON *opts = cJSON_GetObjectItem(item, "options"), *o;
+    int32_t tokens[4096];
+    int pos[512], seq_len[8], n_seq = 0, tot = 0, nrow = 0, rc;
+    const int V = model_cfg(m)->vocab_size;
+    cJSON_ArrayForEach(o, opts) {
+        const cJSON *ids = cJSON_GetObjectItem(o, "ids");
+        const int n = cJSON_GetArraySize(ids) - 1, nc = cJSON_GetObjectItem(o, "n_cont")->valueint;
+        if (n_seq == 8 || tot + n > 4096 || nrow + nc > 512 || nc < 1 || nc > n)
+            return err_set(e, ERR_RANGE, "item %s: options too long for the test's buffers", cJSON_GetObjectItem(item, "id")->valuestring);
+        for (int t = 0; t < n; t++) tokens[tot + t] = cJSON_GetArrayItem(ids, t)->valueint;
+        for (int t = 0; t < nc; t++) pos[nrow++] = tot + n - nc + t;
+        seq_len[n_seq++] = n;
+        tot += n;
+    }
+    const struct model_batch b = {.tokens = tokens, .n_seq = n_seq, .seq_len = seq_len, .out_pos = pos, .n_out = nrow};
+    if ((rc = model_forward(m, ctx, NULL, &b, lg, e))) return rc;
+    double best = -INFINITY;
+    int k = 0, pred = -1;
+    nrow = 0;
+    cJSON_ArrayForEach(o, opts) {
+        const cJSON *ids = cJSON_GetObjectItem(o, "ids");
+        const int n = cJSON_GetArraySize(ids), nc = cJSON_GetObjectItem(o, "n_cont")->valueint;
+        double ll = 0;
+        int greedy = 1, is_max;
+        for (int t = 0; t < nc; t++, nrow++) {
+            ll += logprob(lg + (size_t)nrow * V, V, cJSON_GetArrayItem(ids, n - nc + t)->valueint, &is_max);
+            greedy &= is_max;
+        }
+        const double d = fabs(ll - cJSON_GetObjectItem(o, "ll")->valuedouble);
+        c->max_dll = d > c->max_dll ? d : c->max_dll;
+        c->greedy_same += greedy == cJSON_IsTrue(cJSON_GetObjectItem(o, "is_greedy"));
+        c->n_opt++;
+        if (ll > best) best = ll, pred = k;
+        k++;
+    }
+    c->pred_diff += pred != cJSON_GetObjectItem(item, "pred")->valueint;
+    return 0;
+}
+
+// Our tokenizer (the GGUF's) builds the same request ids from the ARC text (needs ../shared).
+static void arc_requests(const char *dir, const cJSON *items) {
+    const char *data = TEST_NEED("datasets/arc/genmc/arc_easy/official/test.jsonl");
+    if (!data) return;
+    struct err e = {0};
+    struct tokenizer *tk = NULL;
+    char *buf = NULL, *text = malloc(1 << 16);
+    size_t len = 0;
+    if (tok_load(&tk, dir, &e) || file_read_all(data, &buf, &len, &e)) { CHECK(0, "ARC requests: %s", e.msg); goto out; }
+    int n = 0, same = 0, item = 0;
+    for (char *line = strtok(buf, "\n"); line && item < cJSON_GetArraySize(items); line = strtok(NULL, "\n"), item++) {
+        cJSON *d = cJSON_Parse(line);
+        const cJSON *q = cJSON_GetObjectItem(d, "question"), *c;
+        const cJSON *ref = cJSON_GetObjectItem(cJSON_GetArrayItem(items, item), "options");
+        int k = 0;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(q, "choices")) {
+            snprintf(text, 1 << 16, "Question: %s\nAnswer: %s", cJSON_GetObjectItem(q, "stem")->valuestring,
+                     cJSON_GetObjectItem(c, "text")->valuestring);
+            int32_t *ids = NULL;
+            int ni = 0;
+            n++;
+            if (!tok_encode(tk, text, strlen(text), 1, &ids, &ni, &e) &&
+                ids_equal(ids, ni, cJSON_GetObjectItem(cJSON_GetArrayItem(ref, k), "ids")))
+                same++;
+            free(ids);
+            k++;
+        }
+        cJSON_Delete(d);
+    }
+    printf("ARC-Easy requests: %d/%d options token-identical to the reference's (the GGUF's tokenizer, BOS)\n", same, n);
+    CHECK(n >= 390 && same == n, "ARC-Easy requests: %d/%d options as the reference tokenized them", same, n);
+out:
+    tok_free(tk);
+    free(buf), free(text);
+}
+
+static void test_arc(void) {
+    const char *refp = getenv("HIFA4_GEMMA3_ARC") ? getenv("HIFA4_GEMMA3_ARC") : REF "arc_easy_100.json";
+    if (!file_exists(refp)) { TEST_SKIP("%s not found", refp); return; }
+    const char *dir = imported();
+    if (!dir) return;
+    struct err e = {0};
+    cJSON *ref = NULL;
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.act_bf16 = 0, mo.max_tokens = 4096, mo.n_threads = 2;
+    struct model *m = NULL;
+    struct attn_ctx *ctx = NULL;
+    float *lg = NULL;
+    struct arc_cmp c = {0};
+    if (json_parse_file(&ref, refp, &e) || model_open(&m, dir, &mo, &e) || model_attn_open(&ctx, m, "exact", NULL, NULL, &e)) {
+        CHECK(0, "gemma3 ARC: %s", e.msg);
+        goto out;
+    }
+    const cJSON *items = cJSON_GetObjectItem(ref, "items"), *it;
+    lg = malloc(sizeof(float) * 512 * (size_t)model_cfg(m)->vocab_size);
+    int n = 0;
+    double t0 = time_now();
+    cJSON_ArrayForEach(it, items) {
+        if (arc_item(m, ctx, it, lg, &c, &e)) { CHECK(0, "%s", e.msg); break; }
+        n++;
+    }
+    printf("gemma3 ARC-Easy %d items vs transformers (exact/f32): max |dLL| %.2e over %d options, prediction "
+           "differences %d, is_greedy %d/%d (%.0f s)\n", n, c.max_dll, c.n_opt, c.pred_diff, c.greedy_same, c.n_opt,
+           time_now() - t0);
+    CHECK(n == 100 && c.max_dll <= 1e-3 && c.pred_diff == 0 && c.greedy_same == c.n_opt,
+          "gemma3 ARC-Easy: %d items, max |dLL| %.3g, %d prediction differences, is_greedy %d/%d", n, c.max_dll,
+          c.pred_diff, c.greedy_same, c.n_opt);
+    arc_requests(dir, items);
+out:
+    free(lg);
+    attn_ctx_free(ctx);
+    model_free(m);
+    cJSON_Delete(ref);
+}
+
 int main(void) {
     log_set_level(LOG_WARN);
     test_tokenizer();
     test_logits();
+    test_arc();
+    char st[1200];
+    snprintf(st, sizeof st, "%s/model.safetensors", imported_dir);
+    if (imported_done) remove(st); // 1.07 GB of scratch
     return test_summary("test_gemma3");
 }
