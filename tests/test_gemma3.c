@@ -237,22 +237,39 @@ static const char *imported(void) {
     return dir;
 }
 
+// The import with f32 activations and `exact` attention (2 threads), and a reference JSON.
+struct ref_run {
+    struct model *m;
+    struct attn_ctx *ctx;
+    cJSON *ref;
+    struct err e;
+};
+static int open_ref(struct ref_run *r, const char *dir, const char *ref_path, int max_tokens) {
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.act_bf16 = 0, mo.max_tokens = max_tokens, mo.n_threads = 2;
+    pool_set_threads(2);
+    *r = (struct ref_run){0};
+    int rc = json_parse_file(&r->ref, ref_path, &r->e) || model_open(&r->m, dir, &mo, &r->e) ||
+             model_attn_open(&r->ctx, r->m, "exact", NULL, NULL, &r->e);
+    CHECK(rc == 0, "%s: %s", ref_path, r->e.msg);
+    return rc;
+}
+static void close_ref(struct ref_run *r) {
+    attn_ctx_free(r->ctx);
+    model_free(r->m);
+    cJSON_Delete(r->ref);
+}
+
 static void test_logits(void) {
     const char *dir = imported();
     if (!dir) return;
+    struct ref_run r;
+    if (open_ref(&r, dir, REF "logits.json", 1024)) { close_ref(&r); return; }
+    struct model *m = r.m;
+    struct attn_ctx *ctx = r.ctx;
+    const cJSON *ref = r.ref;
     struct err e = {0};
-    cJSON *ref = NULL;
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.act_bf16 = 0, mo.max_tokens = 1024, mo.n_threads = 2;
-    struct model *m = NULL;
-    struct attn_ctx *ctx = NULL;
-    pool_set_threads(2);
-    if (json_parse_file(&ref, REF "logits.json", &e) || model_open(&m, dir, &mo, &e) ||
-        model_attn_open(&ctx, m, "exact", NULL, NULL, &e)) {
-        CHECK(0, "gemma3 logits: %s", e.msg);
-        goto out;
-    }
     const cJSON *sids = cJSON_GetObjectItem(ref, "sample_ids"), *p;
     int n_prompts = 0;
     cJSON_ArrayForEach(p, cJSON_GetObjectItem(ref, "prompts")) {
@@ -270,10 +287,7 @@ static void test_logits(void) {
         n_prompts++;
     }
     CHECK(n_prompts >= 3, "%d prompts compared", n_prompts);
-out:
-    attn_ctx_free(ctx);
-    model_free(m);
-    cJSON_Delete(ref);
+    close_ref(&r);
 }
 
 // ---- ARC-Easy, 100 items, lm-eval's protocol (tests/data/gemma3/arc_easy_100.json) ----
@@ -372,25 +386,17 @@ static void test_arc(void) {
     if (!file_exists(refp)) { TEST_SKIP("%s not found", refp); return; }
     const char *dir = imported();
     if (!dir) return;
+    struct ref_run r;
+    if (open_ref(&r, dir, refp, 4096)) { close_ref(&r); return; }
     struct err e = {0};
-    cJSON *ref = NULL;
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.act_bf16 = 0, mo.max_tokens = 4096, mo.n_threads = 2;
-    struct model *m = NULL;
-    struct attn_ctx *ctx = NULL;
-    float *lg = NULL;
     struct arc_cmp c = {0};
-    if (json_parse_file(&ref, refp, &e) || model_open(&m, dir, &mo, &e) || model_attn_open(&ctx, m, "exact", NULL, NULL, &e)) {
-        CHECK(0, "gemma3 ARC: %s", e.msg);
-        goto out;
-    }
-    const cJSON *items = cJSON_GetObjectItem(ref, "items"), *it;
-    lg = malloc(sizeof(float) * 512 * (size_t)model_cfg(m)->vocab_size);
+    const cJSON *items = cJSON_GetObjectItem(r.ref, "items"), *it;
+    struct model *m = r.m;
+    float *lg = malloc(sizeof(float) * 512 * (size_t)model_cfg(m)->vocab_size);
     int n = 0;
     double t0 = time_now();
     cJSON_ArrayForEach(it, items) {
-        if (arc_item(m, ctx, it, lg, &c, &e)) { CHECK(0, "%s", e.msg); break; }
+        if (arc_item(m, r.ctx, it, lg, &c, &e)) { CHECK(0, "%s", e.msg); break; }
         n++;
     }
     printf("gemma3 ARC-Easy %d items vs transformers (exact/f32): max |dLL| %.2e over %d options, prediction "
@@ -400,11 +406,8 @@ static void test_arc(void) {
           "gemma3 ARC-Easy: %d items, max |dLL| %.3g, %d prediction differences, is_greedy %d/%d", n, c.max_dll,
           c.pred_diff, c.greedy_same, c.n_opt);
     arc_requests(dir, items);
-out:
     free(lg);
-    attn_ctx_free(ctx);
-    model_free(m);
-    cJSON_Delete(ref);
+    close_ref(&r);
 }
 
 int main(void) {
