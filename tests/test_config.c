@@ -1,4 +1,4 @@
-// test_config.c: config.json parsing for the six architectures (the seven golden configs in
+// test_config.c: config.json parsing for the seven architectures (the seven golden configs in
 // goldens/models of the test data), HF defaults, the writer's round trip, the parameter count
 // against the checkpoints, and one-line errors for bad configs.
 #include <stdio.h>
@@ -122,6 +122,58 @@ static void test_defaults_and_variants(void) {
           cfg_arch_from_short("bert") == -1, "arch names");
 }
 
+// Gemma 3: the released 270M config (google/gemma-3-270m, transformers 4.55) and the text_config
+// of the 4B's Gemma3ForConditionalGeneration config, which leaves most fields to
+// Gemma3TextConfig's defaults; then the writer's round trip.
+#define G3_270M "{\"_sliding_window_pattern\": 6, \"architectures\": [\"Gemma3ForCausalLM\"], \"attention_bias\": false, " \
+    "\"attn_logit_softcapping\": null, \"bos_token_id\": 2, \"eos_token_id\": 1, \"final_logit_softcapping\": null, " \
+    "\"head_dim\": 256, \"hidden_activation\": \"gelu_pytorch_tanh\", \"hidden_size\": 640, \"intermediate_size\": 2048, " \
+    "\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", " \
+    "\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", " \
+    "\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\", \"sliding_attention\", " \
+    "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\"], " \
+    "\"max_position_embeddings\": 32768, \"model_type\": \"gemma3_text\", \"num_attention_heads\": 4, " \
+    "\"num_hidden_layers\": 18, \"num_key_value_heads\": 1, \"pad_token_id\": 0, \"query_pre_attn_scalar\": 256, " \
+    "\"rms_norm_eps\": 1e-06, \"rope_local_base_freq\": 10000.0, \"rope_scaling\": null, \"rope_theta\": 1000000.0, " \
+    "\"sliding_window\": 512, \"use_bidirectional_attention\": false, \"vocab_size\": 262144}"
+#define G3_4B "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"eos_token_id\": [1, 106], \"text_config\": " \
+    "{\"hidden_size\": 2560, \"intermediate_size\": 10240, \"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, " \
+    "\"num_hidden_layers\": 34, \"num_key_value_heads\": 4, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, " \
+    "\"sliding_window\": 1024}}"
+
+static void test_gemma3(void) {
+    struct model_config c, b;
+    struct err e;
+    int rc = parse(&c, G3_270M, &e);
+    CHECK(rc == 0 && c.arch == ARCH_GEMMA3 && c.dim == 640 && c.n_layers == 18 && c.n_heads == 4 && c.n_kv_heads == 1 &&
+          c.head_dim == 256 && c.vocab_size == 262144 && c.hidden_dim == 2048, "gemma3 270M sizes (%s)", e.msg);
+    CHECK(c.qk_norm && c.norm_plus_one && c.sandwich_norm && c.embed_scale == EMBED_SQRT_F32 && c.tie_embeddings &&
+          c.act == ACT_GELU_TANH && !c.qkv_bias && c.attn_softcap == 0 && c.final_softcap == 0 &&
+          c.query_pre_attn_scalar == 256, "gemma3 270M structure");
+    CHECK(c.rope_theta == 1e6 && c.rope_local_theta == 10000 && c.rope_type == ROPE_DEFAULT && c.rope_dim == 256 &&
+          c.bos_id == 2 && c.eos_id == 1, "gemma3 270M rope / ids");
+    for (int l = 0; l < 18; l++)
+        CHECK(c.window[l] == ((l + 1) % 6 ? 512 : 0), "gemma3 270M layer %d: window %d", l, c.window[l]);
+    char *json = NULL;
+    rc = cfg_to_json(&c, NULL, &json, &e);
+    CHECK(rc == 0 && !cfg_parse(&b, json, strlen(json), "rt", &e) && !memcmp(&c, &b, sizeof c), "gemma3 round trip (%s)", e.msg);
+    free(json);
+    rc = parse(&c, G3_4B, &e);
+    CHECK(rc == 0 && c.arch == ARCH_GEMMA3 && c.dim == 2560 && c.n_layers == 34 && c.vocab_size == 262208 &&
+          c.head_dim == 256 && c.max_seq == 131072 && c.query_pre_attn_scalar == 256 && c.rope_theta == 1e6,
+          "gemma3 4B text_config defaults (%s)", e.msg);
+    CHECK(c.rope_type == ROPE_LINEAR && c.rope_factor == 8 && c.rope_local_theta == 10000 && c.window[0] == 1024 &&
+          c.window[5] == 0 && c.window[6] == 1024 && c.window[33] == 1024 && c.eos_id == 1 && c.bos_id == 2,
+          "gemma3 4B rope / windows / ids");
+    rc = cfg_to_json(&c, NULL, &json, &e);
+    CHECK(rc == 0 && !cfg_parse(&b, json, strlen(json), "rt", &e) && !memcmp(&c, &b, sizeof c), "gemma3 4B round trip (%s)", e.msg);
+    free(json);
+    // no layer_types: sliding_window_pattern (HF 4.50), every P-th layer global
+    CHECK(!parse(&c, "{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"sliding_window\": 8, "
+                     "\"sliding_window_pattern\": 2}", &e) && c.window[0] == 8 && c.window[1] == 0 && c.window[2] == 8 &&
+          c.window[3] == 0 && c.head_dim == 256, "gemma3 pattern 2 (%s)", e.msg);
+}
+
 // Each bad config: an error whose one-line message names the file and the problem.
 static void bad(const char *json, int code, const char *needle) {
     struct model_config c;
@@ -162,6 +214,20 @@ static void test_errors(void) {
     bad("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 4, "
         "\"num_attention_heads\": 1024, \"vocab_size\": 300, \"max_position_embeddings\": 256, \"head_dim\": 1024, "
         "\"num_key_value_heads\": 1}", ERR_RANGE, "'num_attention_heads' x 'head_dim' = 1024 x 1024");
+    bad("{\"architectures\": [\"Gemma3ForConditionalGeneration\"], " BASE "}", ERR_FORMAT, "text_config");
+    bad("{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"text_config\": {" BASE ", \"model_type\": \"siglip\"}}",
+        ERR_FORMAT, "(text_config): field 'model_type': 'siglip'");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"sliding_window_pattern\": 0}", ERR_FORMAT,
+        "'sliding_window_pattern': 0");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"sliding_window\": null}", ERR_FORMAT, "'sliding_window'");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"layer_types\": [\"full_attention\"]}", ERR_FORMAT,
+        "'layer_types' has 1 entries for 4 layers");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"rope_local_base_freq\": 0.5}", ERR_FORMAT,
+        "'rope_local_base_freq': 0.5");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"rope_scaling\": {\"rope_type\": \"linear\", "
+        "\"factor\": 0.5}}", ERR_FORMAT, "'factor': 0.5");
+    bad("{\"architectures\": [\"Gemma3ForCausalLM\"], " BASE ", \"use_bidirectional_attention\": true}", ERR_UNSUPPORTED,
+        "use_bidirectional_attention");
     bad("[1, 2]", ERR_FORMAT, "object");
     bad("{\"architectures\": \"LlamaForCausalLM\"}", ERR_FORMAT, "architectures");
     bad("{\"architectures\": [", ERR_FORMAT, "invalid JSON");
@@ -175,6 +241,7 @@ int main(void) {
     test_goldens();
     test_roundtrip();
     test_defaults_and_variants();
+    test_gemma3();
     test_errors();
     return test_summary("test_config");
 }

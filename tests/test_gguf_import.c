@@ -105,7 +105,7 @@ static int gguf_name(char *out, size_t n, const char *hf, enum model_arch arch) 
     if (sscanf(hf, "model.layers.%d.%127s", &l, rest) != 2) return 0;
     const char *g = NULL;
     if (!strcmp(rest, "post_attention_layernorm.weight"))
-        g = arch == ARCH_GEMMA2 ? "post_attention_norm.weight" : "ffn_norm.weight";
+        g = arch == ARCH_GEMMA2 || arch == ARCH_GEMMA3 ? "post_attention_norm.weight" : "ffn_norm.weight";
     else if (!strcmp(rest, "pre_feedforward_layernorm.weight")) g = "ffn_norm.weight";
     for (size_t i = 0; !g && i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(rest, map[i][0])) g = map[i][1];
@@ -124,7 +124,8 @@ static void permute_fwd(float *dst, const float *src, int heads, int64_t rows, i
 }
 
 static const char *arch_key(enum model_arch a) {
-    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_PHI3 ? "phi3" : "llama";
+    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_PHI3 ? "phi3"
+           : a == ARCH_GEMMA3 ? "gemma3" : "llama";
 }
 
 static void meta_kvs(struct gb *kv, uint64_t *n, const struct model_config *c) {
@@ -150,6 +151,7 @@ static void meta_kvs(struct gb *kv, uint64_t *n, const struct model_config *c) {
         KF("final_logit_softcapping", c->final_softcap);
         KU("attention.sliding_window", c->window[0]);
     }
+    if (c->arch == ARCH_GEMMA3) KU("attention.sliding_window", c->window[0]); // llama.cpp's pattern 6 = make-model's
     if (c->rope_type == ROPE_LLAMA3) KU("rope.scaling.original_context_length", c->rope_orig_max);
     if (c->rope_type == ROPE_LONGROPE) {
         KU("rope.scaling.original_context_length", c->rope_orig_max);
@@ -261,8 +263,8 @@ static int write_gguf(const char *hf_dir, const char *out, const struct breakage
             free(f);
             f = g;
         }
-        if (c.arch == ARCH_GEMMA2 && str_ends_with(t->name, "norm.weight"))
-            for (int64_t k = 0; k < cnt; k++) f[k] += 1.0f; // convert_hf_to_gguf.py Gemma2Model: norm + 1
+        if ((c.arch == ARCH_GEMMA2 || c.arch == ARCH_GEMMA3) && str_ends_with(t->name, "norm.weight"))
+            for (int64_t k = 0; k < cnt; k++) f[k] += 1.0f; // convert_hf_to_gguf.py Gemma2Model/Gemma3Model: norm + 1
         bufs[n] = f;
         ts[n] = (struct gb_tensor){names[n], t->ndim, {1, 1, 1, 1}, GGML_F32, f, (size_t)cnt * 4};
         for (int d = 0; d < t->ndim; d++) ts[n].ne[d] = t->shape[t->ndim - 1 - d];
@@ -341,6 +343,7 @@ static void roundtrip(enum model_arch arch) {
     mo.arch = arch;
     mo.seed = 11 + arch;
     if (arch == ARCH_PHI3) mo.head_dim = 32, mo.dim = 128;
+    if (arch == ARCH_GEMMA3) mo.n_layers = 6; // layer 5 global (llama.cpp's pattern 6)
     char src[1200], gg[1300], dst[1300];
     snprintf(src, sizeof src, "%s", tpath(arch_key(arch)));
     snprintf(gg, sizeof gg, "%s.gguf", src);
@@ -356,7 +359,8 @@ static void roundtrip(enum model_arch arch) {
     CHECK(!cfg_load(&a, src, &e) && !cfg_load(&b, dst, &e), "configs");
     CHECK(a.arch == b.arch && a.n_layers == b.n_layers && a.head_dim == b.head_dim && a.rope_dim == b.rope_dim &&
               a.rope_type == b.rope_type && a.tie_embeddings == b.tie_embeddings && a.qkv_bias == b.qkv_bias &&
-              a.window[0] == b.window[0] && a.window[1] == b.window[1] && a.query_pre_attn_scalar == b.query_pre_attn_scalar &&
+              !memcmp(a.window, b.window, sizeof a.window) && a.query_pre_attn_scalar == b.query_pre_attn_scalar &&
+              a.rope_local_theta == b.rope_local_theta && a.qk_norm == b.qk_norm && a.embed_scale == b.embed_scale &&
               fabs(a.rope_factor - b.rope_factor) < 1e-9 && a.rope_orig_max == b.rope_orig_max &&
               (float)a.norm_eps == (float)b.norm_eps && a.bos_id == b.bos_id,
           "%s: config differs after the round trip", arch_key(arch));
@@ -898,7 +902,7 @@ int main(void) {
     struct err e = {0};
     mkdir_p(tmp, &e);
     log_set_level(LOG_WARN);
-    const enum model_arch archs[] = {ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA2, ARCH_PHI3};
+    const enum model_arch archs[] = {ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA2, ARCH_PHI3, ARCH_GEMMA3};
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) roundtrip(archs[i]);
     test_refusals();
     test_bf16_option();

@@ -27,7 +27,7 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
     const char *arch = "qwen3", *out = NULL, *plant = NULL;
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
-        {"arch", CLI_STR, &arch, "A: qwen3|qwen2|llama|mistral|gemma2|phi3 (default qwen3)"},
+        {"arch", CLI_STR, &arch, "A: qwen3|qwen2|llama|mistral|gemma2|phi3|gemma3 (default qwen3)"},
         {"layers", CLI_INT, &o.n_layers, "N: layers (default 2)"},
         {"dim", CLI_INT, &o.dim, "N: hidden size (default 128)"},
         {"heads", CLI_INT, &o.n_heads, "N: attention heads (default 4)"},
@@ -49,7 +49,7 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
     if (help) { cli_usage("make-model", "--arch A [sizes] [--seed N] --out DIR", opts, n_opts); return 0; }
     if (!out) return err_set(e, ERR_USAGE, "make-model needs --out DIR");
     if ((o.arch = cfg_arch_from_short(arch)) < 0)
-        return err_set(e, ERR_USAGE, "--arch '%s': expected qwen3, qwen2, llama, mistral, gemma2 or phi3", arch);
+        return err_set(e, ERR_USAGE, "--arch '%s': expected qwen3, qwen2, llama, mistral, gemma2, phi3 or gemma3", arch);
     if (seed < 0) return err_set(e, ERR_USAGE, "--seed %lld: must be >= 0", (long long)seed);
     o.seed = (uint64_t)seed;
     o.tied = tied;

@@ -14,12 +14,13 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 
-enum { A_LLAMA = 1, A_QWEN2 = 2, A_QWEN3 = 4, A_GEMMA2 = 8, A_PHI3 = 16, A_ALL = 31 };
+enum { A_LLAMA = 1, A_QWEN2 = 2, A_QWEN3 = 4, A_GEMMA2 = 8, A_PHI3 = 16, A_GEMMA3 = 32, A_ALL = 63 };
+enum { A_GEMMAS = A_GEMMA2 | A_GEMMA3 };
 static const struct { const char *gguf; enum model_arch arch; unsigned bit; } archs[] = {
     {"llama", ARCH_LLAMA, A_LLAMA}, {"qwen2", ARCH_QWEN2, A_QWEN2}, {"qwen3", ARCH_QWEN3, A_QWEN3},
-    {"gemma2", ARCH_GEMMA2, A_GEMMA2}, {"phi3", ARCH_PHI3, A_PHI3},
+    {"gemma2", ARCH_GEMMA2, A_GEMMA2}, {"phi3", ARCH_PHI3, A_PHI3}, {"gemma3", ARCH_GEMMA3, A_GEMMA3},
 };
-const char *gguf_import_arch_names(void) { return "llama, qwen2, qwen3, gemma2, phi3"; }
+const char *gguf_import_arch_names(void) { return "llama, qwen2, qwen3, gemma2, phi3, gemma3"; }
 
 // Shapes in config terms. HF shape = [rows, cols] (cols = 0: a vector); GGUF ne = [cols, rows].
 enum dimx { D_0, D_DIM, D_QD, D_KVD, D_QKV, D_FFN, D_FFN2, D_HD, D_VOCAB, D_ROPE2 };
@@ -55,12 +56,12 @@ static const struct tmap layer_map[] = {
     {"attn_v.bias", "self_attn.v_proj.bias", D_KVD, D_0, A_LLAMA | A_QWEN3, N_OPT_BIAS},
     {"attn_output.bias", "self_attn.o_proj.bias", D_DIM, D_0, A_LLAMA | A_QWEN3, N_OPT_BIAS},
     {"attn_output.weight", "self_attn.o_proj.weight", D_DIM, D_QD, A_ALL, N_REQ},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight", D_HD, D_0, A_QWEN3, N_REQ},
-    {"attn_k_norm.weight", "self_attn.k_norm.weight", D_HD, D_0, A_QWEN3, N_REQ},
-    {"ffn_norm.weight", "post_attention_layernorm.weight", D_DIM, D_0, A_ALL & ~A_GEMMA2, N_REQ},
-    {"post_attention_norm.weight", "post_attention_layernorm.weight", D_DIM, D_0, A_GEMMA2, N_REQ},
-    {"ffn_norm.weight", "pre_feedforward_layernorm.weight", D_DIM, D_0, A_GEMMA2, N_REQ},
-    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", D_DIM, D_0, A_GEMMA2, N_REQ},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight", D_HD, D_0, A_QWEN3 | A_GEMMA3, N_REQ},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight", D_HD, D_0, A_QWEN3 | A_GEMMA3, N_REQ},
+    {"ffn_norm.weight", "post_attention_layernorm.weight", D_DIM, D_0, A_ALL & ~A_GEMMAS, N_REQ},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", D_DIM, D_0, A_GEMMAS, N_REQ},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight", D_DIM, D_0, A_GEMMAS, N_REQ},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", D_DIM, D_0, A_GEMMAS, N_REQ},
     {"ffn_gate.weight", "mlp.gate_proj.weight", D_FFN, D_DIM, A_ALL & ~A_PHI3, N_REQ},
     {"ffn_up.weight", "mlp.up_proj.weight", D_FFN, D_DIM, A_ALL & ~A_PHI3, N_REQ},
     {"ffn_up.weight", "mlp.gate_up_proj.weight", D_FFN2, D_DIM, A_PHI3, N_REQ},
@@ -162,9 +163,37 @@ static int read_sizes(struct plan *p, struct err *e) {
     if (c->rope_dim % 2 || (c->rope_dim != c->head_dim && c->arch != ARCH_PHI3))
         return err_set(e, ERR_UNSUPPORTED, "%s: key '%s.rope.dimension_count' = %d: partial rotary (head_dim %d) is "
                        "supported for phi3 only", p->g->path, p->A, c->rope_dim, c->head_dim);
+    // Gemma3: llama.cpp's hparams.set_swa_pattern(6) (the files carry no pattern key; one named
+    // attention.sliding_window_pattern is read when it is an integer): layer l is global iff
+    // (l + 1) % P == 0; the window is required there (llama.cpp's get_key without a default).
+    int P = 6;
+    if (c->arch == ARCH_GEMMA3 && ((rc = meta_int(p, "attention.sliding_window", &window, 1, 1, 1 << 30, e)) ||
+                                   (rc = meta_int(p, "attention.sliding_window_pattern", &P, 0, 1, CFG_MAX_LAYERS, e))))
+        return rc;
     if (window)
         for (int l = 0; l < c->n_layers; l++)
-            c->window[l] = c->arch == ARCH_GEMMA2 ? (l % 2 == 0 ? window : 0) : c->arch == ARCH_PHI3 ? window : 0;
+            c->window[l] = c->arch == ARCH_GEMMA2   ? (l % 2 == 0 ? window : 0)
+                           : c->arch == ARCH_GEMMA3 ? ((l + 1) % P ? window : 0)
+                           : c->arch == ARCH_PHI3   ? window
+                                                    : 0;
+    return 0;
+}
+
+// Gemma3 (llama.cpp's gemma3 graph): q/k norms and the four Gemma norms with (1 + w), the
+// embedding x sqrt(n_embd), queries x 1/sqrt(head_dim) except the 27B (62 layers): 1/sqrt(n_embd /
+// n_head), HF's query_pre_attn_scalar 168; local RoPE base 10000 (llama.cpp's hard-coded
+// rope_freq_base_train_swa); no soft-caps unless the metadata has them.
+static int gemma3_config(struct plan *p, struct err *e) {
+    struct model_config *c = &p->c;
+    c->qk_norm = c->norm_plus_one = c->sandwich_norm = 1, c->embed_scale = EMBED_SQRT_F32;
+    c->query_pre_attn_scalar = c->n_layers == 62 ? (double)c->dim / c->n_heads : c->head_dim;
+    c->rope_local_theta = 10000.0;
+    int rc;
+    if ((rc = meta_float(p, "attn_logit_softcapping", &c->attn_softcap, 0, e)) ||
+        (rc = meta_float(p, "final_logit_softcapping", &c->final_softcap, 0, e)))
+        return rc;
+    if (c->attn_softcap < 0 || c->final_softcap < 0)
+        return err_set(e, ERR_FORMAT, "%s: soft-caps %g / %g must be >= 0", p->g->path, c->attn_softcap, c->final_softcap);
     return 0;
 }
 
@@ -186,19 +215,23 @@ static int read_config(struct plan *p, struct err *e) {
     if ((rc = gguf_get_str(p->g, key, &st, 0, e))) return rc;
     double factor = 1;
     if ((rc = meta_float(p, "rope.scaling.factor", &factor, 0, e))) return rc;
+    const int linear = st.len == 6 && !memcmp(st.s, "linear", 6);
     int plain = !st.len || (st.len == 4 && !memcmp(st.s, "none", 4)) ||
-                (((st.len == 6 && !memcmp(st.s, "linear", 6)) || (st.len == 4 && !memcmp(st.s, "yarn", 4))) && factor == 1);
-    if (!plain && !(c->arch == ARCH_PHI3 && ((st.len == 8 && !memcmp(st.s, "longrope", 8)) || (st.len == 2 && !memcmp(st.s, "su", 2)))))
+                ((linear || (st.len == 4 && !memcmp(st.s, "yarn", 4))) && factor == 1);
+    // Gemma3 (4B and up): linear x8 on the global layers (llama.cpp: freq_scale_train_swa = 1)
+    const int g3_linear = c->arch == ARCH_GEMMA3 && linear && factor > 1 && factor <= 1e6;
+    if (!plain && !g3_linear && !(c->arch == ARCH_PHI3 && ((st.len == 8 && !memcmp(st.s, "longrope", 8)) || (st.len == 2 && !memcmp(st.s, "su", 2)))))
         return err_set(e, ERR_UNSUPPORTED, "%s: key '%s' = '%.*s' (factor %g) is not supported (none; llama3 and longrope "
                        "factors come as tensors)", p->g->path, key, (int)(st.len < 40 ? st.len : 40), st.s, factor);
-    c->act = c->arch == ARCH_GEMMA2 ? ACT_GELU_TANH : ACT_SILU;
+    c->act = c->arch == ARCH_GEMMA2 || c->arch == ARCH_GEMMA3 ? ACT_GELU_TANH : ACT_SILU;
     c->rope_type = ROPE_DEFAULT, c->rope_factor = 1, c->rope_attn_factor = 1;
+    if (g3_linear) c->rope_type = ROPE_LINEAR, c->rope_factor = factor;
     c->query_pre_attn_scalar = c->head_dim;
     c->qk_norm = c->arch == ARCH_QWEN3;
     c->qkv_bias = c->arch == ARCH_QWEN2;
     c->fused_qkv = c->fused_gate_up = c->arch == ARCH_PHI3;
     if (c->arch == ARCH_GEMMA2) {
-        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        c->norm_plus_one = c->sandwich_norm = 1, c->embed_scale = EMBED_SQRT;
         // llama.cpp (gemma2 graph): queries scaled by 1/sqrt(head_dim), except the 27B model
         // (46 layers): 1/sqrt(n_embd / n_head) - HF's query_pre_attn_scalar 256 / 144
         c->query_pre_attn_scalar = c->n_layers == 46 ? (double)c->dim / c->n_heads : c->head_dim;
@@ -207,6 +240,7 @@ static int read_config(struct plan *p, struct err *e) {
             (rc = meta_float(p, "final_logit_softcapping", &c->final_softcap, 0, e)))
             return rc;
     }
+    if (c->arch == ARCH_GEMMA3 && (rc = gemma3_config(p, e))) return rc;
     c->bos_id = c->eos_id = -1;
     return 0;
 }
@@ -299,7 +333,8 @@ static int add_job(struct plan *p, const struct gguf_tensor *t, const char *hf, 
         j->xf = X_PERM; // convert_hf_to_gguf.py LlamaModel.permute, undone as transformers does
         j->perm_heads = s[5] == 'q' ? p->c.n_heads : p->c.n_kv_heads;
     }
-    if (p->c.arch == ARCH_GEMMA2 && str_ends_with(j->hf, "norm.weight")) j->xf = X_MINUS_ONE; // Gemma's +1
+    // Gemma's +1 (convert_hf_to_gguf.py adds it to every norm.weight, Gemma3's q/k norms too)
+    if ((p->c.arch == ARCH_GEMMA2 || p->c.arch == ARCH_GEMMA3) && str_ends_with(j->hf, "norm.weight")) j->xf = X_MINUS_ONE;
     return 0;
 }
 

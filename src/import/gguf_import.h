@@ -3,9 +3,11 @@
 // gguf.quants.dequantize does, then written as F32 or rounded to BF16), config.json from the
 // GGUF metadata, tokenizer.json + tokenizer_config.json (gguf_tokenizer.h).
 // Architectures (general.architecture): llama -> LlamaForCausalLM, qwen2 -> Qwen2ForCausalLM,
-// qwen3 -> Qwen3ForCausalLM, gemma2 -> Gemma2ForCausalLM, phi3 -> Phi3ForCausalLM. Conventions
-// of llama.cpp's convert_hf_to_gguf.py undone: the Q/K row permutation of llama-arch models
-// (reversed as transformers' GGUF loader reverses it), Gemma's "+1" baked into its norm weights,
+// qwen3 -> Qwen3ForCausalLM, gemma2 -> Gemma2ForCausalLM, phi3 -> Phi3ForCausalLM, gemma3 ->
+// Gemma3ForCausalLM (window pattern 6 and local RoPE base 10000: llama.cpp's hard-coded values,
+// the files carry neither). Conventions of llama.cpp's convert_hf_to_gguf.py undone: the Q/K row
+// permutation of llama-arch models (reversed as transformers' GGUF loader reverses it), Gemma's
+// "+1" baked into every norm weight (Gemma3's q/k norms too),
 // Llama 3's rope scaling stored as rope_freqs.weight (matched back to HF's llama3 parameters),
 // Phi-3's LongRoPE factors stored as tensors. No output.weight means tied embeddings.
 // Provenance (GGUF file name, sha256, version, tensor types, file type, what was written) goes

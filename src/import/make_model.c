@@ -86,9 +86,15 @@ int make_model_config(const struct make_model_opts *o, struct model_config *c, s
         for (int l = 0; l < c->n_layers; l++) c->window[l] = 4096;
         break;
     case ARCH_GEMMA2:
-        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        c->norm_plus_one = c->sandwich_norm = 1, c->embed_scale = EMBED_SQRT;
         c->act = ACT_GELU_TANH, c->attn_softcap = 50, c->final_softcap = 30;
         for (int l = 0; l < c->n_layers; l += 2) c->window[l] = 4096;
+        tied = 1;
+        break;
+    case ARCH_GEMMA3: // Gemma 3 270M style: q/k norms, window 512 but on every 6th layer, two RoPE bases
+        c->qk_norm = c->norm_plus_one = c->sandwich_norm = 1, c->embed_scale = EMBED_SQRT_F32;
+        c->act = ACT_GELU_TANH, c->rope_theta = 1e6, c->rope_local_theta = 10000.0;
+        for (int l = 0; l < c->n_layers; l++) c->window[l] = (l + 1) % 6 ? 512 : 0;
         tied = 1;
         break;
     case ARCH_PHI3: { // Phi-4-mini style: partial rotary 0.75 + longrope

@@ -15,11 +15,12 @@ static const struct {
     [ARCH_QWEN3] = {"Qwen3ForCausalLM", "qwen3"},       [ARCH_QWEN2] = {"Qwen2ForCausalLM", "qwen2"},
     [ARCH_LLAMA] = {"LlamaForCausalLM", "llama"},       [ARCH_MISTRAL] = {"MistralForCausalLM", "mistral"},
     [ARCH_GEMMA2] = {"Gemma2ForCausalLM", "gemma2"},    [ARCH_PHI3] = {"Phi3ForCausalLM", "phi3"},
+    [ARCH_GEMMA3] = {"Gemma3ForCausalLM", "gemma3"},
 };
 
 const char *cfg_arch_names(void) {
     return "Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
-           "Gemma2ForCausalLM, Phi3ForCausalLM";
+           "Gemma2ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM (or Gemma3ForConditionalGeneration's text_config)";
 }
 const char *cfg_arch_name(enum model_arch a) { return a < ARCH_COUNT ? arch_names[a].hf : "?"; }
 const char *cfg_arch_short(enum model_arch a) { return a < ARCH_COUNT ? arch_names[a].short_name : "?"; }
@@ -75,9 +76,15 @@ static int factor_list(const cJSON *rs, const char *key, double *dst, int n, con
 
 static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
     int rc;
-    c->rope_theta = 10000.0;
+    c->rope_theta = c->arch == ARCH_GEMMA3 ? 1e6 : 10000.0; // Gemma3TextConfig: rope_theta 1e6
     if ((rc = json_get_num(root, "rope_theta", &c->rope_theta, 0, ctx, e))) return rc;
     if (!(c->rope_theta > 1)) return err_set(e, ERR_FORMAT, "%s: field 'rope_theta': %g must be > 1", ctx, c->rope_theta);
+    if (c->arch == ARCH_GEMMA3) { // the sliding layers' own base (HF rotary_emb_local: default rope)
+        c->rope_local_theta = 10000.0;
+        if ((rc = json_get_num(root, "rope_local_base_freq", &c->rope_local_theta, 0, ctx, e))) return rc;
+        if (!(c->rope_local_theta > 1))
+            return err_set(e, ERR_FORMAT, "%s: field 'rope_local_base_freq': %g must be > 1", ctx, c->rope_local_theta);
+    }
     double prf = 1.0;
     if (c->arch == ARCH_PHI3 && (rc = json_get_num(root, "partial_rotary_factor", &prf, 0, ctx, e))) return rc;
     if (!(prf > 0 && prf <= 1))
@@ -98,6 +105,13 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
     if (!type && (rc = json_get_str(rs, "type", &type, 0, ctx, e))) return rc;
     if (!type) return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': missing 'rope_type'", ctx);
     if (!strcmp(type, "default")) return 0;
+    if (!strcmp(type, "linear")) { // HF _compute_linear_scaling_rope_parameters: inv_freq / factor
+        c->rope_type = ROPE_LINEAR;
+        if ((rc = json_get_num(rs, "factor", &c->rope_factor, 1, ctx, e))) return err_prefix(e, "rope_scaling (linear)");
+        if (!(c->rope_factor >= 1) || c->rope_factor > 1e6)
+            return err_set(e, ERR_FORMAT, "%s: rope_scaling (linear): field 'factor': %g not in [1, 1e6]", ctx, c->rope_factor);
+        return 0;
+    }
     if (!strcmp(type, "llama3")) {
         c->rope_type = ROPE_LLAMA3;
         if ((rc = json_get_num(rs, "factor", &c->rope_factor, 1, ctx, e)) ||
@@ -138,8 +152,45 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
         else c->rope_attn_factor = sqrt(1.0 + log(c->rope_factor) / log((double)c->rope_orig_max));
         return 0;
     }
-    return err_set(e, ERR_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported (supported: default, llama3, longrope/su)",
+    return err_set(e, ERR_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported (supported: default, linear, llama3, longrope/su)",
                    ctx, type);
+}
+
+// Gemma3: sliding_window (default 4096) on the layers `layer_types` names sliding_attention, or
+// without it by HF 4.50's `sliding_window_pattern` P (default 6; the released configs write it
+// as `_sliding_window_pattern`): layer i is global iff (i + 1) % P == 0.
+static int gemma3_windows(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
+    int rc, P = 6;
+    double w = 4096;
+    const cJSON *lt = NULL;
+    if ((rc = json_get_arr(root, "layer_types", &lt, 0, ctx, e)) || (rc = num_or_null(root, "sliding_window", 4096, &w, ctx, e)))
+        return rc;
+    if (!(w >= 1 && w <= 1e9 && w == floor(w)))
+        return err_set(e, ERR_FORMAT, "%s: field 'sliding_window': %g (Gemma3's sliding layers need a window of >= 1 token)",
+                       ctx, w);
+    const char *pk = cJSON_GetObjectItemCaseSensitive(root, "sliding_window_pattern") ? "sliding_window_pattern"
+                                                                                       : "_sliding_window_pattern";
+    if ((rc = json_get_int(root, pk, &P, 0, ctx, e))) return rc;
+    if (P < 1) return err_set(e, ERR_FORMAT, "%s: field '%s': %d must be >= 1", ctx, pk, P);
+    int bidir = 0; // EmbeddingGemma's encoder: no causal mask
+    if ((rc = json_get_bool(root, "use_bidirectional_attention", &bidir, 0, ctx, e))) return rc;
+    if (bidir) return err_set(e, ERR_UNSUPPORTED, "%s: field 'use_bidirectional_attention': true is not supported "
+                              "(a causal language model only)", ctx);
+    if (lt && cJSON_GetArraySize(lt) != c->n_layers)
+        return err_set(e, ERR_FORMAT, "%s: field 'layer_types' has %d entries for %d layers", ctx, cJSON_GetArraySize(lt),
+                       c->n_layers);
+    for (int i = 0; i < c->n_layers; i++) {
+        const cJSON *x = lt ? cJSON_GetArrayItem(lt, i) : NULL;
+        if (lt && !cJSON_IsString(x)) return err_set(e, ERR_FORMAT, "%s: layer_types[%d]: expected string", ctx, i);
+        int slide = (i + 1) % P != 0;
+        if (x && !strcmp(x->valuestring, "sliding_attention")) slide = 1;
+        else if (x && !strcmp(x->valuestring, "full_attention")) slide = 0;
+        else if (x)
+            return err_set(e, ERR_UNSUPPORTED, "%s: layer_types[%d] = '%s' (supported: sliding_attention, full_attention)",
+                           ctx, i, x->valuestring);
+        c->window[i] = slide ? (int)w : 0;
+    }
+    return 0;
 }
 
 // A window of 0 tokens that is switched on attends to nothing: window 0 means full attention
@@ -150,6 +201,7 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     const cJSON *lt = NULL;
     if ((rc = json_get_arr(root, "layer_types", &lt, 0, ctx, e))) return rc;
     if (c->arch == ARCH_LLAMA) return 0; // no sliding window in Llama
+    if (c->arch == ARCH_GEMMA3) return gemma3_windows(c, root, ctx, e);
     double def = c->arch == ARCH_GEMMA2 ? 4096 : 0;
     if ((rc = num_or_null(root, "sliding_window", def, &w, ctx, e))) return rc;
     if (w < 0 || w > 1e9 || w != floor(w))
@@ -213,118 +265,158 @@ static int check_sizes(const struct model_config *c, const char *ctx, struct err
     return 0;
 }
 
-int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e) {
-    memset(c, 0, sizeof *c);
-    cJSON *root = NULL;
-    int rc = json_parse(&root, json, len, ctx, e);
-    if (rc) return rc;
-    if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto done; }
+// The architecture of architectures[0]; *o: the object holding the model's fields (root, or a
+// Gemma3ForConditionalGeneration's text_config, whose errors then say so in *ctx_o).
+enum { CTX_CAP = 4200 }; // a path of 4096 and what follows it
+
+static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o, char *ctx_o, const char *ctx,
+                      struct err *e) {
     const cJSON *archs = NULL;
-    if ((rc = json_get_arr(root, "architectures", &archs, 1, ctx, e))) goto done;
+    int rc;
+    *o = root;
+    snprintf(ctx_o, CTX_CAP, "%s", ctx);
+    if ((rc = json_get_arr(root, "architectures", &archs, 1, ctx, e))) return rc;
     const cJSON *a0 = cJSON_GetArrayItem(archs, 0);
-    if (!cJSON_IsString(a0)) { rc = err_set(e, ERR_FORMAT, "%s: field 'architectures': expected a list of strings", ctx); goto done; }
+    if (!cJSON_IsString(a0)) return err_set(e, ERR_FORMAT, "%s: field 'architectures': expected a list of strings", ctx);
     int arch = -1;
     for (int i = 0; i < ARCH_COUNT; i++)
         if (!strcmp(a0->valuestring, arch_names[i].hf)) arch = i;
-    if (arch < 0) {
-        rc = err_set(e, ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", ctx, a0->valuestring,
-                     cfg_arch_names());
-        goto done;
+    if (!strcmp(a0->valuestring, "Gemma3ForConditionalGeneration")) {
+        arch = ARCH_GEMMA3;
+        if ((rc = json_get_obj(root, "text_config", o, 1, ctx, e))) return err_prefix(e, "Gemma3ForConditionalGeneration");
+        snprintf(ctx_o, CTX_CAP, "%s (text_config)", ctx);
     }
+    if (arch < 0)
+        return err_set(e, ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", ctx, a0->valuestring,
+                       cfg_arch_names());
     c->arch = (enum model_arch)arch;
-    if ((rc = json_get_int(root, "hidden_size", &c->dim, 1, ctx, e)) ||
-        (rc = json_get_int(root, "intermediate_size", &c->hidden_dim, 1, ctx, e)) ||
-        (rc = json_get_int(root, "num_hidden_layers", &c->n_layers, 1, ctx, e)) ||
-        (rc = json_get_int(root, "num_attention_heads", &c->n_heads, 1, ctx, e)) ||
-        (rc = json_get_int(root, "vocab_size", &c->vocab_size, 1, ctx, e)) ||
-        (rc = json_get_int(root, "max_position_embeddings", &c->max_seq, 1, ctx, e)))
-        goto done;
-    c->n_kv_heads = c->n_heads;
-    if ((rc = json_get_int(root, "num_key_value_heads", &c->n_kv_heads, 0, ctx, e))) goto done;
+    const char *mt = NULL;
+    if (arch == ARCH_GEMMA3 && (rc = json_get_str(*o, "model_type", &mt, 0, ctx_o, e))) return rc;
+    if (mt && strcmp(mt, "gemma3_text"))
+        return err_set(e, ERR_FORMAT, "%s: field 'model_type': '%s', expected 'gemma3_text' (Gemma 3's language model)",
+                       ctx_o, mt);
+    return 0;
+}
+
+// The sizes and head_dim. Gemma3's default to Gemma3TextConfig's (a released text_config states
+// only what differs from them: the 4B's has no vocab_size, head_dim or max_position_embeddings).
+static int parse_sizes(struct model_config *c, const cJSON *o, const char *ctx, struct err *e) {
+    const int g3 = c->arch == ARCH_GEMMA3, req = !g3;
+    int rc;
+    if (g3) *c = (struct model_config){.arch = c->arch, .dim = 2304, .hidden_dim = 9216, .n_layers = 26, .n_heads = 8,
+                                       .vocab_size = 262208, .max_seq = 131072, .head_dim = 256};
+    if ((rc = json_get_int(o, "hidden_size", &c->dim, req, ctx, e)) ||
+        (rc = json_get_int(o, "intermediate_size", &c->hidden_dim, req, ctx, e)) ||
+        (rc = json_get_int(o, "num_hidden_layers", &c->n_layers, req, ctx, e)) ||
+        (rc = json_get_int(o, "num_attention_heads", &c->n_heads, req, ctx, e)) ||
+        (rc = json_get_int(o, "vocab_size", &c->vocab_size, req, ctx, e)) ||
+        (rc = json_get_int(o, "max_position_embeddings", &c->max_seq, req, ctx, e)))
+        return rc;
+    c->n_kv_heads = g3 ? 4 : c->n_heads;
+    if ((rc = json_get_int(o, "num_key_value_heads", &c->n_kv_heads, 0, ctx, e))) return rc;
     if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
-        c->vocab_size <= 0 || c->max_seq <= 0) {
-        rc = err_set(e, ERR_FORMAT, "%s: sizes must be positive (hidden_size %d, intermediate_size %d, layers %d, heads %d, "
-                     "kv heads %d, vocab %d, max_position_embeddings %d)", ctx, c->dim, c->hidden_dim, c->n_layers,
-                     c->n_heads, c->n_kv_heads, c->vocab_size, c->max_seq);
-        goto done;
-    }
-    if ((rc = check_sizes(c, ctx, e))) goto done;
-    if (c->n_heads % c->n_kv_heads) {
-        rc = err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
-                     c->n_kv_heads);
-        goto done;
-    }
-    c->head_dim = 0;
-    if ((rc = json_get_int(root, "head_dim", &c->head_dim, 0, ctx, e))) goto done;
+        c->vocab_size <= 0 || c->max_seq <= 0)
+        return err_set(e, ERR_FORMAT, "%s: sizes must be positive (hidden_size %d, intermediate_size %d, layers %d, heads %d, "
+                       "kv heads %d, vocab %d, max_position_embeddings %d)", ctx, c->dim, c->hidden_dim, c->n_layers,
+                       c->n_heads, c->n_kv_heads, c->vocab_size, c->max_seq);
+    if ((rc = check_sizes(c, ctx, e))) return rc;
+    if (c->n_heads % c->n_kv_heads)
+        return err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
+                       c->n_kv_heads);
+    if (!g3) c->head_dim = 0;
+    if ((rc = json_get_int(o, "head_dim", &c->head_dim, 0, ctx, e))) return rc;
     if (c->head_dim == 0) {
-        if (c->dim % c->n_heads) {
-            rc = err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d not divisible by heads %d", ctx, c->dim, c->n_heads);
-            goto done;
-        }
+        if (c->dim % c->n_heads)
+            return err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d not divisible by heads %d", ctx, c->dim, c->n_heads);
         c->head_dim = c->dim / c->n_heads;
     }
-    if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024) {
-        rc = err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
-        goto done;
-    }
-    if ((int64_t)c->n_heads * c->head_dim > CFG_MAX_DIM) {
-        rc = err_set(e, ERR_RANGE, "%s: field 'num_attention_heads' x 'head_dim' = %d x %d exceeds %d", ctx, c->n_heads,
-                     c->head_dim, CFG_MAX_DIM);
-        goto done;
-    }
-    c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
-    if ((rc = json_get_num(root, "rms_norm_eps", &c->norm_eps, 0, ctx, e))) goto done;
-    if (!(c->norm_eps > 0 && c->norm_eps < 1)) { // 0 divides by zero on an all-zero row; >= 1 swamps the variance
-        rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g is outside (0, 1)", ctx, c->norm_eps);
-        goto done;
-    }
+    if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024)
+        return err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
+    if ((int64_t)c->n_heads * c->head_dim > CFG_MAX_DIM)
+        return err_set(e, ERR_RANGE, "%s: field 'num_attention_heads' x 'head_dim' = %d x %d exceeds %d", ctx, c->n_heads,
+                       c->head_dim, CFG_MAX_DIM);
+    return 0;
+}
 
-    // activation (Gemma2 reads hidden_activation first)
-    const char *act = NULL;
-    if (c->arch == ARCH_GEMMA2 && (rc = json_get_str(root, "hidden_activation", &act, 0, ctx, e))) goto done;
-    if (!act && (rc = json_get_str(root, "hidden_act", &act, 0, ctx, e))) goto done;
-    if (!act) act = c->arch == ARCH_GEMMA2 ? "gelu_pytorch_tanh" : "silu";
+// Activation, biases and the structure flags of each architecture.
+static int parse_structure(struct model_config *c, const cJSON *o, const char *ctx, struct err *e) {
+    const int gemma = c->arch == ARCH_GEMMA2 || c->arch == ARCH_GEMMA3;
+    const char *act = NULL; // the Gemmas read hidden_activation first
+    int rc;
+    if (gemma && (rc = json_get_str(o, "hidden_activation", &act, 0, ctx, e))) return rc;
+    if (!act && (rc = json_get_str(o, "hidden_act", &act, 0, ctx, e))) return rc;
+    if (!act) act = gemma ? "gelu_pytorch_tanh" : "silu";
     if (!strcmp(act, "silu") || !strcmp(act, "swish")) c->act = ACT_SILU;
     else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast")) c->act = ACT_GELU_TANH;
     else if (!strcmp(act, "gelu")) c->act = ACT_GELU;
-    else { rc = err_set(e, ERR_UNSUPPORTED, "%s: hidden_act '%s' not supported (silu, gelu_pytorch_tanh, gelu)", ctx, act); goto done; }
-
-    c->tie_embeddings = c->arch == ARCH_GEMMA2;
-    if ((rc = json_get_bool(root, "tie_word_embeddings", &c->tie_embeddings, 0, ctx, e))) goto done;
+    else return err_set(e, ERR_UNSUPPORTED, "%s: hidden_act '%s' not supported (silu, gelu_pytorch_tanh, gelu)", ctx, act);
+    c->tie_embeddings = gemma;
+    if ((rc = json_get_bool(o, "tie_word_embeddings", &c->tie_embeddings, 0, ctx, e))) return rc;
     int attn_bias = 0;
-    if ((rc = json_get_bool(root, "attention_bias", &attn_bias, 0, ctx, e))) goto done;
+    if ((rc = json_get_bool(o, "attention_bias", &attn_bias, 0, ctx, e))) return rc;
     switch (c->arch) {
     case ARCH_QWEN3: c->qk_norm = 1; c->qkv_bias = c->o_bias = attn_bias; break;
     case ARCH_QWEN2: c->qkv_bias = 1; break;
     case ARCH_LLAMA:
         c->qkv_bias = c->o_bias = attn_bias;
-        if ((rc = json_get_bool(root, "mlp_bias", &c->mlp_bias, 0, ctx, e))) goto done;
+        if ((rc = json_get_bool(o, "mlp_bias", &c->mlp_bias, 0, ctx, e))) return rc;
         break;
     case ARCH_MISTRAL: break;
     case ARCH_GEMMA2:
+    case ARCH_GEMMA3:
         c->qkv_bias = c->o_bias = attn_bias;
-        c->norm_plus_one = c->sandwich_norm = c->embed_scale = 1;
+        c->norm_plus_one = c->sandwich_norm = 1;
+        c->embed_scale = c->arch == ARCH_GEMMA3 ? EMBED_SQRT_F32 : EMBED_SQRT;
+        c->qk_norm = c->arch == ARCH_GEMMA3;
         break;
     case ARCH_PHI3: c->fused_qkv = c->fused_gate_up = 1; break;
     default: break;
     }
-    if ((rc = parse_rope(c, root, ctx, e))) goto done;
-    c->query_pre_attn_scalar = c->head_dim;
-    if (c->arch == ARCH_GEMMA2) {
-        if ((rc = json_get_num(root, "query_pre_attn_scalar", &c->query_pre_attn_scalar, 0, ctx, e)) ||
-            (rc = num_or_null(root, "attn_logit_softcapping", 50.0, &c->attn_softcap, ctx, e)) ||
-            (rc = num_or_null(root, "final_logit_softcapping", 30.0, &c->final_softcap, ctx, e)))
-            goto done;
-        if (!(c->query_pre_attn_scalar > 0) || c->attn_softcap < 0 || c->final_softcap < 0) {
-            rc = err_set(e, ERR_FORMAT, "%s: query_pre_attn_scalar %g / softcaps %g, %g must be positive", ctx,
-                         c->query_pre_attn_scalar, c->attn_softcap, c->final_softcap);
-            goto done;
-        }
-    }
-    if ((rc = parse_windows(c, root, ctx, e))) goto done;
-    if ((rc = token_id(root, "bos_token_id", &c->bos_id, ctx, e)) || (rc = token_id(root, "eos_token_id", &c->eos_id, ctx, e)))
+    return 0;
+}
+
+// query_pre_attn_scalar and the soft-caps: Gemma2's default to (head_dim, 50, 30), Gemma3's to
+// (256, none, none) (Gemma3TextConfig); the others use head_dim and no caps.
+static int parse_scores(struct model_config *c, const cJSON *o, const char *ctx, struct err *e) {
+    const int g3 = c->arch == ARCH_GEMMA3;
+    int rc;
+    c->query_pre_attn_scalar = g3 ? 256 : c->head_dim;
+    if (c->arch != ARCH_GEMMA2 && !g3) return 0;
+    if ((rc = json_get_num(o, "query_pre_attn_scalar", &c->query_pre_attn_scalar, 0, ctx, e)) ||
+        (rc = num_or_null(o, "attn_logit_softcapping", g3 ? 0 : 50.0, &c->attn_softcap, ctx, e)) ||
+        (rc = num_or_null(o, "final_logit_softcapping", g3 ? 0 : 30.0, &c->final_softcap, ctx, e)))
+        return rc;
+    if (!(c->query_pre_attn_scalar > 0) || c->attn_softcap < 0 || c->final_softcap < 0)
+        return err_set(e, ERR_FORMAT, "%s: query_pre_attn_scalar %g / softcaps %g, %g must be positive", ctx,
+                       c->query_pre_attn_scalar, c->attn_softcap, c->final_softcap);
+    return 0;
+}
+
+int cfg_parse(struct model_config *c, const char *json, size_t len, const char *ctx, struct err *e) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = NULL;
+    int rc = json_parse(&root, json, len, ctx, e);
+    if (rc) return rc;
+    const cJSON *o = root;
+    char cx[CTX_CAP];
+    if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto done; }
+    if ((rc = parse_arch(c, root, &o, cx, ctx, e)) || (rc = parse_sizes(c, o, cx, e))) goto done;
+    c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
+    if ((rc = json_get_num(o, "rms_norm_eps", &c->norm_eps, 0, cx, e))) goto done;
+    if (!(c->norm_eps > 0 && c->norm_eps < 1)) { // 0 divides by zero on an all-zero row; >= 1 swamps the variance
+        rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g is outside (0, 1)", cx, c->norm_eps);
         goto done;
-    rc = cfg_check_meaning(c, root, ctx, e);
+    }
+    if ((rc = parse_structure(c, o, cx, e)) || (rc = parse_rope(c, o, cx, e)) || (rc = parse_scores(c, o, cx, e)) ||
+        (rc = parse_windows(c, o, cx, e)))
+        goto done;
+    if ((rc = token_id(o, "bos_token_id", &c->bos_id, cx, e)) || (rc = token_id(o, "eos_token_id", &c->eos_id, cx, e)))
+        goto done;
+    if (o != root && c->bos_id < 0 && (rc = token_id(root, "bos_token_id", &c->bos_id, ctx, e))) goto done;
+    if (o != root && c->eos_id < 0 && (rc = token_id(root, "eos_token_id", &c->eos_id, ctx, e))) goto done;
+    if (c->arch == ARCH_GEMMA3 && !cJSON_GetObjectItemCaseSensitive(o, "bos_token_id") && c->bos_id < 0) c->bos_id = 2;
+    if (c->arch == ARCH_GEMMA3 && !cJSON_GetObjectItemCaseSensitive(o, "eos_token_id") && c->eos_id < 0) c->eos_id = 1;
+    rc = cfg_check_meaning(c, o, cx, e);
 done:
     cJSON_Delete(root);
     if (rc) memset(c, 0, sizeof *c);
@@ -345,124 +437,4 @@ int cfg_load(struct model_config *c, const char *path, struct err *e) {
     rc = cfg_parse(c, buf, len, p, e);
     free(buf);
     return rc;
-}
-
-// ---- writer ----
-static cJSON *num_list(const double *x, int n) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(x[i]));
-    return a;
-}
-
-// A partial_rotary_factor that the parser (HF: int(head_dim * factor)) turns back into rope_dim
-// after cJSON prints it (15 significant digits when they read back within an ulp or so):
-// rope_dim / head_dim itself unless rounding makes the product fall just below rope_dim (head_dim
-// 164, rope_dim 90: 164 * 0.548780487804878 = 89.99999999999999, found by fuzz_config), then the
-// next doubles up.
-static double rotary_factor(int rope_dim, int head_dim) {
-    double f = (double)rope_dim / head_dim;
-    for (int k = 0; k < 256; k++, f = nextafter(f, 2.0)) {
-        char b[64];
-        snprintf(b, sizeof b, "%1.15g", f);
-        if ((int)(head_dim * strtod(b, NULL)) == rope_dim && (int)(head_dim * f) == rope_dim) break;
-    }
-    return f;
-}
-
-int cfg_to_json(const struct model_config *c, const char *extra_json, char **out, struct err *e) {
-    *out = NULL;
-    cJSON *r = cJSON_CreateObject();
-    if (!r) return err_set(e, ERR_NOMEM, "config: out of memory");
-    cJSON *archs = cJSON_AddArrayToObject(r, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(cfg_arch_name(c->arch)));
-    cJSON_AddStringToObject(r, "model_type", cfg_arch_short(c->arch));
-    cJSON_AddNumberToObject(r, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(r, "hidden_size", c->dim);
-    cJSON_AddNumberToObject(r, "intermediate_size", c->hidden_dim);
-    cJSON_AddNumberToObject(r, "num_hidden_layers", c->n_layers);
-    cJSON_AddNumberToObject(r, "num_attention_heads", c->n_heads);
-    cJSON_AddNumberToObject(r, "num_key_value_heads", c->n_kv_heads);
-    cJSON_AddNumberToObject(r, "head_dim", c->head_dim);
-    cJSON_AddNumberToObject(r, "max_position_embeddings", c->max_seq);
-    cJSON_AddNumberToObject(r, "rms_norm_eps", c->norm_eps);
-    cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
-    if (c->rope_type == ROPE_LLAMA3) {
-        cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
-        cJSON_AddStringToObject(rs, "rope_type", "llama3");
-        cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
-        cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq);
-        cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq);
-        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_max);
-    } else if (c->rope_type == ROPE_LONGROPE) {
-        cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
-        cJSON_AddStringToObject(rs, "type", "longrope");
-        cJSON_AddItemToObject(rs, "short_factor", num_list(c->rope_short, c->n_rope_factors));
-        cJSON_AddItemToObject(rs, "long_factor", num_list(c->rope_long, c->n_rope_factors));
-        cJSON_AddNumberToObject(rs, "attention_factor", c->rope_attn_factor);
-        cJSON_AddNumberToObject(r, "original_max_position_embeddings", c->rope_orig_max);
-    } else {
-        cJSON_AddNullToObject(r, "rope_scaling");
-    }
-    if (c->arch == ARCH_PHI3) cJSON_AddNumberToObject(r, "partial_rotary_factor", rotary_factor(c->rope_dim, c->head_dim));
-    cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
-    const char *act = c->act == ACT_SILU ? "silu" : c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "gelu";
-    cJSON_AddStringToObject(r, "hidden_act", act);
-    if (c->arch == ARCH_GEMMA2) cJSON_AddStringToObject(r, "hidden_activation", act);
-    if (c->arch == ARCH_LLAMA) cJSON_AddBoolToObject(r, "mlp_bias", c->mlp_bias);
-    if (c->arch != ARCH_QWEN2 && c->arch != ARCH_MISTRAL && c->arch != ARCH_PHI3)
-        cJSON_AddBoolToObject(r, "attention_bias", c->qkv_bias);
-    // sliding windows, per the architecture's own convention
-    int first = -1, W = 0;
-    for (int i = 0; i < c->n_layers; i++)
-        if (c->window[i] && first < 0) { first = i; W = c->window[i]; }
-    if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
-        cJSON_AddBoolToObject(r, "use_sliding_window", first >= 0);
-        cJSON_AddNumberToObject(r, "sliding_window", first >= 0 ? W : c->max_seq);
-        cJSON_AddNumberToObject(r, "max_window_layers", first >= 0 ? first : c->n_layers);
-    } else if (c->arch != ARCH_LLAMA) {
-        if (first >= 0) cJSON_AddNumberToObject(r, "sliding_window", W);
-        else cJSON_AddNullToObject(r, "sliding_window");
-    }
-    if (c->arch == ARCH_GEMMA2) {
-        cJSON_AddNumberToObject(r, "query_pre_attn_scalar", c->query_pre_attn_scalar);
-        if (c->attn_softcap > 0) cJSON_AddNumberToObject(r, "attn_logit_softcapping", c->attn_softcap);
-        else cJSON_AddNullToObject(r, "attn_logit_softcapping");
-        if (c->final_softcap > 0) cJSON_AddNumberToObject(r, "final_logit_softcapping", c->final_softcap);
-        else cJSON_AddNullToObject(r, "final_logit_softcapping");
-    }
-    if (c->bos_id >= 0) cJSON_AddNumberToObject(r, "bos_token_id", c->bos_id);
-    else cJSON_AddNullToObject(r, "bos_token_id");
-    if (c->eos_id >= 0) cJSON_AddNumberToObject(r, "eos_token_id", c->eos_id);
-    else cJSON_AddNullToObject(r, "eos_token_id");
-    cJSON *x = extra_json ? cJSON_Parse(extra_json) : NULL;
-    if (extra_json && !cJSON_IsObject(x)) {
-        cJSON_Delete(x);
-        cJSON_Delete(r);
-        return err_set(e, ERR_INTERNAL, "config: extra JSON is not an object");
-    }
-    if (!cJSON_GetObjectItemCaseSensitive(x, "torch_dtype")) cJSON_AddStringToObject(r, "torch_dtype", "bfloat16");
-    if (x) {
-        while (x->child) {
-            cJSON *it = cJSON_DetachItemViaPointer(x, x->child);
-            cJSON_AddItemToObject(r, it->string, it); // cJSON copies the key before freeing it
-        }
-        cJSON_Delete(x);
-    }
-    *out = cJSON_Print(r);
-    cJSON_Delete(r);
-    if (!*out) return err_set(e, ERR_NOMEM, "config: out of memory");
-    return 0;
-}
-
-int64_t cfg_n_params(const struct model_config *c) {
-    int64_t D = c->dim, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, F = c->hidden_dim;
-    int64_t per = D * hd * (H + 2 * Hkv) + H * hd * D + 3 * D * F + 2 * D;
-    if (c->qkv_bias) per += hd * (H + 2 * Hkv);
-    if (c->o_bias) per += D;
-    if (c->mlp_bias) per += 2 * F + D;
-    if (c->qk_norm) per += 2 * hd;
-    if (c->sandwich_norm) per += 2 * D;
-    int64_t n = (int64_t)c->vocab_size * D + c->n_layers * per + D;
-    if (!c->tie_embeddings) n += (int64_t)c->vocab_size * D;
-    return n;
 }

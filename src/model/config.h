@@ -1,6 +1,6 @@
-// config.h: HF config.json -> one struct model_config (DESIGN.md section 3) for the six
-// supported architectures, and the reverse (config.json text from a struct, used by
-// make-model and import-llama2c). Knows nothing about weights or tensors.
+// config.h: HF config.json -> one struct model_config (DESIGN.md section 3) for the seven
+// supported architectures (config.c), and the reverse (config.json text from a struct, used by
+// make-model and import-llama2c; config_write.c). Knows nothing about weights or tensors.
 #ifndef HIFA4_CONFIG_H
 #define HIFA4_CONFIG_H
 
@@ -19,8 +19,14 @@
 #define CFG_MAX_POSITIONS (1 << 24) // max_position_embeddings (16M tokens)
 #define CFG_MAX_ROPE_FACTORS 512 // longrope short/long factor lists (rotary_dim / 2 entries)
 
-enum model_arch { ARCH_QWEN3 = 0, ARCH_QWEN2, ARCH_LLAMA, ARCH_MISTRAL, ARCH_GEMMA2, ARCH_PHI3, ARCH_COUNT };
-enum rope_type { ROPE_DEFAULT = 0, ROPE_LLAMA3 = 1, ROPE_LONGROPE = 2 };
+enum model_arch { ARCH_QWEN3 = 0, ARCH_QWEN2, ARCH_LLAMA, ARCH_MISTRAL, ARCH_GEMMA2, ARCH_PHI3, ARCH_GEMMA3,
+                  ARCH_COUNT };
+enum rope_type { ROPE_DEFAULT = 0, ROPE_LLAMA3 = 1, ROPE_LONGROPE = 2, ROPE_LINEAR = 3 };
+// How the embedding rows are scaled: not, by sqrt(hidden) exactly (Gemma2; the goldens'
+// binary64 normalizer), or by sqrt(hidden) rounded to binary32 (Gemma3: HF 4.50's
+// Gemma3TextScaledWordEmbedding multiplies by a float32 buffer). bf16 activations round the
+// factor to bf16 in both (HF casts it to the weight dtype).
+enum embed_scale { EMBED_NONE = 0, EMBED_SQRT = 1, EMBED_SQRT_F32 = 2 };
 enum act_fn { ACT_SILU = 0, ACT_GELU_TANH = 1, ACT_GELU = 2 };
 
 struct model_config {
@@ -36,21 +42,24 @@ struct model_config {
     double norm_eps;      // rms_norm_eps
     enum act_fn act;      // hidden_act / hidden_activation
     // ---- per-architecture structure ----
-    int qk_norm;          // Qwen3: per-head RMSNorm of q and k (q_norm, k_norm) before RoPE
+    int qk_norm;          // Qwen3, Gemma3: per-head RMSNorm of q and k (q_norm, k_norm) before RoPE
+                          // (Gemma3's with (1 + w), as norm_plus_one says for every norm)
     int qkv_bias;         // q/k/v projection biases (Qwen2 always; attention_bias elsewhere)
     int o_bias;           // o_proj bias (attention_bias for Llama/Mistral/Qwen3/Gemma2)
     int mlp_bias;         // gate/up/down biases (Llama mlp_bias)
     int fused_qkv;        // Phi3: self_attn.qkv_proj rows = [q; k; v]
     int fused_gate_up;    // Phi3: mlp.gate_up_proj rows = [gate; up]
-    int norm_plus_one;    // Gemma2: RMSNorm scales by (1 + w)
-    int sandwich_norm;    // Gemma2: post_attention / pre_feedforward / post_feedforward norms
-    int embed_scale;      // Gemma2: embeddings multiplied by sqrt(dim)
+    int norm_plus_one;    // Gemma2, Gemma3: RMSNorm scales by (1 + w)
+    int sandwich_norm;    // Gemma2, Gemma3: post_attention / pre_feedforward / post_feedforward norms
+    enum embed_scale embed_scale; // Gemma2, Gemma3: embeddings multiplied by sqrt(dim)
     int tie_embeddings;   // lm_head = embed_tokens
     // ---- RoPE (rotate-half convention on the first rope_dim channels of each head) ----
-    double rope_theta;
+    double rope_theta;    // the base (Gemma3: of the global layers)
+    double rope_local_theta; // Gemma3: base of the sliding-window layers, which take no rope_scaling
+                          // (rope_local_base_freq); 0: every layer uses rope_theta and the scaling
     int rope_dim;         // head_dim * partial_rotary_factor (even)
     enum rope_type rope_type;
-    double rope_factor;           // llama3: factor; longrope: max_pos / original_max
+    double rope_factor;           // llama3, linear: factor; longrope: max_pos / original_max
     double rope_low_freq, rope_high_freq; // llama3 low_freq_factor / high_freq_factor
     int rope_orig_max;            // original_max_position_embeddings (llama3, longrope)
     double rope_attn_factor;      // longrope cos/sin multiplier (1 when unused)
@@ -67,11 +76,14 @@ struct model_config {
 // Supported `architectures[0]` names, comma separated (static storage).
 const char *cfg_arch_names(void);
 const char *cfg_arch_name(enum model_arch a); // "Qwen3ForCausalLM", ...
-// Short lowercase names used by make-model --arch: qwen3, qwen2, llama, mistral, gemma2, phi3.
+// Short lowercase names used by make-model --arch: qwen3, qwen2, llama, mistral, gemma2, phi3,
+// gemma3.
 const char *cfg_arch_short(enum model_arch a);
 int cfg_arch_from_short(const char *s); // enum value or -1
 
-// Parses a config.json text; `ctx` (the path) names the file in errors. Unknown architecture:
+// Parses a config.json text; `ctx` (the path) names the file in errors. A
+// Gemma3ForConditionalGeneration config is read through its `text_config` (the language model,
+// Gemma3ForCausalLM). Unknown architecture:
 // ERR_UNSUPPORTED listing the supported ones; missing or ill-typed required field:
 // ERR_FORMAT naming file and field; inconsistent values (heads not dividing, bad rope
 // factors): ERR_FORMAT with the value. *c is zeroed first.

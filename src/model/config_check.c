@@ -20,7 +20,7 @@ static int check_softcap(const cJSON *root, const char *key, const char *ctx, st
 
 int cfg_check_meaning(const struct model_config *c, const struct cJSON *root, const char *ctx, struct err *e) {
     int rc;
-    if (c->arch == ARCH_GEMMA2 && ((rc = check_softcap(root, "attn_logit_softcapping", ctx, e)) ||
+    if ((c->arch == ARCH_GEMMA2 || c->arch == ARCH_GEMMA3) && ((rc = check_softcap(root, "attn_logit_softcapping", ctx, e)) ||
                                    (rc = check_softcap(root, "final_logit_softcapping", ctx, e))))
         return rc;
     // Qwen2/3: layers from max_window_layers on slide; a negative count of layers is no count

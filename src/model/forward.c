@@ -1,5 +1,5 @@
 // forward.c: the batched forward pass (model.h model_forward). Per layer: RMSNorm -> q/k/v
-// GEMMs (+bias) -> [Qwen3 q/k norm] -> RoPE -> attn_forward (all sequences, the caller's
+// GEMMs (+bias) -> [Qwen3/Gemma3 q/k norm] -> RoPE -> attn_forward (all sequences, the caller's
 // context) -> o GEMM -> [Gemma2 post norm] -> residual -> norm -> gate/up GEMMs -> act*up ->
 // down GEMM -> [Gemma2 post norm] -> residual. Every operation but attention is per row (the
 // GEMMs of linear.c, the row loops below), which is what the KV-cache rule of model.h rests on.
@@ -68,7 +68,8 @@ static void add_norm_rows(const struct model *m, const float *y, float *out, con
     par_rows(m, T, (size_t)a.n, add_norm_fn, &a);
 }
 
-// Embedding rows (Gemma2: x sqrt(dim); HF rounds the normalizer to the activation dtype).
+// Embedding rows (Gemma2: x sqrt(dim), Gemma3: x (float)sqrt(dim); config.h enum embed_scale.
+// HF rounds the factor to the activation dtype).
 struct embed_args {
     const int32_t *tokens;
     _Atomic size_t *bad; // rows holding a non-finite weight
@@ -76,7 +77,7 @@ struct embed_args {
 static void embed_fn(const struct model *m, const void *p, int i0, int i1) {
     const struct embed_args *a = p;
     const int D = m->dims.D, bf16 = m->opts.act_bf16;
-    const double norm64 = sqrt((double)D);
+    const double norm64 = m->cfg.embed_scale == EMBED_SQRT_F32 ? (double)(float)sqrt((double)D) : sqrt((double)D);
     const float normb = round_bf16((float)norm64);
     for (int t = i0; t < i1; t++) {
         float *x = m->rs.x + (size_t)t * D;
@@ -86,9 +87,11 @@ static void embed_fn(const struct model *m, const void *p, int i0, int i1) {
     }
 }
 
-// Qwen3's per-head q/k RMSNorm, then RoPE at each row's position (long factors per sequence).
+// The per-head q/k RMSNorm (Qwen3; Gemma3 with (1 + w)), then RoPE at each row's position (long
+// factors per sequence; Gemma3's sliding layers their own base).
 static void qk_rope_fn(const struct model *m, const void *p, int i0, int i1) {
     const struct layer_w *L = p;
+    const int local = m->rs.rope_local && m->cfg.window[L - m->layers] > 0;
     const struct model_config *c = &m->cfg;
     const struct model_dims *d = &m->dims;
     const struct run_state *rs = &m->rs;
@@ -97,10 +100,11 @@ static void qk_rope_fn(const struct model *m, const void *p, int i0, int i1) {
     for (int t = i0; t < i1; t++) {
         float *q = rs->q + (size_t)t * d->qd, *k = rs->k + (size_t)t * d->kd;
         if (c->qk_norm) {
-            for (int h = 0; h < d->H; h++) ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->norm_eps, 0, bf16);
-            for (int h = 0; h < d->Hkv; h++) ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->norm_eps, 0, bf16);
+            const int po = c->norm_plus_one;
+            for (int h = 0; h < d->H; h++) ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->norm_eps, po, bf16);
+            for (int h = 0; h < d->Hkv; h++) ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->norm_eps, po, bf16);
         }
-        const double *cs = rs->rope + (rs->lng[t] ? 2 * rs->rope_tab : 0) + (size_t)rs->pos[t] * half;
+        const double *cs = (local ? rs->rope_local : rs->rope + (rs->lng[t] ? 2 * rs->rope_tab : 0)) + (size_t)rs->pos[t] * half;
         const double *sn = cs + rs->rope_tab;
         ops_rope(q, cs, sn, d->H, hd, c->rope_dim, bf16);
         ops_rope(k, cs, sn, d->Hkv, hd, c->rope_dim, bf16);

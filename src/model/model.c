@@ -6,6 +6,7 @@
 #include "model/perturb.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/pool.h"
 #include "model/model_internal.h"
@@ -140,13 +141,22 @@ static int resolve_opts(struct model *m, const struct model_opts *o, struct err 
 // layer past num_hidden_layers or a bias the config does not declare is an error, never ignored.
 static int check_tensor_names(const struct model *m, struct err *e) {
     int unused = 0;
+    const size_t np = strlen(m->prefix);
     for (int i = 0; i < m->st.n_tensors; i++) {
         enum tensor_use u;
-        int rc = tensor_name_check(&m->cfg, m->st.tensors[i].name, "config.json", &u, e);
+        const char *name = m->st.tensors[i].name;
+        // Gemma3ForConditionalGeneration: the language model under m->prefix; its vision tower
+        // and projector are known unused (this tool scores text)
+        if (np && !strncmp(name, m->prefix, np)) name += np;
+        else if (np && (!strncmp(name, "vision_tower.", 13) || !strncmp(name, "multi_modal_projector.", 22))) {
+            unused++;
+            continue;
+        }
+        int rc = tensor_name_check(&m->cfg, name, "config.json", &u, e);
         if (rc) return rc;
         unused += u == TENSOR_KNOWN_UNUSED;
     }
-    if (unused) log_info("model: %d tensor(s) known unused by name (rotary inv_freq)", unused);
+    if (unused) log_info("model: %d tensor(s) known unused by name (rotary inv_freq, a vision tower)", unused);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 // model.h: a loaded checkpoint and its batched forward pass (DESIGN.md section 3). Binds
-// the tensor names of the six architectures to weight pointers, owns the run state (sized
+// the tensor names of the seven architectures to weight pointers, owns the run state (sized
 // once at open) and runs sequences packed into one token matrix: every linear layer is one
 // sgemm over all tokens, attention runs per sequence through attn_forward in the context the
 // caller passes (the model holds no attention mode; a run owns one context per mode),

@@ -45,9 +45,9 @@ struct layer_w {
     struct wref w[W_COUNT];
     const float *b[B_COUNT];   // biases or NULL, (rows of w[i])
     const float *in_norm;      // (dim) input_layernorm
-    const float *post_attn_norm; // (dim) post_attention_layernorm (pre-MLP norm except Gemma2)
-    const float *pre_ffn_norm, *post_ffn_norm; // (dim) Gemma2 only
-    const float *q_norm, *k_norm; // (head_dim) Qwen3 only
+    const float *post_attn_norm; // (dim) post_attention_layernorm (pre-MLP norm except Gemma2, Gemma3)
+    const float *pre_ffn_norm, *post_ffn_norm; // (dim) Gemma2, Gemma3 only
+    const float *q_norm, *k_norm; // (head_dim) Qwen3, Gemma3 only
 };
 
 // The activations of one packed batch (one zeroed allocation of run_state_floats floats) and
@@ -61,7 +61,8 @@ struct run_state {
     int *seq_off, *seq_len;   // (max_tokens) per sequence: packed row, new rows
     int *pos, *lng;           // (max_tokens) per row: absolute position, LongRoPE long factors
     struct attn_past *past;   // (max_tokens) per sequence (the batch's, or none)
-    double *rope;             // cos | sin (max_seq, rope_dim/2) [| long cos | long sin]
+    double *rope;             // cos | sin (max_seq, rope_dim/2) [| long cos | long sin] [| local cos | local sin]
+    double *rope_local;       // Gemma3: the sliding layers' cos | sin (rope_local_theta), or NULL
     size_t rope_tab;          // max_seq * rope_dim/2: the offset of one table
 };
 size_t run_state_floats(const struct model_dims *d, int max_tokens);
@@ -75,6 +76,7 @@ struct model {
     struct safetensors st;
     char hash[65];
     int weights;                 // resolved: F32 or STREAM
+    const char *prefix;          // of every tensor name: "" or "language_model." (Gemma3ForConditionalGeneration)
     struct layer_w *layers;      // (n_layers)
     const struct st_tensor *embed; // (vocab, dim)
     struct wref head;            // lm_head (or embed when tied)

@@ -22,10 +22,20 @@ size_t run_state_floats(const struct model_dims *d, int max_tokens) {
     return (size_t)max_tokens * (3 * (size_t)d->D + 2 * (size_t)d->qd + 2 * (size_t)d->kd + 2 * (size_t)d->F);
 }
 
-static void rope_inv_freq(const struct model_config *c, const double *ext, double *inv) {
+// The table set of a base: global (rope_theta with the config's scaling) or Gemma3's local one
+// (rope_local_theta, no scaling: HF 4.50's rotary_emb_local runs the default rope).
+enum rope_set { ROPE_SET_GLOBAL, ROPE_SET_LOCAL };
+
+static void rope_inv_freq(const struct model_config *c, const double *ext, enum rope_set set, double *inv) {
     const int half = c->rope_dim / 2;
+    const double theta = set == ROPE_SET_LOCAL ? c->rope_local_theta : c->rope_theta;
     for (int i = 0; i < half; i++) {
-        double f = 1.0 / pow(c->rope_theta, (2.0 * i) / c->rope_dim);
+        double f = 1.0 / pow(theta, (2.0 * i) / c->rope_dim);
+        if (set == ROPE_SET_LOCAL) {
+            inv[i] = f;
+            continue;
+        }
+        if (c->rope_type == ROPE_LINEAR) f /= c->rope_factor; // HF linear: inv_freq / factor
         if (c->rope_type == ROPE_LONGROPE) f /= ext[i];
         if (c->rope_type == ROPE_LLAMA3) {
             // HF _compute_llama3_parameters
@@ -43,11 +53,11 @@ static void rope_inv_freq(const struct model_config *c, const double *ext, doubl
 }
 
 // cos and sin tables [max_seq][rope_dim/2] of one factor set (ext: LongRoPE factors).
-static void rope_table(const struct model_config *c, const double *ext, double *cs, int max_seq) {
+static void rope_table(const struct model_config *c, const double *ext, enum rope_set set, double *cs, int max_seq) {
     const int half = c->rope_dim / 2;
     double *sn = cs + (size_t)max_seq * half;
     double inv[CFG_MAX_ROPE_FACTORS > 512 ? CFG_MAX_ROPE_FACTORS : 512];
-    rope_inv_freq(c, ext, inv);
+    rope_inv_freq(c, ext, set, inv);
     for (int p = 0; p < max_seq; p++)
         for (int i = 0; i < half; i++) {
             const double a = (double)p * inv[i];
@@ -65,7 +75,8 @@ int run_state_alloc(struct model *m, struct err *e) {
     rs->mem = calloc(run_state_floats(d, m->opts.max_tokens), sizeof(float));
     rs->seq_off = malloc(4 * T * sizeof(int));
     rs->past = calloc(T, sizeof *rs->past);
-    const size_t half = (size_t)c->rope_dim / 2, nt = c->rope_type == ROPE_LONGROPE ? 4 : 2;
+    const size_t half = (size_t)c->rope_dim / 2;
+    const size_t nt = 2 + (c->rope_type == ROPE_LONGROPE ? 2 : 0) + (c->rope_local_theta > 0 ? 2 : 0);
     rs->rope = malloc(nt * (size_t)max_seq * half * sizeof(double));
     if (!rs->mem || !rs->seq_off || !rs->past || !rs->rope)
         return err_set(e, ERR_NOMEM, "model: cannot allocate run state for %d tokens", m->opts.max_tokens);
@@ -83,8 +94,10 @@ int run_state_alloc(struct model *m, struct err *e) {
     rs->gate = p, p += T * d->F;
     rs->up = p, p += T * d->F;
     rs->rope_tab = (size_t)max_seq * half;
-    rope_table(c, c->rope_short, rs->rope, max_seq);
-    if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, rs->rope + 2 * rs->rope_tab, max_seq);
+    rope_table(c, c->rope_short, ROPE_SET_GLOBAL, rs->rope, max_seq);
+    if (c->rope_type == ROPE_LONGROPE) rope_table(c, c->rope_long, ROPE_SET_GLOBAL, rs->rope + 2 * rs->rope_tab, max_seq);
+    rs->rope_local = c->rope_local_theta > 0 ? rs->rope + (nt - 2) * rs->rope_tab : NULL;
+    if (rs->rope_local) rope_table(c, NULL, ROPE_SET_LOCAL, rs->rope_local, max_seq);
     return 0;
 }
 

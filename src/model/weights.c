@@ -1,4 +1,4 @@
-// weights.c: binding the checkpoint's tensors for the six architectures (model_internal.h).
+// weights.c: binding the checkpoint's tensors for the seven architectures (model_internal.h).
 // An architecture is data: its config flags (fused q/k/v, fused gate/up, biases, sandwich
 // norms, q/k norms, tied embeddings) select the tensor names of bind_layer; matrices are
 // referenced in the mapping (packed later by linear.c), norms and biases converted once into
@@ -88,7 +88,7 @@ static int bind_attn_mats(struct model *m, struct layer_w *L, int l, struct err 
     const int D = d->D, qd = d->qd, kd = d->kd;
     char n[256];
     int rc = 0;
-#define NAME(fmt) (snprintf(n, sizeof n, "model.layers.%d." fmt, l), n)
+#define NAME(fmt) (snprintf(n, sizeof n, "%smodel.layers.%d." fmt, m->prefix, l), n)
     if (c->fused_qkv) {
         const int tot = qd + 2 * kd;
         if ((rc = bind_mat(m, &L->w[W_Q], NAME("self_attn.qkv_proj.weight"), (struct mat_at){qd, D, 0, tot}, e)) ||
@@ -110,7 +110,7 @@ static int bind_mlp_mats(struct model *m, struct layer_w *L, int l, struct err *
     const int D = d->D, F = d->F;
     char n[256];
     int rc = 0;
-#define NAME(fmt) (snprintf(n, sizeof n, "model.layers.%d." fmt, l), n)
+#define NAME(fmt) (snprintf(n, sizeof n, "%smodel.layers.%d." fmt, m->prefix, l), n)
     if (m->cfg.fused_gate_up) {
         if ((rc = bind_mat(m, &L->w[W_GATE], NAME("mlp.gate_up_proj.weight"), (struct mat_at){F, D, 0, 2 * F}, e)) ||
             (rc = bind_mat(m, &L->w[W_UP], n, (struct mat_at){F, D, F, 2 * F}, e)))
@@ -132,7 +132,7 @@ static int bind_layer(struct model *m, int l, struct err *e) {
     char n[256];
     int rc = 0;
     if ((rc = bind_attn_mats(m, L, l, e)) || (rc = bind_mlp_mats(m, L, l, e))) return rc;
-#define NAME(fmt) (snprintf(n, sizeof n, "model.layers.%d." fmt, l), n)
+#define NAME(fmt) (snprintf(n, sizeof n, "%smodel.layers.%d." fmt, m->prefix, l), n)
     if (c->qkv_bias) {
         if ((rc = bind_vec(m, &L->b[B_Q], NAME("self_attn.q_proj.bias"), qd, e)) ||
             (rc = bind_vec(m, &L->b[B_K], NAME("self_attn.k_proj.bias"), kd, e)) ||
@@ -166,16 +166,25 @@ static int bind_layer(struct model *m, int l, struct err *e) {
 int weights_bind(struct model *m, struct err *e) {
     const struct model_config *c = &m->cfg;
     const struct model_dims *d = &m->dims;
+    char embed[96], norm[96], head[96];
     int rc;
+    // a Gemma3ForConditionalGeneration checkpoint: the language model under language_model.
+    // (its vision tower and projector are not read)
+    m->prefix = !st_find(&m->st, "model.embed_tokens.weight") && st_find(&m->st, "language_model.model.embed_tokens.weight")
+                    ? "language_model."
+                    : "";
+    snprintf(embed, sizeof embed, "%smodel.embed_tokens.weight", m->prefix);
+    snprintf(norm, sizeof norm, "%smodel.norm.weight", m->prefix);
+    snprintf(head, sizeof head, "%slm_head.weight", m->prefix);
     m->layers = calloc((size_t)d->n_layers, sizeof *m->layers);
     m->small_n = small_floats(d);
     m->small = malloc(m->small_n * sizeof(float));
     if (!m->layers || !m->small) return err_set(e, ERR_NOMEM, "model: out of memory");
     int64_t shape[2] = {d->V, d->D};
-    if ((rc = st_check(&m->st, "model.embed_tokens.weight", ST_FLOATING, 2, shape, &m->embed, e))) return rc;
+    if ((rc = st_check(&m->st, embed, ST_FLOATING, 2, shape, &m->embed, e))) return rc;
     for (int l = 0; l < d->n_layers; l++)
         if ((rc = bind_layer(m, l, e))) return rc;
-    if ((rc = bind_vec(m, &m->final_norm, "model.norm.weight", d->D, e))) return rc;
-    return bind_mat(m, &m->head, c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+    if ((rc = bind_vec(m, &m->final_norm, norm, d->D, e))) return rc;
+    return bind_mat(m, &m->head, c->tie_embeddings ? embed : head,
                     (struct mat_at){d->V, d->D, 0, d->V}, e);
 }
