@@ -212,6 +212,22 @@ def _f64_everywhere(model, cfg):
     assert all(isinstance(m, Gemma3RotaryEmbedding) for m in (model.model.rotary_emb, model.model.rotary_emb_local))
 
 
+def cached_state(reader, cache_dir):
+    """dequantized_state, kept as one .npz per GGUF sha256 under cache_dir when given (gguf-py's
+    numpy dequantizers take minutes on this model)."""
+    if not cache_dir:
+        return dequantized_state(reader)
+    path = os.path.join(cache_dir, f"gemma3-{GGUF_SHA256[:16]}-hf-f32.npz")
+    if os.path.exists(path):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    sd = dequantized_state(reader)
+    os.makedirs(cache_dir, exist_ok=True)
+    np.savez(path + ".tmp.npz", **sd)
+    os.replace(path + ".tmp.npz", path)
+    return sd
+
+
 def build_model(cfg, sd, dtype):
     conf = Gemma3TextConfig(**cfg)
     conf._attn_implementation = "eager"
@@ -391,8 +407,10 @@ def lmeval_request(tok, context, continuation):
 @torch.no_grad()
 def score(model, whole, n_cont):
     inp = whole[:-1]
-    lg = model(input_ids=torch.tensor([inp]), use_cache=False).logits[0]
-    rows = lg[len(inp) - n_cont:].double()
+    # lm_head on the continuation rows only (the head is 60% of the model's multiply-adds; the
+    # rows are the ones model(...).logits would give, see full_forward_vs_chunked_maxabs)
+    h = hidden_states(model, inp)
+    rows = model.lm_head(h[len(inp) - n_cont:]).double()
     lsm = torch.log_softmax(rows, dim=-1)
     cont = torch.tensor(whole[-n_cont:])
     ll = float(lsm[torch.arange(n_cont), cont].sum())
@@ -404,9 +422,9 @@ def run_arc(args, cfg, sd, tok, out_dir):
     t0 = time.process_time()
     m32 = build_model(cfg, sd, torch.float32)
     items, src = arc_items(args.data_root, args.arc_n)
+    lo, hi = (int(x) for x in args.arc_range.split(":")) if args.arc_range else (0, len(items))
     out = []
-    correct = correct_norm = 0
-    for it in items:
+    for it in items[lo:hi]:
         q = it["question"]
         context = "Question: " + q["stem"] + "\nAnswer:"
         labels = [c["label"] for c in q["choices"]]
@@ -420,26 +438,67 @@ def run_arc(args, cfg, sd, tok, out_dir):
         lls = [o["ll"] for o in opts]
         pred = int(np.argmax(lls))
         pred_norm = int(np.argmax([o["ll"] / max(o["n_chars"], 1) for o in opts]))
-        correct += pred == gold
-        correct_norm += pred_norm == gold
         out.append({"id": it["id"], "gold": gold, "pred": pred, "pred_norm": pred_norm,
                     "options": opts})
+        if len(out) % 10 == 0:
+            print(f"arc_easy: {len(out)} items, {time.process_time() - t0:.0f} CPU s", flush=True)
+    part = {"range": [lo, hi], "cpu_seconds": time.process_time() - t0, "items": out}
+    if args.arc_range:  # one part of a run split over processes: merged by `arc-merge`
+        with open(os.path.join(out_dir, f"arc_part_{lo}_{hi}.json"), "w", encoding="utf-8") as f:
+            json.dump(part, f)
+        return
+    write_arc(args, cfg, src, [part], out_dir)
+
+
+def write_arc(args, cfg, src, parts, out_dir):
+    parts = sorted(parts, key=lambda p: p["range"][0])
+    for a, b in zip(parts, parts[1:]):
+        if a["range"][1] != b["range"][0]:
+            raise SystemExit(f"arc parts do not join: {a['range']} then {b['range']}")
+    out = [it for p in parts for it in p["items"]]
+    if len(out) != args.arc_n or parts[0]["range"][0] != 0:
+        raise SystemExit(f"arc parts cover {len(out)} items from {parts[0]['range'][0]}, expected {args.arc_n}")
+    acc = sum(it["pred"] == it["gold"] for it in out) / len(out)
+    acc_norm = sum(it["pred_norm"] == it["gold"] for it in out) / len(out)
     body = {"task": "arc_easy", "source": os.path.relpath(src, args.data_root),
-            "n_items": len(out), "acc": correct / len(out), "acc_norm": correct_norm / len(out),
-            "cpu_seconds": time.process_time() - t0, "items": out}
-    print(f"arc_easy first {len(out)}: acc {body['acc']:.3f} acc_norm {body['acc_norm']:.3f}")
+            "n_items": len(out), "acc": acc, "acc_norm": acc_norm,
+            "cpu_seconds": sum(p["cpu_seconds"] for p in parts), "items": out}
+    print(f"arc_easy first {len(out)}: acc {acc:.3f} acc_norm {acc_norm:.3f}")
     write_json(os.path.join(out_dir, "arc_easy_100.json"), body, meta(args, cfg, tok_path=args.tok_path))
+
+
+@torch.no_grad()
+def run_window(args, cfg, sd, tok):
+    """How much the local window matters on the long prompt: the same model with the window
+    switched off (sliding_window = T + 1) against the stored run, before and from position 512."""
+    name, first, last = PROMPTS[-1]
+    ids = encode(tok, prompt_text(args.data_root, first, last)[0])
+    w = cfg["sliding_window"]
+    res = {}
+    for label, c in (("window", cfg), ("no_window", dict(cfg, sliding_window=len(ids) + 1))):
+        m = build_model(c, sd, torch.float32)
+        res[label] = m.lm_head(hidden_states(m, ids)).double()
+        del m
+    a, b = res["window"], res["no_window"]
+    for lo, hi in ((0, w), (w, len(ids))):
+        d = float(((a[lo:hi] - b[lo:hi]) ** 2).sum().sqrt() / (a[lo:hi] ** 2).sum().sqrt())
+        flips = int((a[lo:hi].argmax(-1) != b[lo:hi].argmax(-1)).sum())
+        print(f"{name} positions {lo}..{hi - 1}: rel-L2(window {w} vs none) = {d:.3e}, "
+              f"argmax differs at {flips} of {hi - lo}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["logits", "arc", "all", "config"])
+    ap.add_argument("what", choices=["logits", "arc", "arc-merge", "all", "config", "window"])
     ap.add_argument("--gguf", required=True)
     ap.add_argument("--data-root", default=os.path.join(os.path.dirname(__file__), "../../shared"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "../tests/data/gemma3"))
     ap.add_argument("--arc-n", type=int, default=100)
+    ap.add_argument("--arc-range", help="LO:HI: score items LO..HI-1 only, into arc_part_LO_HI.json")
+    ap.add_argument("--parts", nargs="*", default=[], help="arc-merge: the arc_part_*.json files")
     ap.add_argument("--no-f64", action="store_true", help="skip the float64 run")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache", help="directory for the dequantized weights (.npz, ~1.1 GB)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     got = sha256_file(args.gguf)
@@ -450,9 +509,20 @@ def main():
     if args.what == "config":
         print(json.dumps(cfg, indent=1))
         return
-    sd = dequantized_state(reader)
+    if args.what == "arc-merge":
+        args.tok_path = os.path.join(args.data_root, "tokenizers/gemma3/tokenizer.json.zst")
+        parts = []
+        for p in args.parts:
+            with open(p, encoding="utf-8") as f:
+                parts.append(json.load(f))
+        src = os.path.join(args.data_root, "datasets/arc/genmc/arc_easy/official/test.jsonl")
+        write_arc(args, cfg, src, parts, args.out)
+        return
+    sd = cached_state(reader, args.cache)
     tok, args.tok_path = load_tokenizer(args.data_root)
     os.makedirs(args.out, exist_ok=True)
+    if args.what == "window":
+        run_window(args, cfg, sd, tok)
     if args.what in ("logits", "all"):
         run_logits(args, cfg, sd, tok, args.out)
     if args.what in ("arc", "all"):
