@@ -167,8 +167,8 @@ static int read_sizes(struct plan *p, struct err *e) {
     // attention.sliding_window_pattern is read when it is an integer): layer l is global iff
     // (l + 1) % P == 0; the window is required there (llama.cpp's get_key without a default).
     int P = 6;
-    if (c->arch == ARCH_GEMMA3 && ((rc = meta_int(p, "attention.sliding_window", &window, 1, 1, 1 << 30, e)) ||
-                                   (rc = meta_int(p, "attention.sliding_window_pattern", &P, 0, 1, CFG_MAX_LAYERS, e))))
+    if (c->arch == ARCH_GEMMA3 && ((rc = meta_int(p, "attention.sliding_window", &window, META_REQUIRED, 1, 1 << 30, e)) ||
+                                   (rc = meta_int(p, "attention.sliding_window_pattern", &P, META_OPTIONAL, 1, CFG_MAX_LAYERS, e))))
         return rc;
     if (window)
         for (int l = 0; l < c->n_layers; l++)
