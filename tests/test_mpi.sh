@@ -12,7 +12,8 @@
 #     HIFA4_STOP_AFTER_ITEMS, HIFA4_FREEZE_AT_STOP) and SIGKILLed: the job ends, the directory
 #     stays incomplete, and --resume under one plain process, and again under -n 2, ends equal;
 #   - calibrate -n 3 on a planted-outlier Qwen3 model: the same scales file bytes and gate table;
-#   - a shard of zero items (--shard 0/5 of 3 items) and more ranks than items (-n 5, 3 items).
+#   - a shard of zero items (--shard 0/5 of 3 items) and more ranks than items (-n 5, 3 items);
+#   - --replicas 2 under -n 2: every replica's samples file and summary.json equal one process's.
 set -u
 cd "$(dirname "$0")/.."
 BIN=${HIFA4_BIN:-./hifa4-eval}
@@ -107,6 +108,15 @@ for f in "$TMP"/z1/samples-* "$TMP"/z1/summary.json; do cmp -s "$f" "$TMP/z2/${f
 "$BIN" --quiet run $SMALL --out "$TMP/f1" >/dev/null || bad "3 items, one process"
 $MPIRUN -n 5 "$MBIN" --quiet run $SMALL --out "$TMP/f5" >/dev/null 2>&1 || bad "3 items, -n 5"
 for f in "$TMP"/f1/samples-* "$TMP"/f1/summary.json; do cmp -s "$f" "$TMP/f5/${f#"$TMP"/f1/}" && ok || bad "-n 5: $f differs"; done
+
+# --replicas under MPI (issue 21): every replica is one distributed pass; every replica's
+# samples file and summary.json's noise statistics equal the single-process run's
+REP="--model $TMP/model --task exam --limit 40 --attn bf16,direct --replicas 2 --threads 1"
+"$BIN" --quiet run $REP --out "$TMP/r1" >/dev/null || bad "--replicas 2, one process"
+$MPIRUN -n 2 "$MBIN" --quiet run $REP --out "$TMP/r2" >/dev/null 2>"$TMP/r2.log" || bad "--replicas 2, -n 2 (see $TMP/r2.log)"
+nrep=$(ls "$TMP"/r1/samples-*_r[12].jsonl.zst 2>/dev/null | wc -l)
+[ "$nrep" = 4 ] && ok || bad "--replicas 2 wrote $nrep replica files, not 4 (2 modes x 2 replicas)"
+for f in "$TMP"/r1/samples-* "$TMP"/r1/summary.json; do cmp -s "$f" "$TMP/r2/${f#"$TMP"/r1/}" && ok || bad "--replicas under -n 2: $f differs"; done
 
 # a usage error is reported once, by rank 0, and every rank ends normally
 out=$($MPIRUN -n 3 "$MBIN" run $SMALL --batch-tokens 1 2>&1)
