@@ -40,8 +40,9 @@ def wilson(k, n):
 def binom_two_sided(k, n):
     if n == 0:
         return 1.0
-    pk = [math.comb(n, i) * 0.5 ** n for i in range(n + 1)]
-    return min(1.0, sum(p for p in pk if p <= pk[k] * (1 + 1e-9)))
+    # exact, in log space: 0.5 ** n underflows and comb(n, i) overflows a float past n ~ 1,000
+    lp = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2) for i in range(n + 1)]
+    return min(1.0, sum(math.exp(v) for v in lp if v <= lp[k] + 1e-9))
 
 
 def boot(vals, stat, rng):
@@ -83,7 +84,7 @@ def main():
                 sys.exit(f"{run}: reference samples of {t} differ from the first run's")
             ref0.setdefault(t, r)
             data[(name, t)] = (r, samples(run, t, mode))
-    print("| task | mode | acc % | flips [95%] | hurts / helps (p) | token KL [95%] | median abs dmargin [95%] |")
+    print("| task | mode | acc % | flips % (n) [95%] | hurts / helps (p) | token KL [95%] | median abs dmargin [95%] |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for t in tasks:
         r = ref0[t]
@@ -102,7 +103,7 @@ def main():
             klo, khi = boot(kls, mean, rng)
             dm = [abs(ms[i]["margin"] - ref[i]["margin"]) for i in idx]
             mlo, mhi = boot(dm, median, rng)
-            print(f"| {t} | {name} | {100 * a:.1f} | {flips} [{100 * lo:.0f}, {100 * hi:.0f}%] | {hurts} / {helps} "
+            print(f"| {t} | {name} | {100 * a:.1f} | {100 * flips / len(idx):.1f}% ({flips}) [{100 * lo:.1f}, {100 * hi:.1f}] | {hurts} / {helps} "
                   f"(p={binom_two_sided(min(hurts, helps), hurts + helps):.2g}) | {mean(kls):.3f} [{klo:.3f}, {khi:.3f}] | "
                   f"{median(dm):.2f} [{mlo:.2f}, {mhi:.2f}] |")
     if pairs:
