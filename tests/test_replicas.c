@@ -5,14 +5,20 @@
 //  - a run stopped inside replica 1 and continued with --resume ends byte-identical;
 //  - --shard 0/2 + 1/2 and merge give the unsharded run's replica files and summary.json;
 //  - the replica count and seed are in the configuration key (--resume with others refused);
-//  - model_perturb applied twice gives the unperturbed logits bit for bit.
-// Tasks: arc_easy from the test data, else the Debian exam pools; skipped without either.
+//  - model_perturb applied twice gives the unperturbed logits bit for bit;
+//  - `tables` prints the replicas' flip / hurt / help probabilities beside the counts: a 4-item,
+//    2-replica run whose predictions the test writes itself, every cell worked by hand below.
+// Tasks: arc_easy from the test data, else the Debian exam pools; skipped without either (the
+// `tables` check uses its own mc_jsonl file and runs on a bare clone).
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_util.h"
 #include "model/model.h"
+#include "results/noise.h"
+#include "results/results.h"
 #include "results/stamp.h"
 #include "test.h"
 #include "model_util.h"
@@ -80,8 +86,7 @@ static void test_replica0_and_spread(void) {
     CHECK(file_read_all(pa, &md, &n, &e) == 0 && strstr(md, "### How much is noise") && strstr(md, "#### Null flip rate") &&
               strstr(md, "Paired differences of the hurt probability"), "report.md has the noise section");
     free(md);
-    // `tables` prints the paper's layout now (issue 25); the flip probabilities are not in it yet
-    TEST_SKIP("tables: flip probabilities beside the PFR are not in the paper-layout tables yet");
+    // `tables` (the paper's layout, issue 25) with the probabilities: test_tables_probs below
     CHECK(test_sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
           "diff of a 2-replica mode against a single-run mode");
     // the configuration key holds K and the seed
@@ -180,6 +185,129 @@ static void test_involution(void) {
     model_free(m);
 }
 
+// ---- `tables` with replicas: the P(x) columns, worked by hand ----
+// Four items with gold answers 0, 1, 2, 3 (items 1..4), K = 2. The test overwrites every samples
+// file's predictions (pred = pred_norm) with these, replica r of each mode:
+//              r0          r1          r2
+//   bf16       0 1 2 0     0 1 2 0     0 1 1 0     (item 4 always wrong, item 3 wrong in r2)
+//   direct     0 2 2 3     1 1 2 0     0 1 2 0
+//   d+qmean    0 1 2 0     0 1 3 0     0 1 1 0
+//   hifa4      0 1 2 3     0 1 2 3     0 1 1 3
+// Against bf16 of the same replica:
+//   direct:  r0 item 2 (hurt: bf16 right) and item 4 (help: bf16 wrong, direct right); r1 item 1
+//            (hurt); r2 item 3 (help: bf16's 1 is wrong, direct's 2 right). Per item over the 3
+//            runs: flip 1/3 1/3 1/3 1/3, hurt 1/3 1/3 0 0, help 0 0 1/3 1/3.
+//   d+qmean: r1 item 3 only (hurt): flip = hurt = 0 0 1/3 0, help 0.
+//   hifa4:   item 4 in every replica (help): flip = help = 0 0 0 1, hurt 0.
+// Means: direct flip 33.33%, hurt 16.67% (1/6), help 16.67%; d+qmean 8.33% (1/12); hifa4 25.00%.
+// The 95% intervals (2000 resamples of 4 items, nearest ranks 50 and 1950):
+//   - all four values equal (direct's flip): every resample mean is 1/3: [33.33, 33.33];
+//   - two of four values 1/3 (direct's hurt, help): a resample's mean is j/12, j ~ Bin(4, 1/2)
+//     the draws of those two items; P(j = 0) = P(j = 4) = 1/16, ~125 resamples each side, far
+//     more than the 50 below rank 50 / above rank 1950: [0.00, 33.33];
+//   - one value v of four (d+qmean v = 1/3, hifa4 v = 1): mean j v / 4, j ~ Bin(4, 1/4);
+//     P(j = 0) = 81/256 (~630 resamples) gives lo = 0; P(j = 4) = 1/256 (~8) < 50 / 2000 <
+//     P(j >= 3) = 13/256 (~100) gives hi = 3 v / 4: [0.00, 25.00] and [0.00, 75.00];
+//   - all zero: [0.00, 0.00].
+// Replica 0's counts: direct 2 flips (50.00%), 1 hurt, 1 help; d+qmean none; hifa4 1 flip
+// (25.00%), 0 hurts, 1 help (dHu = (0 - 1) / 1 = -100.0%); accuracy bf16 / direct / d+qmean
+// .7500, hifa4 1.0000.
+static const char *const tab_modes[] = {"bf16", "direct", "direct+qmean", "hifa4"};
+static const int tab_pred[4][3][4] = {
+    {{0, 1, 2, 0}, {0, 1, 2, 0}, {0, 1, 1, 0}},
+    {{0, 2, 2, 3}, {1, 1, 2, 0}, {0, 1, 2, 0}},
+    {{0, 1, 2, 0}, {0, 1, 3, 0}, {0, 1, 1, 0}},
+    {{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}},
+};
+
+// Rewrites replica r of mode m's samples file in dir with tab_pred (its stamp kept valid).
+static int set_preds(const char *dir, const cJSON *run, int m, int r) {
+    char mode[256], path[4096];
+    struct err e = {0};
+    struct results_sample *s = NULL;
+    struct results_stamp st;
+    struct results_writer w;
+    int n = 0, rc = noise_replica_name(mode, sizeof mode, tab_modes[m], r, &e);
+    if (!rc) rc = results_samples_path(path, sizeof path, dir, "mc_jsonl", mode, &e);
+    if (!rc) rc = results_samples_read(path, &s, &n, &e);
+    if (!rc && n != 4) rc = err_set(&e, ERR_MISMATCH, "%s: %d items, expected 4", path, n);
+    for (int i = 0; !rc && i < n; i++) s[i].pred = s[i].pred_norm = tab_pred[m][r][i];
+    results_stamp_expect(&st, run, dir, "mc_jsonl", mode);
+    if (!rc) rc = results_writer_open(&w, path, 0, &st, &e);
+    for (int i = 0; !rc && i < n; i++) rc = results_writer_add(&w, &s[i], &e);
+    if (!rc) rc = results_writer_close(&w, &e);
+    for (int i = 0; i < n; i++) results_sample_free(&s[i]);
+    free(s);
+    if (rc) fprintf(stderr, "  set_preds: %s\n", e.msg);
+    return rc;
+}
+
+static void test_tables_probs(void) {
+    char dir[1024], plain[1024], tf[1024], sc[1024], p[2048];
+    snprintf(dir, sizeof dir, "%s/rep_tab", tmp);
+    snprintf(plain, sizeof plain, "%s/rep_tab_plain", tmp);
+    snprintf(tf, sizeof tf, "%s/rep_tab.jsonl", tmp);
+    snprintf(sc, sizeof sc, "%s/rep_tab_scales.safetensors", tmp);
+    test_sh("rm -rf %s %s", dir, plain);
+    FILE *f = fopen(tf, "w");
+    for (int i = 0; f && i < 4; i++)
+        fprintf(f, "{\"question\": \"Item %d?\", \"choices\": [\"a\", \"b\", \"c\", \"d\"], \"answer\": %d, \"id\": \"i%d\"}\n",
+                i + 1, i, i + 1);
+    CHECK(f && fclose(f) == 0, "task file %s", tf);
+    char args[4096];
+    snprintf(args, sizeof args, "--model %s --task mc_jsonl --task-file %s --attn bf16,direct,direct+qmean,hifa4 --scales %s "
+             "--threads 1", model, tf, sc);
+    CHECK(test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 4 --calib-len 64 --threads 1 --out %s > /dev/null "
+                  "2>&1", bin, model, test_text(), sc) == 0, "calibrate");
+    CHECK(test_sh("%s --quiet run %s --replicas 2 --out %s > /dev/null", bin, args, dir) == 0, "run --replicas 2");
+    CHECK(test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, plain) == 0, "run without replicas");
+    snprintf(p, sizeof p, "%s/run.json", dir);
+    cJSON *run = NULL;
+    struct err e = {0};
+    int bad = json_parse_file(&run, p, &e);
+    for (int m = 0; m < 4 && !bad; m++)
+        for (int r = 0; r < 3 && !bad; r++) bad = set_preds(dir, run, m, r);
+    cJSON_Delete(run);
+    CHECK(!bad, "predictions written");
+    CHECK(test_sh("%s --quiet report %s > /dev/null", bin, dir) == 0, "report recomputes summary.json");
+    snprintf(p, sizeof p, "%s/tables.md", dir);
+    CHECK(test_sh("%s --quiet tables %s --latex %s/tex > %s", bin, dir, dir, p) == 0, "tables");
+    char *md = NULL;
+    size_t n = 0;
+    if (file_read_all(p, &md, &n, &e)) { CHECK(0, "%s", e.msg); return; }
+    static const char *const rows[] = {
+        "| Dataset | Flip Rate Direct | P(Flip) Direct | Flip Rate HiFA4 | P(Flip) HiFA4 | Quant Hurts Direct | "
+        "P(Hurt) Direct | Quant Hurts HiFA4 | P(Hurt) HiFA4 |\n",
+        "| mc_jsonl (4) | 50.00%(2) | 33.33% [33.33, 33.33] | 25.00%(1) | 25.00% [0.00, 75.00] | 1 | 16.67% [0.00, 33.33] | 0 "
+        "| 0.00% [0.00, 0.00] |\n",
+        "| Model | Dataset | Method | Acc | Fl | P(Fl) | Hu | P(Hu) | He | P(He) | \xce\x94Hu |\n",
+        " | mc_jsonl (4) | BF16 | .7500 | - | - | - | - | - | - | - |\n",
+        "|  |  | Direct HIF4 | .7500 | 2 | 33.33% [33.33, 33.33] | 1 | 16.67% [0.00, 33.33] | 1 | 16.67% [0.00, 33.33] | - |\n",
+        "|  |  | HiFA4 | 1.0000 | 1 | 25.00% [0.00, 75.00] | 0 | 0.00% [0.00, 0.00] | 1 | 25.00% [0.00, 75.00] | -100.0% |\n",
+        "| Config | SQK | PRe | mc_jsonl Flip | mc_jsonl P(Flip) | mc_jsonl Hurt | mc_jsonl P(Hurt) |\n",
+        "| A. Direct HIF4 | - | - | 2 | 33.33% [33.33, 33.33] | 1 | 16.67% [0.00, 33.33] |\n",
+        "| B. +Q-Mean | - | - | 0 | 8.33% [0.00, 25.00] | 0 | 8.33% [0.00, 25.00] |\n",
+        "| C. +Smooth-QK | \xe2\x9c\x93 | - | - | - | - | - |\n",
+        "| E. Both (HiFA4) | \xe2\x9c\x93 | \xe2\x9c\x93 | 1 | 25.00% [0.00, 75.00] | 0 | 0.00% [0.00, 0.00] |\n",
+        "(`run --replicas K`, K = 2): per item, the fraction of the K + 1 runs",
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        CHECK(strstr(md, rows[k]) != NULL, "tables output has the hand-worked row: %s", rows[k]);
+    free(md);
+    md = NULL;
+    snprintf(p, sizeof p, "%s/tex/table3.tex", dir);
+    CHECK(file_read_all(p, &md, &n, &e) == 0 && strstr(md, "& 33.33\\% [33.33, 33.33] &"), "LaTeX: the new cells escaped");
+    free(md);
+    md = NULL;
+    // the same run without replicas: the paper's columns alone (byte identity for K = 0 runs is
+    // test_tables.sh's: its fixtures have no replicas and match the expected files byte for byte)
+    snprintf(p, sizeof p, "%s/tables.md", plain);
+    CHECK(test_sh("%s --quiet tables %s > %s", bin, plain, p) == 0, "tables of the plain run");
+    CHECK(file_read_all(p, &md, &n, &e) == 0 && strstr(md, "| Dataset | Flip Rate Direct | Flip Rate HiFA4 | Quant Hurts Direct "
+          "| Quant Hurts HiFA4 |\n") && !strstr(md, "P(") && !strstr(md, "replicas"), "no P(x) columns or note without replicas");
+    free(md);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     tmp = getenv("HIFA4_TMP");
@@ -194,6 +322,8 @@ int main(void) {
                  "--seed 21 --out %s > /dev/null", bin, model) == 0, "make-model");
     TEST_PROGRESS("model_perturb is an involution");
     test_involution();
+    TEST_PROGRESS("tables: P(flip), P(hurt), P(help) beside the counts");
+    test_tables_probs();
     const char *ds = test_data("datasets/arc") ? test_data("datasets") : NULL;
     if (ds) snprintf(data, sizeof data, "--data-dir %s", ds);
     else if (dir_exists("/usr/share/hamexam")) task = "exam";
