@@ -242,10 +242,25 @@ static int set_preds(const char *dir, const cJSON *run, int m, int r) {
     return rc;
 }
 
-static void test_tables_probs(void) {
-    char dir[1024], plain[1024], tf[1024], sc[1024], p[2048];
-    snprintf(dir, sizeof dir, "%s/rep_tab", tmp);
-    snprintf(plain, sizeof plain, "%s/rep_tab_plain", tmp);
+// Writes tab_pred into every samples file of run directory dir (replicas 0..K), then `report`
+// recomputes its summary.json. 0 when done.
+static int write_hand_preds(const char *dir, int K) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s/run.json", dir);
+    cJSON *run = NULL;
+    struct err e = {0};
+    int bad = json_parse_file(&run, p, &e);
+    for (int m = 0; m < 4 && !bad; m++)
+        for (int r = 0; r <= K && !bad; r++) bad = set_preds(dir, run, m, r);
+    cJSON_Delete(run);
+    if (!bad) bad = test_sh("%s --quiet report %s > /dev/null", bin, dir);
+    return bad;
+}
+
+// The runs of the hand-worked case: dir with --replicas 2, plain without (replica 0's
+// predictions only). 0 when both are ready.
+static int hand_runs(const char *dir, const char *plain) {
+    char tf[1024], sc[1024], args[4096];
     snprintf(tf, sizeof tf, "%s/rep_tab.jsonl", tmp);
     snprintf(sc, sizeof sc, "%s/rep_tab_scales.safetensors", tmp);
     test_sh("rm -rf %s %s", dir, plain);
@@ -254,27 +269,33 @@ static void test_tables_probs(void) {
         fprintf(f, "{\"question\": \"Item %d?\", \"choices\": [\"a\", \"b\", \"c\", \"d\"], \"answer\": %d, \"id\": \"i%d\"}\n",
                 i + 1, i, i + 1);
     CHECK(f && fclose(f) == 0, "task file %s", tf);
-    char args[4096];
     snprintf(args, sizeof args, "--model %s --task mc_jsonl --task-file %s --attn bf16,direct,direct+qmean,hifa4 --scales %s "
              "--threads 1", model, tf, sc);
-    CHECK(test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 4 --calib-len 64 --threads 1 --out %s > /dev/null "
-                  "2>&1", bin, model, test_text(), sc) == 0, "calibrate");
-    CHECK(test_sh("%s --quiet run %s --replicas 2 --out %s > /dev/null", bin, args, dir) == 0, "run --replicas 2");
-    CHECK(test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, plain) == 0, "run without replicas");
-    snprintf(p, sizeof p, "%s/run.json", dir);
-    cJSON *run = NULL;
+    int bad = test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 4 --calib-len 64 --threads 1 --out %s "
+                      "> /dev/null 2>&1", bin, model, test_text(), sc);
+    CHECK(!bad, "calibrate");
+    if (!bad) CHECK(!(bad = test_sh("%s --quiet run %s --replicas 2 --out %s > /dev/null", bin, args, dir)), "run --replicas 2");
+    if (!bad) CHECK(!(bad = test_sh("%s --quiet run %s --out %s > /dev/null", bin, args, plain)), "run without replicas");
+    if (!bad) CHECK(!(bad = write_hand_preds(dir, 2) || write_hand_preds(plain, 0)), "hand-made predictions, summaries");
+    return bad;
+}
+
+// 1 when the file at path holds every string of want[0..n)
+static int has_all(const char *path, const char *const *want, int n) {
+    char *txt = NULL;
+    size_t len = 0;
     struct err e = {0};
-    int bad = json_parse_file(&run, p, &e);
-    for (int m = 0; m < 4 && !bad; m++)
-        for (int r = 0; r < 3 && !bad; r++) bad = set_preds(dir, run, m, r);
-    cJSON_Delete(run);
-    CHECK(!bad, "predictions written");
-    CHECK(test_sh("%s --quiet report %s > /dev/null", bin, dir) == 0, "report recomputes summary.json");
+    int ok = file_read_all(path, &txt, &len, &e) == 0;
+    for (int k = 0; ok && k < n; k++)
+        if (!strstr(txt, want[k])) { fprintf(stderr, "  %s lacks: %s\n", path, want[k]); ok = 0; }
+    free(txt);
+    return ok;
+}
+
+static void test_tables_probs(const char *dir, const char *plain) {
+    char p[2048];
     snprintf(p, sizeof p, "%s/tables.md", dir);
     CHECK(test_sh("%s --quiet tables %s --latex %s/tex > %s", bin, dir, dir, p) == 0, "tables");
-    char *md = NULL;
-    size_t n = 0;
-    if (file_read_all(p, &md, &n, &e)) { CHECK(0, "%s", e.msg); return; }
     static const char *const rows[] = {
         "| Dataset | Flip Rate Direct | P(Flip) Direct | Flip Rate HiFA4 | P(Flip) HiFA4 | Quant Hurts Direct | "
         "P(Hurt) Direct | Quant Hurts HiFA4 | P(Hurt) HiFA4 |\n",
@@ -291,21 +312,50 @@ static void test_tables_probs(void) {
         "| E. Both (HiFA4) | \xe2\x9c\x93 | \xe2\x9c\x93 | 1 | 25.00% [0.00, 75.00] | 0 | 0.00% [0.00, 0.00] |\n",
         "(`run --replicas K`, K = 2): per item, the fraction of the K + 1 runs",
     };
-    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
-        CHECK(strstr(md, rows[k]) != NULL, "tables output has the hand-worked row: %s", rows[k]);
-    free(md);
-    md = NULL;
+    CHECK(has_all(p, rows, (int)(sizeof rows / sizeof rows[0])), "tables: every hand-worked row");
+    static const char *const tex[] = {"& 33.33\\% [33.33, 33.33] &"};
     snprintf(p, sizeof p, "%s/tex/table3.tex", dir);
-    CHECK(file_read_all(p, &md, &n, &e) == 0 && strstr(md, "& 33.33\\% [33.33, 33.33] &"), "LaTeX: the new cells escaped");
-    free(md);
-    md = NULL;
-    // the same run without replicas: the paper's columns alone (byte identity for K = 0 runs is
-    // test_tables.sh's: its fixtures have no replicas and match the expected files byte for byte)
+    CHECK(has_all(p, tex, 1), "LaTeX: the new cells escaped");
+    // the same predictions without replicas: the paper's columns alone (byte identity for K = 0
+    // runs is test_tables.sh's: its fixtures have no replicas and match the expected files)
     snprintf(p, sizeof p, "%s/tables.md", plain);
-    CHECK(test_sh("%s --quiet tables %s > %s", bin, plain, p) == 0, "tables of the plain run");
-    CHECK(file_read_all(p, &md, &n, &e) == 0 && strstr(md, "| Dataset | Flip Rate Direct | Flip Rate HiFA4 | Quant Hurts Direct "
-          "| Quant Hurts HiFA4 |\n") && !strstr(md, "P(") && !strstr(md, "replicas"), "no P(x) columns or note without replicas");
-    free(md);
+    static const char *const t3[] = {"| Dataset | Flip Rate Direct | Flip Rate HiFA4 | Quant Hurts Direct | Quant Hurts HiFA4 |\n"
+                                     "|---|---:|---:|---:|---:|\n| mc_jsonl (4) | 50.00%(2) | 25.00%(1) | 1 | 0 |\n"};
+    CHECK(test_sh("%s --quiet tables %s > %s", bin, plain, p) == 0 && has_all(p, t3, 1) &&
+          test_sh("grep -q 'P(\\|replicas' %s", p) == 1, "no P(x) column or note without replicas");
+}
+
+// `diff RUN_A:m RUN_B:m'`'s paired row of the same case, B - A per item:
+//  - direct vs hifa4, K = 2 (and direct of the K = 2 run vs hifa4 of the plain run: hifa4's
+//    flip over its 3 replicas, 0 0 0 1, is its replica 0's flip indicator too): flip d = -1/3
+//    -1/3 -1/3 2/3, mean -1/12 = -8.33; its bootstrap mean is (3j - 4) / 12 with j ~ Bin(4, 1/4)
+//    the draws of item 4: lo (j = 0, 31.6%) -33.33, hi (j = 3: P(j = 4) 0.39% < 2.5% <
+//    P(j >= 3) 5.08%) +41.67; sign flips of (1/3, 1/3, 1/3, 2/3) never sum below |1/3|: p = 1;
+//    sd = 1/2, delta = 0.2 / 3: ceil((2.8015852 * 7.5)^2) = ceil(441.4995) = 442. Hurt d = -1/3
+//    -1/3 0 0, mean -1/6 = -16.67; [-33.33, +0.00] (j ~ Bin(4, 1/2), P(j = 0) = P(j = 4) = 1/16);
+//    p = 2/4 = 0.5 (two nonzero terms: sums +-2/3 twice, 0 twice); sd = sqrt(1/27), delta =
+//    1/30: ceil(261.63) = 262.
+//  - the plain runs (K = 0, the exact McNemar test on the indicators): flip direct 0 1 0 1, hifa4
+//    0 0 0 1: d = 0 -1 0 0, mean -25.00, [-75.00, +0.00] (j ~ Bin(4, 1/4) draws of item 2),
+//    McNemar(b = 1, c = 0) = min(1, 2 * 1/2) = 1, sd 1/2, delta 0.1: ceil(196.22) = 197. Hurt
+//    direct 0 1 0 0, hifa4 0: the same d, delta 0.05: ceil(784.89) = 785.
+static void test_diff_probs(const char *dir, const char *plain) {
+    static const char *const rep[] = {
+        "| mc_jsonl | 4 | 2 / 2 | 33.33 | 25.00 | -8.33 [-33.33, +41.67] | 1 | 442 | 16.67 | 0.00 | -16.67 [-33.33, +0.00] | 0.5 "
+        "| 262 |\n"};
+    static const char *const mixed[] = {
+        "| mc_jsonl | 4 | 2 / 0 | 33.33 | 25.00 | -8.33 [-33.33, +41.67] | 1 | 442 | 16.67 | 0.00 | -16.67 [-33.33, +0.00] | 0.5 "
+        "| 262 |\n"};
+    static const char *const single[] = {
+        "| mc_jsonl | 4 | 0 / 0 | 50.00 | 25.00 | -25.00 [-75.00, +0.00] | 1 | 197 | 25.00 | 0.00 | -25.00 [-75.00, +0.00] | 1 "
+        "| 785 |\n"};
+    char p[2048];
+    snprintf(p, sizeof p, "%s/diff.txt", dir);
+    CHECK(test_sh("%s --quiet diff %s:direct %s:hifa4 > %s", bin, dir, dir, p) == 0 && has_all(p, rep, 1), "diff, K = 2");
+    CHECK(test_sh("%s --quiet diff %s:direct %s:hifa4 > %s", bin, dir, plain, p) == 0 && has_all(p, mixed, 1),
+          "diff, K = 2 against K = 0");
+    CHECK(test_sh("%s --quiet diff %s:direct %s:hifa4 > %s", bin, plain, plain, p) == 0 && has_all(p, single, 1),
+          "diff, K = 0: McNemar");
 }
 
 int main(void) {
@@ -322,8 +372,14 @@ int main(void) {
                  "--seed 21 --out %s > /dev/null", bin, model) == 0, "make-model");
     TEST_PROGRESS("model_perturb is an involution");
     test_involution();
-    TEST_PROGRESS("tables: P(flip), P(hurt), P(help) beside the counts");
-    test_tables_probs();
+    TEST_PROGRESS("tables and diff: the probabilities of a hand-made replica set");
+    char hd[1024], hp[1024];
+    snprintf(hd, sizeof hd, "%s/rep_tab", tmp);
+    snprintf(hp, sizeof hp, "%s/rep_tab_plain", tmp);
+    if (!hand_runs(hd, hp)) {
+        test_tables_probs(hd, hp);
+        test_diff_probs(hd, hp);
+    }
     const char *ds = test_data("datasets/arc") ? test_data("datasets") : NULL;
     if (ds) snprintf(data, sizeof data, "--data-dir %s", ds);
     else if (dir_exists("/usr/share/hamexam")) task = "exam";
