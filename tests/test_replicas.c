@@ -358,6 +358,57 @@ static void test_diff_probs(const char *dir, const char *plain) {
           "diff, K = 0: McNemar");
 }
 
+// report.md's "How much is noise" of the same case (run.json's display names: hifa4 and
+// direct+qmean in the token form). Null flip = moves against the mode's own replica 0 over
+// r = 1, 2: bf16 0 0 1/2 0 (item 3 in r2) and hifa4 the same, direct+qmean 0 0 1 0, direct
+// 1/2 1 0 1 (mean 62.50; its 2.5% point lies in a value of mass 5.5% after 1.95% below, too close
+// to call by hand: only its mean and its upper end 100 - all four draws among the two 1s, 1/16 -
+// are checked). The flip and hurt rows are the tables' (above); the paired rows are b - a of the
+// per-item values: direct+qmean - direct flip -1/3 -1/3 0 -1/3: -25.00, j ~ Bin(4, 1/4) draws of
+// the 0: [-33.33 (31.6%), -8.33 (j = 3: 0.39% < 2.5% < 5.08%)], p = 2/8 = 0.25 (three equal
+// terms), sd 1/6, delta 1/15: ceil(49.06) = 50; its hurt -1/3 -1/3 1/3 0: -8.33, p = 1, sd
+// sqrt(44/432) = 0.3191, delta 1/30: ceil(719.5) = 720 (interval ends too close to call: prefix
+// only). hifa4 - direct: diff's row. hifa4 - direct+qmean flip 0 0 -1/3 1: +16.67, p = 1
+// (sums +-2/3, +-4/3), n = 9419 (interval not checked); hurt 0 0 -1/3 0: -8.33 [-25.00, +0.00]
+// (j = 3 of the nonzero item: 5.08% > 2.5% > 0.39%; j = 0 31.6%), p = 1, n = 785.
+static void test_report_probs(const char *dir) {
+    static const char *const rows[] = {
+        "| bf16 | 12.50 [0.00, 37.50] |\n", "| direct | 62.50 [", ", 100.00] |\n",
+        "| direct+qmean (token) | 25.00 [0.00, 75.00] |\n", "| hifa4 (token) | 12.50 [0.00, 37.50] |\n",
+        "| direct | 33.33 [33.33, 33.33] (PFR 50.00) |\n", "| direct+qmean (token) | 8.33 [0.00, 25.00] (PFR 0.00) |\n",
+        "| hifa4 (token) | 25.00 [0.00, 75.00] (PFR 25.00) |\n", "| direct | 16.67 [0.00, 33.33] (1) |\n",
+        "| direct+qmean (token) | 8.33 [0.00, 25.00] (0) |\n", "| hifa4 (token) | 0.00 [0.00, 0.00] (0) |\n",
+        "| direct+qmean (token) - direct | -25.00 [-33.33, -8.33] p=0.25, n=50 |\n",
+        "| hifa4 (token) - direct | -8.33 [-33.33, +41.67] p=1, n=442 |\n",
+        "| hifa4 (token) - direct+qmean (token) | +16.67 [", "] p=1, n=9419 |\n",
+        "| direct+qmean (token) - direct | -8.33 [-33.33, ", "] p=1, n=720 |\n",
+        "| hifa4 (token) - direct | -16.67 [-33.33, +0.00] p=0.5, n=262 |\n",
+        "| hifa4 (token) - direct+qmean (token) | -8.33 [-25.00, +0.00] p=1, n=785 |\n",
+    };
+    char p[2048];
+    snprintf(p, sizeof p, "%s/report.md", dir);
+    CHECK(has_all(p, rows, (int)(sizeof rows / sizeof rows[0])), "report.md: the hand-worked noise rows");
+}
+
+// report.md lists every pair of non-reference modes for up to 8 modes (7 * 6 / 2 = 21 rows in
+// each paired table) and says where they are for more.
+static void test_report_modes(void) {
+    char tf[1024], sc[1024], d8[1024], d9[1024], cmd[4096];
+    snprintf(tf, sizeof tf, "%s/rep_tab.jsonl", tmp);
+    snprintf(sc, sizeof sc, "%s/rep_tab_scales.safetensors", tmp);
+    snprintf(d8, sizeof d8, "%s/rep_m8", tmp);
+    snprintf(d9, sizeof d9, "%s/rep_m9", tmp);
+    test_sh("rm -rf %s %s", d8, d9);
+    snprintf(cmd, sizeof cmd, "%s --quiet run --model %s --task mc_jsonl --task-file %s --scales %s --threads 1 --replicas 1 "
+             "--attn bf16,exact,f32,direct,direct+qmean,direct+qmean+sqk,direct+qmean+preorder,hifa4", bin, model, tf, sc);
+    CHECK(test_sh("%s --out %s > /dev/null", cmd, d8) == 0 && test_sh("%s,sage3 --out %s > /dev/null", cmd, d9) == 0,
+          "runs of 8 and 9 modes");
+    CHECK(test_sh("test $(sed -n '/^#### Paired differences of the flip/,/^#### Paired differences of the hurt/p' %s/report.md "
+                  "| grep -c ' p=') = 21", d8) == 0, "8 modes: the 21 pairs of the 7 non-reference modes");
+    CHECK(test_sh("grep -q '^(9 modes: the paired differences of every pair are in summary.json.)' %s/report.md && "
+                  "! grep -q '^#### Paired differences' %s/report.md", d9, d9) == 0, "9 modes: pairs in summary.json only");
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     tmp = getenv("HIFA4_TMP");
@@ -379,6 +430,8 @@ int main(void) {
     if (!hand_runs(hd, hp)) {
         test_tables_probs(hd, hp);
         test_diff_probs(hd, hp);
+        test_report_probs(hd);
+        test_report_modes();
     }
     const char *ds = test_data("datasets/arc") ? test_data("datasets") : NULL;
     if (ds) snprintf(data, sizeof data, "--data-dir %s", ds);
