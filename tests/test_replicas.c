@@ -409,6 +409,32 @@ static void test_report_modes(void) {
                   "! grep -q '^#### Paired differences' %s/report.md", d9, d9) == 0, "9 modes: pairs in summary.json only");
 }
 
+// What the run says up front and records: the plan line's cost (K + 1 passes), run.json's
+// replicas record (K, seed, the perturbation's name), the refusal of bf16-held weights.
+static void test_plan_and_record(const char *dir) {
+    char tf[1024], out[1024], p[2048];
+    snprintf(tf, sizeof tf, "%s/rep_tab.jsonl", tmp);
+    snprintf(out, sizeof out, "%s/rep_plan", tmp);
+    test_sh("rm -rf %s", out);
+    CHECK(test_sh("%s run --model %s --task mc_jsonl --task-file %s --attn bf16,direct --replicas 2 --threads 1 --out %s 2>&1 "
+                  ">/dev/null | grep -qF 'every mode, the reference included, 2 more times under the null perturbation "
+                  "weight-ulp (seed 1): 3 passes over 4 items x 2 modes instead of 1'", bin, model, tf, out) == 0,
+          "the plan line says the cost");
+    snprintf(p, sizeof p, "%s/run.json", dir);
+    cJSON *run = NULL;
+    struct err e = {0};
+    const cJSON *r = json_parse_file(&run, p, &e) ? NULL : cJSON_GetObjectItem(run, "replicas");
+    const cJSON *pt = cJSON_GetObjectItem(r, "perturbation");
+    CHECK(cJSON_GetObjectItem(r, "k") && cJSON_GetObjectItem(r, "k")->valueint == 2 && cJSON_GetObjectItem(r, "seed") &&
+          cJSON_GetObjectItem(r, "seed")->valueint == 1 && cJSON_IsString(pt) && !strcmp(pt->valuestring, "weight-ulp"),
+          "run.json replicas: k 2, seed 1, perturbation weight-ulp");
+    cJSON_Delete(run);
+    CHECK(test_sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16 --replicas 1 --weights bf16 --out %s/rep_wb "
+                  "2>&1 | grep -q 'use --weights f32'", bin, model, tf, tmp) == 0 &&
+          test_sh("%s --quiet run --model %s --task mc_jsonl --task-file %s --attn bf16 --replicas 1 --weights bf16 --out "
+                  "%s/rep_wb > /dev/null 2>&1", bin, model, tf, tmp) == 2, "--replicas with bf16 weights refused");
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     tmp = getenv("HIFA4_TMP");
@@ -432,6 +458,7 @@ int main(void) {
         test_diff_probs(hd, hp);
         test_report_probs(hd);
         test_report_modes();
+        test_plan_and_record(hd);
     }
     const char *ds = test_data("datasets/arc") ? test_data("datasets") : NULL;
     if (ds) snprintf(data, sizeof data, "--data-dir %s", ds);
