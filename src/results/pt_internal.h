@@ -65,6 +65,18 @@ int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.
 const cJSON *pt_task(const struct pt_ctx *c, int r, const char *task);
 
+// ---- the replicas' probabilities beside the counts (pt_noise.c, issue 21) ----
+enum pt_prob { PT_PROB_FLIP = 0, PT_PROB_HURT = 1, PT_PROB_HELP = 2 };
+// K of run r (summary.json noise.replicas.k; 0 for a run without --replicas).
+int pt_replicas(const struct pt_ctx *c, int r);
+// K shared by the runs of c->shown that have replicas: 0 when none has, -1 when they differ.
+int pt_shown_replicas(const struct pt_ctx *c);
+// "33.33% [16.67, 50.00]": mode's mean flip (hurt, help) probability over task's items in run r
+// with its 95% bootstrap interval (summary.json tasks.<task>.noise); "-" without replicas.
+void pt_prob_cell(char *b, size_t n, const struct pt_ctx *c, int r, const char *task, const char *mode, enum pt_prob what);
+// Appends to g's note what the P(x) columns are (k = pt_shown_replicas). ERR_RANGE if it does not fit.
+int pt_prob_note(struct grid *g, int k);
+
 // ---- the tables ----
 int pt_table1(struct pt_ctx *c);
 int pt_table8(struct pt_ctx *c, struct err *e);

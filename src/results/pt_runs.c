@@ -103,18 +103,25 @@ static const char *form(const struct pt_ctx *c, int r, const char *mode) {
 }
 
 // ---- Table 3: per dataset, Flip Rate `7.46%(22)` and Quant Hurts of Direct HIF4 and HiFA4 ----
+// With replicas each of the four value columns k = 1..4 is followed by its P(x) column.
 static int table3_run(struct pt_ctx *c, int r) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_only(c, model, "Qwen3-8B");
     const char *tasks[64];
+    const int rep = pt_replicas(c, r) > 0, w = 1 + rep; // columns per value: 1, or 2 with P(x)
     int nt = task_list(c, &r, 1, order3, tasks, 64), rc = 0;
-    char title[1024], name[768];
+    char title[1024], name[768], p[96];
     pt_run_name(c, r, name, sizeof name);
     snprintf(title, sizeof title, "Table 3: flip rate and Quant Hurts, %s, Direct HIF4 vs HiFA4%s", name, form(c, r, "hifa4"));
-    struct grid *g = pt_grid(c, 3, title, 5);
+    struct grid *g = pt_grid(c, 3, title, 1 + 4 * w);
     if (!g) return ERR_RANGE;
+    if (rep) rc |= pt_prob_note(g, pt_replicas(c, r));
     static const char *const hdr[5] = {"Dataset", "Flip Rate Direct", "Flip Rate HiFA4", "Quant Hurts Direct", "Quant Hurts HiFA4"};
-    rc |= grid_row(g);
-    for (int k = 0; k < 5; k++) rc |= grid_set(g, k, "%s", hdr[k]) | (k ? grid_set_ckey(g, k, hdr[k]) : 0);
+    static const char *const phdr[4] = {"P(Flip) Direct", "P(Flip) HiFA4", "P(Hurt) Direct", "P(Hurt) HiFA4"};
+    rc |= grid_row(g) | grid_set(g, 0, "%s", hdr[0]);
+    for (int k = 1; k < 5; k++) {
+        rc |= grid_set(g, 1 + (k - 1) * w, "%s", hdr[k]) | grid_set_ckey(g, 1 + (k - 1) * w, hdr[k]);
+        if (rep) rc |= grid_set(g, k * w, "%s", phdr[k - 1]);
+    }
     for (int i = 0; i < nt; i++) {
         const struct pt_task_name *tn = task_name(tasks[i]);
         const cJSON *a = vs(c, r, tasks[i], "direct"), *h = vs(c, r, tasks[i], "hifa4");
@@ -126,9 +133,13 @@ static int table3_run(struct pt_ctx *c, int r) {
             rc |= grid_set_rkey(g, key);
         }
         rc |= grid_set(g, 1, "%.2f%%(%d)", 100 * pt_num(a, "pfr"), (int)pt_num(a, "flips"));
-        rc |= grid_set(g, 2, "%.2f%%(%d)", 100 * pt_num(h, "pfr"), (int)pt_num(h, "flips"));
-        rc |= grid_set(g, 3, "%d", (int)pt_num(a, "hurts"));
-        rc |= grid_set(g, 4, "%d", (int)pt_num(h, "hurts"));
+        rc |= grid_set(g, 1 + w, "%.2f%%(%d)", 100 * pt_num(h, "pfr"), (int)pt_num(h, "flips"));
+        rc |= grid_set(g, 1 + 2 * w, "%d", (int)pt_num(a, "hurts"));
+        rc |= grid_set(g, 1 + 3 * w, "%d", (int)pt_num(h, "hurts"));
+        for (int k = 1; rep && k < 5; k++) {
+            pt_prob_cell(p, sizeof p, c, r, tasks[i], k % 2 ? "direct" : "hifa4", k < 3 ? PT_PROB_FLIP : PT_PROB_HURT);
+            rc |= grid_set(g, 2 * k, "%s", p);
+        }
     }
     return rc;
 }
@@ -206,13 +217,15 @@ int pt_table5(struct pt_ctx *c) {
 }
 
 // ---- Table 6: per model and dataset, BF16 / Direct HIF4 / HiFA4: Acc, Fl, Hu, He, D Hu ----
+// With replicas (rep = 1) Fl, Hu and He are each followed by their P(x) column.
 static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task, int first) {
     static const char *const methods[3] = {"BF16", "Direct HIF4", "HiFA4"};
     const char *modes[3] = {ref_of(c, r), "direct", "hifa4"};
     const char *model = pt_model_name(c, r), *pm = pt_paper_model(c, model, "LLaMA3.1-8B");
     const struct pt_task_name *tn = task_name(task);
     const char *label = tn && tn->t3 ? tn->t3 : task; // Table 6 names MMLU and HellaSwag as Table 3 does
-    char a[32], key[160], name[768];
+    const int w = g->n_cols == 11 ? 2 : 1;           // columns per count: with its P(x) or alone
+    char a[32], key[160], name[768], p[96];
     pt_run_name(c, r, name, sizeof name);
     int rc = 0;
     for (int k = 0; k < 3; k++) {
@@ -229,12 +242,15 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
         rc |= grid_set(g, 3, "%s", a);
         for (int q = 0; q < 3; q++) {
             static const char *const f[3] = {"flips", "hurts", "helps"};
-            if (k) rc |= grid_set(g, 4 + q, "%d", (int)pt_num(v, f[q]));
-            else rc |= grid_set(g, 4 + q, "-");
+            if (k) rc |= grid_set(g, 4 + w * q, "%d", (int)pt_num(v, f[q]));
+            else rc |= grid_set(g, 4 + w * q, "-");
+            if (w == 1) continue;
+            if (k) pt_prob_cell(p, sizeof p, c, r, task, modes[k], (enum pt_prob)q);
+            rc |= grid_set(g, 5 + w * q, "%s", k ? p : "-");
         }
         double hd = pt_num(vs(c, r, task, "direct"), "hurts"), hh = pt_num(v, "hurts");
-        if (k == 2 && hd > 0) rc |= grid_set(g, 7, "%+.1f%%", 100 * (hh - hd) / hd);
-        else rc |= grid_set(g, 7, "-");
+        if (k == 2 && hd > 0) rc |= grid_set(g, 4 + 3 * w, "%+.1f%%", 100 * (hh - hd) / hd);
+        else rc |= grid_set(g, 4 + 3 * w, "-");
     }
     return rc;
 }
@@ -243,15 +259,20 @@ int pt_table6(struct pt_ctx *c) {
     static const char *const modes[] = {"bf16", "direct", "hifa4", NULL};
     int rs[PT_MAX_IN], n = runs_with(c, modes, rs), rc = 0;
     if (!n) { pt_missing(c, 6, "no run with modes bf16 (reference), direct and hifa4"); return 0; }
+    const int k_rep = pt_shown_replicas(c), rep = k_rep != 0, nc = rep ? 11 : 8;
     struct grid *g = pt_grid(c, 6, "Table 6: Direct HIF4 vs HiFA4 per model and dataset: accuracy, flips (Fl), Quant Hurts "
-                             "(Hu) and Helps (He)", 8);
+                             "(Hu) and Helps (He)", nc);
     if (!g) return ERR_RANGE;
     g->n_left = 3;
     snprintf(g->note, sizeof g->note, "\xce\x94Hu = HiFA4's Quant Hurts relative to Direct HIF4's.");
+    if (rep) rc |= pt_prob_note(g, k_rep);
     static const char *const hdr[8] = {"Model", "Dataset", "Method", "Acc", "Fl", "Hu", "He", "\xce\x94Hu"};
     static const char *const key[8] = {NULL, NULL, NULL, "Acc", "Fl", "Hu", "He", "Delta Hu"};
     rc |= grid_row(g);
-    for (int k = 0; k < 8; k++) rc |= grid_set(g, k, "%s", hdr[k]) | (key[k] ? grid_set_ckey(g, k, key[k]) : 0);
+    for (int k = 0, col = 0; k < 8; k++, col++) {
+        rc |= grid_set(g, col, "%s", hdr[k]) | (key[k] ? grid_set_ckey(g, col, key[k]) : 0);
+        if (rep && k >= 4 && k <= 6) rc |= grid_set(g, ++col, "P(%s)", hdr[k]);
+    }
     static const char *const order6[] = {"mmlu", "hellaswag", "arc_challenge", "truthfulqa_mc1", NULL};
     for (int i = 0; i < n; i++) {
         const char *tasks[64];
@@ -265,26 +286,33 @@ int pt_table6(struct pt_ctx *c) {
 static const char *const abl_mode[5] = {"direct", "direct+qmean", "direct+qmean+sqk", "direct+qmean+preorder", "hifa4"};
 static const char *const abl_row[5] = {"A. Direct HIF4", "B. +Q-Mean", "C. +Smooth-QK", "D. +P-Reordering", "E. Both (HiFA4)"};
 
+// Columns per dataset: Flip and Hurt (w = 2), each followed by its P(x) with replicas (w = 4).
 static int ablation_header(struct grid *g, int table, const struct pt_ctx *c, int r, const char **tasks, int nt) {
     g->n_left = 3; // Config, SQK, PRe
+    const int w = (g->n_cols - 3) / (nt ? nt : 1), s = w / 2; // s: columns per value
     int rc = grid_row(g);
     rc |= grid_set(g, 0, "Config") | grid_set(g, 1, "SQK") | grid_set(g, 2, "PRe");
     for (int k = 0; k < nt; k++) {
         const struct pt_task_name *tn = task_name(tasks[k]);
+        const int c0 = 3 + w * k, c1 = c0 + s;
         char h[128], key[128];
         int n = (int)pt_num(pt_task(c, r, tasks[k]), "n");
+        const char *l = table == 7 ? (tn && tn->t7 ? tn->t7 : tasks[k]) : tn->t9;
         if (table == 7) {
-            const char *l = tn && tn->t7 ? tn->t7 : tasks[k];
             snprintf(h, sizeof h, "%s Flip", l);
-            rc |= grid_set(g, 3 + 2 * k, "%s", h) | (tn && tn->t7 ? grid_set_ckey(g, 3 + 2 * k, h) : 0);
+            rc |= grid_set(g, c0, "%s", h) | (tn && tn->t7 ? grid_set_ckey(g, c0, h) : 0);
             snprintf(h, sizeof h, "%s Hurt", l);
-            rc |= grid_set(g, 4 + 2 * k, "%s", h) | (tn && tn->t7 ? grid_set_ckey(g, 4 + 2 * k, h) : 0);
+            rc |= grid_set(g, c1, "%s", h) | (tn && tn->t7 ? grid_set_ckey(g, c1, h) : 0);
         } else {
-            rc |= grid_set(g, 3 + 2 * k, "%s (%d) Fl", tn->t9, n);
+            rc |= grid_set(g, c0, "%s (%d) Fl", l, n);
             snprintf(key, sizeof key, "%s Fl", tn->t9n);
-            rc |= grid_set_ckey(g, 3 + 2 * k, key);
-            snprintf(h, sizeof h, "%s Hu", tn->t9);
-            rc |= grid_set(g, 4 + 2 * k, "%s", h) | grid_set_ckey(g, 4 + 2 * k, h);
+            rc |= grid_set_ckey(g, c0, key);
+            snprintf(h, sizeof h, "%s Hu", l);
+            rc |= grid_set(g, c1, "%s", h) | grid_set_ckey(g, c1, h);
+        }
+        if (s == 2) {
+            rc |= grid_set(g, c0 + 1, table == 7 ? "%s P(Flip)" : "%s P(Fl)", l);
+            rc |= grid_set(g, c1 + 1, table == 7 ? "%s P(Hurt)" : "%s P(Hu)", l);
         }
     }
     return rc;
@@ -292,13 +320,14 @@ static int ablation_header(struct grid *g, int table, const struct pt_ctx *c, in
 
 static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int nt) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_only(c, model, table == 7 ? "Qwen3-8B" : "Gemma2-9B");
-    char title[1024], name[768];
+    const int rep = pt_replicas(c, r) > 0, s = 1 + rep, w = 2 * s; // s: columns per value, w: per dataset
+    char title[1024], name[768], p[96];
     pt_run_name(c, r, name, sizeof name);
     snprintf(title, sizeof title, "Table %d: stepwise ablation, %s (rows B-E include Q-Mean, %s form)", table, name,
              results_run_qmean(c->in->run[r]));
-    struct grid *g = pt_grid(c, table, title, 3 + 2 * nt);
+    struct grid *g = pt_grid(c, table, title, 3 + w * nt);
     if (!g) return ERR_RANGE;
-    int rc = ablation_header(g, table, c, r, tasks, nt);
+    int rc = ablation_header(g, table, c, r, tasks, nt) | (rep ? pt_prob_note(g, pt_replicas(c, r)) : 0);
     for (int a = 0; a < 5; a++) {
         int present = pt_mode_index(c, r, abl_mode[a]) > 0;
         rc |= grid_row(g);
@@ -308,9 +337,16 @@ static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int 
         rc |= grid_set(g, 2, "%s", a == 3 || a == 4 ? "\xe2\x9c\x93" : "-");
         for (int k = 0; k < nt; k++) {
             const cJSON *v = vs(c, r, tasks[k], abl_mode[a]);
-            if (!present) { rc |= grid_set(g, 3 + 2 * k, "-") | grid_set(g, 4 + 2 * k, "-"); continue; }
-            rc |= grid_set(g, 3 + 2 * k, "%d", (int)pt_num(v, "flips"));
-            rc |= grid_set(g, 4 + 2 * k, "%d", (int)pt_num(v, "hurts"));
+            const int c0 = 3 + w * k, c1 = c0 + s;
+            for (int q = 0; q < w && !present; q++) rc |= grid_set(g, c0 + q, "-");
+            if (!present) continue;
+            rc |= grid_set(g, c0, "%d", (int)pt_num(v, "flips"));
+            rc |= grid_set(g, c1, "%d", (int)pt_num(v, "hurts"));
+            if (!rep) continue;
+            pt_prob_cell(p, sizeof p, c, r, tasks[k], abl_mode[a], PT_PROB_FLIP);
+            rc |= grid_set(g, c0 + 1, "%s", p);
+            pt_prob_cell(p, sizeof p, c, r, tasks[k], abl_mode[a], PT_PROB_HURT);
+            rc |= grid_set(g, c1 + 1, "%s", p);
         }
     }
     return rc;
