@@ -2,7 +2,8 @@
 // on hand-worked statistics; plot_xy output well-formed and deterministic; diagnose's Table 8
 // numbers equal calib_compute's on the same samples and the golden gate statistics of
 // qwen3-outlier; the CLI on a planted-outlier make-model checkpoint (Strong, layer 0, channel
-// 51) and on the imported stories260K.
+// 51) and on the imported stories260K; the q/k norm gains of Figure 2 (qk_gains.c) on hand-worked
+// gains and on planted qwen3 and gemma3 (1 + w) checkpoints, their ratios recomputed from the files.
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include "calib/calib.h"
 #include "calib/calib_run.h"
 #include "calib/diagnose.h"
+#include "calib/qk_gains.h"
 #include "results/plot_xy.h"
 #include "io/safetensors.h"
 #include "test.h"
@@ -314,6 +316,100 @@ static void check_svg_file(const char *dir, const char *name) {
     free(buf);
 }
 
+// ---- Figure 2: q/k norm gains ----
+static void test_gain_summary(void) {
+    // mean |gain| (1 + 1 + 1 + 5) / 4 = 2, so channel 3's 5 is 2.5x the mean
+    const float k1[4] = {1, -1, 1, 5}, q1[4] = {0.5f, 0.5f, 0.5f, 0.1f};
+    struct qk_gain_layer s = qk_gain_summary(k1, q1, 4);
+    CHECK(s.channel == 3 && s.k_gain == 5 && s.k_mean_abs == 2 && s.ratio == 2.5 && s.q_gain == 0.1f,
+          "gains {1,-1,1,5}: channel %d gain %g mean %g ratio %g q %g (want 3, 5, 2, 2.5, 0.1)", s.channel, s.k_gain,
+          s.k_mean_abs, s.ratio, s.q_gain);
+    // a negative outlier counts by magnitude: (1 + 6 + 1 + 2) / 4 = 2.5, 6 / 2.5 = 2.4
+    const float k2[4] = {1, -6, 1, 2};
+    s = qk_gain_summary(k2, q1, 4);
+    CHECK(s.channel == 1 && s.k_gain == -6 && s.k_mean_abs == 2.5 && s.ratio == 2.4, "gains {1,-6,1,2}: channel %d ratio %g",
+          s.channel, s.ratio);
+    // ties go to the lowest channel; all-zero gains have ratio 0
+    const float k3[4] = {3, 3, -3, 1}, k4[4] = {0, 0, 0, 0};
+    s = qk_gain_summary(k3, q1, 4);
+    CHECK(s.channel == 0 && s.ratio == 1.2, "tie: channel %d ratio %g (want 0, 1.2)", s.channel, s.ratio);
+    s = qk_gain_summary(k4, q1, 4);
+    CHECK(s.channel == 0 && s.ratio == 0, "zero gains: ratio %g", s.ratio);
+}
+
+// The k_norm gains of layer l straight from mdir/model.safetensors (stored w plus `offset`:
+// 1 for Gemma's 1 + w), their largest |gain|'s channel and max / mean |gain|, computed here.
+static int file_gain_ratio(const char *mdir, int l, float offset, int *channel, double *ratio) {
+    char path[2048], name[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", mdir);
+    snprintf(name, sizeof name, "model.layers.%d.self_attn.k_norm.weight", l);
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return -1;
+    const struct st_tensor *t = st_find(&st, name);
+    float w[1024];
+    int n = t && t->numel <= 1024 ? (int)t->numel : 0, rc = n ? st_to_f32(w, t, &e) : -1;
+    st_close(&st);
+    if (rc) return -1;
+    double sum = 0, best = -1;
+    for (int c = 0; c < n; c++) {
+        double g = fabs((double)(offset + w[c]));
+        sum += g;
+        if (g > best) best = g, *channel = c;
+    }
+    *ratio = best / (sum / n);
+    return 0;
+}
+
+static const cJSON *gain_layer(const cJSON *j, int l) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "fig2_qk_gains"), "per_layer"), l);
+}
+static double gnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+// A gemma3 make-model checkpoint with gain 24 planted at layer 1, channel 37 (stored w = 23):
+// Figure 2 shows that layer's channel 37 with gain 24 exactly, q_norm gain 1 + bf16(-0.9) =
+// 1 - 0.8984375 = 0.1015625, and max / mean |gain| as recomputed from the file - about
+// 24 / ((63 + 24) / 64) = 17.7 by hand, the 63 other gains being 1 + 0.1 N(0, 1).
+static void test_cli_gains_gemma3(void) {
+    char cmd[8192], mdir[1100], out[1100], log[1200], path[2048];
+    snprintf(mdir, sizeof mdir, "%s/g3-planted", tmp);
+    snprintf(out, sizeof out, "%s/diag-g3-planted", tmp);
+    snprintf(log, sizeof log, "%s/diag-g3-planted.txt", tmp);
+    snprintf(cmd, sizeof cmd,
+             "%s make-model --arch gemma3 --layers 3 --dim 128 --heads 2 --kv-heads 1 --head-dim 64 --ffn 256 "
+             "--plant-outlier 1:37:24 --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
+             bin, mdir, bin, mdir, out, log);
+    CHECK(run(cmd) == 0, "make-model gemma3 + diagnose (see %s)", log);
+    snprintf(path, sizeof path, "%s/diagnose.json", out);
+    cJSON *j = read_json(path);
+    if (!j) { CHECK(0, "%s missing", path); return; }
+    const cJSON *l1 = gain_layer(j, 1), *l0 = gain_layer(j, 0);
+    int ch = -1;
+    double want = 0;
+    CHECK(file_gain_ratio(mdir, 1, 1.0f, &ch, &want) == 0 && ch == 37, "file: layer 1's largest gain at channel %d", ch);
+    CHECK(gnum(l1, "channel") == 37 && gnum(l1, "k_gain") == 24 && gnum(l1, "q_gain") == 0.1015625,
+          "gemma3 layer 1: channel %g, gain %g, q gain %g (want 37, 24 = 1 + 23, 0.1015625)", gnum(l1, "channel"),
+          gnum(l1, "k_gain"), gnum(l1, "q_gain"));
+    CHECK_CLOSE(gnum(l1, "ratio"), want, 0, 1e-12);
+    CHECK(fabs(want - 17.7) < 0.5, "ratio %g near the hand estimate 17.7", want);
+    double r0 = 0;
+    CHECK(file_gain_ratio(mdir, 0, 1.0f, &ch, &r0) == 0 && gnum(l0, "channel") == ch, "layer 0: channel %g vs the file's %d",
+          gnum(l0, "channel"), ch);
+    CHECK_CLOSE(gnum(l0, "ratio"), r0, 0, 1e-12);
+    CHECK(r0 < 2, "layer 0 (nothing planted): ratio %g < 2", r0);
+    cJSON_Delete(j);
+    char *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    if (!file_read_all(log, &txt, &n, &e)) {
+        CHECK(strstr(txt, "Figure 2 (stored q/k norm gains"), "Figure 2 printed");
+        free(txt);
+    }
+}
+
 static void test_cli(void) {
     char cmd[16384], mdir[1100], out[1100], log[1200];
     snprintf(mdir, sizeof mdir, "%s/q3-planted", tmp);
@@ -339,6 +435,15 @@ static void test_cli(void) {
               "layer 0 tops rho_K");
         const cJSON *jm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stability"), "jaccard");
         CHECK(cJSON_GetArraySize(jm) == 8 && cJSON_GetArraySize(cJSON_GetArrayItem(jm, 0)) == 8, "8 x 8 Jaccard");
+        // Figure 2: qwen3 stores the gain itself; q_norm 0.1 is bf16(0.1) = 0.10009765625
+        const cJSON *g0 = gain_layer(j, 0);
+        int ch = -1;
+        double want = 0;
+        CHECK(file_gain_ratio(mdir, 0, 0.0f, &ch, &want) == 0 && ch == 51, "file: qwen3 layer 0's largest gain at %d", ch);
+        CHECK(gnum(g0, "channel") == 51 && gnum(g0, "k_gain") == 34 && gnum(g0, "q_gain") == 0.10009765625,
+              "qwen3 layer 0: channel %g gain %g q gain %g (want 51, 34, 0.10009765625)", gnum(g0, "channel"),
+              gnum(g0, "k_gain"), gnum(g0, "q_gain"));
+        CHECK_CLOSE(gnum(g0, "ratio"), want, 0, 1e-12);
         cJSON_Delete(j);
     }
     char *txt = NULL;
@@ -412,6 +517,8 @@ static void test_cli(void) {
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     j = read_json(path);
     CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "table8")) == 5, "stories260K: 5 layers in Table 8");
+    CHECK(j && cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "fig2_qk_gains"), "qk_norm")),
+          "stories260K: no q/k norm gains");
     cJSON_Delete(j);
     check_svg_file(out, "fig6_gate_plane.svg");
 }
@@ -426,6 +533,8 @@ int main(void) {
     test_plot_xy();
     test_stability();
     test_golden();
+    test_gain_summary();
     test_cli();
+    test_cli_gains_gemma3();
     return test_summary("test_diagnose");
 }
