@@ -5,8 +5,9 @@
 //       IDS: comma-separated token ids (one line). The whole sequence is one llama_decode
 //       (n_ctx = n_batch = n_ubatch >= T, full-size SWA cache), logits at every position,
 //       written as T x n_vocab float32 little-endian.
-//   llama_logits compare OURS.safetensors LLAMA.f32
-//       OURS: `hifa4-eval logits --out` (one F32 tensor "logits" [T][vocab]). Prints T, vocab,
+//   llama_logits compare OURS.safetensors OTHER.f32|OTHER.safetensors
+//       OURS: `hifa4-eval logits --out` (one F32 tensor "logits" [T][vocab]); OTHER: the same
+//       kind, or raw float32 of the same shape (`run`'s output). Prints T, vocab,
 //       rel-L2 over all logits, the worst position's rel-L2, argmax agreement, max |d|, and
 //       the max |d| of the per-position log-sum-exp (float64).
 #include <math.h>
@@ -129,21 +130,37 @@ static int argmax(const float *r, int V) {
     return a;
 }
 
-static int cmd_compare(int argc, char **argv) {
-    if (argc != 2) die("usage: compare OURS.safetensors LLAMA.f32", NULL);
-    long nb_s, nb_l;
-    char *st = (char *)slurp(argv[0], &nb_s);
-    float *L = slurp(argv[1], &nb_l);
+// The logits of a file: `hifa4-eval logits --out` safetensors (one F32 tensor "logits"
+// [T][vocab]; *T, *V from it) or raw T x V float32 (*V must be set: *T from the size).
+static const float *load_logits(const char *path, char **buf, long *T, long *V) {
+    long nb;
+    *buf = (char *)slurp(path, &nb);
+    size_t n = strlen(path);
+    if (n < 12 || strcmp(path + n - 12, ".safetensors")) {
+        if (*V <= 0 || nb % (*V * 4)) die("raw logits: size is not a multiple of the vocabulary", path);
+        *T = nb / (*V * 4);
+        return (const float *)*buf;
+    }
     uint64_t hlen;
-    memcpy(&hlen, st, 8);
-    if (nb_s < 8 || hlen > (uint64_t)nb_s - 8) die("not a safetensors file", argv[0]);
-    char *hdr = strndup(st + 8, (size_t)hlen);
-    long T = 0, V = 0;
+    memcpy(&hlen, *buf, 8);
+    if (nb < 8 || hlen > (uint64_t)nb - 8) die("not a safetensors file", path);
+    char *hdr = strndup(*buf + 8, (size_t)hlen);
     char *sh = strstr(hdr, "\"shape\"");
-    if (!strstr(hdr, "\"logits\"") || !strstr(hdr, "\"F32\"") || !sh || sscanf(sh, "\"shape\":[%ld,%ld]", &T, &V) != 2)
-        die("expected one F32 tensor logits [T][vocab] in", argv[0]);
-    const float *O = (const float *)(st + 8 + hlen);
-    if ((long)(8 + hlen) + T * V * 4 != nb_s || T * V * 4 != nb_l) die("sizes do not match (T x vocab)", argv[1]);
+    if (!strstr(hdr, "\"logits\"") || !strstr(hdr, "\"F32\"") || !sh || sscanf(sh, "\"shape\":[%ld,%ld]", T, V) != 2)
+        die("expected one F32 tensor logits [T][vocab] in", path);
+    free(hdr);
+    if ((long)(8 + hlen) + *T * *V * 4 != nb) die("size does not match T x vocab", path);
+    return (const float *)(*buf + 8 + hlen);
+}
+
+static int cmd_compare(int argc, char **argv) {
+    if (argc != 2) die("usage: compare OURS.safetensors OTHER.f32|OTHER.safetensors", NULL);
+    char *b1, *b2;
+    long T = 0, V = 0, T2 = 0, V2;
+    const float *O = load_logits(argv[0], &b1, &T, &V);
+    V2 = V;
+    const float *L = load_logits(argv[1], &b2, &T2, &V2);
+    if (T2 != T || V2 != V) die("the two files differ in T or vocab", argv[1]);
     double num = 0, den = 0, worst = 0, maxd = 0, maxlse = 0;
     int agree = 0, worst_t = 0;
     for (long t = 0; t < T; t++) {
@@ -164,9 +181,8 @@ static int cmd_compare(int argc, char **argv) {
     }
     printf("T %ld vocab %ld rel_l2 %.3e worst_pos_rel_l2 %.3e (pos %d) argmax %d/%ld max_abs %.3e max_lse %.3e\n", T, V,
            sqrt(num / den), worst, worst_t, agree, T, maxd, maxlse);
-    free(hdr);
-    free(st);
-    free(L);
+    free(b1);
+    free(b2);
     return 0;
 }
 

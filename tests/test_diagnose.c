@@ -408,6 +408,7 @@ static void test_cli_gains_gemma3(void) {
         CHECK(strstr(txt, "Figure 2 (stored q/k norm gains"), "Figure 2 printed");
         free(txt);
     }
+    check_svg_file(out, "fig2_k_norm_gains.svg");
 }
 
 static void test_cli(void) {

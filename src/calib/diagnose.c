@@ -577,6 +577,7 @@ static cJSON *to_json(const struct diagnose *d) {
     cJSON *rows = cJSON_AddArrayToObject(hm, "max_abs");
     for (int h = 0; h < r->Hkv; h++) cJSON_AddItemToArray(rows, num_array(d->heat + (size_t)h * r->d, r->d));
     cJSON *figs = cJSON_AddArrayToObject(j, "figures");
+    if (d->gains.n_layers) cJSON_AddItemToArray(figs, cJSON_CreateString("fig2_k_norm_gains.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig3_layer0_heatmap.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig4_layer_k_stats.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig6_gate_plane.svg"));
@@ -595,6 +596,13 @@ int diag_write(const struct diagnose *d, const char *out_dir, struct err *e) {
     }
     free(f3); free(f4); free(f6);
     if (rc) return rc;
+    if (d->gains.n_layers) { // Fig. 2, for a model with q/k norm
+        char *f2;
+        if ((rc = qk_gains_svg(&f2, &d->gains, d->model_id, e))) return rc;
+        if (!(rc = path_join(path, sizeof path, out_dir, "fig2_k_norm_gains.svg", e))) rc = file_write_atomic(path, f2, strlen(f2), e);
+        free(f2);
+        if (rc) return rc;
+    }
     cJSON *j = to_json(d);
     if (!j) return err_set(e, ERR_NOMEM, "diagnose: out of memory");
     if (!(rc = path_join(path, sizeof path, out_dir, "diagnose.json", e))) rc = results_write_json(path, j, e);

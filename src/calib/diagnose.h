@@ -93,7 +93,8 @@ const struct calib_stats *diag_prompt_stats(const struct diagnose *d);
 // which gate branch and why.
 void diag_print(FILE *f, const struct diagnose *d);
 // Writes out_dir/diagnose.json (every number, the gains under "fig2_qk_gains") and the SVGs fig3_layer0_heatmap.svg,
-// fig4_layer_k_stats.svg, fig6_gate_plane.svg (creating out_dir).
+// fig4_layer_k_stats.svg, fig6_gate_plane.svg, and fig2_k_norm_gains.svg for a model with q/k
+// norm (creating out_dir).
 int diag_write(const struct diagnose *d, const char *out_dir, struct err *e);
 // The SVG texts on their own (malloc'd, caller frees each), for tests.
 int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, struct err *e);

@@ -8,6 +8,7 @@
 
 #include "model/config.h"
 #include "model/model.h"
+#include "results/plot_xy.h"
 
 struct qk_gain_layer qk_gain_summary(const float *k, const float *q, int d) {
     struct qk_gain_layer s = {0};
@@ -101,4 +102,18 @@ cJSON *qk_gains_json(const struct qk_gains *g) {
         cJSON_AddItemToArray(a, o);
     }
     return j;
+}
+
+int qk_gains_svg(char **svg, const struct qk_gains *g, const char *model_id, struct err *e) {
+    *svg = NULL;
+    if (!g->n_layers) return err_set(e, ERR_USAGE, "q/k norm gains: %s has no q/k norm", model_id);
+    const size_t n = (size_t)g->n_layers * g->d;
+    double *v = malloc(n * sizeof *v);
+    if (!v) return err_set(e, ERR_NOMEM, "q/k norm gains: out of memory");
+    for (size_t i = 0; i < n; i++) v[i] = fabs((double)g->k[i]);
+    char title[512];
+    snprintf(title, sizeof title, "%s: |k_norm gain| per (layer, channel)", model_id);
+    int rc = plot_heatmap_svg(svg, title, "channel", "layer", "|gain|", (struct plot_grid){v, g->n_layers, g->d}, e);
+    free(v);
+    return rc;
 }

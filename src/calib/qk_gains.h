@@ -36,5 +36,8 @@ void qk_gains_print(FILE *f, const struct qk_gains *g);
 // The same per layer, with every layer's k_norm and q_norm gains (NULL when out of memory).
 struct cJSON;
 struct cJSON *qk_gains_json(const struct qk_gains *g);
+// Heat map of |k_norm gain| per (layer, channel), layers top to bottom (*svg malloc'd; the
+// caller frees). A model without q/k norm: ERR_USAGE.
+int qk_gains_svg(char **svg, const struct qk_gains *g, const char *model_id, struct err *e);
 
 #endif
