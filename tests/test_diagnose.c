@@ -369,20 +369,28 @@ static double gnum(const cJSON *o, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+// make-model MAKE_ARGS into tmp/NAME, then diagnose it (built-in prompts) into tmp/diag-NAME,
+// output in tmp/diag-NAME.txt; the three paths back in mdir, out, log. The exit status.
+static int make_diagnose(const char *name, const char *make_args, char mdir[1100], char out[1100], char log[1200]) {
+    char cmd[8192];
+    snprintf(mdir, 1100, "%s/%s", tmp, name);
+    snprintf(out, 1100, "%s/diag-%s", tmp, name);
+    snprintf(log, 1200, "%s/diag-%s.txt", tmp, name);
+    snprintf(cmd, sizeof cmd,
+             "%s make-model %s --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1", bin,
+             make_args, mdir, bin, mdir, out, log);
+    return run(cmd);
+}
+
 // A gemma3 make-model checkpoint with gain 24 planted at layer 1, channel 37 (stored w = 23):
 // Figure 2 shows that layer's channel 37 with gain 24 exactly, q_norm gain 1 + bf16(-0.9) =
 // 1 - 0.8984375 = 0.1015625, and max / mean |gain| as recomputed from the file - about
 // 24 / ((63 + 24) / 64) = 17.7 by hand, the 63 other gains being 1 + 0.1 N(0, 1).
 static void test_cli_gains_gemma3(void) {
-    char cmd[8192], mdir[1100], out[1100], log[1200], path[2048];
-    snprintf(mdir, sizeof mdir, "%s/g3-planted", tmp);
-    snprintf(out, sizeof out, "%s/diag-g3-planted", tmp);
-    snprintf(log, sizeof log, "%s/diag-g3-planted.txt", tmp);
-    snprintf(cmd, sizeof cmd,
-             "%s make-model --arch gemma3 --layers 3 --dim 128 --heads 2 --kv-heads 1 --head-dim 64 --ffn 256 "
-             "--plant-outlier 1:37:24 --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
-             bin, mdir, bin, mdir, out, log);
-    CHECK(run(cmd) == 0, "make-model gemma3 + diagnose (see %s)", log);
+    char mdir[1100], out[1100], log[1200], path[2048];
+    CHECK(make_diagnose("g3-planted", "--arch gemma3 --layers 3 --dim 128 --heads 2 --kv-heads 1 --head-dim 64 --ffn 256 "
+                        "--plant-outlier 1:37:24", mdir, out, log) == 0,
+          "make-model gemma3 + diagnose (see %s)", log);
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     cJSON *j = read_json(path);
     if (!j) { CHECK(0, "%s missing", path); return; }
@@ -413,14 +421,9 @@ static void test_cli_gains_gemma3(void) {
 
 static void test_cli(void) {
     char cmd[16384], mdir[1100], out[1100], log[1200];
-    snprintf(mdir, sizeof mdir, "%s/q3-planted", tmp);
-    snprintf(out, sizeof out, "%s/diag-planted", tmp);
-    snprintf(log, sizeof log, "%s/diag-planted.txt", tmp);
-    snprintf(cmd, sizeof cmd,
-             "%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
-             "--plant-outlier 0:51:34 --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
-             bin, mdir, bin, mdir, out, log);
-    CHECK(run(cmd) == 0, "make-model + diagnose (see %s)", log);
+    CHECK(make_diagnose("q3-planted", "--arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
+                        "--plant-outlier 0:51:34", mdir, out, log) == 0,
+          "make-model + diagnose (see %s)", log);
     char path[2048];
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     cJSON *j = read_json(path);
