@@ -369,6 +369,26 @@ static double gnum(const cJSON *o, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+// A planted layer's Figure 2 entry in diagnose.json: the planted channel, gain and q gain
+// exactly, the ratio as file_gain_ratio recomputes it from the checkpoint. Returns that ratio.
+struct plant {
+    int layer, channel;
+    float offset;          // file_gain_ratio's
+    double gain, q_gain;   // the exact gains planted (bf16 values)
+};
+static double check_planted(const cJSON *j, const char *mdir, struct plant p) {
+    const cJSON *o = gain_layer(j, p.layer);
+    int ch = -1;
+    double want = 0;
+    CHECK(file_gain_ratio(mdir, p.layer, p.offset, &ch, &want) == 0 && ch == p.channel,
+          "file: layer %d's largest gain at channel %d (planted %d)", p.layer, ch, p.channel);
+    CHECK(gnum(o, "channel") == p.channel && gnum(o, "k_gain") == p.gain && gnum(o, "q_gain") == p.q_gain,
+          "layer %d: channel %g, gain %g, q gain %g (want %d, %g, %.10g)", p.layer, gnum(o, "channel"), gnum(o, "k_gain"),
+          gnum(o, "q_gain"), p.channel, p.gain, p.q_gain);
+    CHECK_CLOSE(gnum(o, "ratio"), want, 0, 1e-12);
+    return want;
+}
+
 // make-model MAKE_ARGS into tmp/NAME, then diagnose it (built-in prompts) into tmp/diag-NAME,
 // output in tmp/diag-NAME.txt; the three paths back in mdir, out, log. The exit status.
 static int make_diagnose(const char *name, const char *make_args, char mdir[1100], char out[1100], char log[1200]) {
@@ -394,15 +414,10 @@ static void test_cli_gains_gemma3(void) {
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     cJSON *j = read_json(path);
     if (!j) { CHECK(0, "%s missing", path); return; }
-    const cJSON *l1 = gain_layer(j, 1), *l0 = gain_layer(j, 0);
-    int ch = -1;
-    double want = 0;
-    CHECK(file_gain_ratio(mdir, 1, 1.0f, &ch, &want) == 0 && ch == 37, "file: layer 1's largest gain at channel %d", ch);
-    CHECK(gnum(l1, "channel") == 37 && gnum(l1, "k_gain") == 24 && gnum(l1, "q_gain") == 0.1015625,
-          "gemma3 layer 1: channel %g, gain %g, q gain %g (want 37, 24 = 1 + 23, 0.1015625)", gnum(l1, "channel"),
-          gnum(l1, "k_gain"), gnum(l1, "q_gain"));
-    CHECK_CLOSE(gnum(l1, "ratio"), want, 0, 1e-12);
+    const cJSON *l0 = gain_layer(j, 0);
+    double want = check_planted(j, mdir, (struct plant){1, 37, 1.0f, 24, 0.1015625});
     CHECK(fabs(want - 17.7) < 0.5, "ratio %g near the hand estimate 17.7", want);
+    int ch = -1;
     double r0 = 0;
     CHECK(file_gain_ratio(mdir, 0, 1.0f, &ch, &r0) == 0 && gnum(l0, "channel") == ch, "layer 0: channel %g vs the file's %d",
           gnum(l0, "channel"), ch);
@@ -440,14 +455,7 @@ static void test_cli(void) {
         const cJSON *jm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stability"), "jaccard");
         CHECK(cJSON_GetArraySize(jm) == 8 && cJSON_GetArraySize(cJSON_GetArrayItem(jm, 0)) == 8, "8 x 8 Jaccard");
         // Figure 2: qwen3 stores the gain itself; q_norm 0.1 is bf16(0.1) = 0.10009765625
-        const cJSON *g0 = gain_layer(j, 0);
-        int ch = -1;
-        double want = 0;
-        CHECK(file_gain_ratio(mdir, 0, 0.0f, &ch, &want) == 0 && ch == 51, "file: qwen3 layer 0's largest gain at %d", ch);
-        CHECK(gnum(g0, "channel") == 51 && gnum(g0, "k_gain") == 34 && gnum(g0, "q_gain") == 0.10009765625,
-              "qwen3 layer 0: channel %g gain %g q gain %g (want 51, 34, 0.10009765625)", gnum(g0, "channel"),
-              gnum(g0, "k_gain"), gnum(g0, "q_gain"));
-        CHECK_CLOSE(gnum(g0, "ratio"), want, 0, 1e-12);
+        check_planted(j, mdir, (struct plant){0, 51, 0.0f, 34, 0.10009765625});
         cJSON_Delete(j);
     }
     char *txt = NULL;
