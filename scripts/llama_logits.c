@@ -9,7 +9,8 @@
 //       OURS: `hifa4-eval logits --out` (one F32 tensor "logits" [T][vocab]); OTHER: the same
 //       kind, or raw float32 of the same shape (`run`'s output). Prints T, vocab,
 //       rel-L2 over all logits, the worst position's rel-L2, argmax agreement, max |d|, and
-//       the max |d| of the per-position log-sum-exp (float64).
+//       the max |d| of the per-position log-sum-exp (float64), and the largest top-1 - top-2 gap
+//       of OURS at a position where the two argmaxes differ (0 when none does).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,6 +131,15 @@ static int argmax(const float *r, int V) {
     return a;
 }
 
+// The gap between the largest and the second largest logit of a row.
+static double top2_margin(const float *r, int V) {
+    int a = argmax(r, V);
+    double second = -INFINITY;
+    for (int j = 0; j < V; j++)
+        if (j != a && r[j] > second) second = r[j];
+    return r[a] - second;
+}
+
 // The logits of a file: `hifa4-eval logits --out` safetensors (one F32 tensor "logits"
 // [T][vocab]; *T, *V from it) or raw T x V float32 (*V must be set: *T from the size).
 static const float *load_logits(const char *path, char **buf, long *T, long *V) {
@@ -161,7 +171,7 @@ static int cmd_compare(int argc, char **argv) {
     V2 = V;
     const float *L = load_logits(argv[1], &b2, &T2, &V2);
     if (T2 != T || V2 != V) die("the two files differ in T or vocab", argv[1]);
-    double num = 0, den = 0, worst = 0, maxd = 0, maxlse = 0;
+    double num = 0, den = 0, worst = 0, maxd = 0, maxlse = 0, flip_margin = 0;
     int agree = 0, worst_t = 0;
     for (long t = 0; t < T; t++) {
         const float *o = O + t * V, *l = L + t * V;
@@ -175,12 +185,13 @@ static int cmd_compare(int argc, char **argv) {
         num += n1;
         den += d1;
         if (sqrt(n1 / d1) > worst) worst = sqrt(n1 / d1), worst_t = (int)t;
-        agree += argmax(o, (int)V) == argmax(l, (int)V);
+        if (argmax(o, (int)V) == argmax(l, (int)V)) agree++;
+        else flip_margin = fmax(flip_margin, top2_margin(o, (int)V));
         double dl = fabs(lse(o, (int)V) - lse(l, (int)V));
         if (dl > maxlse) maxlse = dl;
     }
-    printf("T %ld vocab %ld rel_l2 %.3e worst_pos_rel_l2 %.3e (pos %d) argmax %d/%ld max_abs %.3e max_lse %.3e\n", T, V,
-           sqrt(num / den), worst, worst_t, agree, T, maxd, maxlse);
+    printf("T %ld vocab %ld rel_l2 %.3e worst_pos_rel_l2 %.3e (pos %d) argmax %d/%ld max_abs %.3e max_lse %.3e "
+           "flip_margin %.3f\n", T, V, sqrt(num / den), worst, worst_t, agree, T, maxd, maxlse, flip_margin);
     free(b1);
     free(b2);
     return 0;
