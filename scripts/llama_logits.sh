@@ -12,7 +12,7 @@
 #                  F32 KV cache, no flash attention: every activation binary32, but GELU by
 #                  ggml's fp16 table (GGML_GELU_FP16)
 #   f32w-nogelu    as f32w-f32kv with ggml-cpu rebuilt without GGML_GELU_FP16 (NOGELU=1 only;
-#                  a patched copy of ggml-cpu compiled into $OUT, ~15 min on one core)
+#                  a patched copy of ggml-cpu compiled into $OUT, ~12 min on one core)
 # and `hifa4-eval --act bf16` against `--act f32` (our own activation rounding, for scale).
 # Never part of `make test`; needs scripts/llama_build.sh's build, python3 (ids from the JSON).
 #   usage: scripts/llama_logits.sh     (env: OUT, default build/llama-logits; NOGELU=1; THREADS=2)
