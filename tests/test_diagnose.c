@@ -2,7 +2,8 @@
 // on hand-worked statistics; plot_xy output well-formed and deterministic; diagnose's Table 8
 // numbers equal calib_compute's on the same samples and the golden gate statistics of
 // qwen3-outlier; the CLI on a planted-outlier make-model checkpoint (Strong, layer 0, channel
-// 51) and on the imported stories260K.
+// 51) and on the imported stories260K; the q/k norm gains of Figure 2 (qk_gains.c) on hand-worked
+// gains and on planted qwen3 and gemma3 (1 + w) checkpoints, their ratios recomputed from the files.
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include "calib/calib.h"
 #include "calib/calib_run.h"
 #include "calib/diagnose.h"
+#include "calib/qk_gains.h"
 #include "results/plot_xy.h"
 #include "io/safetensors.h"
 #include "test.h"
@@ -314,16 +316,129 @@ static void check_svg_file(const char *dir, const char *name) {
     free(buf);
 }
 
+// ---- Figure 2: q/k norm gains ----
+static void test_gain_summary(void) {
+    // mean |gain| (1 + 1 + 1 + 5) / 4 = 2, so channel 3's 5 is 2.5x the mean
+    const float k1[4] = {1, -1, 1, 5}, q1[4] = {0.5f, 0.5f, 0.5f, 0.1f};
+    struct qk_gain_layer s = qk_gain_summary(k1, q1, 4);
+    CHECK(s.channel == 3 && s.k_gain == 5 && s.k_mean_abs == 2 && s.ratio == 2.5 && s.q_gain == 0.1f,
+          "gains {1,-1,1,5}: channel %d gain %g mean %g ratio %g q %g (want 3, 5, 2, 2.5, 0.1)", s.channel, s.k_gain,
+          s.k_mean_abs, s.ratio, s.q_gain);
+    // a negative outlier counts by magnitude: (1 + 6 + 1 + 2) / 4 = 2.5, 6 / 2.5 = 2.4
+    const float k2[4] = {1, -6, 1, 2};
+    s = qk_gain_summary(k2, q1, 4);
+    CHECK(s.channel == 1 && s.k_gain == -6 && s.k_mean_abs == 2.5 && s.ratio == 2.4, "gains {1,-6,1,2}: channel %d ratio %g",
+          s.channel, s.ratio);
+    // ties go to the lowest channel; all-zero gains have ratio 0
+    const float k3[4] = {3, 3, -3, 1}, k4[4] = {0, 0, 0, 0};
+    s = qk_gain_summary(k3, q1, 4);
+    CHECK(s.channel == 0 && s.ratio == 1.2, "tie: channel %d ratio %g (want 0, 1.2)", s.channel, s.ratio);
+    s = qk_gain_summary(k4, q1, 4);
+    CHECK(s.channel == 0 && s.ratio == 0, "zero gains: ratio %g", s.ratio);
+}
+
+// The k_norm gains of layer l straight from mdir/model.safetensors (stored w plus `offset`:
+// 1 for Gemma's 1 + w), their largest |gain|'s channel and max / mean |gain|, computed here.
+static int file_gain_ratio(const char *mdir, int l, float offset, int *channel, double *ratio) {
+    char path[2048], name[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", mdir);
+    snprintf(name, sizeof name, "model.layers.%d.self_attn.k_norm.weight", l);
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return -1;
+    const struct st_tensor *t = st_find(&st, name);
+    float w[1024];
+    int n = t && t->numel <= 1024 ? (int)t->numel : 0, rc = n ? st_to_f32(w, t, &e) : -1;
+    st_close(&st);
+    if (rc) return -1;
+    double sum = 0, best = -1;
+    for (int c = 0; c < n; c++) {
+        double g = fabs((double)(offset + w[c]));
+        sum += g;
+        if (g > best) best = g, *channel = c;
+    }
+    *ratio = best / (sum / n);
+    return 0;
+}
+
+static const cJSON *gain_layer(const cJSON *j, int l) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "fig2_qk_gains"), "per_layer"), l);
+}
+static double gnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+// A planted layer's Figure 2 entry in diagnose.json: the planted channel, gain and q gain
+// exactly, the ratio as file_gain_ratio recomputes it from the checkpoint. Returns that ratio.
+struct plant {
+    int layer, channel;
+    float offset;          // file_gain_ratio's
+    double gain, q_gain;   // the exact gains planted (bf16 values)
+};
+static double check_planted(const cJSON *j, const char *mdir, struct plant p) {
+    const cJSON *o = gain_layer(j, p.layer);
+    int ch = -1;
+    double want = 0;
+    CHECK(file_gain_ratio(mdir, p.layer, p.offset, &ch, &want) == 0 && ch == p.channel,
+          "file: layer %d's largest gain at channel %d (planted %d)", p.layer, ch, p.channel);
+    CHECK(gnum(o, "channel") == p.channel && gnum(o, "k_gain") == p.gain && gnum(o, "q_gain") == p.q_gain,
+          "layer %d: channel %g, gain %g, q gain %g (want %d, %g, %.10g)", p.layer, gnum(o, "channel"), gnum(o, "k_gain"),
+          gnum(o, "q_gain"), p.channel, p.gain, p.q_gain);
+    CHECK_CLOSE(gnum(o, "ratio"), want, 0, 1e-12);
+    return want;
+}
+
+// make-model MAKE_ARGS into tmp/NAME, then diagnose it (built-in prompts) into tmp/diag-NAME,
+// output in tmp/diag-NAME.txt; the three paths back in mdir, out, log. The exit status.
+static int make_diagnose(const char *name, const char *make_args, char mdir[1100], char out[1100], char log[1200]) {
+    char cmd[8192];
+    snprintf(mdir, 1100, "%s/%s", tmp, name);
+    snprintf(out, 1100, "%s/diag-%s", tmp, name);
+    snprintf(log, 1200, "%s/diag-%s.txt", tmp, name);
+    snprintf(cmd, sizeof cmd,
+             "%s make-model %s --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1", bin,
+             make_args, mdir, bin, mdir, out, log);
+    return run(cmd);
+}
+
+// A gemma3 make-model checkpoint with gain 24 planted at layer 1, channel 37 (stored w = 23):
+// Figure 2 shows that layer's channel 37 with gain 24 exactly, q_norm gain 1 + bf16(-0.9) =
+// 1 - 0.8984375 = 0.1015625, and max / mean |gain| as recomputed from the file - about
+// 24 / ((63 + 24) / 64) = 17.7 by hand, the 63 other gains being 1 + 0.1 N(0, 1).
+static void test_cli_gains_gemma3(void) {
+    char mdir[1100], out[1100], log[1200], path[2048];
+    CHECK(make_diagnose("g3-planted", "--arch gemma3 --layers 3 --dim 128 --heads 2 --kv-heads 1 --head-dim 64 --ffn 256 "
+                        "--plant-outlier 1:37:24", mdir, out, log) == 0,
+          "make-model gemma3 + diagnose (see %s)", log);
+    snprintf(path, sizeof path, "%s/diagnose.json", out);
+    cJSON *j = read_json(path);
+    if (!j) { CHECK(0, "%s missing", path); return; }
+    const cJSON *l0 = gain_layer(j, 0);
+    double want = check_planted(j, mdir, (struct plant){1, 37, 1.0f, 24, 0.1015625});
+    CHECK(fabs(want - 17.7) < 0.5, "ratio %g near the hand estimate 17.7", want);
+    int ch = -1;
+    double r0 = 0;
+    CHECK(file_gain_ratio(mdir, 0, 1.0f, &ch, &r0) == 0 && gnum(l0, "channel") == ch, "layer 0: channel %g vs the file's %d",
+          gnum(l0, "channel"), ch);
+    CHECK_CLOSE(gnum(l0, "ratio"), r0, 0, 1e-12);
+    CHECK(r0 < 2, "layer 0 (nothing planted): ratio %g < 2", r0);
+    cJSON_Delete(j);
+    char *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    if (!file_read_all(log, &txt, &n, &e)) {
+        CHECK(strstr(txt, "Figure 2 (stored q/k norm gains"), "Figure 2 printed");
+        free(txt);
+    }
+    check_svg_file(out, "fig2_k_norm_gains.svg");
+}
+
 static void test_cli(void) {
     char cmd[16384], mdir[1100], out[1100], log[1200];
-    snprintf(mdir, sizeof mdir, "%s/q3-planted", tmp);
-    snprintf(out, sizeof out, "%s/diag-planted", tmp);
-    snprintf(log, sizeof log, "%s/diag-planted.txt", tmp);
-    snprintf(cmd, sizeof cmd,
-             "%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
-             "--plant-outlier 0:51:34 --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1",
-             bin, mdir, bin, mdir, out, log);
-    CHECK(run(cmd) == 0, "make-model + diagnose (see %s)", log);
+    CHECK(make_diagnose("q3-planted", "--arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
+                        "--plant-outlier 0:51:34", mdir, out, log) == 0,
+          "make-model + diagnose (see %s)", log);
     char path[2048];
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     cJSON *j = read_json(path);
@@ -339,6 +454,8 @@ static void test_cli(void) {
               "layer 0 tops rho_K");
         const cJSON *jm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stability"), "jaccard");
         CHECK(cJSON_GetArraySize(jm) == 8 && cJSON_GetArraySize(cJSON_GetArrayItem(jm, 0)) == 8, "8 x 8 Jaccard");
+        // Figure 2: qwen3 stores the gain itself; q_norm 0.1 is bf16(0.1) = 0.10009765625
+        check_planted(j, mdir, (struct plant){0, 51, 0.0f, 34, 0.10009765625});
         cJSON_Delete(j);
     }
     char *txt = NULL;
@@ -412,6 +529,8 @@ static void test_cli(void) {
     snprintf(path, sizeof path, "%s/diagnose.json", out);
     j = read_json(path);
     CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "table8")) == 5, "stories260K: 5 layers in Table 8");
+    CHECK(j && cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "fig2_qk_gains"), "qk_norm")),
+          "stories260K: no q/k norm gains");
     cJSON_Delete(j);
     check_svg_file(out, "fig6_gate_plane.svg");
 }
@@ -426,6 +545,8 @@ int main(void) {
     test_plot_xy();
     test_stability();
     test_golden();
+    test_gain_summary();
     test_cli();
+    test_cli_gains_gemma3();
     return test_summary("test_diagnose");
 }

@@ -203,6 +203,7 @@ void diag_free(struct diagnose *d) {
     calib_result_free(&d->s05);
     diag_stability_free(&d->stab);
     free(d->heat);
+    qk_gains_free(&d->gains);
     memset(d, 0, sizeof *d);
 }
 
@@ -210,8 +211,8 @@ const struct calib_stats *diag_prompt_stats(const struct diagnose *d) {
     return d->from_prompts ? &d->stats.stats : &d->prompts.stats;
 }
 
-// Everything that follows the forward passes: alpha-0.5 scales, stability, heat map.
-static int finish(struct diagnose *d, const struct diag_opts *o, struct err *e) {
+// Everything that follows the forward passes: alpha-0.5 scales, stability, heat map, q/k gains.
+static int finish(struct diagnose *d, const char *model_dir, const struct diag_opts *o, struct err *e) {
     snprintf(d->model_id, sizeof d->model_id, "%s", d->stats.model_id);
     snprintf(d->model_hash, sizeof d->model_hash, "%s", d->stats.model_hash);
     d->gate = o->run.gate;
@@ -226,7 +227,7 @@ static int finish(struct diagnose *d, const struct diag_opts *o, struct err *e) 
     if (!d->heat) return err_set(e, ERR_NOMEM, "diagnose: out of memory");
     for (int p = 0; p < s->n_samples; p++)
         for (size_t i = 0; i < n; i++) d->heat[i] = fmax(d->heat[i], s->kmax[p * stride + i]);
-    return 0;
+    return qk_gains_load(&d->gains, model_dir, e);
 }
 
 int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,
@@ -251,7 +252,7 @@ int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs pro
         d->from_prompts = 1;
         snprintf(d->source, sizeof d->source, "%s", stat_desc ? stat_desc : "the built-in prompts");
     }
-    if ((rc = finish(d, o, e))) goto fail;
+    if ((rc = finish(d, model_dir, o, e))) goto fail;
     return 0;
 fail:
     diag_free(d);
@@ -313,7 +314,7 @@ int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, con
     if ((rc = calib_run_source(&d->stats, model_dir, o->calib, &o->run, e))) goto fail;
     if ((rc = calib_run_seqs(&d->prompts, model_dir, ids, lens, DIAG_N_PROMPTS, &o->run, e))) goto fail;
     snprintf(d->source, sizeof d->source, "%s", d->stats.source_desc);
-    if ((rc = finish(d, o, e))) goto fail;
+    if ((rc = finish(d, model_dir, o, e))) goto fail;
     goto done;
 fail:
     diag_free(d);
@@ -379,6 +380,8 @@ void diag_print(FILE *f, const struct diagnose *d) {
         fprintf(f, "%5d %10.4g %9.4g %8.3f %8.3f %10.4g  %-17s %-17s\n", l, ls->maxabs_k, ls->kp99, ls->rho_k, ls->t_kq,
                 ls->maxabs_q, a, b);
     }
+    fputc('\n', f);
+    qk_gains_print(f, &d->gains);
     const struct diag_stability *st = &d->stab;
     const struct calib_stats *ps = diag_prompt_stats(d);
     fprintf(f, "\nOutlier-channel stability (Appendix E): layer 0, top N = ceil(5%% of %d x %d) = %d pairs per prompt\n",
@@ -529,6 +532,7 @@ static cJSON *to_json(const struct diagnose *d) {
         cJSON_AddNumberToObject(o, "max_scale_alpha05_channel", c5);
         cJSON_AddItemToArray(t8, o);
     }
+    cJSON_AddItemToObject(j, "fig2_qk_gains", qk_gains_json(&d->gains));
     cJSON *pr = cJSON_AddArrayToObject(j, "prompts");
     for (int i = 0; i < d->n_prompts; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -573,6 +577,7 @@ static cJSON *to_json(const struct diagnose *d) {
     cJSON *rows = cJSON_AddArrayToObject(hm, "max_abs");
     for (int h = 0; h < r->Hkv; h++) cJSON_AddItemToArray(rows, num_array(d->heat + (size_t)h * r->d, r->d));
     cJSON *figs = cJSON_AddArrayToObject(j, "figures");
+    if (d->gains.n_layers) cJSON_AddItemToArray(figs, cJSON_CreateString("fig2_k_norm_gains.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig3_layer0_heatmap.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig4_layer_k_stats.svg"));
     cJSON_AddItemToArray(figs, cJSON_CreateString("fig6_gate_plane.svg"));
@@ -591,6 +596,13 @@ int diag_write(const struct diagnose *d, const char *out_dir, struct err *e) {
     }
     free(f3); free(f4); free(f6);
     if (rc) return rc;
+    if (d->gains.n_layers) { // Fig. 2, for a model with q/k norm
+        char *f2;
+        if ((rc = qk_gains_svg(&f2, &d->gains, d->model_id, e))) return rc;
+        if (!(rc = path_join(path, sizeof path, out_dir, "fig2_k_norm_gains.svg", e))) rc = file_write_atomic(path, f2, strlen(f2), e);
+        free(f2);
+        if (rc) return rc;
+    }
     cJSON *j = to_json(d);
     if (!j) return err_set(e, ERR_NOMEM, "diagnose: out of memory");
     if (!(rc = path_join(path, sizeof path, out_dir, "diagnose.json", e))) rc = results_write_json(path, j, e);

@@ -11,6 +11,7 @@
 
 #include "calib/calib.h"
 #include "calib/calib_run.h"
+#include "calib/qk_gains.h"
 
 #define DIAG_N_PROMPTS 8
 
@@ -63,6 +64,7 @@ struct diagnose {
     struct diag_stability stab;     // over the prompts
     double *heat;                   // (Hkv, d) layer-0 max |K| over every token of the statistics set
     struct calib_gate_opts gate;    // thresholds used
+    struct qk_gains gains;          // the stored q/k norm gains (Figure 2; n_layers 0 without q/k norm)
 };
 
 // Diagnoses a model: tokenizes the built-in prompts with the model's tokenizer, or tok_dir's when
@@ -87,11 +89,12 @@ void diag_free(struct diagnose *d);
 // The statistics store the stability was computed from (prompts).
 const struct calib_stats *diag_prompt_stats(const struct diagnose *d);
 
-// Prints Table 1 row, Table 8, the Jaccard matrix and CV summary, and a closing line saying
+// Prints Table 1 row, Table 8, the q/k norm gains (Figure 2), the Jaccard matrix and CV summary, and a closing line saying
 // which gate branch and why.
 void diag_print(FILE *f, const struct diagnose *d);
-// Writes out_dir/diagnose.json (every number) and the SVGs fig3_layer0_heatmap.svg,
-// fig4_layer_k_stats.svg, fig6_gate_plane.svg (creating out_dir).
+// Writes out_dir/diagnose.json (every number, the gains under "fig2_qk_gains") and the SVGs fig3_layer0_heatmap.svg,
+// fig4_layer_k_stats.svg, fig6_gate_plane.svg, and fig2_k_norm_gains.svg for a model with q/k
+// norm (creating out_dir).
 int diag_write(const struct diagnose *d, const char *out_dir, struct err *e);
 // The SVG texts on their own (malloc'd, caller frees each), for tests.
 int diag_svgs(const struct diagnose *d, char **fig3, char **fig4, char **fig6, struct err *e);

@@ -76,7 +76,8 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     }
     diag_print(stdout, &d);
     if (!(rc = diag_write(&d, out, e)))
-        printf("wrote %s/{diagnose.json, fig3_layer0_heatmap.svg, fig4_layer_k_stats.svg, fig6_gate_plane.svg}\n", out);
+        printf("wrote %s/{diagnose.json, %sfig3_layer0_heatmap.svg, fig4_layer_k_stats.svg, fig6_gate_plane.svg}\n", out,
+               d.gains.n_layers ? "fig2_k_norm_gains.svg, " : "");
     diag_free(&d);
     return rc;
 }

@@ -39,7 +39,7 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         {"tied", CLI_INT, &tied, "0|1: tie lm_head to the embedding (default: per architecture)"},
         {"seed", CLI_I64, &seed, "N: PRNG seed (default 1)"},
         {"tokenizer", CLI_STR, &o.tokenizer_dir, "DIR: copy this tokenizer and take its vocab size"},
-        {"plant-outlier", CLI_STR, &plant, "L:C:G: Qwen3 k_norm weight of layer L, channel C = G and q_norm = 0.1 there, like Qwen3-8B (comma list)"},
+        {"plant-outlier", CLI_STR, &plant, "L:C:G: k_norm gain of layer L, channel C = G and q_norm gain 0.1 there, like Qwen3-8B (qwen3, gemma3: stored as G - 1; comma list)"},
         {"config-only", CLI_FLAG, &o.config_only, "write config.json only"},
         {"out", CLI_STR, &out, "DIR: output directory (created)"},
     };

@@ -117,8 +117,9 @@ int make_model_config(const struct make_model_opts *o, struct model_config *c, s
     default: break;
     }
     c->tie_embeddings = o->tied >= 0 ? o->tied : tied;
-    if (o->n_outliers && c->arch != ARCH_QWEN3)
-        return err_set(e, ERR_USAGE, "make-model: --plant-outlier sets Qwen3 k_norm weights; arch is %s", cfg_arch_short(c->arch));
+    if (o->n_outliers && !c->qk_norm)
+        return err_set(e, ERR_USAGE, "make-model: --plant-outlier sets q/k norm weights (qwen3, gemma3); arch %s has none",
+                       cfg_arch_short(c->arch));
     for (int i = 0; i < o->n_outliers; i++)
         if (o->outliers[i].layer < 0 || o->outliers[i].layer >= c->n_layers || o->outliers[i].channel < 0 ||
             o->outliers[i].channel >= hd || !isfinite(o->outliers[i].gamma))
@@ -134,8 +135,8 @@ struct wspec {
     char name[128];
     int64_t rows, cols;   // cols 0: vector
     double mean, std;
-    int plant_layer;      // >= 0: Qwen3 q_norm / k_norm of this layer (outliers applied)
-    int plant_k;          // 1: k_norm (channel = gamma), 0: q_norm (channel = 0.1)
+    int plant_layer;      // >= 0: q_norm / k_norm of this layer (outliers applied)
+    int plant_k;          // 1: k_norm (gain of the channel = gamma), 0: q_norm (gain 0.1)
 };
 struct wlist {
     struct wspec *t;
@@ -190,7 +191,8 @@ static int build_specs(const struct model_config *c, struct wlist *w, struct err
             // A planted K outlier mirrors Qwen3-8B (paper Table 1/8: gamma_K,51 ~ 34 while the
             // query channel stays small, T_KQ ~ 14) and the goldens' qwen3-outlier generator:
             // k_norm[c] = gamma and q_norm[c] = 0.1. Without the small q_norm the outlier
-            // channel dominates every score and no 4-bit mode can be told apart.
+            // channel dominates every score and no 4-bit mode can be told apart. Gamma and 0.1
+            // are the gains: Gemma 3 stores w of (1 + w), so there w = gamma - 1 and -0.9.
             T2("model.layers.%d.self_attn.q_norm.weight", hd, 0, nm, ns);
             w->t[w->n - 1].plant_layer = l;
             T2("model.layers.%d.self_attn.k_norm.weight", hd, 0, nm, ns);
@@ -238,7 +240,8 @@ static int write_shard(const struct make_model_opts *o, const struct wlist *w, i
         fill_normal(bufs[k], numel, t->mean, t->std, o->seed, t->name);
         for (int p = 0; t->plant_layer >= 0 && p < o->n_outliers; p++)
             if (o->outliers[p].layer == t->plant_layer)
-                bufs[k][o->outliers[p].channel] = f32_to_bf16(t->plant_k ? o->outliers[p].gamma : 0.1f);
+                // stored = gain - (1 - mean): a norm's mean weight is its gain-1 value (1 for w, 0 for Gemma's w of 1 + w)
+                bufs[k][o->outliers[p].channel] = f32_to_bf16((t->plant_k ? o->outliers[p].gamma : 0.1f) - (float)(1 - t->mean));
         ts[k] = (struct st_wtensor){.name = t->name, .dtype = ST_BF16, .ndim = t->cols ? 2 : 1,
                                     .shape = {t->rows, t->cols}, .data = bufs[k]};
     }

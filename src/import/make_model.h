@@ -21,7 +21,8 @@ struct make_model_opts {
     int tied;                 // -1: the architecture's usual choice
     uint64_t seed;
     const char *tokenizer_dir; // NULL: own byte-level BPE; else copy its tokenizer files, vocab from it
-    int n_outliers;           // Qwen3 plants: k_norm[layer][channel] = gamma, q_norm[layer][channel] = 0.1
+    int n_outliers;           // q/k-norm plants (qwen3, gemma3): gain of k_norm[layer][channel] = gamma, of q_norm there 0.1
+                              // (Gemma's stored w = gain - 1)
     struct { int layer, channel; float gamma; } outliers[MAKE_MAX_OUTLIERS];
     int config_only;          // write config.json only
     size_t shard_bytes;       // 0: MAKE_SHARD_BYTES; weights above it go to HF-style shards

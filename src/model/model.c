@@ -80,6 +80,14 @@ int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e) {
     pool_for(m->cfg.n_layers * W_COUNT + 2, perturb_task, &j, m->opts.n_threads);
     return 0;
 }
+int model_qk_gains(const struct model *m, int l, float *q, float *k) {
+    if (l < 0 || l >= m->cfg.n_layers) return -1;
+    const struct layer_w *L = &m->layers[l];
+    if (!m->cfg.qk_norm || !L->q_norm || !L->k_norm) return 0;
+    const float one = m->cfg.norm_plus_one ? 1.0f : 0.0f;
+    for (int c = 0; c < m->cfg.head_dim; c++) q[c] = one + L->q_norm[c], k[c] = one + L->k_norm[c];
+    return m->cfg.head_dim;
+}
 const char *model_hash(const struct model *m) { return m->hash; }
 const struct cJSON *model_st_metadata(const struct model *m) { return m->st.metadata; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }

@@ -57,6 +57,11 @@ const char *model_gemm_arithmetic(const struct model *m);
 // calling it again with the same seed and replica restores every bit. replica 0 does nothing.
 // Streamed weights (MODEL_WEIGHTS_STREAM): ERR_USAGE. Not during a forward pass.
 int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e);
+// The q/k RMSNorm gains of layer l (Qwen 3, Gemma 3; paper Figure 2): the factor each of the
+// head_dim channels of every head is multiplied by - the checkpoint's w, or 1 + w (binary32)
+// where the config's norm_plus_one says so (Gemma) - into q[0..head_dim) and k[0..head_dim).
+// Returns head_dim; 0 when the model has no q/k norm (q, k untouched); -1 for l out of range.
+int model_qk_gains(const struct model *m, int l, float *q, float *k);
 // Hex sha256 fingerprint of the checkpoint (st_fingerprint); valid until model_free.
 const char *model_hash(const struct model *m);
 // The checkpoint's safetensors "__metadata__" (first shard) as parsed JSON, or NULL; e.g. the
