@@ -55,8 +55,8 @@ int attn_case_load(struct attn_case *c, const char *path, struct err *e) {
     const char *hex = NULL;
     if ((rc = json_need_int(p, "T", &c->T, ctx, e)) || (rc = json_need_int(p, "H", &c->H, ctx, e)) ||
         (rc = json_need_int(p, "Hkv", &c->Hkv, ctx, e)) || (rc = json_need_int(p, "d", &c->d, ctx, e)) ||
-        (rc = json_opt_int(p, "window", &c->window, c->window, ctx, e)) ||
-        (rc = json_opt_num(p, "softcap", &cap, cap, ctx, e)) || (rc = json_need_num(p, "sm", &sm64, ctx, e)) ||
+        (rc = json_opt_int(p, "window", &c->window, 0, ctx, e)) ||
+        (rc = json_opt_num(p, "softcap", &cap, 0, ctx, e)) || (rc = json_need_num(p, "sm", &sm64, ctx, e)) ||
         (rc = json_need_str(p, "sm_binary32_hex", &hex, ctx, e)))
         goto fail;
     if (c->T <= 0 || c->H <= 0 || c->Hkv <= 0 || c->H % c->Hkv || c->d <= 0 || c->window < 0 ||

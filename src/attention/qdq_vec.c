@@ -199,7 +199,7 @@ static int convert(cJSON *line, enum qdq_vec_format f, const char *ctx, struct e
 int qdq_vec_line(cJSON *line, enum qdq_vec_format f, const char *ctx, struct err *e) {
     if (!cJSON_IsObject(line)) return err_set(e, ERR_FORMAT, "%s: not a JSON object", ctx);
     const char *own = NULL;
-    int rc = json_opt_str(line, "format", &own, own, ctx, e);
+    int rc = json_opt_str(line, "format", &own, NULL, ctx, e);
     if (rc) return rc;
     enum qdq_vec_format lf = QDQ_VEC_LINE;
     if (own && (rc = qdq_vec_parse_format(own, &lf, "field 'format'", e))) return err_set(e, ERR_FORMAT, "%s: %s", ctx, e->msg);

@@ -100,13 +100,13 @@ static int read_shape(struct mshape *s, const char *model, struct err *e) {
     const cJSON *types = NULL;
     if ((rc = json_need_int(j, "num_hidden_layers", &L, path, e)) ||
         (rc = json_need_int(j, "num_attention_heads", &H, path, e)) ||
-        (rc = json_opt_int(j, "num_key_value_heads", &Hkv, Hkv, path, e)) ||
-        (rc = json_opt_int(j, "head_dim", &d, d, path, e)) ||
-        (rc = json_opt_int(j, "hidden_size", &hidden, hidden, path, e)) ||
-        (rc = json_opt_int(j, "sliding_window", &sw, sw, path, e)) ||
-        (rc = json_opt_bool(j, "use_sliding_window", &use_sw, use_sw, path, e)) ||
-        (rc = json_opt_int(j, "max_window_layers", &max_wl, max_wl, path, e)) ||
-        (rc = json_opt_str(j, "model_type", &mt, mt, path, e)) ||
+        (rc = json_opt_int(j, "num_key_value_heads", &Hkv, -1, path, e)) ||
+        (rc = json_opt_int(j, "head_dim", &d, -1, path, e)) ||
+        (rc = json_opt_int(j, "hidden_size", &hidden, 0, path, e)) ||
+        (rc = json_opt_int(j, "sliding_window", &sw, 0, path, e)) ||
+        (rc = json_opt_bool(j, "use_sliding_window", &use_sw, -1, path, e)) ||
+        (rc = json_opt_int(j, "max_window_layers", &max_wl, -1, path, e)) ||
+        (rc = json_opt_str(j, "model_type", &mt, "", path, e)) ||
         (rc = json_opt_arr(j, "layer_types", &types, path, e)))
         goto done;
     if (Hkv == -1) Hkv = H;

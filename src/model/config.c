@@ -76,17 +76,16 @@ static int factor_list(const cJSON *rs, const char *key, double *dst, int n, con
 
 static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
     int rc;
-    c->rope_theta = c->arch == ARCH_GEMMA3 ? 1e6 : 10000.0; // Gemma3TextConfig: rope_theta 1e6
-    if ((rc = json_opt_num(root, "rope_theta", &c->rope_theta, c->rope_theta, ctx, e))) return rc;
+    // Gemma3TextConfig: rope_theta 1e6
+    if ((rc = json_opt_num(root, "rope_theta", &c->rope_theta, c->arch == ARCH_GEMMA3 ? 1e6 : 10000.0, ctx, e))) return rc;
     if (!(c->rope_theta > 1)) return err_set(e, ERR_FORMAT, "%s: field 'rope_theta': %g must be > 1", ctx, c->rope_theta);
     if (c->arch == ARCH_GEMMA3) { // the sliding layers' own base (HF rotary_emb_local: default rope)
-        c->rope_local_theta = 10000.0;
-        if ((rc = json_opt_num(root, "rope_local_base_freq", &c->rope_local_theta, c->rope_local_theta, ctx, e))) return rc;
+        if ((rc = json_opt_num(root, "rope_local_base_freq", &c->rope_local_theta, 10000.0, ctx, e))) return rc;
         if (!(c->rope_local_theta > 1))
             return err_set(e, ERR_FORMAT, "%s: field 'rope_local_base_freq': %g must be > 1", ctx, c->rope_local_theta);
     }
     double prf = 1.0;
-    if (c->arch == ARCH_PHI3 && (rc = json_opt_num(root, "partial_rotary_factor", &prf, prf, ctx, e))) return rc;
+    if (c->arch == ARCH_PHI3 && (rc = json_opt_num(root, "partial_rotary_factor", &prf, 1.0, ctx, e))) return rc;
     if (!(prf > 0 && prf <= 1))
         return err_set(e, ERR_FORMAT, "%s: field 'partial_rotary_factor': %g not in (0, 1]", ctx, prf);
     c->rope_dim = (int)(c->head_dim * prf); // HF: int(head_dim * partial_rotary_factor)
@@ -101,8 +100,8 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
     if (!cJSON_IsObject(rs))
         return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': expected object or null, got %s", ctx, json_brief(rs));
     const char *type = NULL;
-    if ((rc = json_opt_str(rs, "rope_type", &type, type, ctx, e))) return rc;
-    if (!type && (rc = json_opt_str(rs, "type", &type, type, ctx, e))) return rc;
+    if ((rc = json_opt_str(rs, "rope_type", &type, NULL, ctx, e))) return rc;
+    if (!type && (rc = json_opt_str(rs, "type", &type, NULL, ctx, e))) return rc;
     if (!type) return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': missing 'rope_type'", ctx);
     if (!strcmp(type, "default")) return 0;
     if (!strcmp(type, "linear")) { // HF _compute_linear_scaling_rope_parameters: inv_freq / factor
@@ -136,17 +135,17 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
         // HF _compute_longrope_parameters: factor = max_pos / original_max when the config
         // has original_max_position_embeddings, else rope_scaling.factor.
         int orig = 0;
-        if ((rc = json_opt_int(root, "original_max_position_embeddings", &orig, orig, ctx, e))) return rc;
+        if ((rc = json_opt_int(root, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
         if (orig <= 0 && (rc = json_opt_int(rs, "original_max_position_embeddings", &orig, orig, ctx, e))) return rc;
         if (orig > 0) {
             c->rope_orig_max = orig;
             c->rope_factor = (double)c->max_seq / orig;
         } else {
             c->rope_orig_max = c->max_seq;
-            if ((rc = json_opt_num(rs, "factor", &c->rope_factor, c->rope_factor, ctx, e))) return rc;
+            if ((rc = json_opt_num(rs, "factor", &c->rope_factor, 1.0, ctx, e))) return rc;
         }
         double af = -1;
-        if ((rc = json_opt_num(rs, "attention_factor", &af, af, ctx, e))) return rc;
+        if ((rc = json_opt_num(rs, "attention_factor", &af, -1, ctx, e))) return rc;
         if (af > 0) c->rope_attn_factor = af;
         else if (c->rope_factor <= 1.0) c->rope_attn_factor = 1.0;
         else c->rope_attn_factor = sqrt(1.0 + log(c->rope_factor) / log((double)c->rope_orig_max));
@@ -170,10 +169,10 @@ static int gemma3_windows(struct model_config *c, const cJSON *root, const char 
                        ctx, w);
     const char *pk = cJSON_GetObjectItemCaseSensitive(root, "sliding_window_pattern") ? "sliding_window_pattern"
                                                                                        : "_sliding_window_pattern";
-    if ((rc = json_opt_int(root, pk, &P, P, ctx, e))) return rc;
+    if ((rc = json_opt_int(root, pk, &P, 6, ctx, e))) return rc;
     if (P < 1) return err_set(e, ERR_FORMAT, "%s: field '%s': %d must be >= 1", ctx, pk, P);
     int bidir = 0; // EmbeddingGemma's encoder: no causal mask
-    if ((rc = json_opt_bool(root, "use_bidirectional_attention", &bidir, bidir, ctx, e))) return rc;
+    if ((rc = json_opt_bool(root, "use_bidirectional_attention", &bidir, 0, ctx, e))) return rc;
     if (bidir) return err_set(e, ERR_UNSUPPORTED, "%s: field 'use_bidirectional_attention': true is not supported "
                               "(a causal language model only)", ctx);
     if (lt && cJSON_GetArraySize(lt) != c->n_layers)
@@ -210,8 +209,8 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     const char *on = NULL; // what switches the window on, if it is 0
     if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
         int use = 0;
-        if ((rc = json_opt_bool(root, "use_sliding_window", &use, use, ctx, e))) return rc;
-        if ((rc = json_opt_int(root, "max_window_layers", &mwl, mwl, ctx, e))) return rc;
+        if ((rc = json_opt_bool(root, "use_sliding_window", &use, 0, ctx, e))) return rc;
+        if ((rc = json_opt_int(root, "max_window_layers", &mwl, c->n_layers, ctx, e))) return rc;
         if (!use) return 0; // HF: sliding_window = None unless use_sliding_window
         on = lt ? NULL : mwl < c->n_layers ? "use_sliding_window is true" : NULL;
     } else if (!lt && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "sliding_window"))) {
@@ -291,7 +290,7 @@ static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o
                        cfg_arch_names());
     c->arch = (enum model_arch)arch;
     const char *mt = NULL;
-    if (arch == ARCH_GEMMA3 && (rc = json_opt_str(*o, "model_type", &mt, mt, ctx_o, e))) return rc;
+    if (arch == ARCH_GEMMA3 && (rc = json_opt_str(*o, "model_type", &mt, NULL, ctx_o, e))) return rc;
     if (mt && strcmp(mt, "gemma3_text"))
         return err_set(e, ERR_FORMAT, "%s: field 'model_type': '%s', expected 'gemma3_text' (Gemma 3's language model)",
                        ctx_o, mt);
@@ -312,8 +311,7 @@ static int parse_sizes(struct model_config *c, const cJSON *o, const char *ctx, 
     for (int i = 0; i < 6 && !rc; i++)
         rc = g3 ? json_opt_int(o, key[i], val[i], *val[i], ctx, e) : json_need_int(o, key[i], val[i], ctx, e);
     if (rc) return rc;
-    c->n_kv_heads = g3 ? 4 : c->n_heads;
-    if ((rc = json_opt_int(o, "num_key_value_heads", &c->n_kv_heads, c->n_kv_heads, ctx, e))) return rc;
+    if ((rc = json_opt_int(o, "num_key_value_heads", &c->n_kv_heads, g3 ? 4 : c->n_heads, ctx, e))) return rc;
     if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
         c->vocab_size <= 0 || c->max_seq <= 0)
         return err_set(e, ERR_FORMAT, "%s: sizes must be positive (hidden_size %d, intermediate_size %d, layers %d, heads %d, "
@@ -343,23 +341,22 @@ static int parse_structure(struct model_config *c, const cJSON *o, const char *c
     const int gemma = c->arch == ARCH_GEMMA2 || c->arch == ARCH_GEMMA3;
     const char *act = NULL; // the Gemmas read hidden_activation first
     int rc;
-    if (gemma && (rc = json_opt_str(o, "hidden_activation", &act, act, ctx, e))) return rc;
-    if (!act && (rc = json_opt_str(o, "hidden_act", &act, act, ctx, e))) return rc;
+    if (gemma && (rc = json_opt_str(o, "hidden_activation", &act, NULL, ctx, e))) return rc;
+    if (!act && (rc = json_opt_str(o, "hidden_act", &act, NULL, ctx, e))) return rc;
     if (!act) act = gemma ? "gelu_pytorch_tanh" : "silu";
     if (!strcmp(act, "silu") || !strcmp(act, "swish")) c->act = ACT_SILU;
     else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast")) c->act = ACT_GELU_TANH;
     else if (!strcmp(act, "gelu")) c->act = ACT_GELU;
     else return err_set(e, ERR_UNSUPPORTED, "%s: hidden_act '%s' not supported (silu, gelu_pytorch_tanh, gelu)", ctx, act);
-    c->tie_embeddings = gemma;
-    if ((rc = json_opt_bool(o, "tie_word_embeddings", &c->tie_embeddings, c->tie_embeddings, ctx, e))) return rc;
+    if ((rc = json_opt_bool(o, "tie_word_embeddings", &c->tie_embeddings, gemma, ctx, e))) return rc;
     int attn_bias = 0;
-    if ((rc = json_opt_bool(o, "attention_bias", &attn_bias, attn_bias, ctx, e))) return rc;
+    if ((rc = json_opt_bool(o, "attention_bias", &attn_bias, 0, ctx, e))) return rc;
     switch (c->arch) {
     case ARCH_QWEN3: c->qk_norm = 1; c->qkv_bias = c->o_bias = attn_bias; break;
     case ARCH_QWEN2: c->qkv_bias = 1; break;
     case ARCH_LLAMA:
         c->qkv_bias = c->o_bias = attn_bias;
-        if ((rc = json_opt_bool(o, "mlp_bias", &c->mlp_bias, c->mlp_bias, ctx, e))) return rc;
+        if ((rc = json_opt_bool(o, "mlp_bias", &c->mlp_bias, 0, ctx, e))) return rc;
         break;
     case ARCH_MISTRAL: break;
     case ARCH_GEMMA2:
@@ -401,8 +398,7 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     char cx[CTX_CAP];
     if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto done; }
     if ((rc = parse_arch(c, root, &o, cx, ctx, e)) || (rc = parse_sizes(c, o, cx, e))) goto done;
-    c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
-    if ((rc = json_opt_num(o, "rms_norm_eps", &c->norm_eps, c->norm_eps, cx, e))) goto done;
+    if ((rc = json_opt_num(o, "rms_norm_eps", &c->norm_eps, c->arch == ARCH_PHI3 ? 1e-5 : 1e-6, cx, e))) goto done;
     if (!(c->norm_eps > 0 && c->norm_eps < 1)) { // 0 divides by zero on an all-zero row; >= 1 swamps the variance
         rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g is outside (0, 1)", cx, c->norm_eps);
         goto done;

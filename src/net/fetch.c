@@ -805,9 +805,9 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     if ((rc = json_parse(&j, json, len, cfg, e))) return rc;
     const char *repo, *rev = "main", *index = NULL;
     const cJSON *files, *shards = NULL;
-    if ((rc = json_need_str(j, "repo", &repo, cfg, e)) || (rc = json_opt_str(j, "revision", &rev, rev, cfg, e)) ||
+    if ((rc = json_need_str(j, "repo", &repo, cfg, e)) || (rc = json_opt_str(j, "revision", &rev, "main", cfg, e)) ||
         (rc = json_need_arr(j, "files", &files, cfg, e)) || (rc = json_opt_arr(j, "shards", &shards, cfg, e)) ||
-        (rc = json_opt_str(j, "index", &index, index, cfg, e)))
+        (rc = json_opt_str(j, "index", &index, NULL, cfg, e)))
         goto fail;
     if ((rc = fetch_check_repo(repo, e)) || (rc = fetch_check_relpath(rev, "revision", e))) {
         err_prefix(e, "%s", cfg);
@@ -852,8 +852,8 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     }
     const char *lic = NULL, *note = NULL;
     int gated = 0;
-    if ((rc = json_opt_str(j, "license", &lic, lic, cfg, e)) || (rc = json_opt_str(j, "note", &note, note, cfg, e)) ||
-        (rc = json_opt_bool(j, "gated", &gated, gated, cfg, e)))
+    if ((rc = json_opt_str(j, "license", &lic, NULL, cfg, e)) || (rc = json_opt_str(j, "note", &note, NULL, cfg, e)) ||
+        (rc = json_opt_bool(j, "gated", &gated, 0, cfg, e)))
         goto fail;
     snprintf(p->license, sizeof p->license, "%s%s%s%s", lic ? lic : "license not recorded",
              gated ? " (gated)" : "", note ? "; " : "", note ? note : "");
@@ -907,7 +907,7 @@ static int plan_archive(struct fetch_plan *p, const cJSON *it, const char *ctx, 
     int rc;
     if ((rc = json_need_str(it, "id", &id, ctx, e)) || (rc = json_need_str(it, "path", &path, ctx, e)) ||
         (rc = json_need_str(it, "url", &url, ctx, e)) || (rc = json_need_str(it, "format", &fmt, ctx, e)) ||
-        (rc = json_opt_str(it, "sha256", &sha, sha, ctx, e)) || (rc = json_opt_i64(it, "size", &size, size, ctx, e)))
+        (rc = json_opt_str(it, "sha256", &sha, NULL, ctx, e)) || (rc = json_opt_i64(it, "size", &size, -1, ctx, e)))
         return rc;
     if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
     if (strcmp(fmt, "tar")) return err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt);
@@ -941,12 +941,12 @@ static int read_task_file(struct task_file *f, const struct fetch_plan *p, const
     memset(f, 0, sizeof *f);
     f->size = -1;
     int rc;
-    if ((rc = json_need_str(it, "path", &f->path, ctx, e)) || (rc = json_opt_str(it, "url", &f->url, f->url, ctx, e)) ||
-        (rc = json_opt_str(it, "sha256", &f->sha, f->sha, ctx, e)) || (rc = json_opt_i64(it, "size", &f->size, f->size, ctx, e)) ||
-        (rc = json_opt_str(it, "manual", &f->manual, f->manual, ctx, e)) || (rc = json_opt_str(it, "archive", &f->arch, f->arch, ctx, e)) ||
-        (rc = json_opt_str(it, "member", &f->member, f->member, ctx, e)) || (rc = json_opt_arr(it, "alt_paths", &f->alts, ctx, e)) ||
-        (rc = json_opt_str(it, "system_path", &f->sys, f->sys, ctx, e)) ||
-        (rc = json_opt_str(it, "source_for", &f->src_for, f->src_for, ctx, e)))
+    if ((rc = json_need_str(it, "path", &f->path, ctx, e)) || (rc = json_opt_str(it, "url", &f->url, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "sha256", &f->sha, NULL, ctx, e)) || (rc = json_opt_i64(it, "size", &f->size, -1, ctx, e)) ||
+        (rc = json_opt_str(it, "manual", &f->manual, NULL, ctx, e)) || (rc = json_opt_str(it, "archive", &f->arch, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "member", &f->member, NULL, ctx, e)) || (rc = json_opt_arr(it, "alt_paths", &f->alts, ctx, e)) ||
+        (rc = json_opt_str(it, "system_path", &f->sys, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "source_for", &f->src_for, NULL, ctx, e)))
         return rc;
     if ((rc = fetch_check_relpath(f->path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
     if (f->sha && !is_hex64(f->sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, f->sha);
@@ -1029,10 +1029,10 @@ int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json
     if ((rc = json_parse(&j, json, len, man, e))) return rc;
     const cJSON *files, *it;
     const char *top_manual = NULL;
-    if ((rc = json_need_arr(j, "files", &files, man, e)) || (rc = json_opt_str(j, "manual", &top_manual, top_manual, man, e)))
+    if ((rc = json_need_arr(j, "files", &files, man, e)) || (rc = json_opt_str(j, "manual", &top_manual, NULL, man, e)))
         goto fail;
     const char *lic = NULL;
-    if ((rc = json_opt_str(j, "license", &lic, lic, man, e))) goto fail;
+    if ((rc = json_opt_str(j, "license", &lic, NULL, man, e))) goto fail;
     snprintf(p->license, sizeof p->license, "%s", lic ? lic : "license not recorded");
     const cJSON *archives = NULL;
     if ((rc = json_opt_arr(j, "archives", &archives, man, e))) goto fail;

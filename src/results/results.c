@@ -151,7 +151,7 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     const cJSON *ll, *ch, *nt, *gr, *kl = NULL;
     double margin = NAN;
     if ((rc = json_need_int(j, "idx", &s->idx, ctx, e)) || (rc = json_need_str(j, "id", &id, ctx, e)) ||
-        (rc = json_opt_str(j, "subject", &subject, subject, ctx, e)) || (rc = json_need_int(j, "gold", &s->gold, ctx, e)) ||
+        (rc = json_opt_str(j, "subject", &subject, NULL, ctx, e)) || (rc = json_need_int(j, "gold", &s->gold, ctx, e)) ||
         (rc = get_arr_n(j, "logliks", -1, &ll, ctx, e)))
         goto fail;
     s->n_choices = cJSON_GetArraySize(ll);
@@ -159,8 +159,8 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     if ((rc = get_arr_n(j, "char_lens", s->n_choices, &ch, ctx, e)) || (rc = get_arr_n(j, "tok_lens", s->n_choices, &nt, ctx, e)) ||
         (rc = get_arr_n(j, "is_greedy", s->n_choices, &gr, ctx, e)) || (rc = json_need_int(j, "pred", &s->pred, ctx, e)) ||
         (rc = json_need_int(j, "pred_norm", &s->pred_norm, ctx, e)) || (rc = json_opt_arr(j, "kl", &kl, ctx, e)) ||
-        (rc = json_opt_int(j, "same_top1", &s->top1_same, s->top1_same, ctx, e)) ||
-        (rc = json_opt_int(j, "nonfinite", &s->nonfinite, s->nonfinite, ctx, e)) || (rc = json_opt_str(j, "generated", &gen, gen, ctx, e)))
+        (rc = json_opt_int(j, "same_top1", &s->top1_same, 0, ctx, e)) ||
+        (rc = json_opt_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)) || (rc = json_opt_str(j, "generated", &gen, NULL, ctx, e)))
         goto fail;
     if (s->nonfinite != 0 && s->nonfinite != 1) {
         rc = err_set(e, ERR_FORMAT, "%s: field 'nonfinite': expected 1, got %d", ctx, s->nonfinite);

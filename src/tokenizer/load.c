@@ -57,15 +57,14 @@ static int parse_pattern(struct loadctx *L, const cJSON *o, const char *where, c
 static int get_bool_def(struct loadctx *L, const cJSON *o, const char *key, int def, const char *where, int *out) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
-    *out = def;
-    return json_opt_bool(o, key, out, *out, ctx, L->e);
+    return json_opt_bool(o, key, out, def, ctx, L->e);
 }
 
 static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, enum prepend_scheme *sc) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
     const char *s = NULL;
-    int rc = json_opt_str(o, "prepend_scheme", &s, s, ctx, L->e);
+    int rc = json_opt_str(o, "prepend_scheme", &s, NULL, ctx, L->e);
     if (rc) return rc;
     if (s) {
         if (!strcmp(s, "always")) *sc = PREPEND_ALWAYS;
@@ -75,7 +74,7 @@ static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, en
         return 0;
     }
     int aps = 1; // legacy field (tokenizers < 0.15)
-    rc = json_opt_bool(o, "add_prefix_space", &aps, aps, ctx, L->e);
+    rc = json_opt_bool(o, "add_prefix_space", &aps, 1, ctx, L->e);
     *sc = aps ? PREPEND_ALWAYS : PREPEND_NEVER;
     return rc;
 }
@@ -83,8 +82,8 @@ static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, en
 static int parse_repl(struct loadctx *L, const cJSON *o, const char *where, char **repl, size_t *len) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
-    const char *s = "\xe2\x96\x81"; // U+2581
-    int rc = json_opt_str(o, "replacement", &s, s, ctx, L->e);
+    const char *s;
+    int rc = json_opt_str(o, "replacement", &s, "\xe2\x96\x81", ctx, L->e); // U+2581
     if (rc) return rc;
     uint32_t cp;
     size_t n = strlen(s);
@@ -252,9 +251,8 @@ static int parse_decoder(struct loadctx *L, const cJSON *o, int depth) {
         st->alen = strlen(s);
         if (st->alen == 0) return err_set(L->e, ERR_FORMAT, "%s: field 'content' is empty", ctx);
         if ((rc = copy_str(L, s, st->alen, &st->a))) return rc;
-        st->start = st->stop = 0;
-        if ((rc = json_opt_int(o, "start", &st->start, st->start, ctx, L->e))) return rc;
-        if ((rc = json_opt_int(o, "stop", &st->stop, st->stop, ctx, L->e))) return rc;
+        if ((rc = json_opt_int(o, "start", &st->start, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_int(o, "stop", &st->stop, 0, ctx, L->e))) return rc;
         if (st->start < 0 || st->stop < 0) return err_set(L->e, ERR_FORMAT, "%s: negative start/stop", ctx);
     } else {
         return err_set(L->e, ERR_UNSUPPORTED, "%s: decoder type '%s' is not supported", L->ctx, type);
@@ -360,7 +358,7 @@ static int parse_model(struct loadctx *L, const cJSON *m, int *max_id) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: model", L->ctx);
     const char *type = NULL;
-    int rc = json_opt_str(m, "type", &type, type, ctx, L->e);
+    int rc = json_opt_str(m, "type", &type, NULL, ctx, L->e);
     if (rc) return rc;
     if (type && strcmp(type, "BPE"))
         return err_set(L->e, ERR_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", L->ctx, type);
@@ -368,18 +366,18 @@ static int parse_model(struct loadctx *L, const cJSON *m, int *max_id) {
     if ((rc = json_need_obj(m, "vocab", &vocab, ctx, L->e))) return rc;
     if ((rc = json_need_arr(m, "merges", &merges, ctx, L->e))) return rc;
     const char *pfx = NULL, *sfx = NULL, *unk = NULL;
-    if ((rc = json_opt_str(m, "continuing_subword_prefix", &pfx, pfx, ctx, L->e))) return rc;
-    if ((rc = json_opt_str(m, "end_of_word_suffix", &sfx, sfx, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "continuing_subword_prefix", &pfx, NULL, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "end_of_word_suffix", &sfx, NULL, ctx, L->e))) return rc;
     if ((pfx && *pfx) || (sfx && *sfx))
         return err_set(L->e, ERR_UNSUPPORTED, "%s: continuing_subword_prefix/end_of_word_suffix are not supported", ctx);
     double dropout = 0;
-    if ((rc = json_opt_num(m, "dropout", &dropout, dropout, ctx, L->e))) return rc;
+    if ((rc = json_opt_num(m, "dropout", &dropout, 0, ctx, L->e))) return rc;
     if (dropout != 0)
         return err_set(L->e, ERR_UNSUPPORTED, "%s: field 'dropout': %g (BPE dropout is random; not supported)", ctx, dropout);
-    if ((rc = json_opt_bool(m, "byte_fallback", &t->byte_fallback, t->byte_fallback, ctx, L->e))) return rc;
-    if ((rc = json_opt_bool(m, "ignore_merges", &t->ignore_merges, t->ignore_merges, ctx, L->e))) return rc;
-    if ((rc = json_opt_bool(m, "fuse_unk", &t->fuse_unk, t->fuse_unk, ctx, L->e))) return rc;
-    if ((rc = json_opt_str(m, "unk_token", &unk, unk, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "byte_fallback", &t->byte_fallback, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "ignore_merges", &t->ignore_merges, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "fuse_unk", &t->fuse_unk, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "unk_token", &unk, NULL, ctx, L->e))) return rc;
 
     int nv = cJSON_GetArraySize(vocab);
     if ((rc = strmap_init(&t->vocab, (uint32_t)nv))) return err_set(L->e, rc, "%s: out of memory", ctx);
@@ -467,12 +465,11 @@ static int parse_added(struct loadctx *L, const cJSON *arr, int *max_id) {
         a->len = strlen(content);
         if (!utf8_valid(content, a->len)) return err_set(L->e, ERR_FORMAT, "%s: content is not valid UTF-8", ctx);
         if ((rc = copy_str(L, content, a->len, (char **)&a->content))) return rc;
-        if ((rc = json_opt_bool(it, "special", &a->special, a->special, ctx, L->e))) return rc;
-        if ((rc = json_opt_bool(it, "lstrip", &a->lstrip, a->lstrip, ctx, L->e))) return rc;
-        if ((rc = json_opt_bool(it, "rstrip", &a->rstrip, a->rstrip, ctx, L->e))) return rc;
-        if ((rc = json_opt_bool(it, "single_word", &a->single_word, a->single_word, ctx, L->e))) return rc;
-        a->normalized = !a->special;
-        if ((rc = json_opt_bool(it, "normalized", &a->normalized, a->normalized, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "special", &a->special, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "lstrip", &a->lstrip, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "rstrip", &a->rstrip, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "single_word", &a->single_word, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "normalized", &a->normalized, !a->special, ctx, L->e))) return rc;
         if (strmap_put(&t->added_map, a->content, (uint32_t)a->len, t->n_added))
             return err_set(L->e, ERR_NOMEM, "%s: out of memory", ctx);
         if (id > *max_id) *max_id = id;
@@ -531,8 +528,8 @@ static int llama_class_template(struct tokenizer *t, const cJSON *cfg, const cha
     if (!cJSON_GetObjectItemCaseSensitive(cfg, "bos_token")) t->bos_id = lookup_token(t, gemma ? "<bos>" : "<s>");
     if (!cJSON_GetObjectItemCaseSensitive(cfg, "eos_token")) t->eos_id = lookup_token(t, gemma ? "<eos>" : "</s>");
     int add_bos = 1, add_eos = 0, rc;
-    if ((rc = json_opt_bool(cfg, "add_bos_token", &add_bos, add_bos, "tokenizer_config.json", e))) return rc;
-    if ((rc = json_opt_bool(cfg, "add_eos_token", &add_eos, add_eos, "tokenizer_config.json", e))) return rc;
+    if ((rc = json_opt_bool(cfg, "add_bos_token", &add_bos, 1, "tokenizer_config.json", e))) return rc;
+    if ((rc = json_opt_bool(cfg, "add_eos_token", &add_eos, 0, "tokenizer_config.json", e))) return rc;
     if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0))
         return err_set(e, ERR_FORMAT, "%s: tokenizer_config.json asks for add_%s_token but names no such token", ctx,
                        add_bos && t->bos_id < 0 ? "bos" : "eos");
