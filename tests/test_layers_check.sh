@@ -36,6 +36,15 @@ restore() {
     local f=$tmp/$1
     if [ -f "$orig/$1.new" ]; then rm -f "$f" "$orig/$1.new"; else cp "$orig/$1" "$f"; fi
 }
+# planted FILE NAME PATTERN: appends stdin to FILE of the copy, wants the checker to fail with
+# PATTERN, restores FILE. With a sed script as a fourth argument, edits FILE with it instead.
+planted() {
+    local f=$1 name=$2 pat=$3
+    plant "$f"
+    if [ $# -gt 3 ]; then sed -i "$4" "$tmp/$f"; else cat >> "$tmp/$f"; fi
+    run_check "$name" fail "$pat"
+    restore "$f"
+}
 
 run_check "the copy as it is" pass
 
@@ -58,43 +67,31 @@ echo "// line 500" >> "$tmp/src/model/planted.c"
 run_check "src/model/ file of 500 lines" fail 'FAIL src/model/planted.c: 500 lines'
 restore src/model/planted.c
 
-# switching a model's mode outside the run module
+# switching a model's mode outside the run module (stdin by redirection, not a pipe: the
+# counters must stay in this shell)
 for f in src/cli/run.c src/model/forward.c; do
-    plant "$f"
-    printf '%s\n' 'static void planted(struct model *m) { model_set_attn(m, 0); }' >> "$tmp/$f"
-    run_check "model_set_attn in $f" fail "mode-switching calls outside the run module"
-    restore "$f"
+    planted "$f" "model_set_attn in $f" "mode-switching calls outside the run module" \
+        <<< 'static void planted(struct model *m) { model_set_attn(m, 0); }'
 done
-plant src/calib/calib.c
-printf '%s\n' 'static void planted(struct model *m) { model_attn (m); }' >> "$tmp/src/calib/calib.c"
-run_check "model_attn in src/calib/calib.c" fail "mode-switching calls outside the run module"
-restore src/calib/calib.c
+planted src/calib/calib.c "model_attn in src/calib/calib.c" "mode-switching calls outside the run module" \
+    <<< 'static void planted(struct model *m) { model_attn (m); }'
 
 # an attention context held by struct model
-plant src/model/model_internal.h
-sed -i '/^struct model {/a\    struct attn_ctx *planted;' "$tmp/src/model/model_internal.h"
-run_check "attn_ctx in struct model" fail 'struct model holds an attention context'
-restore src/model/model_internal.h
+planted src/model/model_internal.h "attn_ctx in struct model" 'struct model holds an attention context' \
+    '/^struct model {/a\    struct attn_ctx *planted;' < /dev/null
 
 # two bare 0/1 arguments in one call of a src/ function
-plant src/base/common.c
-printf '%s\n' 'static int planted_f(int a, int b, int c) { return a + b + c; }' \
-    'int planted_g(void) { return planted_f(2, 1, 0); }' >> "$tmp/src/base/common.c"
-run_check "planted_f(2, 1, 0)" fail 'calls with two or more bare 0/1 arguments'
-restore src/base/common.c
+planted src/base/common.c "planted_f(2, 1, 0)" 'calls with two or more bare 0/1 arguments' \
+    < <(printf '%s\n' 'static int planted_f(int a, int b, int c) { return a + b + c; }' \
+        'int planted_g(void) { return planted_f(2, 1, 0); }')
 
-# a function of 121 lines
-plant src/base/common.c
-{ echo 'int planted_long(void) {'; for i in $(seq 119); do echo "    (void)$i;"; done; echo '    return 0;'; echo '}'; } \
-    >> "$tmp/src/base/common.c"
-run_check "a function of 122 lines" fail 'FAIL functions over 120 lines'
-restore src/base/common.c
+# a function of 122 lines
+planted src/base/common.c "a function of 122 lines" 'FAIL functions over 120 lines' \
+    < <(echo 'int planted_long(void) {'; for i in $(seq 119); do echo "    (void)$i;"; done; echo '    return 0;'; echo '}')
 
 # an include the folder's README does not allow (base/ may include nothing of the project)
-plant src/base/common.c
-sed -i '1a#include "eval/run.h"' "$tmp/src/base/common.c"
-run_check "base/ including eval/" fail 'FAIL src/base/common.c includes eval/run.h'
-restore src/base/common.c
+planted src/base/common.c "base/ including eval/" 'FAIL src/base/common.c includes eval/run.h' \
+    '1a#include "eval/run.h"' < /dev/null
 
 rm -rf "$tmp"
 echo "test_layers_check: $pass passed, $fail failed"

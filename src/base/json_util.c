@@ -193,30 +193,27 @@ int json_opt_str(const cJSON *obj, const char *key, const char **out, const char
 }
 
 // obj / arr: *out is NULL on every path that gives no value
-int json_need_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+typedef int (*as_container)(const cJSON *v, const char *key, const cJSON **out, const char *ctx, struct err *e);
+static int container(const cJSON *obj, const char *key, const cJSON **out, enum presence need, as_container as,
+                     const char *ctx, struct err *e) {
     int rc;
-    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    const cJSON *v = field(obj, key, need, ctx, e, &rc);
     *out = NULL;
-    return v ? as_obj(v, key, out, ctx, e) : rc;
+    return v ? as(v, key, out, ctx, e) : rc;
+}
+
+int json_need_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+    return container(obj, key, out, FIELD_REQUIRED, as_obj, ctx, e);
 }
 
 int json_opt_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
-    *out = NULL;
-    return v ? as_obj(v, key, out, ctx, e) : rc;
+    return container(obj, key, out, FIELD_OPTIONAL, as_obj, ctx, e);
 }
 
 int json_need_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
-    *out = NULL;
-    return v ? as_arr(v, key, out, ctx, e) : rc;
+    return container(obj, key, out, FIELD_REQUIRED, as_arr, ctx, e);
 }
 
 int json_opt_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
-    *out = NULL;
-    return v ? as_arr(v, key, out, ctx, e) : rc;
+    return container(obj, key, out, FIELD_OPTIONAL, as_arr, ctx, e);
 }
