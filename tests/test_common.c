@@ -1,9 +1,10 @@
 // test_common.c: fp16/bf16 conversions (exhaustive against the hardware/compiler), SHA-256
-// against FIPS 180-4 examples, UTF-8 validation, and the CLI parser.
+// against FIPS 180-4 examples, UTF-8 validation, the CLI parser and the JSON getters.
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "base/common.h"
+#include "base/json_util.h"
 #include "base/sha256.h"
 #include "test.h"
 
@@ -118,11 +119,88 @@ static void test_cli(void) {
     CHECK(cli_parse(3, flag2, o, 4, &e) == ERR_USAGE && strstr(e.msg, "--flag given twice"), "flag twice: %s", e.msg);
 }
 
+// json_need_* / json_opt_*: a missing field is an error only for need (its message fixed, tests
+// and users grep it); opt gives the default for absent and null; a wrong type is an error for
+// both and leaves *out alone; obj/arr give NULL when there is nothing.
+static void test_json(void) {
+    const char *text = "{\"n\": 2.5, \"i\": -7, \"big\": 3e9, \"frac\": 1.5, \"b\": true, \"s\": \"x\", "
+                       "\"o\": {}, \"a\": [1], \"nul\": null}";
+    cJSON *j = NULL;
+    struct err e = {0};
+    CHECK(json_parse(&j, text, strlen(text), "t.json", &e) == 0, "%s", e.msg);
+    double d = 0;
+    int i = 0, b = 0;
+    int64_t l = 0;
+    const char *s = NULL;
+    const cJSON *c = NULL;
+    CHECK(json_need_num(j, "n", &d, "t.json", &e) == 0 && d == 2.5, "need num %g", d);
+    CHECK(json_need_int(j, "i", &i, "t.json", &e) == 0 && i == -7, "need int %d", i);
+    CHECK(json_need_i64(j, "big", &l, "t.json", &e) == 0 && l == 3000000000LL, "need i64 %lld", (long long)l);
+    CHECK(json_need_bool(j, "b", &b, "t.json", &e) == 0 && b == 1, "need bool %d", b);
+    CHECK(json_need_str(j, "s", &s, "t.json", &e) == 0 && s && !strcmp(s, "x"), "need str");
+    CHECK(json_need_obj(j, "o", &c, "t.json", &e) == 0 && cJSON_IsObject(c), "need obj");
+    CHECK(json_need_arr(j, "a", &c, "t.json", &e) == 0 && cJSON_IsArray(c), "need arr");
+    // present: opt reads it as need does, the default unused
+    CHECK(json_opt_int(j, "i", &i, 5, "t.json", &e) == 0 && i == -7, "opt int present %d", i);
+    CHECK(json_opt_str(j, "s", &s, "dflt", "t.json", &e) == 0 && !strcmp(s, "x"), "opt str present");
+    // missing or null: need fails with the message, opt gives the default
+    const char *const absent[] = {"zz", "nul"};
+    for (int k = 0; k < 2; k++) {
+        const char *key = absent[k];
+        char want[64];
+        snprintf(want, sizeof want, "t.json: missing field '%s'", key);
+        e.msg[0] = 0;
+        CHECK(json_need_num(j, key, &d, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want), "need num %s: %s", key, e.msg);
+        CHECK(json_need_int(j, key, &i, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want), "need int %s", key);
+        CHECK(json_need_i64(j, key, &l, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want), "need i64 %s", key);
+        CHECK(json_need_bool(j, key, &b, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want), "need bool %s", key);
+        CHECK(json_need_str(j, key, &s, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want), "need str %s", key);
+        c = j;
+        CHECK(json_need_obj(j, key, &c, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want) && !c, "need obj %s", key);
+        c = j;
+        CHECK(json_need_arr(j, key, &c, "t.json", &e) == ERR_FORMAT && !strcmp(e.msg, want) && !c, "need arr %s", key);
+        CHECK(json_opt_num(j, key, &d, -0.5, "t.json", &e) == 0 && d == -0.5, "opt num %s: %g", key, d);
+        CHECK(json_opt_int(j, key, &i, 42, "t.json", &e) == 0 && i == 42, "opt int %s: %d", key, i);
+        CHECK(json_opt_i64(j, key, &l, -1, "t.json", &e) == 0 && l == -1, "opt i64 %s", key);
+        CHECK(json_opt_bool(j, key, &b, 0, "t.json", &e) == 0 && b == 0, "opt bool %s", key);
+        CHECK(json_opt_str(j, key, &s, NULL, "t.json", &e) == 0 && !s, "opt str %s", key);
+        c = j;
+        CHECK(json_opt_obj(j, key, &c, "t.json", &e) == 0 && !c, "opt obj %s", key);
+        c = j;
+        CHECK(json_opt_arr(j, key, &c, "t.json", &e) == 0 && !c, "opt arr %s", key);
+    }
+    // the wrong type: an error for opt too, naming ctx, field and value; *out untouched
+    i = 9, s = "keep", d = 1;
+    CHECK(json_opt_int(j, "s", &i, 0, "t.json", &e) == ERR_FORMAT && i == 9 &&
+              !strcmp(e.msg, "t.json: field 's': expected an integer, got \"x\""), "opt int type: %s", e.msg);
+    CHECK(json_opt_int(j, "frac", &i, 0, "t.json", &e) == ERR_FORMAT && i == 9, "opt int fraction: %s", e.msg);
+    CHECK(json_opt_int(j, "big", &i, 0, "t.json", &e) == ERR_RANGE && i == 9 &&
+              !strcmp(e.msg, "t.json: field 'big': 3000000000 out of range"), "opt int range: %s", e.msg);
+    CHECK(json_opt_str(j, "i", &s, NULL, "t.json", &e) == ERR_FORMAT && !strcmp(s, "keep") &&
+              !strcmp(e.msg, "t.json: field 'i': expected a string, got -7"), "opt str type: %s", e.msg);
+    CHECK(json_opt_num(j, "s", &d, 0, "t.json", &e) == ERR_FORMAT && d == 1 &&
+              !strcmp(e.msg, "t.json: field 's': expected a number, got \"x\""), "opt num type: %s", e.msg);
+    CHECK(json_opt_bool(j, "i", &b, 0, "t.json", &e) == ERR_FORMAT &&
+              !strcmp(e.msg, "t.json: field 'i': expected true/false, got -7"), "opt bool type: %s", e.msg);
+    c = j;
+    CHECK(json_opt_obj(j, "a", &c, "t.json", &e) == ERR_FORMAT && !c &&
+              !strcmp(e.msg, "t.json: field 'a': expected an object, got [1]"), "opt obj type: %s", e.msg);
+    CHECK(json_opt_arr(j, "o", &c, "t.json", &e) == ERR_FORMAT &&
+              !strcmp(e.msg, "t.json: field 'o': expected an array, got {}"), "opt arr type: %s", e.msg);
+    // not an object: an error even for an optional field
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "a");
+    i = 3;
+    CHECK(json_opt_int(arr, "k", &i, 0, "t.json", &e) == ERR_FORMAT && i == 3 &&
+              !strcmp(e.msg, "t.json: expected a JSON object holding 'k'"), "opt on an array: %s", e.msg);
+    cJSON_Delete(j);
+}
+
 int main(void) {
     test_fp16();
     test_bf16();
     test_sha256();
     test_utf8();
     test_cli();
+    test_json();
     return test_summary("test_common");
 }

@@ -49,7 +49,7 @@ static float rand_adversarial(int kind, float scale);
 static int get_bits_array(const cJSON *obj, const char *key, float out[64], const char *ctx,
                           struct err *e) {
     const cJSON *arr;
-    int rc = json_get_arr(obj, key, &arr, 1, ctx, e);
+    int rc = json_need_arr(obj, key, &arr, ctx, e);
     if (rc) return rc;
     if (cJSON_GetArraySize(arr) != 64)
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected 64 entries, got %d", ctx, key,
@@ -72,7 +72,7 @@ static int get_bits_array(const cJSON *obj, const char *key, float out[64], cons
 static int get_value_array(const cJSON *obj, const char *key, float out[64], const char *ctx,
                            struct err *e) {
     const cJSON *arr;
-    int rc = json_get_arr(obj, key, &arr, 1, ctx, e);
+    int rc = json_need_arr(obj, key, &arr, ctx, e);
     if (rc) return rc;
     if (cJSON_GetArraySize(arr) != 64)
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected 64 entries", ctx, key);
@@ -103,7 +103,7 @@ struct vec {
 
 static int parse_vec(const cJSON *j, struct vec *v, int has_meta, const char *ctx, struct err *e) {
     const char *name;
-    int rc = json_get_str(j, "name", &name, 1, ctx, e);
+    int rc = json_need_str(j, "name", &name, ctx, e);
     if (rc) return rc;
     snprintf(v->name, sizeof v->name, "%s", name);
     float in_dec[64], out_dec[64];
@@ -123,9 +123,9 @@ static int parse_vec(const cJSON *j, struct vec *v, int has_meta, const char *ct
     if (!has_meta) return 0;
     int ea, eb, ec;
     const char *hex;
-    if ((rc = json_get_int(j, "ea", &ea, 1, ctx, e)) || (rc = json_get_int(j, "eb", &eb, 1, ctx, e)) ||
-        (rc = json_get_int(j, "ec", &ec, 1, ctx, e)) ||
-        (rc = json_get_str(j, "packed_hex", &hex, 1, ctx, e)))
+    if ((rc = json_need_int(j, "ea", &ea, ctx, e)) || (rc = json_need_int(j, "eb", &eb, ctx, e)) ||
+        (rc = json_need_int(j, "ec", &ec, ctx, e)) ||
+        (rc = json_need_str(j, "packed_hex", &hex, ctx, e)))
         return rc;
     if (ea < 0 || ea > 254 || eb < 0 || eb > 255 || ec < 0 || ec > 65535)
         return err_set(e, ERR_FORMAT, "%s: %s: metadata out of range", ctx, name);
@@ -138,10 +138,10 @@ static int parse_vec(const cJSON *j, struct vec *v, int has_meta, const char *ct
         v->packed[i] = (uint8_t)b;
     }
     const cJSON *d;
-    if ((rc = json_get_obj(j, "differs_a6", &d, 0, ctx, e))) return rc;
+    if ((rc = json_opt_obj(j, "differs_a6", &d, ctx, e))) return rc;
     if (d) {
         const cJSON *idx, *out;
-        if ((rc = json_get_arr(d, "idx", &idx, 1, ctx, e)) || (rc = json_get_arr(d, "out", &out, 1, ctx, e)))
+        if ((rc = json_need_arr(d, "idx", &idx, ctx, e)) || (rc = json_need_arr(d, "out", &out, ctx, e)))
             return rc;
         int n = cJSON_GetArraySize(idx);
         if (n != cJSON_GetArraySize(out) || n > 64 || n < 1)

@@ -9,6 +9,8 @@
 # owns one context per mode and passes it to model_forward; the model holds none), and that no
 # call in src/ passes two or more bare 0/1 arguments (tests/layers_flags.awk; the calls judged
 # not to be flags are in tests/layers_flags_allow.txt, which may only shrink).
+# tests/test_layers_check.sh plants each of these violations in a copy of src/ and checks that
+# this test fails on it (and passes on the nearest legal case).
 set -u
 cd "$(dirname "$0")/.."
 pass=0; fail=0

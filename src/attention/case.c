@@ -53,11 +53,11 @@ int attn_case_load(struct attn_case *c, const char *path, struct err *e) {
     if ((rc = json_parse(&p, pj, strlen(pj), ctx, e))) goto fail;
     double sm64 = 0, cap = 0;
     const char *hex = NULL;
-    if ((rc = json_get_int(p, "T", &c->T, 1, ctx, e)) || (rc = json_get_int(p, "H", &c->H, 1, ctx, e)) ||
-        (rc = json_get_int(p, "Hkv", &c->Hkv, 1, ctx, e)) || (rc = json_get_int(p, "d", &c->d, 1, ctx, e)) ||
-        (rc = json_get_int(p, "window", &c->window, 0, ctx, e)) ||
-        (rc = json_get_num(p, "softcap", &cap, 0, ctx, e)) || (rc = json_get_num(p, "sm", &sm64, 1, ctx, e)) ||
-        (rc = json_get_str(p, "sm_binary32_hex", &hex, 1, ctx, e)))
+    if ((rc = json_need_int(p, "T", &c->T, ctx, e)) || (rc = json_need_int(p, "H", &c->H, ctx, e)) ||
+        (rc = json_need_int(p, "Hkv", &c->Hkv, ctx, e)) || (rc = json_need_int(p, "d", &c->d, ctx, e)) ||
+        (rc = json_opt_int(p, "window", &c->window, 0, ctx, e)) ||
+        (rc = json_opt_num(p, "softcap", &cap, 0, ctx, e)) || (rc = json_need_num(p, "sm", &sm64, ctx, e)) ||
+        (rc = json_need_str(p, "sm_binary32_hex", &hex, ctx, e)))
         goto fail;
     if (c->T <= 0 || c->H <= 0 || c->Hkv <= 0 || c->H % c->Hkv || c->d <= 0 || c->window < 0 ||
         !(cap >= 0) || !isfinite(cap) || !(sm64 > 0) || !isfinite(sm64)) {

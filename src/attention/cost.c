@@ -169,7 +169,7 @@ fail:
 }
 
 static int get_count(const cJSON *o, const char *key, int64_t *out, const char *ctx, struct err *e) {
-    int rc = json_get_i64(o, key, out, 1, ctx, e);
+    int rc = json_need_i64(o, key, out, ctx, e);
     if (rc) return rc;
     if (*out < 0) return err_set(e, ERR_RANGE, "%s: field '%s': must be >= 0, got %lld", ctx, key, (long long)*out);
     return 0;
@@ -181,8 +181,8 @@ int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *c
     const cJSON *cube, *vec, *bytes;
     int rc;
     if ((rc = get_count(obj, "calls", &c->calls, ctx, e)) || (rc = get_count(obj, "tokens", &c->tokens, ctx, e)) ||
-        (rc = get_count(obj, "tiles", &c->tiles, ctx, e)) || (rc = json_get_obj(obj, "cube_macs", &cube, 1, ctx, e)) ||
-        (rc = json_get_obj(obj, "vector_ops", &vec, 1, ctx, e)) || (rc = json_get_obj(obj, "bytes", &bytes, 1, ctx, e)))
+        (rc = get_count(obj, "tiles", &c->tiles, ctx, e)) || (rc = json_need_obj(obj, "cube_macs", &cube, ctx, e)) ||
+        (rc = json_need_obj(obj, "vector_ops", &vec, ctx, e)) || (rc = json_need_obj(obj, "bytes", &bytes, ctx, e)))
         return rc;
     snprintf(sub, sizeof sub, "%s: cube_macs", ctx);
     if ((rc = get_count(cube, "qk16", &c->mac16_qk, sub, e)) || (rc = get_count(cube, "pv16", &c->mac16_pv, sub, e)) ||
@@ -196,7 +196,7 @@ int cost_counts_from_json(struct cost_counts *c, const cJSON *obj, const char *c
     }
     snprintf(sub, sizeof sub, "%s: bytes", ctx);
     if ((rc = get_count(bytes, "elems16", &c->elems16, sub, e)) || (rc = get_count(bytes, "elems4", &c->elems4, sub, e)) ||
-        (rc = get_count(bytes, "bytes16", &c->bytes16, sub, e)) || (rc = json_get_num(bytes, "bytes4", &c->bytes4, 1, sub, e)))
+        (rc = get_count(bytes, "bytes16", &c->bytes16, sub, e)) || (rc = json_need_num(bytes, "bytes4", &c->bytes4, sub, e)))
         return rc;
     if (c->bytes16 != 2 * c->elems16 || c->bytes4 * 16 != (double)c->elems4 * 9)
         return err_set(e, ERR_FORMAT, "%s: bytes: bytes16/bytes4 do not match elems16/elems4", ctx);
@@ -217,7 +217,7 @@ static int get_param(const cJSON *parent, const char *key, const char *where, do
     if (where[0]) snprintf(ctx, sizeof ctx, "%s: %s", path, where);
     else snprintf(ctx, sizeof ctx, "%s", path);
     const cJSON *o;
-    int rc = json_get_obj(parent, key, &o, 1, ctx, e);
+    int rc = json_need_obj(parent, key, &o, ctx, e);
     if (rc) return rc;
     snprintf(ctx, sizeof ctx, "%s: %s%s%s", path, where, where[0] ? "." : "", key);
     for (const cJSON *it = o->child; it; it = it->next)
@@ -225,9 +225,9 @@ static int get_param(const cJSON *parent, const char *key, const char *where, do
             return err_set(e, ERR_FORMAT, "%s: unknown field '%s' (expected value, basis, doc)", ctx, it->string);
     double v;
     const char *basis, *doc;
-    if ((rc = json_get_num(o, "value", &v, 1, ctx, e))) return rc;
-    if ((rc = json_get_str(o, "basis", &basis, 1, ctx, e))) return rc;
-    if ((rc = json_get_str(o, "doc", &doc, 1, ctx, e))) return rc;
+    if ((rc = json_need_num(o, "value", &v, ctx, e))) return rc;
+    if ((rc = json_need_str(o, "basis", &basis, ctx, e))) return rc;
+    if ((rc = json_need_str(o, "doc", &doc, ctx, e))) return rc;
     if (b.kind == BOUND_ABOVE ? !(v > b.min) : !(v >= b.min))
         return err_set(e, ERR_RANGE, "%s: field 'value': must be %s %g, got %g", ctx,
                        b.kind == BOUND_ABOVE ? ">" : ">=", b.min, v);
@@ -256,7 +256,7 @@ int cost_params_load(struct cost_params *p, const char *path, struct err *e) {
         if (!known) { rc = err_set(e, ERR_FORMAT, "%s: unknown field '%s'", path, it->string); goto done; }
     }
     const char *name;
-    if ((rc = json_get_str(j, "name", &name, 1, path, e))) goto done;
+    if ((rc = json_need_str(j, "name", &name, path, e))) goto done;
     snprintf(p->name, sizeof p->name, "%s", name);
     double nvu;
     const struct param_bound positive = {0, BOUND_ABOVE}, at_least_one = {1, BOUND_AT_LEAST};
@@ -271,7 +271,7 @@ int cost_params_load(struct cost_params *p, const char *path, struct err *e) {
     }
     p->n_vector_units = (int)nvu;
     const cJSON *vc;
-    if ((rc = json_get_obj(j, "vector_cost", &vc, 1, path, e))) goto done;
+    if ((rc = json_need_obj(j, "vector_cost", &vc, path, e))) goto done;
     for (const cJSON *it = vc->child; it; it = it->next) {
         int known = 0;
         for (int k = 0; k < COST_K_COUNT; k++) known |= !strcmp(it->string, kind_names[k]);

@@ -36,7 +36,7 @@ static int parse_bits(const cJSON *it, uint32_t *out, const char *ctx, const cha
 // array of n bit strings -> floats (n = -1: any length, returned in *n_out)
 static int get_bits(const cJSON *line, const char *key, float **out, int *n, const char *ctx, struct err *e) {
     const cJSON *arr;
-    int rc = json_get_arr(line, key, &arr, 1, ctx, e);
+    int rc = json_need_arr(line, key, &arr, ctx, e);
     if (rc) return rc;
     const int len = cJSON_GetArraySize(arr);
     if (len < 1 || len > MAX_N || (*n >= 0 && len != *n))
@@ -199,7 +199,7 @@ static int convert(cJSON *line, enum qdq_vec_format f, const char *ctx, struct e
 int qdq_vec_line(cJSON *line, enum qdq_vec_format f, const char *ctx, struct err *e) {
     if (!cJSON_IsObject(line)) return err_set(e, ERR_FORMAT, "%s: not a JSON object", ctx);
     const char *own = NULL;
-    int rc = json_get_str(line, "format", &own, 0, ctx, e);
+    int rc = json_opt_str(line, "format", &own, NULL, ctx, e);
     if (rc) return rc;
     enum qdq_vec_format lf = QDQ_VEC_LINE;
     if (own && (rc = qdq_vec_parse_format(own, &lf, "field 'format'", e))) return err_set(e, ERR_FORMAT, "%s: %s", ctx, e->msg);

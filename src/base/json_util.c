@@ -48,7 +48,13 @@ const char *json_brief(const cJSON *v) {
     return buf;
 }
 
-static const cJSON *field(const cJSON *obj, const char *key, int required, const char *ctx,
+// ---- getters: find the field, then check its type ----
+
+enum presence { FIELD_REQUIRED, FIELD_OPTIONAL };
+
+// The field's value, or NULL: absent or JSON null (an error when required, *rc = 0 when
+// optional), or obj is no object (always an error).
+static const cJSON *field(const cJSON *obj, const char *key, enum presence need, const char *ctx,
                           struct err *e, int *rc) {
     *rc = 0;
     if (!cJSON_IsObject(obj)) {
@@ -57,26 +63,20 @@ static const cJSON *field(const cJSON *obj, const char *key, int required, const
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) {
-        if (required) *rc = err_set(e, ERR_FORMAT, "%s: missing field '%s'", ctx, key);
+        if (need == FIELD_REQUIRED) *rc = err_set(e, ERR_FORMAT, "%s: missing field '%s'", ctx, key);
         return NULL;
     }
     return v;
 }
 
-int json_get_num(const cJSON *obj, const char *key, double *out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
-    if (!v) return rc;
+static int as_num(const cJSON *v, const char *key, double *out, const char *ctx, struct err *e) {
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected a number, got %s", ctx, key, json_brief(v));
     *out = v->valuedouble;
     return 0;
 }
 
-int json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
-    if (!v) return rc;
+static int as_i64(const cJSON *v, const char *key, int64_t *out, const char *ctx, struct err *e) {
     double d = v->valuedouble;
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s", ctx, key, json_brief(v));
@@ -84,54 +84,136 @@ int json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required, 
     return 0;
 }
 
-int json_get_int(const cJSON *obj, const char *key, int *out, int required, const char *ctx, struct err *e) {
-    int64_t v = *out;
-    int rc = json_get_i64(obj, key, &v, required, ctx, e);
+static int as_int(const cJSON *v, const char *key, int *out, const char *ctx, struct err *e) {
+    int64_t x = 0;
+    int rc = as_i64(v, key, &x, ctx, e);
     if (rc) return rc;
-    if (v < -2147483647LL || v > 2147483647LL)
-        return err_set(e, ERR_RANGE, "%s: field '%s': %lld out of range", ctx, key, (long long)v);
-    *out = (int)v;
+    if (x < -2147483647LL || x > 2147483647LL)
+        return err_set(e, ERR_RANGE, "%s: field '%s': %lld out of range", ctx, key, (long long)x);
+    *out = (int)x;
     return 0;
 }
 
-int json_get_bool(const cJSON *obj, const char *key, int *out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
-    if (!v) return rc;
+static int as_bool(const cJSON *v, const char *key, int *out, const char *ctx, struct err *e) {
     if (!cJSON_IsBool(v))
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected true/false, got %s", ctx, key, json_brief(v));
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
-int json_get_str(const cJSON *obj, const char *key, const char **out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
-    if (!v) return rc;
+static int as_str(const cJSON *v, const char *key, const char **out, const char *ctx, struct err *e) {
     if (!cJSON_IsString(v))
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected a string, got %s", ctx, key, json_brief(v));
     *out = v->valuestring;
     return 0;
 }
 
-int json_get_obj(const cJSON *obj, const char *key, const cJSON **out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
+// *out is NULL unless v is an object / array.
+static int as_obj(const cJSON *v, const char *key, const cJSON **out, const char *ctx, struct err *e) {
     *out = NULL;
-    if (!v) return rc;
     if (!cJSON_IsObject(v))
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an object, got %s", ctx, key, json_brief(v));
     *out = v;
     return 0;
 }
 
-int json_get_arr(const cJSON *obj, const char *key, const cJSON **out, int required, const char *ctx, struct err *e) {
-    int rc;
-    const cJSON *v = field(obj, key, required, ctx, e, &rc);
+static int as_arr(const cJSON *v, const char *key, const cJSON **out, const char *ctx, struct err *e) {
     *out = NULL;
-    if (!v) return rc;
     if (!cJSON_IsArray(v))
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an array, got %s", ctx, key, json_brief(v));
     *out = v;
     return 0;
+}
+
+// need: the value or the error; opt: the value, dflt when absent (rc 0), or the error
+int json_need_num(const cJSON *obj, const char *key, double *out, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    return v ? as_num(v, key, out, ctx, e) : rc;
+}
+
+int json_opt_num(const cJSON *obj, const char *key, double *out, double dflt, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
+    if (!v && !rc) *out = dflt;
+    return v ? as_num(v, key, out, ctx, e) : rc;
+}
+
+int json_need_int(const cJSON *obj, const char *key, int *out, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    return v ? as_int(v, key, out, ctx, e) : rc;
+}
+
+int json_opt_int(const cJSON *obj, const char *key, int *out, int dflt, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
+    if (!v && !rc) *out = dflt;
+    return v ? as_int(v, key, out, ctx, e) : rc;
+}
+
+int json_need_i64(const cJSON *obj, const char *key, int64_t *out, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    return v ? as_i64(v, key, out, ctx, e) : rc;
+}
+
+int json_opt_i64(const cJSON *obj, const char *key, int64_t *out, int64_t dflt, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
+    if (!v && !rc) *out = dflt;
+    return v ? as_i64(v, key, out, ctx, e) : rc;
+}
+
+int json_need_bool(const cJSON *obj, const char *key, int *out, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    return v ? as_bool(v, key, out, ctx, e) : rc;
+}
+
+int json_opt_bool(const cJSON *obj, const char *key, int *out, int dflt, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
+    if (!v && !rc) *out = dflt;
+    return v ? as_bool(v, key, out, ctx, e) : rc;
+}
+
+int json_need_str(const cJSON *obj, const char *key, const char **out, const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_REQUIRED, ctx, e, &rc);
+    return v ? as_str(v, key, out, ctx, e) : rc;
+}
+
+int json_opt_str(const cJSON *obj, const char *key, const char **out, const char *dflt, const char *ctx,
+                 struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, FIELD_OPTIONAL, ctx, e, &rc);
+    if (!v && !rc) *out = dflt;
+    return v ? as_str(v, key, out, ctx, e) : rc;
+}
+
+// obj / arr: *out is NULL on every path that gives no value
+typedef int (*as_container)(const cJSON *v, const char *key, const cJSON **out, const char *ctx, struct err *e);
+static int container(const cJSON *obj, const char *key, const cJSON **out, enum presence need, as_container as,
+                     const char *ctx, struct err *e) {
+    int rc;
+    const cJSON *v = field(obj, key, need, ctx, e, &rc);
+    *out = NULL;
+    return v ? as(v, key, out, ctx, e) : rc;
+}
+
+int json_need_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+    return container(obj, key, out, FIELD_REQUIRED, as_obj, ctx, e);
+}
+
+int json_opt_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+    return container(obj, key, out, FIELD_OPTIONAL, as_obj, ctx, e);
+}
+
+int json_need_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+    return container(obj, key, out, FIELD_REQUIRED, as_arr, ctx, e);
+}
+
+int json_opt_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e) {
+    return container(obj, key, out, FIELD_OPTIONAL, as_arr, ctx, e);
 }

@@ -13,18 +13,31 @@ int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struc
 // Reads (zstd-aware, see file_read_all) and parses a file.
 int json_parse_file(cJSON **out, const char *path, struct err *e);
 
-// Getters: required=1 makes a missing field an error; with required=0 a missing (or JSON
-// null) field leaves *out unchanged and returns 0. A present field of the wrong type is
-// always an error: "<ctx>: field 'key': expected <type>, got <json>".
-int json_get_num(const cJSON *obj, const char *key, double *out, int required, const char *ctx, struct err *e);
-int json_get_int(const cJSON *obj, const char *key, int *out, int required, const char *ctx, struct err *e);
-int json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required, const char *ctx, struct err *e);
-int json_get_bool(const cJSON *obj, const char *key, int *out, int required, const char *ctx, struct err *e);
-// *out points into obj (valid while obj lives).
-int json_get_str(const cJSON *obj, const char *key, const char **out, int required, const char *ctx, struct err *e);
-// Field that must be an object / array (NULL when absent and not required).
-int json_get_obj(const cJSON *obj, const char *key, const cJSON **out, int required, const char *ctx, struct err *e);
-int json_get_arr(const cJSON *obj, const char *key, const cJSON **out, int required, const char *ctx, struct err *e);
+// Getters, two per type. A present field of the wrong type is always an error, naming ctx
+// (usually the file path), the field and the value: "<ctx>: field 'key': expected <type>, got
+// <json>" (and *out is left unchanged). obj itself must be a JSON object.
+// json_need_*: the field is required; missing (or JSON null) is "<ctx>: missing field 'key'".
+// json_opt_*: the field is optional; missing (or JSON null) sets *out to dflt and returns 0.
+int json_need_num(const cJSON *obj, const char *key, double *out, const char *ctx, struct err *e);
+int json_opt_num(const cJSON *obj, const char *key, double *out, double dflt, const char *ctx, struct err *e);
+// Integers: a number with no fraction, |v| <= 2^53; int also within +-2147483647 (ERR_RANGE).
+int json_need_int(const cJSON *obj, const char *key, int *out, const char *ctx, struct err *e);
+int json_opt_int(const cJSON *obj, const char *key, int *out, int dflt, const char *ctx, struct err *e);
+int json_need_i64(const cJSON *obj, const char *key, int64_t *out, const char *ctx, struct err *e);
+int json_opt_i64(const cJSON *obj, const char *key, int64_t *out, int64_t dflt, const char *ctx, struct err *e);
+// true/false as 1/0.
+int json_need_bool(const cJSON *obj, const char *key, int *out, const char *ctx, struct err *e);
+int json_opt_bool(const cJSON *obj, const char *key, int *out, int dflt, const char *ctx, struct err *e);
+// *out points into obj (valid while obj lives); dflt may be NULL.
+int json_need_str(const cJSON *obj, const char *key, const char **out, const char *ctx, struct err *e);
+int json_opt_str(const cJSON *obj, const char *key, const char **out, const char *dflt, const char *ctx,
+                 struct err *e);
+// A field that must be an object / array; *out points into obj. The optional ones set *out to
+// NULL when the field is absent (and on every error, as the required ones do).
+int json_need_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e);
+int json_opt_obj(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e);
+int json_need_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e);
+int json_opt_arr(const cJSON *obj, const char *key, const cJSON **out, const char *ctx, struct err *e);
 
 // Short printable rendering of a JSON value for error messages (static buffer per thread).
 const char *json_brief(const cJSON *v);

@@ -98,16 +98,16 @@ static int read_shape(struct mshape *s, const char *model, struct err *e) {
     int L = 0, H = 0, Hkv = -1, d = -1, hidden = 0, sw = 0, use_sw = -1, max_wl = -1;
     const char *mt = "";
     const cJSON *types = NULL;
-    if ((rc = json_get_int(j, "num_hidden_layers", &L, 1, path, e)) ||
-        (rc = json_get_int(j, "num_attention_heads", &H, 1, path, e)) ||
-        (rc = json_get_int(j, "num_key_value_heads", &Hkv, 0, path, e)) ||
-        (rc = json_get_int(j, "head_dim", &d, 0, path, e)) ||
-        (rc = json_get_int(j, "hidden_size", &hidden, 0, path, e)) ||
-        (rc = json_get_int(j, "sliding_window", &sw, 0, path, e)) ||
-        (rc = json_get_bool(j, "use_sliding_window", &use_sw, 0, path, e)) ||
-        (rc = json_get_int(j, "max_window_layers", &max_wl, 0, path, e)) ||
-        (rc = json_get_str(j, "model_type", &mt, 0, path, e)) ||
-        (rc = json_get_arr(j, "layer_types", &types, 0, path, e)))
+    if ((rc = json_need_int(j, "num_hidden_layers", &L, path, e)) ||
+        (rc = json_need_int(j, "num_attention_heads", &H, path, e)) ||
+        (rc = json_opt_int(j, "num_key_value_heads", &Hkv, -1, path, e)) ||
+        (rc = json_opt_int(j, "head_dim", &d, -1, path, e)) ||
+        (rc = json_opt_int(j, "hidden_size", &hidden, 0, path, e)) ||
+        (rc = json_opt_int(j, "sliding_window", &sw, 0, path, e)) ||
+        (rc = json_opt_bool(j, "use_sliding_window", &use_sw, -1, path, e)) ||
+        (rc = json_opt_int(j, "max_window_layers", &max_wl, -1, path, e)) ||
+        (rc = json_opt_str(j, "model_type", &mt, "", path, e)) ||
+        (rc = json_opt_arr(j, "layer_types", &types, path, e)))
         goto done;
     if (Hkv == -1) Hkv = H;
     if (d == -1) {

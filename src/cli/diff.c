@@ -38,7 +38,7 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     // about the run being incomplete (issue 14)
     if ((rc = results_check_complete(s->dir, s->run, e))) return rc;
     const cJSON *modes;
-    if ((rc = json_get_arr(s->run, "modes", &modes, 1, path, e))) return rc;
+    if ((rc = json_need_arr(s->run, "modes", &modes, path, e))) return rc;
     int found = !s->mode[0];
     const cJSON *m;
     cJSON_ArrayForEach(m, modes) if (cJSON_IsString(m) && !strcmp(m->valuestring, s->mode)) found = 1;

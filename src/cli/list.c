@@ -33,8 +33,8 @@ static void list_models(void) {
         cJSON *j = NULL;
         const char *repo = "?", *arch = "";
         if (!path_join(p, sizeof p, dir, names[i], &e) && !json_parse_file(&j, p, &e)) {
-            json_get_str(j, "repo", &repo, 0, p, &e);
-            json_get_str(j, "architecture", &arch, 0, p, &e);
+            json_opt_str(j, "repo", &repo, "?", p, &e);
+            json_opt_str(j, "architecture", &arch, "", p, &e);
         }
         names[i][strlen(names[i]) - 5] = 0;
         printf("  %-14s %-34s %s\n", names[i], repo, arch);

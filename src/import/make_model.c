@@ -599,7 +599,7 @@ static const char *tok_files[] = {"tokenizer.json", "tokenizer_config.json", "sp
 static int tokenizer_vocab(const cJSON *root, const char *ctx, int *n, struct err *e) {
     const cJSON *model = NULL, *vocab = NULL, *added = NULL, *x;
     int rc;
-    if ((rc = json_get_obj(root, "model", &model, 1, ctx, e))) return rc;
+    if ((rc = json_need_obj(root, "model", &model, ctx, e))) return rc;
     vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     int mx = -1;
     if (cJSON_IsObject(vocab)) {
@@ -609,7 +609,7 @@ static int tokenizer_vocab(const cJSON *root, const char *ctx, int *n, struct er
     } else {
         return err_set(e, ERR_FORMAT, "%s: field 'model.vocab': expected object or array", ctx);
     }
-    if ((rc = json_get_arr(root, "added_tokens", &added, 0, ctx, e))) return rc;
+    if ((rc = json_opt_arr(root, "added_tokens", &added, ctx, e))) return rc;
     if (added) {
         cJSON_ArrayForEach(x, added) {
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(x, "id");

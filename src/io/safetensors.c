@@ -129,9 +129,9 @@ static int parse_file(struct safetensors *st, int fi, int *cap, struct err *e) {
         snprintf(ctx, sizeof ctx, "%s: tensor '%s'", path, name);
         const char *dts = NULL;
         const cJSON *shape = NULL, *offs = NULL;
-        if ((rc = json_get_str(it, "dtype", &dts, 1, ctx, e))) goto fail;
-        if ((rc = json_get_arr(it, "shape", &shape, 1, ctx, e))) goto fail;
-        if ((rc = json_get_arr(it, "data_offsets", &offs, 1, ctx, e))) goto fail;
+        if ((rc = json_need_str(it, "dtype", &dts, ctx, e))) goto fail;
+        if ((rc = json_need_arr(it, "shape", &shape, ctx, e))) goto fail;
+        if ((rc = json_need_arr(it, "data_offsets", &offs, ctx, e))) goto fail;
         struct st_tensor t = {0};
         if (parse_dtype(dts, &t.dtype)) {
             rc = err_set(e, ERR_UNSUPPORTED, "%s: dtype '%s' is not supported (supported: F32, F16, BF16, I32, I64, U8, I8)", ctx, dts);
@@ -194,7 +194,7 @@ static int open_index(struct safetensors *st, const char *index_path, int *cap, 
     int rc = json_parse_file(&root, index_path, e);
     if (rc) return rc;
     const cJSON *wm = NULL;
-    if ((rc = json_get_obj(root, "weight_map", &wm, 1, index_path, e))) goto out;
+    if ((rc = json_need_obj(root, "weight_map", &wm, index_path, e))) goto out;
     // directory of the index
     char dir[4096];
     const char *slash = strrchr(index_path, '/');

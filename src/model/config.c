@@ -58,7 +58,7 @@ static int token_id(const cJSON *o, const char *key, int *out, const char *ctx, 
 
 static int factor_list(const cJSON *rs, const char *key, double *dst, int n, const char *ctx, struct err *e) {
     const cJSON *a;
-    int rc = json_get_arr(rs, key, &a, 1, ctx, e);
+    int rc = json_need_arr(rs, key, &a, ctx, e);
     if (rc) return err_prefix(e, "rope_scaling (longrope)");
     if (cJSON_GetArraySize(a) != n)
         return err_set(e, ERR_FORMAT, "%s: rope_scaling.%s has %d entries, expected rotary_dim/2 = %d", ctx, key,
@@ -76,17 +76,16 @@ static int factor_list(const cJSON *rs, const char *key, double *dst, int n, con
 
 static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
     int rc;
-    c->rope_theta = c->arch == ARCH_GEMMA3 ? 1e6 : 10000.0; // Gemma3TextConfig: rope_theta 1e6
-    if ((rc = json_get_num(root, "rope_theta", &c->rope_theta, 0, ctx, e))) return rc;
+    // Gemma3TextConfig: rope_theta 1e6
+    if ((rc = json_opt_num(root, "rope_theta", &c->rope_theta, c->arch == ARCH_GEMMA3 ? 1e6 : 10000.0, ctx, e))) return rc;
     if (!(c->rope_theta > 1)) return err_set(e, ERR_FORMAT, "%s: field 'rope_theta': %g must be > 1", ctx, c->rope_theta);
     if (c->arch == ARCH_GEMMA3) { // the sliding layers' own base (HF rotary_emb_local: default rope)
-        c->rope_local_theta = 10000.0;
-        if ((rc = json_get_num(root, "rope_local_base_freq", &c->rope_local_theta, 0, ctx, e))) return rc;
+        if ((rc = json_opt_num(root, "rope_local_base_freq", &c->rope_local_theta, 10000.0, ctx, e))) return rc;
         if (!(c->rope_local_theta > 1))
             return err_set(e, ERR_FORMAT, "%s: field 'rope_local_base_freq': %g must be > 1", ctx, c->rope_local_theta);
     }
     double prf = 1.0;
-    if (c->arch == ARCH_PHI3 && (rc = json_get_num(root, "partial_rotary_factor", &prf, 0, ctx, e))) return rc;
+    if (c->arch == ARCH_PHI3 && (rc = json_opt_num(root, "partial_rotary_factor", &prf, 1.0, ctx, e))) return rc;
     if (!(prf > 0 && prf <= 1))
         return err_set(e, ERR_FORMAT, "%s: field 'partial_rotary_factor': %g not in (0, 1]", ctx, prf);
     c->rope_dim = (int)(c->head_dim * prf); // HF: int(head_dim * partial_rotary_factor)
@@ -101,23 +100,23 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
     if (!cJSON_IsObject(rs))
         return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': expected object or null, got %s", ctx, json_brief(rs));
     const char *type = NULL;
-    if ((rc = json_get_str(rs, "rope_type", &type, 0, ctx, e))) return rc;
-    if (!type && (rc = json_get_str(rs, "type", &type, 0, ctx, e))) return rc;
+    if ((rc = json_opt_str(rs, "rope_type", &type, NULL, ctx, e))) return rc;
+    if (!type && (rc = json_opt_str(rs, "type", &type, NULL, ctx, e))) return rc;
     if (!type) return err_set(e, ERR_FORMAT, "%s: field 'rope_scaling': missing 'rope_type'", ctx);
     if (!strcmp(type, "default")) return 0;
     if (!strcmp(type, "linear")) { // HF _compute_linear_scaling_rope_parameters: inv_freq / factor
         c->rope_type = ROPE_LINEAR;
-        if ((rc = json_get_num(rs, "factor", &c->rope_factor, 1, ctx, e))) return err_prefix(e, "rope_scaling (linear)");
+        if ((rc = json_need_num(rs, "factor", &c->rope_factor, ctx, e))) return err_prefix(e, "rope_scaling (linear)");
         if (!(c->rope_factor >= 1) || c->rope_factor > 1e6)
             return err_set(e, ERR_FORMAT, "%s: rope_scaling (linear): field 'factor': %g not in [1, 1e6]", ctx, c->rope_factor);
         return 0;
     }
     if (!strcmp(type, "llama3")) {
         c->rope_type = ROPE_LLAMA3;
-        if ((rc = json_get_num(rs, "factor", &c->rope_factor, 1, ctx, e)) ||
-            (rc = json_get_num(rs, "low_freq_factor", &c->rope_low_freq, 1, ctx, e)) ||
-            (rc = json_get_num(rs, "high_freq_factor", &c->rope_high_freq, 1, ctx, e)) ||
-            (rc = json_get_int(rs, "original_max_position_embeddings", &c->rope_orig_max, 1, ctx, e)))
+        if ((rc = json_need_num(rs, "factor", &c->rope_factor, ctx, e)) ||
+            (rc = json_need_num(rs, "low_freq_factor", &c->rope_low_freq, ctx, e)) ||
+            (rc = json_need_num(rs, "high_freq_factor", &c->rope_high_freq, ctx, e)) ||
+            (rc = json_need_int(rs, "original_max_position_embeddings", &c->rope_orig_max, ctx, e)))
             return err_prefix(e, "rope_scaling (llama3)");
         if (!(c->rope_factor >= 1) || !(c->rope_low_freq > 0) || !(c->rope_high_freq > c->rope_low_freq) ||
             c->rope_orig_max <= 0)
@@ -136,17 +135,17 @@ static int parse_rope(struct model_config *c, const cJSON *root, const char *ctx
         // HF _compute_longrope_parameters: factor = max_pos / original_max when the config
         // has original_max_position_embeddings, else rope_scaling.factor.
         int orig = 0;
-        if ((rc = json_get_int(root, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
-        if (orig <= 0 && (rc = json_get_int(rs, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
+        if ((rc = json_opt_int(root, "original_max_position_embeddings", &orig, 0, ctx, e))) return rc;
+        if (orig <= 0 && (rc = json_opt_int(rs, "original_max_position_embeddings", &orig, orig, ctx, e))) return rc;
         if (orig > 0) {
             c->rope_orig_max = orig;
             c->rope_factor = (double)c->max_seq / orig;
         } else {
             c->rope_orig_max = c->max_seq;
-            if ((rc = json_get_num(rs, "factor", &c->rope_factor, 0, ctx, e))) return rc;
+            if ((rc = json_opt_num(rs, "factor", &c->rope_factor, 1.0, ctx, e))) return rc;
         }
         double af = -1;
-        if ((rc = json_get_num(rs, "attention_factor", &af, 0, ctx, e))) return rc;
+        if ((rc = json_opt_num(rs, "attention_factor", &af, -1, ctx, e))) return rc;
         if (af > 0) c->rope_attn_factor = af;
         else if (c->rope_factor <= 1.0) c->rope_attn_factor = 1.0;
         else c->rope_attn_factor = sqrt(1.0 + log(c->rope_factor) / log((double)c->rope_orig_max));
@@ -163,17 +162,17 @@ static int gemma3_windows(struct model_config *c, const cJSON *root, const char 
     int rc, P = 6;
     double w = 4096;
     const cJSON *lt = NULL;
-    if ((rc = json_get_arr(root, "layer_types", &lt, 0, ctx, e)) || (rc = num_or_null(root, "sliding_window", 4096, &w, ctx, e)))
+    if ((rc = json_opt_arr(root, "layer_types", &lt, ctx, e)) || (rc = num_or_null(root, "sliding_window", 4096, &w, ctx, e)))
         return rc;
     if (!(w >= 1 && w <= 1e9 && w == floor(w)))
         return err_set(e, ERR_FORMAT, "%s: field 'sliding_window': %g (Gemma3's sliding layers need a window of >= 1 token)",
                        ctx, w);
     const char *pk = cJSON_GetObjectItemCaseSensitive(root, "sliding_window_pattern") ? "sliding_window_pattern"
                                                                                        : "_sliding_window_pattern";
-    if ((rc = json_get_int(root, pk, &P, 0, ctx, e))) return rc;
+    if ((rc = json_opt_int(root, pk, &P, 6, ctx, e))) return rc;
     if (P < 1) return err_set(e, ERR_FORMAT, "%s: field '%s': %d must be >= 1", ctx, pk, P);
     int bidir = 0; // EmbeddingGemma's encoder: no causal mask
-    if ((rc = json_get_bool(root, "use_bidirectional_attention", &bidir, 0, ctx, e))) return rc;
+    if ((rc = json_opt_bool(root, "use_bidirectional_attention", &bidir, 0, ctx, e))) return rc;
     if (bidir) return err_set(e, ERR_UNSUPPORTED, "%s: field 'use_bidirectional_attention': true is not supported "
                               "(a causal language model only)", ctx);
     if (lt && cJSON_GetArraySize(lt) != c->n_layers)
@@ -199,7 +198,7 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     int rc;
     double w = 0;
     const cJSON *lt = NULL;
-    if ((rc = json_get_arr(root, "layer_types", &lt, 0, ctx, e))) return rc;
+    if ((rc = json_opt_arr(root, "layer_types", &lt, ctx, e))) return rc;
     if (c->arch == ARCH_LLAMA) return 0; // no sliding window in Llama
     if (c->arch == ARCH_GEMMA3) return gemma3_windows(c, root, ctx, e);
     double def = c->arch == ARCH_GEMMA2 ? 4096 : 0;
@@ -210,8 +209,8 @@ static int parse_windows(struct model_config *c, const cJSON *root, const char *
     const char *on = NULL; // what switches the window on, if it is 0
     if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) {
         int use = 0;
-        if ((rc = json_get_bool(root, "use_sliding_window", &use, 0, ctx, e))) return rc;
-        if ((rc = json_get_int(root, "max_window_layers", &mwl, 0, ctx, e))) return rc;
+        if ((rc = json_opt_bool(root, "use_sliding_window", &use, 0, ctx, e))) return rc;
+        if ((rc = json_opt_int(root, "max_window_layers", &mwl, c->n_layers, ctx, e))) return rc;
         if (!use) return 0; // HF: sliding_window = None unless use_sliding_window
         on = lt ? NULL : mwl < c->n_layers ? "use_sliding_window is true" : NULL;
     } else if (!lt && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "sliding_window"))) {
@@ -275,7 +274,7 @@ static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o
     int rc;
     *o = root;
     snprintf(ctx_o, CTX_CAP, "%s", ctx);
-    if ((rc = json_get_arr(root, "architectures", &archs, 1, ctx, e))) return rc;
+    if ((rc = json_need_arr(root, "architectures", &archs, ctx, e))) return rc;
     const cJSON *a0 = cJSON_GetArrayItem(archs, 0);
     if (!cJSON_IsString(a0)) return err_set(e, ERR_FORMAT, "%s: field 'architectures': expected a list of strings", ctx);
     int arch = -1;
@@ -283,7 +282,7 @@ static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o
         if (!strcmp(a0->valuestring, arch_names[i].hf)) arch = i;
     if (!strcmp(a0->valuestring, "Gemma3ForConditionalGeneration")) {
         arch = ARCH_GEMMA3;
-        if ((rc = json_get_obj(root, "text_config", o, 1, ctx, e))) return err_prefix(e, "Gemma3ForConditionalGeneration");
+        if ((rc = json_need_obj(root, "text_config", o, ctx, e))) return err_prefix(e, "Gemma3ForConditionalGeneration");
         snprintf(ctx_o, CTX_CAP, "%s (text_config)", ctx);
     }
     if (arch < 0)
@@ -291,7 +290,7 @@ static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o
                        cfg_arch_names());
     c->arch = (enum model_arch)arch;
     const char *mt = NULL;
-    if (arch == ARCH_GEMMA3 && (rc = json_get_str(*o, "model_type", &mt, 0, ctx_o, e))) return rc;
+    if (arch == ARCH_GEMMA3 && (rc = json_opt_str(*o, "model_type", &mt, NULL, ctx_o, e))) return rc;
     if (mt && strcmp(mt, "gemma3_text"))
         return err_set(e, ERR_FORMAT, "%s: field 'model_type': '%s', expected 'gemma3_text' (Gemma 3's language model)",
                        ctx_o, mt);
@@ -301,19 +300,18 @@ static int parse_arch(struct model_config *c, const cJSON *root, const cJSON **o
 // The sizes and head_dim. Gemma3's default to Gemma3TextConfig's (a released text_config states
 // only what differs from them: the 4B's has no vocab_size, head_dim or max_position_embeddings).
 static int parse_sizes(struct model_config *c, const cJSON *o, const char *ctx, struct err *e) {
-    const int g3 = c->arch == ARCH_GEMMA3, req = !g3;
-    int rc;
+    const int g3 = c->arch == ARCH_GEMMA3;
+    int rc = 0;
     if (g3) *c = (struct model_config){.arch = c->arch, .dim = 2304, .hidden_dim = 9216, .n_layers = 26, .n_heads = 8,
                                        .vocab_size = 262208, .max_seq = 131072, .head_dim = 256};
-    if ((rc = json_get_int(o, "hidden_size", &c->dim, req, ctx, e)) ||
-        (rc = json_get_int(o, "intermediate_size", &c->hidden_dim, req, ctx, e)) ||
-        (rc = json_get_int(o, "num_hidden_layers", &c->n_layers, req, ctx, e)) ||
-        (rc = json_get_int(o, "num_attention_heads", &c->n_heads, req, ctx, e)) ||
-        (rc = json_get_int(o, "vocab_size", &c->vocab_size, req, ctx, e)) ||
-        (rc = json_get_int(o, "max_position_embeddings", &c->max_seq, req, ctx, e)))
-        return rc;
-    c->n_kv_heads = g3 ? 4 : c->n_heads;
-    if ((rc = json_get_int(o, "num_key_value_heads", &c->n_kv_heads, 0, ctx, e))) return rc;
+    static const char *const key[] = {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                                      "vocab_size", "max_position_embeddings"};
+    int *const val[] = {&c->dim, &c->hidden_dim, &c->n_layers, &c->n_heads, &c->vocab_size, &c->max_seq};
+    // required, but Gemma 3's default to the values just set
+    for (int i = 0; i < 6 && !rc; i++)
+        rc = g3 ? json_opt_int(o, key[i], val[i], *val[i], ctx, e) : json_need_int(o, key[i], val[i], ctx, e);
+    if (rc) return rc;
+    if ((rc = json_opt_int(o, "num_key_value_heads", &c->n_kv_heads, g3 ? 4 : c->n_heads, ctx, e))) return rc;
     if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
         c->vocab_size <= 0 || c->max_seq <= 0)
         return err_set(e, ERR_FORMAT, "%s: sizes must be positive (hidden_size %d, intermediate_size %d, layers %d, heads %d, "
@@ -324,7 +322,7 @@ static int parse_sizes(struct model_config *c, const cJSON *o, const char *ctx, 
         return err_set(e, ERR_FORMAT, "%s: num_attention_heads %d not a multiple of num_key_value_heads %d", ctx, c->n_heads,
                        c->n_kv_heads);
     if (!g3) c->head_dim = 0;
-    if ((rc = json_get_int(o, "head_dim", &c->head_dim, 0, ctx, e))) return rc;
+    if ((rc = json_opt_int(o, "head_dim", &c->head_dim, c->head_dim, ctx, e))) return rc;
     if (c->head_dim == 0) {
         if (c->dim % c->n_heads)
             return err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d not divisible by heads %d", ctx, c->dim, c->n_heads);
@@ -343,23 +341,22 @@ static int parse_structure(struct model_config *c, const cJSON *o, const char *c
     const int gemma = c->arch == ARCH_GEMMA2 || c->arch == ARCH_GEMMA3;
     const char *act = NULL; // the Gemmas read hidden_activation first
     int rc;
-    if (gemma && (rc = json_get_str(o, "hidden_activation", &act, 0, ctx, e))) return rc;
-    if (!act && (rc = json_get_str(o, "hidden_act", &act, 0, ctx, e))) return rc;
+    if (gemma && (rc = json_opt_str(o, "hidden_activation", &act, NULL, ctx, e))) return rc;
+    if (!act && (rc = json_opt_str(o, "hidden_act", &act, NULL, ctx, e))) return rc;
     if (!act) act = gemma ? "gelu_pytorch_tanh" : "silu";
     if (!strcmp(act, "silu") || !strcmp(act, "swish")) c->act = ACT_SILU;
     else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast")) c->act = ACT_GELU_TANH;
     else if (!strcmp(act, "gelu")) c->act = ACT_GELU;
     else return err_set(e, ERR_UNSUPPORTED, "%s: hidden_act '%s' not supported (silu, gelu_pytorch_tanh, gelu)", ctx, act);
-    c->tie_embeddings = gemma;
-    if ((rc = json_get_bool(o, "tie_word_embeddings", &c->tie_embeddings, 0, ctx, e))) return rc;
+    if ((rc = json_opt_bool(o, "tie_word_embeddings", &c->tie_embeddings, gemma, ctx, e))) return rc;
     int attn_bias = 0;
-    if ((rc = json_get_bool(o, "attention_bias", &attn_bias, 0, ctx, e))) return rc;
+    if ((rc = json_opt_bool(o, "attention_bias", &attn_bias, 0, ctx, e))) return rc;
     switch (c->arch) {
     case ARCH_QWEN3: c->qk_norm = 1; c->qkv_bias = c->o_bias = attn_bias; break;
     case ARCH_QWEN2: c->qkv_bias = 1; break;
     case ARCH_LLAMA:
         c->qkv_bias = c->o_bias = attn_bias;
-        if ((rc = json_get_bool(o, "mlp_bias", &c->mlp_bias, 0, ctx, e))) return rc;
+        if ((rc = json_opt_bool(o, "mlp_bias", &c->mlp_bias, 0, ctx, e))) return rc;
         break;
     case ARCH_MISTRAL: break;
     case ARCH_GEMMA2:
@@ -382,7 +379,7 @@ static int parse_scores(struct model_config *c, const cJSON *o, const char *ctx,
     int rc;
     c->query_pre_attn_scalar = g3 ? 256 : c->head_dim;
     if (c->arch != ARCH_GEMMA2 && !g3) return 0;
-    if ((rc = json_get_num(o, "query_pre_attn_scalar", &c->query_pre_attn_scalar, 0, ctx, e)) ||
+    if ((rc = json_opt_num(o, "query_pre_attn_scalar", &c->query_pre_attn_scalar, c->query_pre_attn_scalar, ctx, e)) ||
         (rc = num_or_null(o, "attn_logit_softcapping", g3 ? 0 : 50.0, &c->attn_softcap, ctx, e)) ||
         (rc = num_or_null(o, "final_logit_softcapping", g3 ? 0 : 30.0, &c->final_softcap, ctx, e)))
         return rc;
@@ -401,8 +398,7 @@ int cfg_parse(struct model_config *c, const char *json, size_t len, const char *
     char cx[CTX_CAP];
     if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto done; }
     if ((rc = parse_arch(c, root, &o, cx, ctx, e)) || (rc = parse_sizes(c, o, cx, e))) goto done;
-    c->norm_eps = c->arch == ARCH_PHI3 ? 1e-5 : 1e-6;
-    if ((rc = json_get_num(o, "rms_norm_eps", &c->norm_eps, 0, cx, e))) goto done;
+    if ((rc = json_opt_num(o, "rms_norm_eps", &c->norm_eps, c->arch == ARCH_PHI3 ? 1e-5 : 1e-6, cx, e))) goto done;
     if (!(c->norm_eps > 0 && c->norm_eps < 1)) { // 0 divides by zero on an all-zero row; >= 1 swamps the variance
         rc = err_set(e, ERR_FORMAT, "%s: field 'rms_norm_eps': %g is outside (0, 1)", cx, c->norm_eps);
         goto done;

@@ -733,7 +733,7 @@ int fetch_index_shards(const char *path, cJSON **out, struct err *e) {
     int rc = json_parse_file(&j, path, e);
     if (rc) return rc;
     const cJSON *wm;
-    rc = json_get_obj(j, "weight_map", &wm, 1, path, e);
+    rc = json_need_obj(j, "weight_map", &wm, path, e);
     if (rc) { cJSON_Delete(j); return rc; }
     cJSON *names = cJSON_CreateArray();
     if (!names) { cJSON_Delete(j); return err_set(e, ERR_NOMEM, "fetch: out of memory"); }
@@ -805,9 +805,9 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     if ((rc = json_parse(&j, json, len, cfg, e))) return rc;
     const char *repo, *rev = "main", *index = NULL;
     const cJSON *files, *shards = NULL;
-    if ((rc = json_get_str(j, "repo", &repo, 1, cfg, e)) || (rc = json_get_str(j, "revision", &rev, 0, cfg, e)) ||
-        (rc = json_get_arr(j, "files", &files, 1, cfg, e)) || (rc = json_get_arr(j, "shards", &shards, 0, cfg, e)) ||
-        (rc = json_get_str(j, "index", &index, 0, cfg, e)))
+    if ((rc = json_need_str(j, "repo", &repo, cfg, e)) || (rc = json_opt_str(j, "revision", &rev, "main", cfg, e)) ||
+        (rc = json_need_arr(j, "files", &files, cfg, e)) || (rc = json_opt_arr(j, "shards", &shards, cfg, e)) ||
+        (rc = json_opt_str(j, "index", &index, NULL, cfg, e)))
         goto fail;
     if ((rc = fetch_check_repo(repo, e)) || (rc = fetch_check_relpath(rev, "revision", e))) {
         err_prefix(e, "%s", cfg);
@@ -842,7 +842,7 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
         if ((rc = plan_add_hub(p, it->valuestring, HUB_REQUIRED, e))) goto fail;
     }
     const cJSON *opt = NULL;
-    if ((rc = json_get_arr(j, "optional_files", &opt, 0, cfg, e))) goto fail;
+    if ((rc = json_opt_arr(j, "optional_files", &opt, cfg, e))) goto fail;
     if (opt) cJSON_ArrayForEach(it, opt) {
         if (!cJSON_IsString(it)) {
             rc = err_set(e, ERR_FORMAT, "%s: field 'optional_files': expected strings, got %s", cfg, json_brief(it));
@@ -852,8 +852,8 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     }
     const char *lic = NULL, *note = NULL;
     int gated = 0;
-    if ((rc = json_get_str(j, "license", &lic, 0, cfg, e)) || (rc = json_get_str(j, "note", &note, 0, cfg, e)) ||
-        (rc = json_get_bool(j, "gated", &gated, 0, cfg, e)))
+    if ((rc = json_opt_str(j, "license", &lic, NULL, cfg, e)) || (rc = json_opt_str(j, "note", &note, NULL, cfg, e)) ||
+        (rc = json_opt_bool(j, "gated", &gated, 0, cfg, e)))
         goto fail;
     snprintf(p->license, sizeof p->license, "%s%s%s%s", lic ? lic : "license not recorded",
              gated ? " (gated)" : "", note ? "; " : "", note ? note : "");
@@ -905,9 +905,9 @@ static int plan_archive(struct fetch_plan *p, const cJSON *it, const char *ctx, 
     const char *id, *path, *url, *fmt, *sha = NULL;
     int64_t size = -1;
     int rc;
-    if ((rc = json_get_str(it, "id", &id, 1, ctx, e)) || (rc = json_get_str(it, "path", &path, 1, ctx, e)) ||
-        (rc = json_get_str(it, "url", &url, 1, ctx, e)) || (rc = json_get_str(it, "format", &fmt, 1, ctx, e)) ||
-        (rc = json_get_str(it, "sha256", &sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &size, 0, ctx, e)))
+    if ((rc = json_need_str(it, "id", &id, ctx, e)) || (rc = json_need_str(it, "path", &path, ctx, e)) ||
+        (rc = json_need_str(it, "url", &url, ctx, e)) || (rc = json_need_str(it, "format", &fmt, ctx, e)) ||
+        (rc = json_opt_str(it, "sha256", &sha, NULL, ctx, e)) || (rc = json_opt_i64(it, "size", &size, -1, ctx, e)))
         return rc;
     if ((rc = fetch_check_relpath(path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
     if (strcmp(fmt, "tar")) return err_set(e, ERR_UNSUPPORTED, "%s: format '%s': only 'tar' is supported", ctx, fmt);
@@ -941,12 +941,12 @@ static int read_task_file(struct task_file *f, const struct fetch_plan *p, const
     memset(f, 0, sizeof *f);
     f->size = -1;
     int rc;
-    if ((rc = json_get_str(it, "path", &f->path, 1, ctx, e)) || (rc = json_get_str(it, "url", &f->url, 0, ctx, e)) ||
-        (rc = json_get_str(it, "sha256", &f->sha, 0, ctx, e)) || (rc = json_get_i64(it, "size", &f->size, 0, ctx, e)) ||
-        (rc = json_get_str(it, "manual", &f->manual, 0, ctx, e)) || (rc = json_get_str(it, "archive", &f->arch, 0, ctx, e)) ||
-        (rc = json_get_str(it, "member", &f->member, 0, ctx, e)) || (rc = json_get_arr(it, "alt_paths", &f->alts, 0, ctx, e)) ||
-        (rc = json_get_str(it, "system_path", &f->sys, 0, ctx, e)) ||
-        (rc = json_get_str(it, "source_for", &f->src_for, 0, ctx, e)))
+    if ((rc = json_need_str(it, "path", &f->path, ctx, e)) || (rc = json_opt_str(it, "url", &f->url, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "sha256", &f->sha, NULL, ctx, e)) || (rc = json_opt_i64(it, "size", &f->size, -1, ctx, e)) ||
+        (rc = json_opt_str(it, "manual", &f->manual, NULL, ctx, e)) || (rc = json_opt_str(it, "archive", &f->arch, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "member", &f->member, NULL, ctx, e)) || (rc = json_opt_arr(it, "alt_paths", &f->alts, ctx, e)) ||
+        (rc = json_opt_str(it, "system_path", &f->sys, NULL, ctx, e)) ||
+        (rc = json_opt_str(it, "source_for", &f->src_for, NULL, ctx, e)))
         return rc;
     if ((rc = fetch_check_relpath(f->path, "path", e))) { err_prefix(e, "%s", ctx); return rc; }
     if (f->sha && !is_hex64(f->sha)) return err_set(e, ERR_FORMAT, "%s: sha256 '%s': expected 64 hex digits", ctx, f->sha);
@@ -1029,13 +1029,13 @@ int fetch_plan_task_mem(struct fetch_plan *p, const char *task, const char *json
     if ((rc = json_parse(&j, json, len, man, e))) return rc;
     const cJSON *files, *it;
     const char *top_manual = NULL;
-    if ((rc = json_get_arr(j, "files", &files, 1, man, e)) || (rc = json_get_str(j, "manual", &top_manual, 0, man, e)))
+    if ((rc = json_need_arr(j, "files", &files, man, e)) || (rc = json_opt_str(j, "manual", &top_manual, NULL, man, e)))
         goto fail;
     const char *lic = NULL;
-    if ((rc = json_get_str(j, "license", &lic, 0, man, e))) goto fail;
+    if ((rc = json_opt_str(j, "license", &lic, NULL, man, e))) goto fail;
     snprintf(p->license, sizeof p->license, "%s", lic ? lic : "license not recorded");
     const cJSON *archives = NULL;
-    if ((rc = json_get_arr(j, "archives", &archives, 0, man, e))) goto fail;
+    if ((rc = json_opt_arr(j, "archives", &archives, man, e))) goto fail;
     int k = 0;
     if (archives) cJSON_ArrayForEach(it, archives) {
         char ctx[PATH_MAX_ + 32];

@@ -174,7 +174,7 @@ static int ask_api(cJSON **api, const char *ep, const char *rdir, const struct h
     if (rc) return rc;
     const char *sha = NULL;
     const cJSON *sib = NULL;
-    if ((rc = json_get_str(*api, "sha", &sha, 1, url, e)) || (rc = json_get_arr(*api, "siblings", &sib, 1, url, e)))
+    if ((rc = json_need_str(*api, "sha", &sha, url, e)) || (rc = json_need_arr(*api, "siblings", &sib, url, e)))
         return rc;
     if (!is_commit(sha)) return err_set(e, ERR_FORMAT, "%s: field 'sha': expected a 40-hex commit, got '%.60s'", url, sha);
     snprintf(s->commit, sizeof s->commit, "%s", sha);

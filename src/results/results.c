@@ -110,7 +110,7 @@ int results_sample_line(struct results_buf *b, const struct results_sample *s) {
 }
 
 static int get_arr_n(const cJSON *j, const char *key, int want, const cJSON **arr, const char *ctx, struct err *e) {
-    int rc = json_get_arr(j, key, arr, 1, ctx, e);
+    int rc = json_need_arr(j, key, arr, ctx, e);
     if (rc) return rc;
     if (want >= 0 && cJSON_GetArraySize(*arr) != want)
         return err_set(e, ERR_FORMAT, "%s: field '%s': %d entries, expected %d", ctx, key, cJSON_GetArraySize(*arr), want);
@@ -150,17 +150,17 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
     const char *id = NULL, *subject = NULL, *gen = NULL;
     const cJSON *ll, *ch, *nt, *gr, *kl = NULL;
     double margin = NAN;
-    if ((rc = json_get_int(j, "idx", &s->idx, 1, ctx, e)) || (rc = json_get_str(j, "id", &id, 1, ctx, e)) ||
-        (rc = json_get_str(j, "subject", &subject, 0, ctx, e)) || (rc = json_get_int(j, "gold", &s->gold, 1, ctx, e)) ||
+    if ((rc = json_need_int(j, "idx", &s->idx, ctx, e)) || (rc = json_need_str(j, "id", &id, ctx, e)) ||
+        (rc = json_opt_str(j, "subject", &subject, NULL, ctx, e)) || (rc = json_need_int(j, "gold", &s->gold, ctx, e)) ||
         (rc = get_arr_n(j, "logliks", -1, &ll, ctx, e)))
         goto fail;
     s->n_choices = cJSON_GetArraySize(ll);
     if (s->n_choices <= 0) { rc = err_set(e, ERR_FORMAT, "%s: field 'logliks': empty", ctx); goto fail; }
     if ((rc = get_arr_n(j, "char_lens", s->n_choices, &ch, ctx, e)) || (rc = get_arr_n(j, "tok_lens", s->n_choices, &nt, ctx, e)) ||
-        (rc = get_arr_n(j, "is_greedy", s->n_choices, &gr, ctx, e)) || (rc = json_get_int(j, "pred", &s->pred, 1, ctx, e)) ||
-        (rc = json_get_int(j, "pred_norm", &s->pred_norm, 1, ctx, e)) || (rc = json_get_arr(j, "kl", &kl, 0, ctx, e)) ||
-        (rc = json_get_int(j, "same_top1", &s->top1_same, 0, ctx, e)) ||
-        (rc = json_get_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)) || (rc = json_get_str(j, "generated", &gen, 0, ctx, e)))
+        (rc = get_arr_n(j, "is_greedy", s->n_choices, &gr, ctx, e)) || (rc = json_need_int(j, "pred", &s->pred, ctx, e)) ||
+        (rc = json_need_int(j, "pred_norm", &s->pred_norm, ctx, e)) || (rc = json_opt_arr(j, "kl", &kl, ctx, e)) ||
+        (rc = json_opt_int(j, "same_top1", &s->top1_same, 0, ctx, e)) ||
+        (rc = json_opt_int(j, "nonfinite", &s->nonfinite, 0, ctx, e)) || (rc = json_opt_str(j, "generated", &gen, NULL, ctx, e)))
         goto fail;
     if (s->nonfinite != 0 && s->nonfinite != 1) {
         rc = err_set(e, ERR_FORMAT, "%s: field 'nonfinite': expected 1, got %d", ctx, s->nonfinite);
@@ -802,7 +802,7 @@ int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *
     *k = 0;
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
     if (!r) return 0;
-    int rc = json_get_int(r, "k", k, 1, ctx, e);
+    int rc = json_need_int(r, "k", k, ctx, e);
     if (!rc && (*k < 0 || *k > RESULTS_MAX_REPLICAS))
         rc = err_set(e, ERR_FORMAT, "%s: field 'replicas.k': %d is not in [0, %d]", ctx, *k, RESULTS_MAX_REPLICAS);
     return rc;
@@ -902,7 +902,7 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
     if (!rc) rc = json_parse_file(&run, path, e);
     if (rc) return rc;
     const cJSON *tasks, *modes_j;
-    if ((rc = json_get_arr(run, "tasks", &tasks, 1, path, e)) || (rc = json_get_arr(run, "modes", &modes_j, 1, path, e))) {
+    if ((rc = json_need_arr(run, "tasks", &tasks, path, e)) || (rc = json_need_arr(run, "modes", &modes_j, path, e))) {
         cJSON_Delete(run);
         return rc;
     }
@@ -929,7 +929,7 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
     for (int k = 0; k < n_tasks; k++) {
         const cJSON *t = cJSON_GetArrayItem(tasks, k), *mets = NULL;
         const char *name;
-        if ((rc = json_get_str(t, "name", &name, 1, path, e)) || (rc = json_get_arr(t, "metrics", &mets, 0, path, e))) goto done;
+        if ((rc = json_need_str(t, "name", &name, path, e)) || (rc = json_opt_arr(t, "metrics", &mets, path, e))) goto done;
         const cJSON *x;
         int is_ppl = 0;
         if (mets) cJSON_ArrayForEach(x, mets) {

@@ -31,7 +31,7 @@ static int comp_type(struct loadctx *L, const cJSON *o, const char *where, const
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
     if (!cJSON_IsObject(o)) return err_set(L->e, ERR_FORMAT, "%s: expected an object, got %s", ctx, json_brief(o));
-    return json_get_str(o, "type", type, 1, ctx, L->e);
+    return json_need_str(o, "type", type, ctx, L->e);
 }
 
 // Pattern {"String": s} or {"Regex": r}: literal into (*lit, *litlen) or compiled regex into re.
@@ -57,15 +57,14 @@ static int parse_pattern(struct loadctx *L, const cJSON *o, const char *where, c
 static int get_bool_def(struct loadctx *L, const cJSON *o, const char *key, int def, const char *where, int *out) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
-    *out = def;
-    return json_get_bool(o, key, out, 0, ctx, L->e);
+    return json_opt_bool(o, key, out, def, ctx, L->e);
 }
 
 static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, enum prepend_scheme *sc) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
     const char *s = NULL;
-    int rc = json_get_str(o, "prepend_scheme", &s, 0, ctx, L->e);
+    int rc = json_opt_str(o, "prepend_scheme", &s, NULL, ctx, L->e);
     if (rc) return rc;
     if (s) {
         if (!strcmp(s, "always")) *sc = PREPEND_ALWAYS;
@@ -75,7 +74,7 @@ static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, en
         return 0;
     }
     int aps = 1; // legacy field (tokenizers < 0.15)
-    rc = json_get_bool(o, "add_prefix_space", &aps, 0, ctx, L->e);
+    rc = json_opt_bool(o, "add_prefix_space", &aps, 1, ctx, L->e);
     *sc = aps ? PREPEND_ALWAYS : PREPEND_NEVER;
     return rc;
 }
@@ -83,8 +82,8 @@ static int parse_scheme(struct loadctx *L, const cJSON *o, const char *where, en
 static int parse_repl(struct loadctx *L, const cJSON *o, const char *where, char **repl, size_t *len) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: %s", L->ctx, where);
-    const char *s = "\xe2\x96\x81"; // U+2581
-    int rc = json_get_str(o, "replacement", &s, 0, ctx, L->e);
+    const char *s;
+    int rc = json_opt_str(o, "replacement", &s, "\xe2\x96\x81", ctx, L->e); // U+2581
     if (rc) return rc;
     uint32_t cp;
     size_t n = strlen(s);
@@ -122,7 +121,7 @@ static int parse_normalizer(struct loadctx *L, const cJSON *o, int depth) {
         const char *s;
         char ctx[256];
         snprintf(ctx, sizeof ctx, "%s: normalizer Prepend", L->ctx);
-        if ((rc = json_get_str(o, "prepend", &s, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(o, "prepend", &s, ctx, L->e))) return rc;
         st->alen = strlen(s);
         if ((rc = copy_str(L, s, st->alen, &st->a))) return rc;
     } else if (!strcmp(type, "Replace")) {
@@ -130,7 +129,7 @@ static int parse_normalizer(struct loadctx *L, const cJSON *o, int depth) {
         const char *s;
         char ctx[256];
         snprintf(ctx, sizeof ctx, "%s: normalizer Replace", L->ctx);
-        if ((rc = json_get_str(o, "content", &s, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(o, "content", &s, ctx, L->e))) return rc;
         st->blen = strlen(s);
         if ((rc = copy_str(L, s, st->blen, &st->b))) return rc;
         t->n_norm++; // counted before the regex compiles so tok_free releases it on error
@@ -169,7 +168,7 @@ static int parse_pretok(struct loadctx *L, const cJSON *o, int depth) {
     if (!strcmp(type, "Split")) {
         st->type = PT_SPLIT;
         const char *b;
-        if ((rc = json_get_str(o, "behavior", &b, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(o, "behavior", &b, ctx, L->e))) return rc;
         if (!strcmp(b, "Removed")) st->behavior = SPLIT_REMOVED;
         else if (!strcmp(b, "Isolated")) st->behavior = SPLIT_ISOLATED;
         else if (!strcmp(b, "MergedWithPrevious")) st->behavior = SPLIT_MERGED_PREV;
@@ -241,20 +240,19 @@ static int parse_decoder(struct loadctx *L, const cJSON *o, int depth) {
     } else if (!strcmp(type, "Replace")) {
         st->type = DEC_REPLACE;
         const char *s;
-        if ((rc = json_get_str(o, "content", &s, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(o, "content", &s, ctx, L->e))) return rc;
         st->blen = strlen(s);
         if ((rc = copy_str(L, s, st->blen, &st->b))) return rc;
         if ((rc = parse_pattern(L, o, "decoder Replace", &st->a, &st->alen, NULL))) return rc;
     } else if (!strcmp(type, "Strip")) {
         st->type = DEC_STRIP;
         const char *s;
-        if ((rc = json_get_str(o, "content", &s, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(o, "content", &s, ctx, L->e))) return rc;
         st->alen = strlen(s);
         if (st->alen == 0) return err_set(L->e, ERR_FORMAT, "%s: field 'content' is empty", ctx);
         if ((rc = copy_str(L, s, st->alen, &st->a))) return rc;
-        st->start = st->stop = 0;
-        if ((rc = json_get_int(o, "start", &st->start, 0, ctx, L->e))) return rc;
-        if ((rc = json_get_int(o, "stop", &st->stop, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_int(o, "start", &st->start, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_int(o, "stop", &st->stop, 0, ctx, L->e))) return rc;
         if (st->start < 0 || st->stop < 0) return err_set(L->e, ERR_FORMAT, "%s: negative start/stop", ctx);
     } else {
         return err_set(L->e, ERR_UNSUPPORTED, "%s: decoder type '%s' is not supported", L->ctx, type);
@@ -286,8 +284,8 @@ static int parse_template(struct loadctx *L, const cJSON *o) {
     snprintf(ctx, sizeof ctx, "%s: post_processor TemplateProcessing", L->ctx);
     const cJSON *single, *specials;
     int rc;
-    if ((rc = json_get_arr(o, "single", &single, 1, ctx, L->e))) return rc;
-    if ((rc = json_get_obj(o, "special_tokens", &specials, 0, ctx, L->e))) return rc;
+    if ((rc = json_need_arr(o, "single", &single, ctx, L->e))) return rc;
+    if ((rc = json_opt_obj(o, "special_tokens", &specials, ctx, L->e))) return rc;
     int seen_seq = 0;
     const cJSON *it;
     free(t->tpl_pre); free(t->tpl_post);
@@ -301,7 +299,7 @@ static int parse_template(struct loadctx *L, const cJSON *o) {
             continue;
         }
         const char *name;
-        if (!cJSON_IsObject(sp) || (rc = json_get_str(sp, "id", &name, 1, ctx, L->e)))
+        if (!cJSON_IsObject(sp) || (rc = json_need_str(sp, "id", &name, ctx, L->e)))
             return rc ? rc : err_set(L->e, ERR_FORMAT, "%s: bad 'single' item %s", ctx, json_brief(it));
         const cJSON *def = specials ? cJSON_GetObjectItemCaseSensitive(specials, name) : NULL;
         const cJSON *ids = def ? cJSON_GetObjectItemCaseSensitive(def, "ids") : NULL;
@@ -360,26 +358,26 @@ static int parse_model(struct loadctx *L, const cJSON *m, int *max_id) {
     char ctx[256];
     snprintf(ctx, sizeof ctx, "%s: model", L->ctx);
     const char *type = NULL;
-    int rc = json_get_str(m, "type", &type, 0, ctx, L->e);
+    int rc = json_opt_str(m, "type", &type, NULL, ctx, L->e);
     if (rc) return rc;
     if (type && strcmp(type, "BPE"))
         return err_set(L->e, ERR_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", L->ctx, type);
     const cJSON *vocab, *merges;
-    if ((rc = json_get_obj(m, "vocab", &vocab, 1, ctx, L->e))) return rc;
-    if ((rc = json_get_arr(m, "merges", &merges, 1, ctx, L->e))) return rc;
+    if ((rc = json_need_obj(m, "vocab", &vocab, ctx, L->e))) return rc;
+    if ((rc = json_need_arr(m, "merges", &merges, ctx, L->e))) return rc;
     const char *pfx = NULL, *sfx = NULL, *unk = NULL;
-    if ((rc = json_get_str(m, "continuing_subword_prefix", &pfx, 0, ctx, L->e))) return rc;
-    if ((rc = json_get_str(m, "end_of_word_suffix", &sfx, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "continuing_subword_prefix", &pfx, NULL, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "end_of_word_suffix", &sfx, NULL, ctx, L->e))) return rc;
     if ((pfx && *pfx) || (sfx && *sfx))
         return err_set(L->e, ERR_UNSUPPORTED, "%s: continuing_subword_prefix/end_of_word_suffix are not supported", ctx);
     double dropout = 0;
-    if ((rc = json_get_num(m, "dropout", &dropout, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_num(m, "dropout", &dropout, 0, ctx, L->e))) return rc;
     if (dropout != 0)
         return err_set(L->e, ERR_UNSUPPORTED, "%s: field 'dropout': %g (BPE dropout is random; not supported)", ctx, dropout);
-    if ((rc = json_get_bool(m, "byte_fallback", &t->byte_fallback, 0, ctx, L->e))) return rc;
-    if ((rc = json_get_bool(m, "ignore_merges", &t->ignore_merges, 0, ctx, L->e))) return rc;
-    if ((rc = json_get_bool(m, "fuse_unk", &t->fuse_unk, 0, ctx, L->e))) return rc;
-    if ((rc = json_get_str(m, "unk_token", &unk, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "byte_fallback", &t->byte_fallback, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "ignore_merges", &t->ignore_merges, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_bool(m, "fuse_unk", &t->fuse_unk, 0, ctx, L->e))) return rc;
+    if ((rc = json_opt_str(m, "unk_token", &unk, NULL, ctx, L->e))) return rc;
 
     int nv = cJSON_GetArraySize(vocab);
     if ((rc = strmap_init(&t->vocab, (uint32_t)nv))) return err_set(L->e, rc, "%s: out of memory", ctx);
@@ -460,19 +458,18 @@ static int parse_added(struct loadctx *L, const cJSON *arr, int *max_id) {
         const char *content;
         int id = -1;
         snprintf(ctx, sizeof ctx, "%s: added_tokens[%d]", L->ctx, t->n_added);
-        if ((rc = json_get_str(it, "content", &content, 1, ctx, L->e))) return rc;
-        if ((rc = json_get_int(it, "id", &id, 1, ctx, L->e))) return rc;
+        if ((rc = json_need_str(it, "content", &content, ctx, L->e))) return rc;
+        if ((rc = json_need_int(it, "id", &id, ctx, L->e))) return rc;
         if (id < 0 || id >= TOK_MAX_VOCAB) return err_set(L->e, ERR_FORMAT, "%s: field 'id': %d out of range", ctx, id);
         a->id = id;
         a->len = strlen(content);
         if (!utf8_valid(content, a->len)) return err_set(L->e, ERR_FORMAT, "%s: content is not valid UTF-8", ctx);
         if ((rc = copy_str(L, content, a->len, (char **)&a->content))) return rc;
-        if ((rc = json_get_bool(it, "special", &a->special, 0, ctx, L->e))) return rc;
-        if ((rc = json_get_bool(it, "lstrip", &a->lstrip, 0, ctx, L->e))) return rc;
-        if ((rc = json_get_bool(it, "rstrip", &a->rstrip, 0, ctx, L->e))) return rc;
-        if ((rc = json_get_bool(it, "single_word", &a->single_word, 0, ctx, L->e))) return rc;
-        a->normalized = !a->special;
-        if ((rc = json_get_bool(it, "normalized", &a->normalized, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "special", &a->special, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "lstrip", &a->lstrip, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "rstrip", &a->rstrip, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "single_word", &a->single_word, 0, ctx, L->e))) return rc;
+        if ((rc = json_opt_bool(it, "normalized", &a->normalized, !a->special, ctx, L->e))) return rc;
         if (strmap_put(&t->added_map, a->content, (uint32_t)a->len, t->n_added))
             return err_set(L->e, ERR_NOMEM, "%s: out of memory", ctx);
         if (id > *max_id) *max_id = id;
@@ -531,8 +528,8 @@ static int llama_class_template(struct tokenizer *t, const cJSON *cfg, const cha
     if (!cJSON_GetObjectItemCaseSensitive(cfg, "bos_token")) t->bos_id = lookup_token(t, gemma ? "<bos>" : "<s>");
     if (!cJSON_GetObjectItemCaseSensitive(cfg, "eos_token")) t->eos_id = lookup_token(t, gemma ? "<eos>" : "</s>");
     int add_bos = 1, add_eos = 0, rc;
-    if ((rc = json_get_bool(cfg, "add_bos_token", &add_bos, 0, "tokenizer_config.json", e))) return rc;
-    if ((rc = json_get_bool(cfg, "add_eos_token", &add_eos, 0, "tokenizer_config.json", e))) return rc;
+    if ((rc = json_opt_bool(cfg, "add_bos_token", &add_bos, 1, "tokenizer_config.json", e))) return rc;
+    if ((rc = json_opt_bool(cfg, "add_eos_token", &add_eos, 0, "tokenizer_config.json", e))) return rc;
     if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0))
         return err_set(e, ERR_FORMAT, "%s: tokenizer_config.json asks for add_%s_token but names no such token", ctx,
                        add_bos && t->bos_id < 0 ? "bos" : "eos");
@@ -571,7 +568,7 @@ int tok_load_json(struct tokenizer **out, const char *json, size_t len, const ch
     if (rc) goto fail;
     if (!cJSON_IsObject(root)) { rc = err_set(e, ERR_FORMAT, "%s: expected a JSON object", ctx); goto fail; }
     const cJSON *model;
-    if ((rc = json_get_obj(root, "model", &model, 1, ctx, e))) goto fail;
+    if ((rc = json_need_obj(root, "model", &model, ctx, e))) goto fail;
     // HF would truncate/pad encodings; the harness manages lengths itself.
     static const char *ignored[] = {"truncation", "padding"};
     for (int i = 0; i < 2; i++) {

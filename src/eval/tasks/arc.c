@@ -50,11 +50,11 @@ static int parse_row(struct arc_row *r, const char *lp, size_t ll, const char *c
     const cJSON *q = NULL, *chs = NULL;
     int rc = task_jsonl_parse(&obj, lp, ll, ctx, le);
     if (!rc && !cJSON_IsObject(obj)) rc = err_set(le, ERR_FORMAT, "%s: not a JSON object", ctx);
-    if (!rc) rc = json_get_str(obj, "id", &id, 1, ctx, le);
-    if (!rc) rc = json_get_obj(obj, "question", &q, 1, ctx, le);
-    if (!rc) rc = json_get_str(q, "stem", &stem, 1, ctx, le);
-    if (!rc) rc = json_get_arr(q, "choices", &chs, 1, ctx, le);
-    if (!rc) rc = json_get_str(obj, "answerKey", &key, 1, ctx, le);
+    if (!rc) rc = json_need_str(obj, "id", &id, ctx, le);
+    if (!rc) rc = json_need_obj(obj, "question", &q, ctx, le);
+    if (!rc) rc = json_need_str(q, "stem", &stem, ctx, le);
+    if (!rc) rc = json_need_arr(q, "choices", &chs, ctx, le);
+    if (!rc) rc = json_need_str(obj, "answerKey", &key, ctx, le);
     int n = rc ? 0 : cJSON_GetArraySize(chs);
     if (!rc && (n < 2 || n > 26)) rc = err_set(le, ERR_FORMAT, "%s: id %s: %d choices (expected 2-26)", ctx, id, n);
     if (!rc) {
@@ -68,7 +68,7 @@ static int parse_row(struct arc_row *r, const char *lp, size_t ll, const char *c
         char cctx[700];
         snprintf(cctx, sizeof cctx, "%s: choices[%d]", ctx, c);
         if (!cJSON_IsObject(ch)) { rc = err_set(le, ERR_FORMAT, "%s: not an object", cctx); break; }
-        if ((rc = json_get_str(ch, "text", &text, 1, cctx, le)) || (rc = json_get_str(ch, "label", &label, 1, cctx, le))) break;
+        if ((rc = json_need_str(ch, "text", &text, cctx, le)) || (rc = json_need_str(ch, "label", &label, cctx, le))) break;
         if (strcmp(label, key) == 0) {
             if (r->gold >= 0) { rc = err_set(le, ERR_FORMAT, "%s: id %s: label '%s' appears twice", ctx, id, label); break; }
             r->gold = c;

@@ -96,7 +96,7 @@ static int load_sub(struct task_set *s, const struct bbh_sub *sub, const char *p
     int rc = task_read_text(path, &buf, &len, e);
     if (!rc) rc = json_parse(&root, buf, len, path, e);
     free(buf);
-    if (!rc) rc = json_get_arr(root, "examples", &ex, 1, path, e);
+    if (!rc) rc = json_need_arr(root, "examples", &ex, path, e);
     int n = rc ? 0 : cJSON_GetArraySize(ex);
     const char **in = NULL, **tg = NULL;
     if (!rc) {
@@ -109,7 +109,7 @@ static int load_sub(struct task_set *s, const struct bbh_sub *sub, const char *p
         snprintf(ctx, sizeof ctx, "%.500s: examples[%d]", path, i);
         const cJSON *it = cJSON_GetArrayItem(ex, i);
         if (!cJSON_IsObject(it)) { rc = err_set(e, ERR_FORMAT, "%s: not an object", ctx); break; }
-        if ((rc = json_get_str(it, "input", &in[i], 1, ctx, e)) || (rc = json_get_str(it, "target", &tg[i], 1, ctx, e))) break;
+        if ((rc = json_need_str(it, "input", &in[i], ctx, e)) || (rc = json_need_str(it, "target", &tg[i], ctx, e))) break;
     }
     if (!rc && n <= BBH_SHOTS) rc = err_set(e, ERR_FORMAT, "%s: %d examples; need more than %d (the first %d are the shots)", path, n, BBH_SHOTS, BBH_SHOTS);
     // answer set for object_counting: the distinct targets, numerically sorted

@@ -139,10 +139,10 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         const char *act = NULL, *ca = NULL, *cb = NULL;
         const cJSON *ends = NULL;
         int ok = task_jsonl_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
-                 json_get_str(obj, "activity_label", &act, 1, ctx, &le) == 0 &&
-                 json_get_str(obj, "ctx_a", &ca, 1, ctx, &le) == 0 &&
-                 json_get_str(obj, "ctx_b", &cb, 1, ctx, &le) == 0 &&
-                 json_get_arr(obj, "endings", &ends, 1, ctx, &le) == 0;
+                 json_need_str(obj, "activity_label", &act, ctx, &le) == 0 &&
+                 json_need_str(obj, "ctx_a", &ca, ctx, &le) == 0 &&
+                 json_need_str(obj, "ctx_b", &cb, ctx, &le) == 0 &&
+                 json_need_arr(obj, "endings", &ends, ctx, &le) == 0;
         if (ok && cJSON_GetArraySize(ends) != 4) { ok = 0; err_set(&le, ERR_FORMAT, "%s: 'endings' must have 4 strings", ctx); }
         for (int c = 0; ok && c < 4; c++)
             if (!cJSON_IsString(cJSON_GetArrayItem(ends, c))) { ok = 0; err_set(&le, ERR_FORMAT, "%s: endings[%d] is not a string", ctx, c); }

@@ -19,8 +19,8 @@ static int row_item(struct task_set *s, const cJSON *obj, int row, const char *s
     const cJSON *chs = NULL;
     int ans = -1, rc;
     if (!cJSON_IsObject(obj)) return err_set(le, ERR_FORMAT, "%s: not a JSON object", ctx);
-    if ((rc = json_get_str(obj, "question", &q, 1, ctx, le)) || (rc = json_get_arr(obj, "choices", &chs, 1, ctx, le)) ||
-        (rc = json_get_int(obj, "answer", &ans, 1, ctx, le)) || (rc = json_get_str(obj, "subject", &subj, 0, ctx, le)))
+    if ((rc = json_need_str(obj, "question", &q, ctx, le)) || (rc = json_need_arr(obj, "choices", &chs, ctx, le)) ||
+        (rc = json_need_int(obj, "answer", &ans, ctx, le)) || (rc = json_opt_str(obj, "subject", &subj, NULL, ctx, le)))
         return rc;
     int n = cJSON_GetArraySize(chs);
     if (n < 2 || n > 26) return err_set(le, ERR_FORMAT, "%s: 'choices' has %d entries (expected 2-26)", ctx, n);

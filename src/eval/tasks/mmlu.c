@@ -108,9 +108,9 @@ static int load_jsonl(struct task_set *s, const char *path, const struct task_op
         const char *subj = NULL, *q = NULL;
         const cJSON *chs = NULL, *ans = NULL;
         int ok = task_jsonl_parse(&obj, lp, ll, ctx, &le) == 0 && cJSON_IsObject(obj) &&
-                 json_get_str(obj, "subject", &subj, 1, ctx, &le) == 0 &&
-                 json_get_str(obj, "question", &q, 1, ctx, &le) == 0 &&
-                 json_get_arr(obj, "choices", &chs, 1, ctx, &le) == 0;
+                 json_need_str(obj, "subject", &subj, ctx, &le) == 0 &&
+                 json_need_str(obj, "question", &q, ctx, &le) == 0 &&
+                 json_need_arr(obj, "choices", &chs, ctx, &le) == 0;
         if (ok && cJSON_GetArraySize(chs) != 4) { ok = 0; err_set(&le, ERR_FORMAT, "%s: 'choices' must have 4 strings", ctx); }
         for (int c = 0; ok && c < 4; c++)
             if (!cJSON_IsString(cJSON_GetArrayItem(chs, c))) { ok = 0; err_set(&le, ERR_FORMAT, "%s: choices[%d] is not a string", ctx, c); }

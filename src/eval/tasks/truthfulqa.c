@@ -33,8 +33,8 @@ static int row_item(struct task_set *s, const cJSON *row, int idx, const char *c
     const cJSON *mc1 = NULL;
     int rc;
     if (!cJSON_IsObject(row)) return err_set(le, ERR_FORMAT, "%s: not a JSON object", ctx);
-    if ((rc = json_get_str(row, "question", &q, 1, ctx, le))) return rc;
-    if ((rc = json_get_obj(row, "mc1_targets", &mc1, 1, ctx, le))) return rc;
+    if ((rc = json_need_str(row, "question", &q, ctx, le))) return rc;
+    if ((rc = json_need_obj(row, "mc1_targets", &mc1, ctx, le))) return rc;
     int n = 0, gold = -1, n_true = 0;
     const char *ch[64];
     const cJSON *chs = cJSON_GetObjectItemCaseSensitive(mc1, "choices");
