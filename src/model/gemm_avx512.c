@@ -422,7 +422,66 @@ static void pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
     }
 }
 
+// The bf16 formats' pair panels (gemm.h), 16 pairs (32 k) of 16 rows at a time: each value
+// rounded as gemm_bf16_bits, k even joined into the high half, then transposed. The same bits
+// as gemm.c's scalar pack_pairs (tests/test_gemm.c compares them).
+static inline __attribute__((always_inline)) __m512i bf16_bits16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)),
+                                                     _mm512_set1_epi32(0x7fff)));
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+// Pairs k/2 .. k/2+15 of one row (n: source elements left from k, >= 32 on the fast path).
+static inline __attribute__((always_inline)) __m512 pairs16(const void *row, int type, int k, int n) {
+    const int n0 = n < 16 ? n : 16, n1 = n - 16 < 0 ? 0 : n - 16 < 16 ? n - 16 : 16;
+    const __m512i a = bf16_bits16(load16(row, type, (size_t)k, n0));
+    const __m512i b = bf16_bits16(load16(row, type, (size_t)k + 16, n1));
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i hi = _mm512_permutex2var_epi32(a, ev, b), lo = _mm512_permutex2var_epi32(a, od, b);
+    return _mm512_castsi512_ps(_mm512_or_si512(hi, _mm512_srli_epi32(lo, 16)));
+}
+
+static inline __attribute__((always_inline)) void pack_q_panel(uint32_t *restrict d, const void *const rows[16],
+                                                               int nrow, int type, int K) {
+    const int K2 = (K + 1) / 2;
+    int j = 0;
+    if (nrow == 16)
+        for (; 2 * j + 32 <= K; j += 16) {
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) r[c] = pairs16(rows[c], type, 2 * j, 32);
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) _mm512_store_ps((float *)d + (size_t)(j + i) * 16, r[i]);
+        }
+    for (; j < K2; j += 16) {
+        const int jt = K2 - j < 16 ? K2 - j : 16;
+        __m512 r[16];
+        for (int c = 0; c < 16; c++) r[c] = c < nrow ? pairs16(rows[c], type, 2 * j, K - 2 * j) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < jt; i++) _mm512_store_ps((float *)d + (size_t)(j + i) * 16, r[i]);
+    }
+}
+
+static void pack_q(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, type = src->type;
+    for (int p = pa; p < pb; p++) {
+        uint32_t *d = dst + (size_t)(p - pa) * ((K + 1) / 2) * 16;
+        const void *rows[16];
+        const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, (size_t)p * 16 + c);
+        if (type == GEMM_SRC_F32) pack_q_panel(d, rows, nrow, GEMM_SRC_F32, K);
+        else if (type == GEMM_SRC_BF16) pack_q_panel(d, rows, nrow, GEMM_SRC_BF16, K);
+        else pack_q_panel(d, rows, nrow, GEMM_SRC_F16, K);
+    }
+}
+
 // Task shape 56 rows x 96 panels (1536 columns), K blocks <= 1024: measured best of mc 14..112,
 // pc 16..192, kc 512..1024 with the grouped passes (docs/speed.md).
-const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack};
-const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack};
+const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack, pack_q};
+const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack, pack_q};
