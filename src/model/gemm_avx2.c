@@ -43,26 +43,19 @@ static inline __attribute__((always_inline)) __m256 epilogue(__m256 v, const str
     return v;
 }
 
-static inline __attribute__((always_inline)) void kern(const int mr, const int nv, const struct kargs *a) {
-    __m256 acc[6][8]; // table maximum; only [mr][nv] is used (<= 12 registers)
-    const float *xp = a->xp, *w = a->w;
-    const size_t ws = a->ws;
+// The accumulators of a tile: zero on the first K block, else the partial sums in y; and
+// back: the epilogue on the last K block, then the (masked) store (both kernels below).
+static inline __attribute__((always_inline)) void init_acc(const int mr, const int nv, const struct kargs *a,
+                                                           __m256 acc[6][8]) {
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
             acc[i][v] = a->first ? _mm256_setzero_ps() : load_y(a, a->y + i * a->ldy + v * 8, v);
-    for (int k = 0; k < a->kc; k++) {
-        __m256 wv[8];
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) wv[v] = _mm256_load_ps(w + (v / 2) * ws + (size_t)k * 16 + (v % 2) * 8);
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) {
-            __m256 xb = _mm256_broadcast_ss(xp + k * (mr == 1 ? 1 : 8) + i); // one row: x itself
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
-        }
-    }
+}
+
+static inline __attribute__((always_inline)) void finish_tile(const int mr, const int nv, const struct kargs *a,
+                                                              __m256 acc[6][8]) {
     if (a->last) {
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++)
@@ -77,6 +70,25 @@ static inline __attribute__((always_inline)) void kern(const int mr, const int n
             if (a->full[v]) _mm256_storeu_ps(p, acc[i][v]);
             else _mm256_maskstore_ps(p, a->mk[v], acc[i][v]);
         }
+}
+
+static inline __attribute__((always_inline)) void kern(const int mr, const int nv, const struct kargs *a) {
+    __m256 acc[6][8]; // table maximum; only [mr][nv] is used (<= 12 registers)
+    const float *xp = a->xp, *w = a->w;
+    const size_t ws = a->ws;
+    init_acc(mr, nv, a, acc);
+    for (int k = 0; k < a->kc; k++) {
+        __m256 wv[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) wv[v] = _mm256_load_ps(w + (v / 2) * ws + (size_t)k * 16 + (v % 2) * 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            __m256 xb = _mm256_broadcast_ss(xp + k * (mr == 1 ? 1 : 8) + i); // one row: x itself
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
+        }
+    }
+    finish_tile(mr, nv, a, acc);
 }
 
 typedef void (*kern_fn)(const struct kargs *a);
@@ -98,11 +110,7 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
     const float *xp = a->xp;
     const uint32_t *w = a->wq;
     const size_t ws = a->ws, xs = mr == 1 ? 1 : 8;
-#pragma GCC unroll 8
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            acc[i][v] = a->first ? _mm256_setzero_ps() : load_y(a, a->y + i * a->ldy + v * 8, v);
+    init_acc(mr, nv, a, acc);
     for (int q = 0; q < (a->kc + 1) / 2; q++) {
         __m256 wv[8];
 #pragma GCC unroll 8
@@ -128,20 +136,7 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
             for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
         }
     }
-    if (a->last) {
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = epilogue(acc[i][v], a, v, a->bf16);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) {
-            float *p = a->y + i * a->ldy + v * 8;
-            if (a->full[v]) _mm256_storeu_ps(p, acc[i][v]);
-            else _mm256_maskstore_ps(p, a->mk[v], acc[i][v]);
-        }
+    finish_tile(mr, nv, a, acc);
 }
 #define Q1(m, n) static void q_##m##_##n(const struct kargs *a) { kern_q(m, 2 * n, a); }
 #define QROW(m) Q1(m, 1) Q1(m, 2)

@@ -39,66 +39,8 @@ static inline __attribute__((always_inline)) __m512 epilogue(__m512 v, const flo
     return v;
 }
 
-// mr and np are compile-time constants at every call site (the table below), so the
-// accumulator array lives in registers.
-static inline __attribute__((always_inline)) void kern(const int mr, const int np, const struct kargs *a) {
-    __m512 acc[14][4]; // table maximum; only [mr][np] is used (<= 28 registers)
-    const float *xp = a->xp, *w = a->w;
-    const size_t ws = a->ws;
-#pragma GCC unroll 16
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++)
-            acc[i][j] = a->first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(a->mk[j], a->y + i * a->ldy + j * 16);
-    for (int k = 0; k < a->kc; k++) {
-        __m512 wv[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
-#ifndef AVX512_PF
-#define AVX512_PF 32
-#endif
-#if AVX512_PF > 0
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) _mm_prefetch((const char *)(w + j * ws + (size_t)(k + AVX512_PF) * 16), _MM_HINT_T0);
-#endif
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++) {
-            __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
-#pragma GCC unroll 4
-            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
-        }
-    }
-    if (a->last) {
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-            for (int j = 0; j < np; j++)
-                acc[i][j] = epilogue(acc[i][j], a->bias ? a->bias + j * 16 : NULL, a->mk[j], a->bf16);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
-}
-
-typedef void (*kern_fn)(const struct kargs *a);
-#define K1(m, n) static void k_##m##_##n(const struct kargs *a) { kern(m, n, a); }
-#define KROW2(m) K1(m, 1) K1(m, 2)
-#define KROW4(m) K1(m, 1) K1(m, 2) K1(m, 3) K1(m, 4)
-KROW4(1) KROW4(2) KROW4(3) KROW4(4) KROW4(5) KROW4(6) KROW2(7) KROW2(8)
-KROW2(9) KROW2(10) KROW2(11) KROW2(12) KROW2(13) KROW2(14)
-#define T2(m) {k_##m##_1, k_##m##_2, NULL, NULL}
-#define T4(m) {k_##m##_1, k_##m##_2, k_##m##_3, k_##m##_4}
-// ktab[mr-1][np-1]: up to 6 rows take 4 panels (more independent chains and W streams for
-// small batches), more rows take 2 (14 x 2 = 28 accumulators).
-static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2(7),
-                                    T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
-_Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
-
-// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
-// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ), or vdpbf16ps (GEMM_FMT_BF16_DP) ----
-// xp holds x at k (converted: rounded to bf16 for dp), 2*ceil(kc/2) rows, the pad row -0.0:
-// (-0) * w adds -0, which leaves every acc as it is.
+// The accumulators of a tile: zero on the first K block, else the partial sums in y; and
+// back: the epilogue on the last K block, then the masked store (every kernel below).
 static inline __attribute__((always_inline)) void init_acc(const int mr, const int np, const struct kargs *a,
                                                            __m512 acc[14][4]) {
 #pragma GCC unroll 16
@@ -123,6 +65,52 @@ static inline __attribute__((always_inline)) void finish(const int mr, const int
         for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
 }
 
+// mr and np are compile-time constants at every call site (the table below), so the
+// accumulator array lives in registers.
+static inline __attribute__((always_inline)) void kern(const int mr, const int np, const struct kargs *a) {
+    __m512 acc[14][4]; // table maximum; only [mr][np] is used (<= 28 registers)
+    init_acc(mr, np, a, acc);
+    const float *xp = a->xp, *w = a->w;
+    const size_t ws = a->ws;
+    for (int k = 0; k < a->kc; k++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
+#ifndef AVX512_PF
+#define AVX512_PF 32
+#endif
+#if AVX512_PF > 0
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) _mm_prefetch((const char *)(w + j * ws + (size_t)(k + AVX512_PF) * 16), _MM_HINT_T0);
+#endif
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+    }
+    finish(mr, np, a, acc);
+}
+
+typedef void (*kern_fn)(const struct kargs *a);
+#define K1(m, n) static void k_##m##_##n(const struct kargs *a) { kern(m, n, a); }
+#define KROW2(m) K1(m, 1) K1(m, 2)
+#define KROW4(m) K1(m, 1) K1(m, 2) K1(m, 3) K1(m, 4)
+KROW4(1) KROW4(2) KROW4(3) KROW4(4) KROW4(5) KROW4(6) KROW2(7) KROW2(8)
+KROW2(9) KROW2(10) KROW2(11) KROW2(12) KROW2(13) KROW2(14)
+#define T2(m) {k_##m##_1, k_##m##_2, NULL, NULL}
+#define T4(m) {k_##m##_1, k_##m##_2, k_##m##_3, k_##m##_4}
+// ktab[mr-1][np-1]: up to 6 rows take 4 panels (more independent chains and W streams for
+// small batches), more rows take 2 (14 x 2 = 28 accumulators).
+static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2(7),
+                                    T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
+_Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
+
+// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
+// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ), or vdpbf16ps (GEMM_FMT_BF16_DP) ----
+// xp holds x at k (converted: rounded to bf16 for dp), 2*ceil(kc/2) rows, the pad row -0.0:
+// (-0) * w adds -0, which leaves every acc as it is.
 static inline __attribute__((always_inline)) void kern_q(const int mr, const int np, const struct kargs *a) {
     __m512 acc[14][4];
     init_acc(mr, np, a, acc);
