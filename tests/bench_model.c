@@ -7,6 +7,7 @@
 // GEMMs), and with OpenBLAS's cblas_sgemm on its own threads for comparison (bench-only link).
 #include <cblas.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -93,7 +94,7 @@ static int weights_vs_resident(const char *dir, const struct model_opts *base, s
     int rc = model_open(&st, dir, &o, &e);
     if (!rc) rc = model_attn_open(&ctx[0], res, mode, NULL, NULL, &e);
     if (!rc) rc = model_attn_open(&ctx[1], st, mode, NULL, NULL, &e);
-    double w[2] = {1e30, 1e30}, c[2] = {1e30, 1e30};
+    double w[2] = {1e30, 1e30}, c[2] = {1e30, 1e30}, pack = 1e30;
     for (int r = -1; r < 3 && !rc; r++) // r = -1: warm-up of the streaming model's buffers
         for (int k = 0; k < 2 && !rc; k++) {
             struct model *m = k ? st : res;
@@ -102,19 +103,24 @@ static int weights_vs_resident(const char *dir, const struct model_opts *base, s
             if ((rc = model_forward(m, ctx[k], NULL, b, lg, &e)) || r < 0) continue;
             if (model_stats(m)->forward_s < w[k]) w[k] = model_stats(m)->forward_s;
             if (model_stats(m)->forward_cpu_s < c[k]) c[k] = model_stats(m)->forward_cpu_s;
+            if (k && model_stats(m)->convert_s < pack) pack = model_stats(m)->convert_s;
         }
     if (rc) fprintf(stderr, "bench_model: %s\n", e.msg);
     else
         printf("  weights %s vs resident f32 (same batch, alternated, fastest of 3): f32 %.3f s (%.3f CPU-s), "
-               "%s %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU\n", model_weights_name(weights), w[0], c[0],
+               "%s %.3f s (%.3f CPU-s): %.3fx wall, %.3fx CPU", model_weights_name(weights), w[0], c[0],
                model_weights_name(weights), w[1], c[1], w[1] / w[0], c[1] / c[0]);
+    if (!rc && weights == MODEL_WEIGHTS_STREAM) printf("; packing %.3f s wall", pack);
+    if (!rc) printf("\n");
     attn_ctx_free(ctx[0]);
     attn_ctx_free(ctx[1]);
     model_free(st);
     return rc ? 1 : 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    // --weights: only the weights comparison (stream and bf16 against resident f32)
+    const int weights_only = argc > 1 && !strcmp(argv[1], "--weights");
     const char *tmp = getenv("HIFA4_TMP") ? getenv("HIFA4_TMP") : "build/tmp";
     char dir[512], cfgp[600], stp[600];
     snprintf(dir, sizeof dir, "%s/bench-qwen3-0.6b", tmp);
@@ -157,6 +163,18 @@ int main(void) {
     // warm-up (first touch of the run state and weights), then timed runs
     if (model_forward(m, ctx, NULL, &(struct model_batch){.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out}, lg, &e)) { fprintf(stderr, "bench_model: %s\n", e.msg); return 1; }
     // the fastest of 3 runs (the machine is shared: the minimum is the least disturbed)
+    const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
+    if (weights_only) {
+        const int rc = model_weights_mode(m) != MODEL_WEIGHTS_F32 ||
+                       weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_STREAM) ||
+                       weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_BF16);
+        printf("  load average while running: %s", load_avg());
+        attn_ctx_free(ctx);
+        model_free(m);
+        free(tok);
+        free(lg);
+        return rc;
+    }
     struct model_stats best = {0};
     for (int r = 0; r < 3; r++) {
         model_reset_stats(m);
@@ -220,7 +238,6 @@ int main(void) {
            "CPU-s), whole forward %.2f (GEMM flop / forward CPU-s)\n", gemm_isa_name(), peak,
            s->gemm_flop / s->gemm_cpu_s * 1e-9 / peak, s->gemm_flop / s->forward_cpu_s * 1e-9 / peak);
     printf("  load average while running: %s", load_avg());
-    const struct model_batch bt = {.tokens = tok, .n_seq = N_SEQ, .seq_len = lens, .out_pos = pos, .n_out = n_out};
     if (model_weights_mode(m) == MODEL_WEIGHTS_F32 && (weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_STREAM) ||
                                                        weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_BF16)))
         return 1;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/common.h"
 #include "model/gemm.h"
 #include "model/gemm_internal.h"
 #include "test.h"
@@ -421,6 +422,52 @@ static void test_pack_16bit(void) {
         }
 }
 
+// The pair panels from every source type on every path (the vector paths' pack_q: 32 k of 16
+// rows at a time, tails of K and N, odd K, ld > K) against gemm.h's layout written with
+// common.h: lane c of pair j of panel p = f32_to_bf16(w[n][2j]) << 16 | f32_to_bf16(w[n][2j+1]),
+// n = 16p + c, zero past N and past K. The 16-bit sources run through all 65536 codes (NaN
+// payloads, signalling NaNs, subnormals), the f32 source through random and special values.
+static void test_pack_pairs_paths(void) {
+    static const int shapes[][2] = {{256, 256}, {4096, 16}, {300, 219}, {17, 3856}, {33, 65}};
+    for (int t = 0; t < 3; t++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int N = shapes[si][0], K = shapes[si][1], K2 = (K + 1) / 2, np = (N + 15) / 16;
+            const size_t n = (size_t)N * K, ld = (size_t)K + (si % 2);
+            uint16_t *h = malloc((size_t)N * ld * 2);
+            float *f = malloc((size_t)N * ld * 4);
+            for (size_t i = 0; i < (size_t)N * ld; i++) {
+                h[i] = (uint16_t)(i < n ? i * 40503u : next());
+                f[i] = t == 0 ? value(1) : t == 1 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+            }
+            const size_t bytes = gemm_packed_bytes(GEMM_FMT_BF16, N, K);
+            uint32_t *q = aligned_alloc(64, bytes);
+            const void *src = t == 0 ? (const void *)f : (const void *)h;
+            const int type = t == 0 ? GEMM_SRC_F32 : t == 1 ? GEMM_SRC_BF16 : GEMM_SRC_F16;
+            for (int s = 0; s < n_isas; s++) {
+                gemm_isa_set(isas[s]);
+                struct gemm_w a;
+                memset(q, 0xee, bytes);
+                const int rc = gemm_pack_into(&a, s % 2 ? GEMM_FMT_BF16 : GEMM_FMT_BF16_DP, q, bytes,
+                                              &(struct gemm_mat){src, type, ld, N, K}, 2);
+                long bad = -1;
+                for (int p = 0; p < np && bad < 0; p++)
+                    for (int j = 0; j < K2 && bad < 0; j++)
+                        for (int c = 0; c < 16; c++) {
+                            const int r = 16 * p + c;
+                            const uint32_t hi = r < N ? f32_to_bf16(f[(size_t)r * ld + 2 * j]) : 0;
+                            const uint32_t lo = r < N && 2 * j + 1 < K ? f32_to_bf16(f[(size_t)r * ld + 2 * j + 1]) : 0;
+                            if (q[((size_t)p * K2 + j) * 16 + c] != (hi << 16 | lo)) {
+                                bad = (long)r * K + 2 * j;
+                                break;
+                            }
+                        }
+                CHECK(rc == 0 && bad < 0, "%s: pair panels from %s (%d,%d) rc %d, wrong at %ld", isas[s],
+                      t == 0 ? "f32" : t == 1 ? "bf16" : "f16", N, K, rc, bad);
+            }
+            free(h), free(f), free(q);
+        }
+}
+
 // gemm_w_init + gemm_pack_panels in random chunks, in reverse order, equals gemm_pack.
 static void test_pack_panels(void) {
     for (int it = 0; it < 20; it++) {
@@ -574,6 +621,7 @@ int main(int argc, char **argv) {
     test_dp_flush();
     test_dp_edges_bite();
     test_pack_16bit();
+    test_pack_pairs_paths();
     test_pack_panels();
     test_fixed();
     test_random(n_random);

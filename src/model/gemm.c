@@ -85,9 +85,8 @@ static void scalar_pack(float *dst, const struct gemm_mat *src, int pa, int pb) 
     }
 }
 
-const struct gemm_isa gemm_isa_scalar = {"scalar", SC_MR, 16 * SC_MR, 16, GEMM_KC_MAX, scalar_block, scalar_pack};
-
-// The bf16 formats' packing, for every path: pair panels (gemm.h), rows of 16 pairs at a time.
+// The bf16 formats' packing of the scalar path: pair panels (gemm.h), one column at a time;
+// the vector paths' pack_q give the same bits (tests/test_gemm.c).
 static void pack_pairs(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
     const int N = src->N, K = src->K, K2 = (K + 1) / 2;
     for (int p = pa; p < pb; p++) {
@@ -107,6 +106,8 @@ static void pack_pairs(uint32_t *dst, const struct gemm_mat *src, int pa, int pb
         }
     }
 }
+
+const struct gemm_isa gemm_isa_scalar = {"scalar", SC_MR, 16 * SC_MR, 16, GEMM_KC_MAX, scalar_block, scalar_pack, pack_pairs};
 
 // ---- ISA selection ----
 static const struct gemm_isa *sel; // read and written with __atomic builtins
@@ -206,7 +207,7 @@ int gemm_pack_panels(struct gemm_w *w, const struct gemm_mat *src, int pa, int p
         return GEMM_ERR_RANGE;
     if (pa == pb || w->K == 0) return 0;
     if (w->fmt == GEMM_FMT_F32) s->pack(w->p + (size_t)pa * w->K * GEMM_NR, src, pa, pb);
-    else pack_pairs(w->q + (size_t)pa * ((w->K + 1) / 2) * GEMM_NR, src, pa, pb);
+    else s->pack_q(w->q + (size_t)pa * ((w->K + 1) / 2) * GEMM_NR, src, pa, pb);
     return 0;
 }
 

@@ -43,26 +43,19 @@ static inline __attribute__((always_inline)) __m256 epilogue(__m256 v, const str
     return v;
 }
 
-static inline __attribute__((always_inline)) void kern(const int mr, const int nv, const struct kargs *a) {
-    __m256 acc[6][8]; // table maximum; only [mr][nv] is used (<= 12 registers)
-    const float *xp = a->xp, *w = a->w;
-    const size_t ws = a->ws;
+// The accumulators of a tile: zero on the first K block, else the partial sums in y; and
+// back: the epilogue on the last K block, then the (masked) store (both kernels below).
+static inline __attribute__((always_inline)) void init_acc(const int mr, const int nv, const struct kargs *a,
+                                                           __m256 acc[6][8]) {
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
             acc[i][v] = a->first ? _mm256_setzero_ps() : load_y(a, a->y + i * a->ldy + v * 8, v);
-    for (int k = 0; k < a->kc; k++) {
-        __m256 wv[8];
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) wv[v] = _mm256_load_ps(w + (v / 2) * ws + (size_t)k * 16 + (v % 2) * 8);
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) {
-            __m256 xb = _mm256_broadcast_ss(xp + k * (mr == 1 ? 1 : 8) + i); // one row: x itself
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
-        }
-    }
+}
+
+static inline __attribute__((always_inline)) void finish_tile(const int mr, const int nv, const struct kargs *a,
+                                                              __m256 acc[6][8]) {
     if (a->last) {
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++)
@@ -77,6 +70,25 @@ static inline __attribute__((always_inline)) void kern(const int mr, const int n
             if (a->full[v]) _mm256_storeu_ps(p, acc[i][v]);
             else _mm256_maskstore_ps(p, a->mk[v], acc[i][v]);
         }
+}
+
+static inline __attribute__((always_inline)) void kern(const int mr, const int nv, const struct kargs *a) {
+    __m256 acc[6][8]; // table maximum; only [mr][nv] is used (<= 12 registers)
+    const float *xp = a->xp, *w = a->w;
+    const size_t ws = a->ws;
+    init_acc(mr, nv, a, acc);
+    for (int k = 0; k < a->kc; k++) {
+        __m256 wv[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) wv[v] = _mm256_load_ps(w + (v / 2) * ws + (size_t)k * 16 + (v % 2) * 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            __m256 xb = _mm256_broadcast_ss(xp + k * (mr == 1 ? 1 : 8) + i); // one row: x itself
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
+        }
+    }
+    finish_tile(mr, nv, a, acc);
 }
 
 typedef void (*kern_fn)(const struct kargs *a);
@@ -98,11 +110,7 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
     const float *xp = a->xp;
     const uint32_t *w = a->wq;
     const size_t ws = a->ws, xs = mr == 1 ? 1 : 8;
-#pragma GCC unroll 8
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            acc[i][v] = a->first ? _mm256_setzero_ps() : load_y(a, a->y + i * a->ldy + v * 8, v);
+    init_acc(mr, nv, a, acc);
     for (int q = 0; q < (a->kc + 1) / 2; q++) {
         __m256 wv[8];
 #pragma GCC unroll 8
@@ -128,20 +136,7 @@ static inline __attribute__((always_inline)) void kern_q(const int mr, const int
             for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(xb, wv[v], acc[i][v]);
         }
     }
-    if (a->last) {
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = epilogue(acc[i][v], a, v, a->bf16);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) {
-            float *p = a->y + i * a->ldy + v * 8;
-            if (a->full[v]) _mm256_storeu_ps(p, acc[i][v]);
-            else _mm256_maskstore_ps(p, a->mk[v], acc[i][v]);
-        }
+    finish_tile(mr, nv, a, acc);
 }
 #define Q1(m, n) static void q_##m##_##n(const struct kargs *a) { kern_q(m, 2 * n, a); }
 #define QROW(m) Q1(m, 1) Q1(m, 2)
@@ -331,6 +326,70 @@ static void pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
     }
 }
 
+// The bf16 formats' pair panels (gemm.h), 8 pairs (16 k) of 8 rows at a time: each value
+// rounded as gemm_bf16_bits, k even joined into the high half, then transposed. The same bits
+// as gemm.c's scalar pack_pairs (tests/test_gemm.c compares them).
+static inline __attribute__((always_inline)) __m256i bf16_bits8(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)),
+                                                     _mm256_set1_epi32(0x7fff)));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    return _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
+}
+
+// Pairs k/2 .. k/2+7 of one row (n: source elements left from k, >= 16 on the fast path).
+static inline __attribute__((always_inline)) __m256 pairs8(const void *row, int type, int k, int n) {
+    const int n0 = n < 8 ? n : 8, n1 = n - 8 < 0 ? 0 : n - 8 < 8 ? n - 8 : 8;
+    const __m256 a = _mm256_castsi256_ps(bf16_bits8(load8(row, type, (size_t)k, n0)));
+    const __m256 b = _mm256_castsi256_ps(bf16_bits8(load8(row, type, (size_t)k + 8, n1)));
+    // within 128-bit lanes: a0 a2 b0 b2 | a4 a6 b4 b6; then the 64-bit quarters in order 0 2 1 3
+    const __m256i hi = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), 0xd8);
+    const __m256i lo = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8);
+    return _mm256_castsi256_ps(_mm256_or_si256(hi, _mm256_srli_epi32(lo, 16)));
+}
+
+static inline __attribute__((always_inline)) void pack_q_panel(uint32_t *restrict d, const void *const rows[16],
+                                                               int nrow, int type, int K) {
+    const int K2 = (K + 1) / 2;
+    int j = 0;
+    if (nrow == 16)
+        for (; 2 * j + 16 <= K; j += 8)
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256 r[8];
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++) r[c] = pairs8(rows[8 * h + c], type, 2 * j, 16);
+                transpose8(r);
+#pragma GCC unroll 8
+                for (int i = 0; i < 8; i++) _mm256_store_ps((float *)d + (size_t)(j + i) * 16 + 8 * h, r[i]);
+            }
+    for (; j < K2; j += 8) {
+        const int jt = K2 - j < 8 ? K2 - j : 8;
+        for (int h = 0; h < 2; h++) {
+            __m256 r[8];
+            for (int c = 0; c < 8; c++)
+                r[c] = 8 * h + c < nrow ? pairs8(rows[8 * h + c], type, 2 * j, K - 2 * j) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int i = 0; i < jt; i++) _mm256_store_ps((float *)d + (size_t)(j + i) * 16 + 8 * h, r[i]);
+        }
+    }
+}
+
+static void pack_q(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, type = src->type;
+    for (int p = pa; p < pb; p++) {
+        uint32_t *d = dst + (size_t)(p - pa) * ((K + 1) / 2) * 16;
+        const void *rows[16];
+        const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, (size_t)p * 16 + c);
+        if (type == GEMM_SRC_F32) pack_q_panel(d, rows, nrow, GEMM_SRC_F32, K);
+        else if (type == GEMM_SRC_BF16) pack_q_panel(d, rows, nrow, GEMM_SRC_BF16, K);
+        else pack_q_panel(d, rows, nrow, GEMM_SRC_F16, K);
+    }
+}
+
 // Task shape 96 rows x 32 panels, K blocks <= 512: all 16 row groups of a block are packed in
 // one pass and each W panel (512 k, 32 KB) is reused by them from L1 (docs/speed.md, tuning).
-const struct gemm_isa gemm_isa_avx2 = {"avx2", AVX2_MR, 16 * AVX2_MR, 32, 512, block, pack};
+const struct gemm_isa gemm_isa_avx2 = {"avx2", AVX2_MR, 16 * AVX2_MR, 32, 512, block, pack, pack_q};

@@ -39,66 +39,8 @@ static inline __attribute__((always_inline)) __m512 epilogue(__m512 v, const flo
     return v;
 }
 
-// mr and np are compile-time constants at every call site (the table below), so the
-// accumulator array lives in registers.
-static inline __attribute__((always_inline)) void kern(const int mr, const int np, const struct kargs *a) {
-    __m512 acc[14][4]; // table maximum; only [mr][np] is used (<= 28 registers)
-    const float *xp = a->xp, *w = a->w;
-    const size_t ws = a->ws;
-#pragma GCC unroll 16
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++)
-            acc[i][j] = a->first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(a->mk[j], a->y + i * a->ldy + j * 16);
-    for (int k = 0; k < a->kc; k++) {
-        __m512 wv[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
-#ifndef AVX512_PF
-#define AVX512_PF 32
-#endif
-#if AVX512_PF > 0
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) _mm_prefetch((const char *)(w + j * ws + (size_t)(k + AVX512_PF) * 16), _MM_HINT_T0);
-#endif
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++) {
-            __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
-#pragma GCC unroll 4
-            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
-        }
-    }
-    if (a->last) {
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-            for (int j = 0; j < np; j++)
-                acc[i][j] = epilogue(acc[i][j], a->bias ? a->bias + j * 16 : NULL, a->mk[j], a->bf16);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
-}
-
-typedef void (*kern_fn)(const struct kargs *a);
-#define K1(m, n) static void k_##m##_##n(const struct kargs *a) { kern(m, n, a); }
-#define KROW2(m) K1(m, 1) K1(m, 2)
-#define KROW4(m) K1(m, 1) K1(m, 2) K1(m, 3) K1(m, 4)
-KROW4(1) KROW4(2) KROW4(3) KROW4(4) KROW4(5) KROW4(6) KROW2(7) KROW2(8)
-KROW2(9) KROW2(10) KROW2(11) KROW2(12) KROW2(13) KROW2(14)
-#define T2(m) {k_##m##_1, k_##m##_2, NULL, NULL}
-#define T4(m) {k_##m##_1, k_##m##_2, k_##m##_3, k_##m##_4}
-// ktab[mr-1][np-1]: up to 6 rows take 4 panels (more independent chains and W streams for
-// small batches), more rows take 2 (14 x 2 = 28 accumulators).
-static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2(7),
-                                    T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
-_Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
-
-// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
-// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ), or vdpbf16ps (GEMM_FMT_BF16_DP) ----
-// xp holds x at k (converted: rounded to bf16 for dp), 2*ceil(kc/2) rows, the pad row -0.0:
-// (-0) * w adds -0, which leaves every acc as it is.
+// The accumulators of a tile: zero on the first K block, else the partial sums in y; and
+// back: the epilogue on the last K block, then the masked store (every kernel below).
 static inline __attribute__((always_inline)) void init_acc(const int mr, const int np, const struct kargs *a,
                                                            __m512 acc[14][4]) {
 #pragma GCC unroll 16
@@ -123,6 +65,52 @@ static inline __attribute__((always_inline)) void finish(const int mr, const int
         for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(a->y + i * a->ldy + j * 16, a->mk[j], acc[i][j]);
 }
 
+// mr and np are compile-time constants at every call site (the table below), so the
+// accumulator array lives in registers.
+static inline __attribute__((always_inline)) void kern(const int mr, const int np, const struct kargs *a) {
+    __m512 acc[14][4]; // table maximum; only [mr][np] is used (<= 28 registers)
+    init_acc(mr, np, a, acc);
+    const float *xp = a->xp, *w = a->w;
+    const size_t ws = a->ws;
+    for (int k = 0; k < a->kc; k++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) wv[j] = _mm512_load_ps(w + j * ws + (size_t)k * 16);
+#ifndef AVX512_PF
+#define AVX512_PF 32
+#endif
+#if AVX512_PF > 0
+#pragma GCC unroll 4
+        for (int j = 0; j < np; j++) _mm_prefetch((const char *)(w + j * ws + (size_t)(k + AVX512_PF) * 16), _MM_HINT_T0);
+#endif
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            __m512 xb = _mm512_set1_ps(xp[k * (mr == 1 ? 1 : 16) + i]); // one row: x itself
+#pragma GCC unroll 4
+            for (int j = 0; j < np; j++) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+    }
+    finish(mr, np, a, acc);
+}
+
+typedef void (*kern_fn)(const struct kargs *a);
+#define K1(m, n) static void k_##m##_##n(const struct kargs *a) { kern(m, n, a); }
+#define KROW2(m) K1(m, 1) K1(m, 2)
+#define KROW4(m) K1(m, 1) K1(m, 2) K1(m, 3) K1(m, 4)
+KROW4(1) KROW4(2) KROW4(3) KROW4(4) KROW4(5) KROW4(6) KROW2(7) KROW2(8)
+KROW2(9) KROW2(10) KROW2(11) KROW2(12) KROW2(13) KROW2(14)
+#define T2(m) {k_##m##_1, k_##m##_2, NULL, NULL}
+#define T4(m) {k_##m##_1, k_##m##_2, k_##m##_3, k_##m##_4}
+// ktab[mr-1][np-1]: up to 6 rows take 4 panels (more independent chains and W streams for
+// small batches), more rows take 2 (14 x 2 = 28 accumulators).
+static const kern_fn ktab[14][4] = {T4(1), T4(2), T4(3), T4(4), T4(5), T4(6), T2(7),
+                                    T2(8), T2(9), T2(10), T2(11), T2(12), T2(13), T2(14)};
+_Static_assert(AVX512_MR <= 14, "kernel table covers MR <= 14");
+
+// ---- the bf16 formats: pair panels converted to f32 and fma (GEMM_FMT_BF16, and
+// GEMM_FMT_BF16_DP under MXCSR FTZ|DAZ), or vdpbf16ps (GEMM_FMT_BF16_DP) ----
+// xp holds x at k (converted: rounded to bf16 for dp), 2*ceil(kc/2) rows, the pad row -0.0:
+// (-0) * w adds -0, which leaves every acc as it is.
 static inline __attribute__((always_inline)) void kern_q(const int mr, const int np, const struct kargs *a) {
     __m512 acc[14][4];
     init_acc(mr, np, a, acc);
@@ -422,7 +410,66 @@ static void pack(float *dst, const struct gemm_mat *src, int pa, int pb) {
     }
 }
 
+// The bf16 formats' pair panels (gemm.h), 16 pairs (32 k) of 16 rows at a time: each value
+// rounded as gemm_bf16_bits, k even joined into the high half, then transposed. The same bits
+// as gemm.c's scalar pack_pairs (tests/test_gemm.c compares them).
+static inline __attribute__((always_inline)) __m512i bf16_bits16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)),
+                                                     _mm512_set1_epi32(0x7fff)));
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+// Pairs k/2 .. k/2+15 of one row (n: source elements left from k, >= 32 on the fast path).
+static inline __attribute__((always_inline)) __m512 pairs16(const void *row, int type, int k, int n) {
+    const int n0 = n < 16 ? n : 16, n1 = n - 16 < 0 ? 0 : n - 16 < 16 ? n - 16 : 16;
+    const __m512i a = bf16_bits16(load16(row, type, (size_t)k, n0));
+    const __m512i b = bf16_bits16(load16(row, type, (size_t)k + 16, n1));
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i hi = _mm512_permutex2var_epi32(a, ev, b), lo = _mm512_permutex2var_epi32(a, od, b);
+    return _mm512_castsi512_ps(_mm512_or_si512(hi, _mm512_srli_epi32(lo, 16)));
+}
+
+static inline __attribute__((always_inline)) void pack_q_panel(uint32_t *restrict d, const void *const rows[16],
+                                                               int nrow, int type, int K) {
+    const int K2 = (K + 1) / 2;
+    int j = 0;
+    if (nrow == 16)
+        for (; 2 * j + 32 <= K; j += 16) {
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) r[c] = pairs16(rows[c], type, 2 * j, 32);
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) _mm512_store_ps((float *)d + (size_t)(j + i) * 16, r[i]);
+        }
+    for (; j < K2; j += 16) {
+        const int jt = K2 - j < 16 ? K2 - j : 16;
+        __m512 r[16];
+        for (int c = 0; c < 16; c++) r[c] = c < nrow ? pairs16(rows[c], type, 2 * j, K - 2 * j) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < jt; i++) _mm512_store_ps((float *)d + (size_t)(j + i) * 16, r[i]);
+    }
+}
+
+static void pack_q(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
+    const int N = src->N, K = src->K, type = src->type;
+    for (int p = pa; p < pb; p++) {
+        uint32_t *d = dst + (size_t)(p - pa) * ((K + 1) / 2) * 16;
+        const void *rows[16];
+        const int nrow = N - p * 16 < 16 ? N - p * 16 : 16;
+        for (int c = 0; c < nrow; c++) rows[c] = gemm_src_row(src, (size_t)p * 16 + c);
+        if (type == GEMM_SRC_F32) pack_q_panel(d, rows, nrow, GEMM_SRC_F32, K);
+        else if (type == GEMM_SRC_BF16) pack_q_panel(d, rows, nrow, GEMM_SRC_BF16, K);
+        else pack_q_panel(d, rows, nrow, GEMM_SRC_F16, K);
+    }
+}
+
 // Task shape 56 rows x 96 panels (1536 columns), K blocks <= 1024: measured best of mc 14..112,
 // pc 16..192, kc 512..1024 with the grouped passes (docs/speed.md).
-const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack};
-const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack};
+const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack, pack_q};
+const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack, pack_q};

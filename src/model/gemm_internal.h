@@ -29,14 +29,15 @@ struct gemm_args {
 #define GEMM_KC_MAX 1024
 
 // A path: computes rows [m0, m1) x panels [p0, p1) (clipped to [n0, n1)) over all of K, and
-// packs panels [pa, pb) of the f32 format into dst (panel pa at dst; the bf16 formats are
-// packed by gemm.c for every path). mr: rows per micro-tile; mc, pc, kc: the default task
+// packs panels [pa, pb) into dst (panel pa at dst): pack the f32 format, pack_q the bf16
+// pair panels (the same bits on every path). mr: rows per micro-tile; mc, pc, kc: the default task
 // shape (rows, panels) and K block, tuned per path (README.md).
 struct gemm_isa {
     const char *name;
     int mr, mc, pc, kc;
     void (*block)(const struct gemm_args *a, int m0, int m1, int p0, int p1);
     void (*pack)(float *dst, const struct gemm_mat *src, int pa, int pb);
+    void (*pack_q)(uint32_t *dst, const struct gemm_mat *src, int pa, int pb);
 };
 
 extern const struct gemm_isa gemm_isa_avx512, gemm_isa_avx512f, gemm_isa_avx2, gemm_isa_scalar;

@@ -1,7 +1,7 @@
 // linear.c: the weights as the GEMMs see them (model_internal.h). Resident: every matrix is
 // packed once at open into binary32 GEMM panels (gemm.h) in one 64-byte aligned allocation.
 // Streamed: each GEMM packs its matrix from the mapping, in chunks of whole panels, into one
-// scratch just before use. Every linear layer is gemm.h's deterministic GEMM on the pool: a
+// scratch just before use (bf16 pair panels from a bf16 checkpoint, else binary32). Every linear layer is gemm.h's deterministic GEMM on the pool: a
 // row's bits depend on nothing but that row, so no batch size, row offset, thread count or
 // CPU changes a result. Non-finite weights are counted in the panels just written (in cache),
 // so a NaN or Inf in the checkpoint stops the load (or the streamed GEMM) instead of being scored.
@@ -149,17 +149,25 @@ static int gemm(struct model *m, struct linear_out y, const float *x, const stru
     return 0;
 }
 
+// The panels a streamed matrix is packed into: a bf16 checkpoint's values into bf16 pair
+// panels (GEMM_FMT_BF16: the fmaf chain on the same numbers, so the bits of binary32 panels,
+// with half the bytes written and read per batch), any other source into binary32 panels.
+static enum gemm_fmt stream_fmt(const struct wref *r) {
+    return r->t->dtype == ST_BF16 ? GEMM_FMT_BF16 : GEMM_FMT_F32;
+}
+
 // A streamed matrix: packed just before the GEMM, in chunks of whole panels that fit the scratch.
 static int linear_streamed(struct model *m, struct linear_out y, const float *x, const struct wref *r,
                            const float *bias, int M, struct err *e) {
-    int rc = 0, chunk = (int)(m->stream_bytes / ((size_t)r->cols * 4) / GEMM_NR * GEMM_NR);
+    const enum gemm_fmt fmt = stream_fmt(r);
+    int rc = 0, chunk = (int)(m->stream_bytes / gemm_packed_bytes(fmt, GEMM_NR, r->cols) * GEMM_NR);
     if (chunk < GEMM_NR) chunk = GEMM_NR;
     if (chunk > r->rows) chunk = r->rows;
     for (int r0 = 0; r0 < r->rows && !rc; r0 += chunk) {
         const int nr = r->rows - r0 < chunk ? r->rows - r0 : chunk;
         struct gemm_w w;
         double t0 = time_now();
-        if ((rc = pack_rows(m, (struct pack_dst){&w, GEMM_FMT_F32, m->sbuf, m->stream_bytes}, r, r0, nr, e))) break;
+        if ((rc = pack_rows(m, (struct pack_dst){&w, fmt, m->sbuf, m->stream_bytes}, r, r0, nr, e))) break;
         double t1 = time_now(), c1 = cpu_now();
         rc = gemm(m, (struct linear_out){y.y + r0, y.ldy}, x, &w, M, bias ? bias + r0 : NULL, e);
         m->stats.convert_s += t1 - t0;
