@@ -302,8 +302,65 @@ static void test_ppl(void) {
     eval_batch_free(&b);
 }
 
+// llama-perplexity's windows: L = [BOS] t0..t9 (11 tokens), ctx 4 -> 2 windows [B t0 t1 t2] and
+// [B t4 t5 t6] (t3 replaced by BOS), logits at position 2 only, predicting t2 and t6; t7..t9
+// (no whole window) unscored. Without BOS: [t0 t1 t2 t3], [t4 t5 t6 t7] predict t3, t7.
+static void half_case(int bos, const int32_t *tok, int ctx, int nw, const int32_t (*want_in)[6], const int32_t (*want_tg)[3],
+                      int ntg) {
+    struct eval_plan p;
+    struct err e = {0};
+    int rc = eval_plan_build_ppl_half(&p, tok, 10, ctx, bos, 0, &e);
+    CHECK(rc == 0 && p.n_items == nw, "ppl half (bos %d, ctx %d): %d windows, want %d (%s)", bos, ctx, p.n_items, nw, e.msg);
+    if (rc) return;
+    struct eval_batch b = {0};
+    struct eval_score sc = {0};
+    float *lg = malloc(sizeof(float) * VOCAB * 10);
+    float row[VOCAB];
+    for (int k = 0; k < nw; k++) {
+        CHECK(eq_ids(p.seq[k].tok, p.seq[k].n, want_in[k], ctx), "half window %d input (bos %d, ctx %d)", k, bos, ctx);
+        CHECK(eq_ids(p.req[k].cont, p.req[k].n_cont, want_tg[k], ntg), "half window %d targets", k);
+        CHECK(p.seq[k].n_rows == ntg && p.seq[k].pos[0] == ctx / 2, "half window %d: %d rows from position %d", k,
+              p.seq[k].n_rows, p.seq[k].pos[0]);
+        // the logits rows computed are the scored ones only, and score as a naive sum
+        eval_batch_next(&b, &p, k, k + 1, 64, 100, &e);
+        CHECK(b.n_out == ntg, "half window %d: %d logits rows computed, want %d", k, b.n_out, ntg);
+        toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, lg, &e);
+        eval_batch_score(&sc, &p, &b, lg, VOCAB, 1, &e);
+        double naive = 0;
+        for (int j = 0; j < ntg; j++) {
+            toy_row(row, want_in[k], ctx / 2 + j);
+            naive += eval_logprob(row, VOCAB, want_tg[k][j], NULL);
+        }
+        CHECK_CLOSE(sc.ll[0], naive, 1e-12, 1e-13);
+        eval_score_free(&sc);
+    }
+    free(lg);
+    eval_batch_free(&b);
+    eval_plan_free(&p);
+}
+
+static void test_ppl_half(void) {
+    int32_t t[10];
+    for (int i = 0; i < 10; i++) t[i] = 100 + 7 * i;
+    const int32_t in_b[2][6] = {{BOS, t[0], t[1], t[2]}, {BOS, t[4], t[5], t[6]}}, tg_b[2][3] = {{t[2]}, {t[6]}};
+    half_case(BOS, t, 4, 2, in_b, tg_b, 1);
+    const int32_t in_n[2][6] = {{t[0], t[1], t[2], t[3]}, {t[4], t[5], t[6], t[7]}}, tg_n[2][3] = {{t[3]}, {t[7]}};
+    half_case(-1, t, 4, 2, in_n, tg_n, 1);
+    // ctx 6 (odd half): [B t0..t4], positions 3, 4 predict t3, t4; 11 tokens hold one window
+    const int32_t in_6[1][6] = {{BOS, t[0], t[1], t[2], t[3], t[4]}}, tg_6[1][3] = {{t[3], t[4]}};
+    half_case(BOS, t, 6, 1, in_6, tg_6, 2);
+    struct eval_plan p;
+    struct err e = {0};
+    CHECK(eval_plan_build_ppl_half(&p, t, 10, 12, BOS, 0, &e) == ERR_RANGE, "11 tokens < one window of 12: refused");
+    CHECK(strstr(e.msg, "11 tokens") != NULL, "the error names the token count: %s", e.msg);
+    CHECK(eval_plan_build_ppl_half(&p, t, 10, 3, BOS, 0, &e) == ERR_RANGE, "ctx 3 refused");
+    CHECK(eval_plan_build_ppl_half(&p, t, 10, 4, -1, 1, &e) == 0 && p.n_items == 1, "max_windows keeps 1");
+    eval_plan_free(&p);
+}
+
 int main(void) {
     test_ppl();
+    test_ppl_half();
     test_split();
     test_decisions();
     test_scoring();

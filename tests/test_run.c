@@ -186,6 +186,30 @@ static void test_ppl(void) {
         CHECK_CLOSE(cJSON_GetObjectItem(m, "bits_per_byte")->valuedouble, -ll / (log(2.0) * bytes), 0, 1e-12);
     }
     cJSON_Delete(sum);
+    // llama-perplexity's definition: 64-token windows, 31 scored each (positions 32..62)
+    char half[1024];
+    snprintf(half, sizeof half, "%s/run_ppl_half", tmp);
+    test_sh("rm -rf %s", half);
+    CHECK(test_sh("%s --quiet run --model %s --task ppl %s --limit 3 --ppl-ctx 64 --ppl-score second-half --attn f32 "
+             "--out %s > /dev/null", bin, model, data, half) == 0, "ppl run, second half");
+    snprintf(p, sizeof p, "%s/samples-ppl-f32.jsonl.zst", half);
+    txt = slurp(p, &n);
+    tokens = 0, lines = 0;
+    for (char *line = txt ? strtok(txt, "\n") : NULL; line; line = strtok(NULL, "\n"), lines++) {
+        cJSON *j = cJSON_Parse(line);
+        tokens += j ? cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tok_lens"), 0)->valueint : 0;
+        cJSON_Delete(j);
+    }
+    free(txt);
+    CHECK(lines == 3 && tokens == 3 * 31, "second half: 3 windows of 31 scored tokens (%d, %ld)", lines, tokens);
+    snprintf(p, sizeof p, "%s/run.json", half);
+    txt = slurp(p, &n);
+    CHECK(txt && strstr(txt, "\"ppl_score\":\t\"second-half\""), "run.json records ppl_score second-half");
+    free(txt);
+    CHECK(test_sh("%s --quiet run --model %s --task ppl %s --limit 3 --ppl-ctx 64 --attn f32 --out %s --resume 2>/dev/null",
+             bin, model, data, half) != 0, "--resume with the other ppl definition refused");
+    CHECK(test_sh("%s --quiet run --model %s --task ppl %s --ppl-score half 2>/dev/null", bin, model, data) == 2,
+          "bad --ppl-score exits 2");
 }
 
 static void samples_path(char *p, size_t n, const char *dir, const char *task, const char *mode) {

@@ -24,7 +24,7 @@
 
 // ---- options ----
 struct run_cli {
-    const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer;
+    const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer, *ppl_score;
     const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int replicas;
@@ -101,6 +101,10 @@ static int check_flags(struct run_cli *o, struct err *e) {
                         o->subjects[strlen(o->subjects) - 1] == ','))
         return err_set(e, ERR_USAGE, "--subjects '%.40s': expected a comma list of names (at most 1000 characters)", o->subjects);
     if (o->ppl_ctx < 2) return err_set(e, ERR_USAGE, "--ppl-ctx %d: must be >= 2", o->ppl_ctx);
+    if (strcmp(o->ppl_score, "all") && strcmp(o->ppl_score, "second-half"))
+        return err_set(e, ERR_USAGE, "--ppl-score '%s': expected all or second-half", o->ppl_score);
+    if (!strcmp(o->ppl_score, "second-half") && o->ppl_ctx < 4)
+        return err_set(e, ERR_USAGE, "--ppl-ctx %d: --ppl-score second-half needs >= 4", o->ppl_ctx);
     if (o->niah_per_cell < 0) return err_set(e, ERR_USAGE, "--niah-per-cell %d: must be >= 0", o->niah_per_cell);
     if (o->batch_tokens < 16) return err_set(e, ERR_USAGE, "--batch-tokens %d: must be >= 16", o->batch_tokens);
     if (o->replicas < 0 || o->replicas > RESULTS_MAX_REPLICAS)
@@ -153,6 +157,7 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
         return err_set(e, ERR_USAGE, "--niah-form '%s': expected likelihood or generate", o->niah_form);
     ro->task.niah_generate = o->niah_form && !strcmp(o->niah_form, "generate");
     ro->ppl_ctx = o->ppl_ctx;
+    ro->ppl_half = !strcmp(o->ppl_score, "second-half");
     if (!strcmp(o->nonfinite, "stop")) ro->nonfinite = RUN_NONFINITE_STOP;
     else if (!strcmp(o->nonfinite, "count")) ro->nonfinite = RUN_NONFINITE_COUNT;
     else return err_set(e, ERR_USAGE, "--nonfinite '%s': expected stop or count", o->nonfinite);
@@ -245,7 +250,7 @@ static int drive(const struct run_opts *opts, struct err *e) {
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
-                         .nonfinite = "stop", .replica_seed = 1};
+                         .ppl_score = "all", .nonfinite = "stop", .replica_seed = 1};
     struct cli_opt opts[] = {
         {"model", CLI_STR, &o.model, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"task", CLI_STR, &o.task, "a,b: tasks (see `hifa4-eval list`)"},
@@ -263,6 +268,8 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"subject", CLI_STR, &o.subject, "S: subject for mc_jsonl"},
         {"subjects", CLI_STR, &o.subjects, "a,b: only these subjects (mmlu) / subtasks (bbh) of the tasks that have them; --limit applies within each"},
         {"ppl-ctx", CLI_INT, &o.ppl_ctx, "N: tokens per perplexity window (ppl; default 2048, capped at the model's window)"},
+        {"ppl-score", CLI_STR, &o.ppl_score, "all|second-half: every token once (default; lm-eval's rolling windows), or "
+                                             "llama-perplexity's definition: BOS-led windows of --ppl-ctx, their second half scored"},
         {"niah-lengths", CLI_STR, &o.niah_lengths, "T1,T2: haystack sizes in tokens (niah; default 1024,2048,4096)"},
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "

@@ -292,6 +292,51 @@ done:
     return rc;
 }
 
+// One perplexity window: model input in[0, m) (its first token replaced by bos when >= 0),
+// logits rows at positions [r0, r1), predicting the targets tg[0, r1 - r0).
+struct ppl_win {
+    const int32_t *in, *tg;
+    int m, r0, r1, bos;
+};
+
+static int ppl_window(struct eval_plan *p, int k, struct ppl_win w) {
+    struct eval_seq *s = &p->seq[k];
+    struct eval_req *r = &p->req[k];
+    const int32_t *in = w.in, *tg = w.tg;
+    const int m = w.m, r0 = w.r0, nr = w.r1 - w.r0, bos = w.bos;
+    p->item_req[k] = p->item_seq[k] = k;
+    s->tok = malloc(sizeof(int32_t) * (size_t)m);
+    s->pos = malloc(sizeof(int) * (size_t)nr);
+    r->cont = malloc(sizeof(int32_t) * (size_t)nr);
+    r->row = malloc(sizeof(int) * (size_t)nr);
+    if (!s->tok || !s->pos || !r->cont || !r->row) return -1;
+    memcpy(s->tok, in, sizeof(int32_t) * (size_t)m);
+    if (bos >= 0) s->tok[0] = bos;
+    memcpy(r->cont, tg, sizeof(int32_t) * (size_t)nr);
+    s->n = m;
+    s->n_rows = r->n_cont = nr;
+    s->row0 = p->n_rows;
+    for (int j = 0; j < nr; j++) { s->pos[j] = r0 + j; r->row[j] = p->n_rows + j; }
+    p->n_rows += nr;
+    r->seq = k;
+    p->n_tokens += m;
+    if (m > p->max_seq_len) p->max_seq_len = p->max_item_tokens = m;
+    if (nr > p->max_item_rows) p->max_item_rows = nr;
+    return 0;
+}
+
+static int ppl_alloc(struct eval_plan *p, int nw) {
+    p->n_items = p->n_req = p->n_seq = nw;
+    p->item_req = calloc((size_t)nw + 1, sizeof(int));
+    p->item_seq = calloc((size_t)nw + 1, sizeof(int));
+    p->gold = calloc((size_t)nw + 1, sizeof(int));
+    p->req = calloc((size_t)nw, sizeof *p->req);
+    p->seq = calloc((size_t)nw, sizeof *p->seq);
+    if (!p->item_req || !p->item_seq || !p->gold || !p->req || !p->seq) return -1;
+    p->item_req[nw] = p->item_seq[nw] = nw;
+    return 0;
+}
+
 int eval_plan_build_ppl(struct eval_plan *p, const int32_t *tok, int n, int ctx, int prefix_id, int max_windows,
                         struct err *e) {
     memset(p, 0, sizeof *p);
@@ -299,37 +344,51 @@ int eval_plan_build_ppl(struct eval_plan *p, const int32_t *tok, int n, int ctx,
         return err_set(e, ERR_RANGE, "eval: perplexity windows: ctx %d, %d tokens, prefix token %d", ctx, n, prefix_id);
     int nw = (int)(((int64_t)n + ctx - 1) / ctx);
     if (max_windows > 0 && nw > max_windows) nw = max_windows;
-    p->n_items = p->n_req = p->n_seq = nw;
-    p->item_req = calloc((size_t)nw + 1, sizeof(int));
-    p->item_seq = calloc((size_t)nw + 1, sizeof(int));
-    p->gold = calloc((size_t)nw + 1, sizeof(int));
-    p->req = calloc((size_t)nw, sizeof *p->req);
-    p->seq = calloc((size_t)nw, sizeof *p->seq);
-    if (!p->item_req || !p->item_seq || !p->gold || !p->req || !p->seq) goto oom;
+    if (ppl_alloc(p, nw)) goto oom;
+    // window k's input is [prefix or tok[start-1]] + tok[start, end-1); it predicts tok[start, end)
     for (int k = 0; k < nw; k++) {
-        int start = k * ctx, end = start + ctx < n ? start + ctx : n, m = end - start;
-        struct eval_seq *s = &p->seq[k];
-        struct eval_req *r = &p->req[k];
-        p->item_req[k] = p->item_seq[k] = k;
-        s->tok = malloc(sizeof(int32_t) * (size_t)m);
-        s->pos = malloc(sizeof(int) * (size_t)m);
-        r->cont = malloc(sizeof(int32_t) * (size_t)m);
-        r->row = malloc(sizeof(int) * (size_t)m);
-        if (!s->tok || !s->pos || !r->cont || !r->row) goto oom;
-        s->tok[0] = k == 0 ? prefix_id : tok[start - 1];
-        if (m > 1) memcpy(s->tok + 1, tok + start, sizeof(int32_t) * (size_t)(m - 1));
-        memcpy(r->cont, tok + start, sizeof(int32_t) * (size_t)m);
-        s->n = s->n_rows = r->n_cont = m;
-        s->row0 = p->n_rows;
-        for (int j = 0; j < m; j++) { s->pos[j] = j; r->row[j] = p->n_rows + j; }
-        p->n_rows += m;
-        r->seq = k;
-        p->n_tokens += m;
-        if (m > p->max_seq_len) p->max_seq_len = p->max_item_tokens = p->max_item_rows = m;
+        int start = k * ctx, end = start + ctx < n ? start + ctx : n, m = end - start, rc;
+        if (k > 0) {
+            rc = ppl_window(p, k, (struct ppl_win){.in = tok + start - 1, .tg = tok + start, .m = m, .r1 = m, .bos = -1});
+        } else {
+            int32_t *in = malloc(sizeof(int32_t) * (size_t)m);
+            if (!in) goto oom;
+            in[0] = prefix_id;
+            if (m > 1) memcpy(in + 1, tok, sizeof(int32_t) * (size_t)(m - 1));
+            rc = ppl_window(p, k, (struct ppl_win){.in = in, .tg = tok, .m = m, .r1 = m, .bos = -1});
+            free(in);
+        }
+        if (rc) goto oom;
     }
-    p->item_req[nw] = p->item_seq[nw] = nw;
     return 0;
 oom:
+    eval_plan_free(p);
+    return err_set(e, ERR_NOMEM, "eval: out of memory for %d perplexity windows", nw);
+}
+
+int eval_plan_build_ppl_half(struct eval_plan *p, const int32_t *tok, int n, int ctx, int bos_id, int max_windows,
+                             struct err *e) {
+    memset(p, 0, sizeof *p);
+    const int64_t len = (int64_t)n + (bos_id >= 0);
+    if (ctx < 4 || n < 1 || len < ctx)
+        return err_set(e, ERR_RANGE, "eval: perplexity windows (second half): ctx %d (needs >= 4), %lld tokens (needs >= %d)", ctx,
+                       (long long)len, ctx);
+    int nw = (int)(len / ctx);
+    if (max_windows > 0 && nw > max_windows) nw = max_windows;
+    int32_t *all = malloc(sizeof(int32_t) * (size_t)len);
+    if (!all || ppl_alloc(p, nw)) goto oom;
+    if (bos_id >= 0) all[0] = bos_id;
+    memcpy(all + (bos_id >= 0), tok, sizeof(int32_t) * (size_t)n);
+    const int first = ctx / 2;
+    for (int k = 0; k < nw; k++) {
+        const int32_t *w = all + (int64_t)k * ctx;
+        const struct ppl_win pw = {.in = w, .tg = w + first + 1, .m = ctx, .r0 = first, .r1 = ctx - 1, .bos = bos_id};
+        if (ppl_window(p, k, pw)) goto oom;
+    }
+    free(all);
+    return 0;
+oom:
+    free(all);
     eval_plan_free(p);
     return err_set(e, ERR_NOMEM, "eval: out of memory for %d perplexity windows", nw);
 }

@@ -84,6 +84,15 @@ void eval_plan_free(struct eval_plan *p);
 int eval_plan_build_ppl(struct eval_plan *out, const int32_t *tok, int n, int ctx, int prefix_id,
                         int max_windows, struct err *e);
 
+// llama-perplexity's windows (`--ppl-score second-half`): L = [bos_id] + tok (no BOS when
+// bos_id < 0) is cut into floor(|L| / ctx) windows of exactly ctx tokens; window k is
+// L[k*ctx, (k+1)*ctx) with its first token replaced by bos_id (when >= 0), and only its second
+// half is scored: the logits at positions [ctx/2, ctx-1) predict its tokens [ctx/2+1, ctx),
+// ctx - 1 - ctx/2 per window; the first half is context only, and no logits are computed for it.
+// Tokens after the last whole window are not scored. Errors: ctx < 4, |L| < ctx.
+int eval_plan_build_ppl_half(struct eval_plan *out, const int32_t *tok, int n, int ctx, int bos_id,
+                             int max_windows, struct err *e);
+
 // The tokens of one request: the model input and the continuation (both malloc'd, caller
 // frees); truncated = 1 when the input was cut to the context window.
 struct eval_req_tokens {

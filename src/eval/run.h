@@ -53,6 +53,8 @@ struct run_opts {
     int bos_policy;              // enum eval_bos
     const char *bos_arg;         // the --bos text (run.json tokenizer.bos_policy)
     int ppl_ctx;                 // tokens per perplexity window (capped at the model's window)
+    int ppl_half;                // 1: llama-perplexity's windows, second half scored (eval_plan_build_ppl_half);
+                                 // 0 (default): every token scored once (eval_plan_build_ppl)
     int shard_k, shard_n;        // score items [k*n/N, (k+1)*n/N) of every task (0, 1: all)
     int prefix_cache;            // 1 (default): share prefixes through the exact KV cache (eval/cached.h);
                                  // 0: every sequence whole (--no-prefix-cache). Never changes a result.

@@ -51,7 +51,7 @@ struct run {
     struct eval_plan *plans;
     int *item_lo;                  // first item of each task in this shard
     double *tok_s;                 // tokenization seconds per task
-    int ppl_ctx;
+    int ppl_ctx, ppl_half;
     int max_items;
     // batches
     int max_tokens, max_out, out_cap;

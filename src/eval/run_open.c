@@ -118,7 +118,8 @@ static int plan_ppl(struct run *r, int t, struct err *e) {
     int nid = 0;
     int prefix = tok_bos_id(r->tok) >= 0 ? tok_bos_id(r->tok) : tok_eos_id(r->tok);
     int rc = tok_encode(r->tok, s->text, s->text_len, 0, &ids, &nid, e);
-    if (!rc) rc = eval_plan_build_ppl(p, ids, nid, r->ppl_ctx, prefix, r->o.task.limit, e);
+    if (!rc && r->ppl_half) rc = eval_plan_build_ppl_half(p, ids, nid, r->ppl_ctx, r->add_bos ? tok_bos_id(r->tok) : -1, r->o.task.limit, e);
+    else if (!rc) rc = eval_plan_build_ppl(p, ids, nid, r->ppl_ctx, prefix, r->o.task.limit, e);
     // bytes per window (bits per byte): the decoded predicted tokens
     for (int k = 0; !rc && k < p->n_items; k++) {
         char *txt = NULL;
@@ -130,7 +131,8 @@ static int plan_ppl(struct run *r, int t, struct err *e) {
     free(ids);
     if (rc) return err_prefix(e, "task %s", r->o.tasks[t]);
     r->tok_s[t] = time_now() - ts;
-    log_info("run: %s: %d tokens, %d windows of %d (%.2fs)", r->o.tasks[t], nid, p->n_items, r->ppl_ctx, r->tok_s[t]);
+    log_info("run: %s: %d tokens, %d windows of %d, %s scored (%.2fs)", r->o.tasks[t], nid, p->n_items, r->ppl_ctx,
+             r->ppl_half ? "second half" : "every token", r->tok_s[t]);
     return 0;
 }
 
@@ -251,6 +253,7 @@ static int plan_tasks(struct run *r, struct err *e) {
     to.count_tokens = count_cb;
     to.count_ctx = r;
     r->ppl_ctx = o->ppl_ctx < cfg->max_seq ? o->ppl_ctx : cfg->max_seq;
+    r->ppl_half = o->ppl_half;
     struct eval_plan_opts po = {.add_bos = r->add_bos, .bos_id = tok_bos_id(r->tok), .eos_id = tok_eos_id(r->tok),
                                 .window = cfg->max_seq, .n_threads = o->n_threads};
     for (int t = 0; t < nt; t++) {

@@ -207,6 +207,7 @@ static cJSON *task_json(const struct run *r, int t) {
         cJSON_AddItemToArray(ml, cJSON_CreateString("ppl"));
         cJSON_AddItemToArray(ml, cJSON_CreateString("bits_per_byte"));
         cJSON_AddNumberToObject(x, "ppl_ctx", r->ppl_ctx);
+        cJSON_AddStringToObject(x, "ppl_score", r->ppl_half ? "second-half" : "all");
         cJSON_AddNumberToObject(x, "text_bytes", (double)s->text_len);
     }
     if (s->metrics & TASK_METRIC_ACC) cJSON_AddItemToArray(ml, cJSON_CreateString("acc"));

@@ -468,6 +468,9 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
                 // identity by content (issue 27): the items' hash stands for the files; their
                 // paths (the source) are kept only by a run.json made before the hash existed
                 if (cJSON_GetObjectItemCaseSensitive(t, "items_sha256")) cJSON_DeleteItemFromObjectCaseSensitive(t, "source");
+                // "all" is what every run.json without the field scored: such runs keep their key
+                const cJSON *ps = cJSON_GetObjectItemCaseSensitive(t, "ppl_score");
+                if (cJSON_IsString(ps) && !strcmp(ps->valuestring, "all")) cJSON_DeleteItemFromObjectCaseSensitive(t, "ppl_score");
             }
         }
         // the tokenizer and the scales by their hashes, not by how their paths were spelled
