@@ -193,6 +193,19 @@ static int max_continuation(const struct run *r) {
     return cont;
 }
 
+// The model's tables and attention buffers sized for the longest sequence of the run, not the
+// config's window (Gemma 3: RoPE tables of 32,768 positions, 128 MB, for 512-token windows).
+// Each RoPE entry depends on its position only, so no value changes; runs that decode keep the
+// window (greedy decoding grows a sequence past its plan).
+static void seq_capacity(struct run *r) {
+    int longest = 0, gen = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) {
+        if (r->plans[t].max_seq_len > longest) longest = r->plans[t].max_seq_len;
+        gen |= r->sets[t].generate > 0;
+    }
+    if (r->mo.max_seq == 0 && !gen && longest > 0) r->mo.max_seq = longest;
+}
+
 // The largest prefix alignment of the run's modes under its options (attention/attn.h).
 static int align_of_modes(const struct run *r) {
     int align_max = 1;
@@ -303,6 +316,7 @@ static int plan_tasks(struct run *r, struct err *e) {
         if (!use_cache(r) && need > max_item) max_item = need;
     }
     r->mo = o->model;
+    seq_capacity(r);
     if (max_item > r->mo.max_tokens) {
         log_info("run: an item needs %d tokens (batch capacity %d): using max_tokens %d", max_item, r->mo.max_tokens, max_item);
         r->mo.max_tokens = max_item;
