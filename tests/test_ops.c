@@ -171,6 +171,33 @@ static void test_act(void) {
     free(g), free(u), free(o);
 }
 
+// The bf16 path's table: every one of the 65,536 bf16 gate values (NaN payloads, infinities,
+// subnormals, -0) against the binary32 formula computed here, bit for bit, under four up values,
+// in place and out of place; a gate with low bits set takes the direct path.
+static void test_act_table(void) {
+    const size_t n = 65536 + 4;
+    float *g = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n), *o = malloc(sizeof(float) * n);
+    const float ups[4] = {1.0f, -0.30078125f, 3.5f, 1e-30f};
+    for (int act = 0; act < 3; act++) {
+        int bad = 0;
+        for (int k = 0; k < 4; k++) {
+            for (uint32_t h = 0; h < 65536; h++) g[h] = bits_f32(h << 16), u[h] = ups[k];
+            for (uint32_t j = 0; j < 4; j++) g[65536 + j] = bits_f32(0x3f800001u + 0x01230000u * j), u[65536 + j] = ups[k];
+            if (k & 1) memcpy(o, g, sizeof(float) * n);
+            ops_act_mul(o, k & 1 ? o : g, u, n, act, 1);
+            for (size_t i = 0; i < n; i++) {
+                const float x = g[i];
+                float a32 = act == ACT_SILU ? x / (1.0f + expf(-x))
+                          : act == ACT_GELU_TANH ? 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))
+                                                 : 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+                bad += f32_bits(o[i]) != f32_bits(round_bf16(round_bf16(a32) * u[i]));
+            }
+        }
+        CHECK(bad == 0, "act %d bf16 table: %d of 4 x 65,540 values differ from bf16(bf16(act32(x)) * up) in bits", act, bad);
+    }
+    free(g), free(u), free(o);
+}
+
 static void test_softcap_add(void) {
     float x[6] = {-1000, -3, -0.1f, 0, 2.5f, 1e30f};
     float y[6];
@@ -235,6 +262,7 @@ int main(void) {
     test_rmsnorm();
     test_rope();
     test_act();
+    test_act_table();
     test_softcap_add();
     test_matmul();
     return test_summary("test_ops");

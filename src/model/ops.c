@@ -4,6 +4,8 @@
 #include "model/ops.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "base/common.h"
 #include "model/config.h"
@@ -56,6 +58,31 @@ static inline float gelu_tanh32(float x) {
 }
 static inline float gelu32(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
 
+float ops_act32(int act, float x) {
+    const float a = act == ACT_SILU ? silu32(x) : act == ACT_GELU_TANH ? gelu_tanh32(x) : gelu32(x);
+    return round_bf16(a);
+}
+
+// Under --act bf16 the gate is bf16-valued (the GEMM rounds its output), so round_bf16(act(x))
+// takes one of 65,536 values: a table of exactly those values, built once per activation from
+// ops_act32 itself, gives the same bits as calling it (libm's tanhf/expf/erff were most of
+// Gemma's MLP time). A gate that is not bf16-valued is computed directly.
+enum { N_ACT_TAB = 3 };
+static float act_tab[N_ACT_TAB][65536];
+static pthread_once_t act_once[N_ACT_TAB] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static void tab_fill(int act) {
+    for (uint32_t h = 0; h < 65536; h++) act_tab[act][h] = ops_act32(act, bits_f32(h << 16));
+}
+static void tab_silu(void) { tab_fill(ACT_SILU); }
+static void tab_gelu_tanh(void) { tab_fill(ACT_GELU_TANH); }
+static void tab_gelu(void) { tab_fill(ACT_GELU); }
+
+static const float *act_table(int act) {
+    static void (*const fill[N_ACT_TAB])(void) = {[ACT_SILU] = tab_silu, [ACT_GELU_TANH] = tab_gelu_tanh, [ACT_GELU] = tab_gelu};
+    pthread_once(&act_once[act], fill[act]);
+    return act_tab[act];
+}
+
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16) {
     if (!bf16) {
         if (act == ACT_SILU)
@@ -64,13 +91,13 @@ void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int a
             for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu_tanh64((double)gate[i]) * (double)up[i]);
         else
             for (size_t i = 0; i < n; i++) out[i] = (float)(ops_gelu64((double)gate[i]) * (double)up[i]);
-    } else {
-        if (act == ACT_SILU)
-            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(silu32(gate[i])) * up[i]);
-        else if (act == ACT_GELU_TANH)
-            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu_tanh32(gate[i])) * up[i]);
-        else
-            for (size_t i = 0; i < n; i++) out[i] = round_bf16(round_bf16(gelu32(gate[i])) * up[i]);
+        return;
+    }
+    const float *tab = act_table(act);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t b = f32_bits(gate[i]);
+        const float a = (b & 0xffffu) ? ops_act32(act, gate[i]) : tab[b >> 16];
+        out[i] = round_bf16(a * up[i]);
     }
 }
 

@@ -31,6 +31,9 @@ void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int h
 // tensor) and rounded to bf16, then the product rounded (HF order).
 // act is enum act_fn (config.h). out may alias gate or up. (n)
 void ops_act_mul(float *out, const float *gate, const float *up, size_t n, int act, int bf16);
+// The bf16 path's activation of one value, round_bf16(act(x)) in binary32 libm: the scalar
+// reference of ops_act_mul's table (which holds it for every bf16 value).
+float ops_act32(int act, float x);
 double ops_silu64(double x);
 double ops_gelu_tanh64(double x);
 double ops_gelu64(double x);
