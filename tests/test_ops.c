@@ -111,6 +111,16 @@ static void test_rope(void) {
         }
         CHECK(nb == 0, "rope bf16: %d outputs not bf16", nb);
         CHECK(md < 0.03, "rope bf16 vs f32: max relative difference %.3g", md); // 3 bf16 roundings ~ 3 * 2^-9
+        // and exactly HF's bf16 order: cos/sin rounded, each product and the sum rounded
+        int ne = 0;
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < rot / 2; i++) {
+                const float a = x[h * hd + i], b = x[h * hd + i + rot / 2];
+                const float c = round_bf16((float)cs[i]), sv = round_bf16((float)sn[i]);
+                ne += f32_bits(o[h * hd + i]) != f32_bits(round_bf16(round_bf16(a * c) + round_bf16(-b * sv)));
+                ne += f32_bits(o[h * hd + i + rot / 2]) != f32_bits(round_bf16(round_bf16(b * c) + round_bf16(a * sv)));
+            }
+        CHECK(ne == 0, "rope bf16 rot=%d: %d values differ in bits from the bf16 formula", rot, ne);
     }
     // position 0 is the identity
     float x[64], y[64];

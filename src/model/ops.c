@@ -25,8 +25,27 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, double eps, 
     }
 }
 
+// bf16: the rounded cos/sin of the position once, then each head (the same bits as rounding
+// them per head; a branch-free loop the compiler vectorizes)
+static void rope_bf16(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int half) {
+    float c[512], s[512];
+    for (int i = 0; i < half; i++) c[i] = round_bf16((float)cos[i]), s[i] = round_bf16((float)sin[i]);
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim, *w = v + half;
+        for (int i = 0; i < half; i++) {
+            const float a = v[i], b = w[i];
+            v[i] = round_bf16(round_bf16(a * c[i]) + round_bf16(-b * s[i]));
+            w[i] = round_bf16(round_bf16(b * c[i]) + round_bf16(a * s[i]));
+        }
+    }
+}
+
 void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int rot_dim, int bf16) {
     const int half = rot_dim / 2;
+    if (bf16 && half <= 512) {
+        rope_bf16(x, cos, sin, n_heads, head_dim, half);
+        return;
+    }
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim;
         for (int i = 0; i < half; i++) {
