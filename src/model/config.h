@@ -17,6 +17,7 @@
 #define CFG_MAX_HEADS 4096          // num_attention_heads
 #define CFG_MAX_VOCAB (1 << 24)     // vocab_size
 #define CFG_MAX_POSITIONS (1 << 24) // max_position_embeddings (16M tokens)
+#define CFG_MAX_HEAD_DIM 1024       // head_dim (so rotary halves hold <= 512 entries)
 #define CFG_MAX_ROPE_FACTORS 512 // longrope short/long factor lists (rotary_dim / 2 entries)
 
 enum model_arch { ARCH_QWEN3 = 0, ARCH_QWEN2, ARCH_LLAMA, ARCH_MISTRAL, ARCH_GEMMA2, ARCH_PHI3, ARCH_GEMMA3,

@@ -25,10 +25,10 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, double eps, 
     }
 }
 
-// bf16: the rounded cos/sin of the position once, then each head (the same bits as rounding
-// them per head; a branch-free loop the compiler vectorizes)
+// bf16: the rounded cos/sin of the position once, then each head (HF's order: each product and
+// the sum rounded; a branch-free loop the compiler vectorizes). half <= CFG_MAX_HEAD_DIM / 2.
 static void rope_bf16(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int half) {
-    float c[512], s[512];
+    float c[CFG_MAX_HEAD_DIM / 2], s[CFG_MAX_HEAD_DIM / 2];
     for (int i = 0; i < half; i++) c[i] = round_bf16((float)cos[i]), s[i] = round_bf16((float)sin[i]);
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim, *w = v + half;
@@ -42,7 +42,7 @@ static void rope_bf16(float *x, const double *cos, const double *sin, int n_head
 
 void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int rot_dim, int bf16) {
     const int half = rot_dim / 2;
-    if (bf16 && half <= 512) {
+    if (bf16) {
         rope_bf16(x, cos, sin, n_heads, head_dim, half);
         return;
     }
@@ -50,14 +50,8 @@ void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int h
         float *v = x + (size_t)h * head_dim;
         for (int i = 0; i < half; i++) {
             const float a = v[i], b = v[i + half];
-            if (!bf16) {
-                v[i] = (float)((double)a * cos[i] - (double)b * sin[i]);
-                v[i + half] = (float)((double)b * cos[i] + (double)a * sin[i]);
-            } else {
-                const float c = round_bf16((float)cos[i]), s = round_bf16((float)sin[i]);
-                v[i] = round_bf16(round_bf16(a * c) + round_bf16(-b * s));
-                v[i + half] = round_bf16(round_bf16(b * c) + round_bf16(a * s));
-            }
+            v[i] = (float)((double)a * cos[i] - (double)b * sin[i]);
+            v[i + half] = (float)((double)b * cos[i] + (double)a * sin[i]);
         }
     }
 }

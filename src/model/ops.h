@@ -22,7 +22,7 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, double eps, 
 // x: (n_heads, head_dim) of one token, rotated in place on channels [0, rot_dim): for
 // i < rot_dim/2, (x[i], x[i + rot_dim/2]) <- (x[i] c - x[i+r/2] s, x[i+r/2] c + x[i] s) with
 // c = cos[i], s = sin[i] (binary64 tables for this position, attention factor included).
-// Channels >= rot_dim pass through (Phi3 partial rotary). bf16 = 1: cos/sin rounded to bf16,
+// Channels >= rot_dim pass through (Phi3 partial rotary); rot_dim <= head_dim <= CFG_MAX_HEAD_DIM. bf16 = 1: cos/sin rounded to bf16,
 // each product and the sum rounded to bf16 (HF `q * cos + rotate_half(q) * sin` in bf16).
 void ops_rope(float *x, const double *cos, const double *sin, int n_heads, int head_dim, int rot_dim, int bf16);
 
