@@ -292,31 +292,31 @@ done:
     return rc;
 }
 
-// One perplexity window: model input in[0, m) (its first token replaced by bos when >= 0),
-// logits rows at positions [r0, r1), predicting the targets tg[0, r1 - r0).
+// One perplexity window: model input [t0] + rest[0, m-1), logits rows at positions [r0, r1),
+// predicting the targets tg[0, r1 - r0).
 struct ppl_win {
-    const int32_t *in, *tg;
-    int m, r0, r1, bos;
+    int32_t t0;
+    const int32_t *rest, *tg;
+    int m, r0, r1;
 };
 
 static int ppl_window(struct eval_plan *p, int k, struct ppl_win w) {
     struct eval_seq *s = &p->seq[k];
     struct eval_req *r = &p->req[k];
-    const int32_t *in = w.in, *tg = w.tg;
-    const int m = w.m, r0 = w.r0, nr = w.r1 - w.r0, bos = w.bos;
+    const int m = w.m, nr = w.r1 - w.r0;
     p->item_req[k] = p->item_seq[k] = k;
     s->tok = malloc(sizeof(int32_t) * (size_t)m);
     s->pos = malloc(sizeof(int) * (size_t)nr);
     r->cont = malloc(sizeof(int32_t) * (size_t)nr);
     r->row = malloc(sizeof(int) * (size_t)nr);
     if (!s->tok || !s->pos || !r->cont || !r->row) return -1;
-    memcpy(s->tok, in, sizeof(int32_t) * (size_t)m);
-    if (bos >= 0) s->tok[0] = bos;
-    memcpy(r->cont, tg, sizeof(int32_t) * (size_t)nr);
+    s->tok[0] = w.t0;
+    if (m > 1) memcpy(s->tok + 1, w.rest, sizeof(int32_t) * (size_t)(m - 1));
+    memcpy(r->cont, w.tg, sizeof(int32_t) * (size_t)nr);
     s->n = m;
     s->n_rows = r->n_cont = nr;
     s->row0 = p->n_rows;
-    for (int j = 0; j < nr; j++) { s->pos[j] = r0 + j; r->row[j] = p->n_rows + j; }
+    for (int j = 0; j < nr; j++) { s->pos[j] = w.r0 + j; r->row[j] = p->n_rows + j; }
     p->n_rows += nr;
     r->seq = k;
     p->n_tokens += m;
@@ -347,18 +347,9 @@ int eval_plan_build_ppl(struct eval_plan *p, const int32_t *tok, int n, int ctx,
     if (ppl_alloc(p, nw)) goto oom;
     // window k's input is [prefix or tok[start-1]] + tok[start, end-1); it predicts tok[start, end)
     for (int k = 0; k < nw; k++) {
-        int start = k * ctx, end = start + ctx < n ? start + ctx : n, m = end - start, rc;
-        if (k > 0) {
-            rc = ppl_window(p, k, (struct ppl_win){.in = tok + start - 1, .tg = tok + start, .m = m, .r1 = m, .bos = -1});
-        } else {
-            int32_t *in = malloc(sizeof(int32_t) * (size_t)m);
-            if (!in) goto oom;
-            in[0] = prefix_id;
-            if (m > 1) memcpy(in + 1, tok, sizeof(int32_t) * (size_t)(m - 1));
-            rc = ppl_window(p, k, (struct ppl_win){.in = in, .tg = tok, .m = m, .r1 = m, .bos = -1});
-            free(in);
-        }
-        if (rc) goto oom;
+        const int start = k * ctx, end = start + ctx < n ? start + ctx : n, m = end - start;
+        const struct ppl_win w = {.t0 = k == 0 ? prefix_id : tok[start - 1], .rest = tok + start, .tg = tok + start, .m = m, .r1 = m};
+        if (ppl_window(p, k, w)) goto oom;
     }
     return 0;
 oom:
@@ -369,26 +360,23 @@ oom:
 int eval_plan_build_ppl_half(struct eval_plan *p, const int32_t *tok, int n, int ctx, int bos_id, int max_windows,
                              struct err *e) {
     memset(p, 0, sizeof *p);
-    const int64_t len = (int64_t)n + (bos_id >= 0);
+    const int off = bos_id >= 0; // L[i] = tok[i - off] for i >= off
+    const int64_t len = (int64_t)n + off;
     if (ctx < 4 || n < 1 || len < ctx)
         return err_set(e, ERR_RANGE, "eval: perplexity windows (second half): ctx %d (needs >= 4), %lld tokens (needs >= %d)", ctx,
                        (long long)len, ctx);
     int nw = (int)(len / ctx);
     if (max_windows > 0 && nw > max_windows) nw = max_windows;
-    int32_t *all = malloc(sizeof(int32_t) * (size_t)len);
-    if (!all || ppl_alloc(p, nw)) goto oom;
-    if (bos_id >= 0) all[0] = bos_id;
-    memcpy(all + (bos_id >= 0), tok, sizeof(int32_t) * (size_t)n);
+    if (ppl_alloc(p, nw)) goto oom;
     const int first = ctx / 2;
     for (int k = 0; k < nw; k++) {
-        const int32_t *w = all + (int64_t)k * ctx;
-        const struct ppl_win pw = {.in = w, .tg = w + first + 1, .m = ctx, .r0 = first, .r1 = ctx - 1, .bos = bos_id};
+        const int64_t w0 = (int64_t)k * ctx - off; // L[k*ctx + j] = tok[w0 + j], j >= 1 (and j = 0 without BOS)
+        const struct ppl_win pw = {.t0 = off ? bos_id : tok[w0], .rest = tok + w0 + 1, .tg = tok + w0 + first + 1, .m = ctx,
+                                   .r0 = first, .r1 = ctx - 1};
         if (ppl_window(p, k, pw)) goto oom;
     }
-    free(all);
     return 0;
 oom:
-    free(all);
     eval_plan_free(p);
     return err_set(e, ERR_NOMEM, "eval: out of memory for %d perplexity windows", nw);
 }
