@@ -48,6 +48,10 @@ for M in $MODELS; do
         echo "# same values, $M $T: $(echo "$sv" | tr '\n' ' ')"
     done
 done
+# our_ppl SUMMARY.json: the perplexity of the run's (first) mode, 4 decimals
+our_ppl() {
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]["ppl"]["modes"]; print("%.4f" % next(iter(t.values()))["ppl"])' "$1"
+}
 # the definition check: under PPL_SCORE=second-half, binary32 activations and attention, our
 # perplexity of the same bytes (--task-file: llama-perplexity reads the file as it is) must be
 # llama-perplexity's within float rounding (printed; 4 x 512 windows, both GGUFs)
@@ -58,7 +62,7 @@ if [ "${PPL_SCORE:-second-half}" = second-half ]; then
             o=$(mktemp -d)
             "$BIN" run --model "$OUT/$M-hifa4-$t" --task ppl --task-file "$RAW" --ppl-ctx 512 --limit 4 --attn f32 --act f32 \
                 --ppl-score second-half --threads 2 --out "$o/r" >/dev/null 2>&1
-            ours=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]["ppl"]["modes"]; print("%.4f" % t["f32"]["ppl"])' "$o/r/summary.json")
+            ours=$(our_ppl "$o/r/summary.json")
             theirs=$("$LBIN/llama-perplexity" -m "$OUT/$M.$T.gguf" -f "$RAW" -c 512 -b 512 --chunks 4 -t 2 2>&1 |
                 sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
             echo "# definition check, $M $T, 4 x 512, --attn f32 --act f32: hifa4 ppl $ours, llama-perplexity $theirs"
@@ -77,7 +81,7 @@ run() {
     read -r u s w <"$OUT/time.txt"
     # the perplexity each program reports (the same definition under PPL_SCORE=second-half)
     ppl=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$OUT/last.out")
-    [ -n "$ppl" ] || ppl=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tasks"]["ppl"]["modes"]; print("%.4f" % next(iter(t.values()))["ppl"])' "$SUMMARY" 2>/dev/null || echo "?")
+    [ -n "$ppl" ] || ppl=$(our_ppl "$SUMMARY" 2>/dev/null || echo "?")
     line=$(awk -v n="$name" -v u="$u" -v s="$s" -v w="$w" -v p="$ppl" 'BEGIN { printf "%s cpu %.2f wall %.2f ppl %s", n, u + s, w, p }')
     echo "$line" | tee -a "$LOG"
 }

@@ -169,11 +169,15 @@ static int plan_mc(struct run *r, int t, const struct eval_plan_opts *po0, struc
 // ---- the prefix cache (eval/cached.h) ----
 // On unless --no-prefix-cache, or for a LongRoPE model whose sequences cross rope_orig_max (its
 // RoPE factors depend on the total length, so a prefix would need recomputing: model.h).
-static int use_cache(const struct run *r) {
-    if (!r->o.prefix_cache) return 0;
+static int longest_seq(const struct run *r) {
     int longest = 0;
     for (int t = 0; t < r->o.n_tasks; t++) longest = r->plans[t].max_seq_len > longest ? r->plans[t].max_seq_len : longest;
-    return !(r->cfg.rope_type == ROPE_LONGROPE && longest > r->cfg.rope_orig_max);
+    return longest;
+}
+
+static int use_cache(const struct run *r) {
+    if (!r->o.prefix_cache) return 0;
+    return !(r->cfg.rope_type == ROPE_LONGROPE && longest_seq(r) > r->cfg.rope_orig_max);
 }
 
 int run_mode_reuses(const struct run *r, int m) {
@@ -198,11 +202,9 @@ static int max_continuation(const struct run *r) {
 // Each RoPE entry depends on its position only, so no value changes; runs that decode keep the
 // window (greedy decoding grows a sequence past its plan).
 static void seq_capacity(struct run *r) {
-    int longest = 0, gen = 0;
-    for (int t = 0; t < r->o.n_tasks; t++) {
-        if (r->plans[t].max_seq_len > longest) longest = r->plans[t].max_seq_len;
-        gen |= r->sets[t].generate > 0;
-    }
+    int gen = 0;
+    for (int t = 0; t < r->o.n_tasks; t++) gen |= r->sets[t].generate > 0;
+    const int longest = longest_seq(r);
     if (r->mo.max_seq == 0 && !gen && longest > 0) r->mo.max_seq = longest;
 }
 
