@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval/eval.h"
+#include "results/metrics.h"
 #include "test.h"
 
 #define VOCAB 512
@@ -179,10 +180,33 @@ static int run_all(struct eval_score *sc, const struct eval_plan *p, int max_tok
         logits = realloc(logits, sizeof *logits * (size_t)b.n_out * VOCAB);
         ref = realloc(ref, sizeof *ref * (size_t)b.n_out * VOCAB);
         if (toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, logits, &e)) return -1;
-        if (eval_batch_score(sc + item, p, &b, logits, VOCAB, threads, &e)) return -1;
+        double *lse = malloc(sizeof *lse * (size_t)b.n_out), *lse_ref = malloc(sizeof *lse * (size_t)b.n_out);
+        if (!lse || !lse_ref) return -1;
+        if (eval_batch_score(sc + item, p, &b, (struct eval_logits){logits, VOCAB, lse}, threads, &e)) return -1;
         // "reference" = logits shifted by a constant: KL must be 0 and top-1 the same
         for (size_t k = 0; k < (size_t)b.n_out * VOCAB; k++) ref[k] = logits[k] + 1.0f;
-        if (eval_batch_compare(sc + item, p, &b, (struct eval_logit_pair){ref, logits, VOCAB}, threads, &e)) return -1;
+        for (int r = 0; r < b.n_out; r++) {
+            lse_ref[r] = metrics_lse(ref + (size_t)r * VOCAB, VOCAB);
+            CHECK(lse[r] == metrics_lse(logits + (size_t)r * VOCAB, VOCAB), "lse row %d is metrics_lse", r);
+        }
+        // KL from eval_batch_score's lse is bit for bit KL computed afresh (the reference is
+        // compared with the mode here, so the KL is not 0 where the shift's rounding shows)
+        if (eval_batch_compare(sc + item, p, &b, (struct eval_logit_pair){logits, ref, VOCAB, NULL, NULL}, threads, &e)) return -1;
+        int n_it = b.item1 - b.item0, same = 1;
+        double *kl0 = NULL;
+        size_t n_kl = 0;
+        for (int i = 0; i < n_it; i++) {
+            kl0 = realloc(kl0, sizeof *kl0 * (n_kl + (size_t)sc[item + i].n_kl + 1));
+            memcpy(kl0 + n_kl, sc[item + i].kl, sizeof *kl0 * (size_t)sc[item + i].n_kl);
+            n_kl += (size_t)sc[item + i].n_kl;
+        }
+        if (eval_batch_compare(sc + item, p, &b, (struct eval_logit_pair){logits, ref, VOCAB, lse, lse_ref}, threads, &e)) return -1;
+        for (int i = 0, k = 0; i < n_it; i++)
+            for (int j = 0; j < sc[item + i].n_kl; j++, k++) same &= memcmp(&kl0[k], &sc[item + i].kl[j], sizeof *kl0) == 0;
+        CHECK(same, "batch at item %d: KL with the scored rows' lse equals KL computed afresh, bit for bit", item);
+        free(kl0);
+        if (eval_batch_compare(sc + item, p, &b, (struct eval_logit_pair){ref, logits, VOCAB, lse_ref, lse}, threads, &e)) return -1;
+        free(lse); free(lse_ref);
         item = b.item1;
         (*n_batches)++;
     }
@@ -281,7 +305,7 @@ static void test_ppl(void) {
     for (int item = 0; item < 3;) {
         eval_batch_next(&b, &p, item, p.n_items, 6, 100, &e);
         toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, lg, &e);
-        eval_batch_score(sc + item, &p, &b, lg, VOCAB, 1, &e);
+        eval_batch_score(sc + item, &p, &b, (struct eval_logits){lg, VOCAB, NULL}, 1, &e);
         item = b.item1;
     }
     float row[VOCAB];
@@ -325,7 +349,7 @@ static void half_case(int bos, const int32_t *tok, int ctx, int nw, const int32_
         eval_batch_next(&b, &p, k, k + 1, 64, 100, &e);
         CHECK(b.n_out == ntg, "half window %d: %d logits rows computed, want %d", k, b.n_out, ntg);
         toy_forward(NULL, b.tok, b.seq_len, b.n_seq, b.out_pos, b.n_out, lg, &e);
-        eval_batch_score(&sc, &p, &b, lg, VOCAB, 1, &e);
+        eval_batch_score(&sc, &p, &b, (struct eval_logits){lg, VOCAB, NULL}, 1, &e);
         double naive = 0;
         for (int j = 0; j < ntg; j++) {
             toy_row(row, want_in[k], ctx / 2 + j);

@@ -2,6 +2,7 @@
 // values are closed forms worked out by hand (shown beside each check), published tables
 // (Newcombe 1998 for Wilson intervals) or exact binomial sums done with integer arithmetic.
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "results/metrics.h"
@@ -132,6 +133,23 @@ static void test_kl(void) {
     CHECK(isinf(metrics_kl_logits(m1, m3, 3)), "p_q = 0 under p_ref > 0 gives inf");
     float nanv[2] = {0, NAN};
     CHECK(isnan(metrics_kl_logits(nanv, r, 2)) && isnan(metrics_kl_logits(r, r, 0)), "NaN / empty");
+    // metrics_lse by definition (ln(e^1 + e^2 + e^3)), its special rows, and the KL from given
+    // log-sum-exps equal to the KL computed afresh, bit for bit, on every row above
+    CHECK_CLOSE(metrics_lse(x, 3), 3 + log(1 + exp(-1.0) + exp(-2.0)), 0, 1e-15);
+    float ninf[2] = {-INFINITY, -INFINITY}, pinf[2] = {0, INFINITY};
+    CHECK(metrics_lse(ninf, 2) == -INFINITY && isnan(metrics_lse(pinf, 2)) && isnan(metrics_lse(nanv, 2)),
+          "lse: all -inf gives -inf, +inf or NaN gives NaN");
+    const float *rows[] = {r, q, x, y, big, m1, m2, m3, nanv, ninf, pinf};
+    const int lens[] = {2, 2, 3, 3, 3, 3, 3, 3, 2, 2, 2};
+    int same = 1;
+    for (int i = 0; i < 11; i++)
+        for (int j = 0; j < 11; j++) {
+            if (lens[i] != lens[j]) continue;
+            double k0 = metrics_kl_logits(rows[i], rows[j], lens[i]);
+            double k1 = metrics_kl_logits_lse(rows[i], metrics_lse(rows[i], lens[i]), rows[j], metrics_lse(rows[j], lens[j]), lens[i]);
+            same &= (isnan(k0) && isnan(k1)) || memcmp(&k0, &k1, sizeof k0) == 0;
+        }
+    CHECK(same, "metrics_kl_logits_lse(lse given) == metrics_kl_logits, bit for bit (NaN as NaN)");
     // same-top-1 helper: ties to lowest, NaN never wins
     float t[4] = {1, 3, 3, NAN};
     CHECK(metrics_argmax_f(t, 4) == 1 && metrics_argmax_f(t, 0) == -1, "argmax_f");

@@ -430,16 +430,15 @@ void eval_batch_free(struct eval_batch *b) {
 
 // ---- scoring ----
 
-// Row log-sum-exp in binary64 (max-shifted, sequential sum) and argmax (lowest index on ties).
+// Row log-sum-exp (metrics_lse, so eval_batch_compare may reuse it) and argmax (lowest index on
+// ties). For a row with a NaN or +inf both give NaN log-likelihoods, as a fused loop did.
 static double row_lse(const float *row, int vocab, int *amax) {
     int am = 0;
     float mx = row[0];
     for (int j = 1; j < vocab; j++)
         if (row[j] > mx) { mx = row[j]; am = j; }
-    double m = (double)mx, s = 0;
-    for (int j = 0; j < vocab; j++) s += exp((double)row[j] - m);
     *amax = am;
-    return m + log(s);
+    return metrics_lse(row, vocab);
 }
 
 double eval_logprob(const float *row, int vocab, int tok, int *is_max) {
@@ -459,6 +458,7 @@ void eval_score_free(struct eval_score *s) {
 // against the reference (compare); 8 rows per task, each row computed whole by one thread.
 struct rows_job {
     const float *a, *b;
+    const double *lse_a, *lse_b; // compare: the rows' metrics_lse, or NULL (computed)
     int vocab, n;
     double *val;
     int *idx, *same;
@@ -475,19 +475,23 @@ static void kl_task(void *p, int t, int slot) {
     const struct rows_job *j = p;
     for (int r = t * ROWS_PER_TASK; r < j->n && r < (t + 1) * ROWS_PER_TASK; r++) {
         const float *a = j->a + (size_t)r * j->vocab, *c = j->b + (size_t)r * j->vocab;
-        j->val[r] = metrics_kl_logits(a, c, j->vocab);
+        j->val[r] = j->lse_a && j->lse_b ? metrics_kl_logits_lse(a, j->lse_a[r], c, j->lse_b[r], j->vocab)
+                                         : metrics_kl_logits(a, c, j->vocab);
         j->same[r] = metrics_argmax_f(a, j->vocab) == metrics_argmax_f(c, j->vocab);
     }
 }
 
 int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
-                     const float *logits, int vocab, int n_threads, struct err *e) {
+                     struct eval_logits lg, int n_threads, struct err *e) {
+    const float *logits = lg.v;
+    const int vocab = lg.vocab;
     int n = b->item1 - b->item0, rc = 0;
     double *lse = malloc(sizeof *lse * (size_t)(b->n_out ? b->n_out : 1));
     int *amax = malloc(sizeof *amax * (size_t)(b->n_out ? b->n_out : 1));
     if (!lse || !amax) { free(lse); free(amax); return err_set(e, ERR_NOMEM, "eval: out of memory"); }
     struct rows_job rj = {.a = logits, .vocab = vocab, .n = b->n_out, .val = lse, .idx = amax};
     pool_for((b->n_out + ROWS_PER_TASK - 1) / ROWS_PER_TASK, lse_task, &rj, n_threads);
+    if (lg.lse) memcpy(lg.lse, lse, sizeof *lse * (size_t)b->n_out);
     for (int i = 0; i < n && !rc; i++) {
         struct eval_score *s = &out[i];
         eval_score_free(s);
@@ -533,7 +537,8 @@ int eval_batch_compare(struct eval_score *out, const struct eval_plan *p, const 
     double *kl = malloc(sizeof *kl * (size_t)(b->n_out ? b->n_out : 1));
     int *same = malloc(sizeof *same * (size_t)(b->n_out ? b->n_out : 1));
     if (!kl || !same) { free(kl); free(same); return err_set(e, ERR_NOMEM, "eval: out of memory"); }
-    struct rows_job rj = {.a = lg.ref, .b = lg.q, .vocab = lg.vocab, .n = b->n_out, .val = kl, .same = same};
+    struct rows_job rj = {.a = lg.ref, .b = lg.q, .lse_a = lg.lse_ref, .lse_b = lg.lse_q, .vocab = lg.vocab,
+                          .n = b->n_out, .val = kl, .same = same};
     pool_for((b->n_out + ROWS_PER_TASK - 1) / ROWS_PER_TASK, kl_task, &rj, n_threads);
     int rc = 0;
     for (int i = 0; i < n; i++) {

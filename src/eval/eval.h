@@ -147,12 +147,18 @@ void eval_score_free(struct eval_score *s);
 
 // Scores the items of batch b from logits [b->n_out][vocab] (binary32) into out[item1-item0]
 // (previous contents freed). Threads over items; results independent of thread count.
+struct eval_logits {
+    const float *v; // [b->n_out][vocab] binary32
+    int vocab;
+    double *lse;    // NULL, or receives each row's metrics_lse [b->n_out] for eval_batch_compare
+};
 int eval_batch_score(struct eval_score *out, const struct eval_plan *p, const struct eval_batch *b,
-                     const float *logits, int vocab, int n_threads, struct err *e);
+                     struct eval_logits lg, int n_threads, struct err *e);
 // The logits of one batch under the reference mode and under the mode compared with it.
 struct eval_logit_pair {
-    const float *ref, *q; // [b->n_out][vocab] each
+    const float *ref, *q;          // [b->n_out][vocab] each
     int vocab;
+    const double *lse_ref, *lse_q; // [b->n_out] their rows' lse from eval_batch_score, or NULL
 };
 // Token-level comparison of this mode's logits lg.q with the reference's lg.ref (same batch):
 // fills kl / n_kl / top1_same of out[item1-item0].

@@ -304,9 +304,10 @@ static int score_batch(struct run *r, int t, struct err *e) {
         run_count_calls(r, m);
         if ((rc = run_count_cost(r, m, e))) break;
         struct eval_score *sc = r->scores + b->item0;
-        if ((rc = eval_batch_score(sc, p, b, lg, r->vocab, r->o.n_threads, e))) break;
-        if (m != RUN_REF_MODE && (rc = eval_batch_compare(sc, p, b, (struct eval_logit_pair){r->logits_ref, r->logits_q, r->vocab},
-                                                          r->o.n_threads, e))) break;
+        double *lse = m == RUN_REF_MODE ? r->lse_ref : r->lse_q;
+        if ((rc = eval_batch_score(sc, p, b, (struct eval_logits){lg, r->vocab, lse}, r->o.n_threads, e))) break;
+        const struct eval_logit_pair pair = {r->logits_ref, r->logits_q, r->vocab, r->lse_ref, r->lse_q};
+        if (m != RUN_REF_MODE && (rc = eval_batch_compare(sc, p, b, pair, r->o.n_threads, e))) break;
         rc = run_write_samples(r, t, m, e);
     }
     return rc;

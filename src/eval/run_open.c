@@ -348,7 +348,9 @@ static int open_model(struct run *r, struct err *e) {
     r->scores = calloc((size_t)(r->max_items ? r->max_items : 1), sizeof *r->scores);
     r->logits_ref = malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab);
     r->logits_q = o->n_modes > 1 ? malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab) : NULL;
-    if (!r->scores || !r->logits_ref || (o->n_modes > 1 && !r->logits_q))
+    r->lse_ref = malloc(sizeof(double) * (size_t)r->out_cap);
+    r->lse_q = malloc(sizeof(double) * (size_t)r->out_cap);
+    if (!r->scores || !r->logits_ref || (o->n_modes > 1 && !r->logits_q) || !r->lse_ref || !r->lse_q)
         return err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", r->out_cap, r->vocab);
     return 0;
 }
@@ -463,6 +465,7 @@ void run_free(struct run *r) {
     free(r->scales);
     free(r->logits_ref);
     free(r->logits_q);
+    free(r->lse_ref); free(r->lse_q);
     cJSON_Delete(r->json);
     cJSON_Delete(r->carry);
     cJSON_Delete(r->old);

@@ -84,8 +84,7 @@ double metrics_d_w(const double *gap, const int *n_items, int n_tasks) {
     return w > 0 ? s / w : NAN;
 }
 
-// log-sum-exp of v in binary64; -inf when every entry is -inf; NaN if any NaN or +inf.
-static double lse(const float *v, int n) {
+double metrics_lse(const float *v, int n) {
     double mx = -INFINITY;
     for (int i = 0; i < n; i++) {
         if (isnan(v[i]) || v[i] == INFINITY) return NAN;
@@ -99,7 +98,11 @@ static double lse(const float *v, int n) {
 
 double metrics_kl_logits(const float *ref, const float *q, int vocab) {
     if (vocab <= 0) return NAN;
-    double lr = lse(ref, vocab), lq = lse(q, vocab);
+    return metrics_kl_logits_lse(ref, metrics_lse(ref, vocab), q, metrics_lse(q, vocab), vocab);
+}
+
+double metrics_kl_logits_lse(const float *ref, double lr, const float *q, double lq, int vocab) {
+    if (vocab <= 0) return NAN;
     if (isnan(lr) || isnan(lq) || lr == -INFINITY || lq == -INFINITY) return NAN;
     double kl = 0;
     for (int i = 0; i < vocab; i++) {

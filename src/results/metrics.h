@@ -48,6 +48,12 @@ double metrics_d_w(const double *gap, const int *n_items, int n_tasks);
 // fine: terms with p_ref = 0 contribute 0; p_ref > 0 with p_q = 0 gives +inf. NaN logits or
 // vocab <= 0 give NaN. Always >= 0 (tiny negative rounding is clamped to 0).
 double metrics_kl_logits(const float *ref, const float *q, int vocab);
+// The same KL given both rows' metrics_lse (callers that already have them skip two of the three
+// exp passes; the result is bit for bit metrics_kl_logits's).
+double metrics_kl_logits_lse(const float *ref, double lse_ref, const float *q, double lse_q, int vocab);
+// Log-sum-exp of v[n] in binary64: max-shifted, summed in index order; -inf when every entry is
+// -inf; NaN if any entry is NaN or +inf.
+double metrics_lse(const float *v, int n);
 // Index of the largest binary32 logit, ties to the lowest index (same-top-1 rate = fraction of
 // positions where both runs give the same index); NaN never wins; -1 for vocab <= 0.
 int metrics_argmax_f(const float *v, int n);
