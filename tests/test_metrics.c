@@ -150,6 +150,17 @@ static void test_kl(void) {
             same &= (isnan(k0) && isnan(k1)) || memcmp(&k0, &k1, sizeof k0) == 0;
         }
     CHECK(same, "metrics_kl_logits_lse(lse given) == metrics_kl_logits, bit for bit (NaN as NaN)");
+    // the argmax of the same scan: ties to the lowest index, a later NaN never wins, a NaN v[0]
+    // keeps 0, +inf wins (and makes the log-sum-exp NaN); the log-sum-exp is metrics_lse's
+    float tie[4] = {1, 3, 3, NAN}, nan0[3] = {NAN, 5, 7}, inf2[3] = {1, 2, INFINITY};
+    int a0 = -1, a1 = -1, a2 = -1, a3 = -1;
+    double l0 = metrics_lse_argmax(tie, 3, &a0), l3 = metrics_lse_argmax(x, 3, &a3);
+    CHECK(a0 == 1 && memcmp(&l0, &(double){metrics_lse(tie, 3)}, sizeof l0) == 0, "lse_argmax tie: %d", a0);
+    CHECK(isnan(metrics_lse_argmax(tie, 4, &a0)) && a0 == 1, "lse_argmax later NaN: %d", a0);
+    CHECK(isnan(metrics_lse_argmax(nan0, 3, &a1)) && a1 == 0, "lse_argmax NaN first: %d", a1);
+    CHECK(isnan(metrics_lse_argmax(inf2, 3, &a2)) && a2 == 2, "lse_argmax +inf: %d", a2);
+    CHECK(a3 == 2 && l3 == metrics_lse(x, 3) && metrics_lse_argmax(ninf, 2, &a1) == -INFINITY && a1 == 0,
+          "lse_argmax (1,2,3): %d; all -inf: %d", a3, a1);
     // same-top-1 helper: ties to lowest, NaN never wins
     float t[4] = {1, 3, 3, NAN};
     CHECK(metrics_argmax_f(t, 4) == 1 && metrics_argmax_f(t, 0) == -1, "argmax_f");

@@ -430,20 +430,9 @@ void eval_batch_free(struct eval_batch *b) {
 
 // ---- scoring ----
 
-// Row log-sum-exp (metrics_lse, so eval_batch_compare may reuse it) and argmax (lowest index on
-// ties). For a row with a NaN or +inf both give NaN log-likelihoods, as a fused loop did.
-static double row_lse(const float *row, int vocab, int *amax) {
-    int am = 0;
-    float mx = row[0];
-    for (int j = 1; j < vocab; j++)
-        if (row[j] > mx) { mx = row[j]; am = j; }
-    *amax = am;
-    return metrics_lse(row, vocab);
-}
-
 double eval_logprob(const float *row, int vocab, int tok, int *is_max) {
     int am;
-    double lse = row_lse(row, vocab, &am);
+    double lse = metrics_lse_argmax(row, vocab, &am);
     if (is_max) *is_max = (am == tok);
     return (double)row[tok] - lse;
 }
@@ -468,7 +457,7 @@ static void lse_task(void *p, int t, int slot) {
     (void)slot;
     const struct rows_job *j = p;
     for (int r = t * ROWS_PER_TASK; r < j->n && r < (t + 1) * ROWS_PER_TASK; r++)
-        j->val[r] = row_lse(j->a + (size_t)r * j->vocab, j->vocab, &j->idx[r]);
+        j->val[r] = metrics_lse_argmax(j->a + (size_t)r * j->vocab, j->vocab, &j->idx[r]);
 }
 static void kl_task(void *p, int t, int slot) {
     (void)slot;

@@ -58,7 +58,7 @@ struct run {
     struct eval_batch batch;
     struct eval_score *scores;     // [max_items]
     float *logits_ref, *logits_q;  // [out_cap][vocab] each (q only with several modes)
-    double *lse_ref, *lse_q;       // [out_cap] their rows' log-sum-exp (eval_batch_score's lg.lse)
+    double *lse_ref, *lse_q;       // [out_cap] their rows' log-sum-exp (eval_batch_score's lg.lse; q as above)
     // the run directory
     char out_dir[4096], json_path[4096];
     int lock_fd;                   // results_lock of out_dir, held until run_free (-1: none)

@@ -349,8 +349,8 @@ static int open_model(struct run *r, struct err *e) {
     r->logits_ref = malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab);
     r->logits_q = o->n_modes > 1 ? malloc(sizeof(float) * (size_t)r->out_cap * (size_t)r->vocab) : NULL;
     r->lse_ref = malloc(sizeof(double) * (size_t)r->out_cap);
-    r->lse_q = malloc(sizeof(double) * (size_t)r->out_cap);
-    if (!r->scores || !r->logits_ref || (o->n_modes > 1 && !r->logits_q) || !r->lse_ref || !r->lse_q)
+    r->lse_q = o->n_modes > 1 ? malloc(sizeof(double) * (size_t)r->out_cap) : NULL;
+    if (!r->scores || !r->logits_ref || (o->n_modes > 1 && (!r->logits_q || !r->lse_q)) || !r->lse_ref)
         return err_set(e, ERR_NOMEM, "run: out of memory for logits (%d rows x %d)", r->out_cap, r->vocab);
     return 0;
 }

@@ -84,17 +84,22 @@ double metrics_d_w(const double *gap, const int *n_items, int n_tasks) {
     return w > 0 ? s / w : NAN;
 }
 
-double metrics_lse(const float *v, int n) {
-    double mx = -INFINITY;
+double metrics_lse_argmax(const float *v, int n, int *amax) {
+    int am = 0, bad = 0;
+    float mx = n > 0 ? v[0] : -INFINITY;
     for (int i = 0; i < n; i++) {
-        if (isnan(v[i]) || v[i] == INFINITY) return NAN;
-        if (v[i] > mx) mx = v[i];
+        bad |= isnan(v[i]) || v[i] == INFINITY;
+        if (v[i] > mx) { mx = v[i]; am = i; }
     }
+    if (amax) *amax = am;
+    if (bad) return NAN;
     if (mx == -INFINITY) return -INFINITY;
-    double s = 0;
-    for (int i = 0; i < n; i++) s += exp((double)v[i] - mx);
-    return mx + log(s);
+    double m = (double)mx, s = 0;
+    for (int i = 0; i < n; i++) s += exp((double)v[i] - m);
+    return m + log(s);
 }
+
+double metrics_lse(const float *v, int n) { return metrics_lse_argmax(v, n, NULL); }
 
 double metrics_kl_logits(const float *ref, const float *q, int vocab) {
     if (vocab <= 0) return NAN;

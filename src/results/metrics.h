@@ -52,8 +52,12 @@ double metrics_kl_logits(const float *ref, const float *q, int vocab);
 // exp passes; the result is bit for bit metrics_kl_logits's).
 double metrics_kl_logits_lse(const float *ref, double lse_ref, const float *q, double lse_q, int vocab);
 // Log-sum-exp of v[n] in binary64: max-shifted, summed in index order; -inf when every entry is
-// -inf; NaN if any entry is NaN or +inf.
+// -inf (or n <= 0); NaN if any entry is NaN or +inf.
 double metrics_lse(const float *v, int n);
+// The same log-sum-exp and, from the same scan, *amax (if not NULL): the first index whose entry
+// is larger than every earlier one under `>` from v[0] on (ties to the lowest index; a NaN after
+// v[0] never wins; 0 for n <= 0). Unlike metrics_argmax_f, a NaN v[0] keeps index 0.
+double metrics_lse_argmax(const float *v, int n, int *amax);
 // Index of the largest binary32 logit, ties to the lowest index (same-top-1 rate = fraction of
 // positions where both runs give the same index); NaN never wins; -1 for vocab <= 0.
 int metrics_argmax_f(const float *v, int n);
