@@ -10,14 +10,14 @@ Per item, a mode's flip probability is the share of its replicas 0..K whose pred
 from the reference's replica of the same number (the run report's "Flip probability vs the
 reference"); printed: each mean, and B - A with a 95% percentile bootstrap over items and a
 paired sign-flip permutation p (both 2000 resamples, seeds fixed)."""
-import json, random, subprocess, sys
+import functools, random, sys
+
+from formats_study import boot, mean, samples
 
 
+@functools.lru_cache(maxsize=None)
 def preds(run, task, mode, r):
-    name = f"{mode}_r{r}" if r else mode
-    out = subprocess.run(["zstdcat", f"{run}/samples-{task}-{name}.jsonl.zst"], check=True, capture_output=True,
-                         text=True).stdout
-    return {s["idx"]: s["pred"] for s in map(json.loads, out.splitlines())}
+    return {i: s["pred"] for i, s in samples(run, task, f"{mode}_r{r}" if r else mode).items()}
 
 
 def flip_prob(run, task, mode, k, ref):
@@ -30,19 +30,17 @@ def compare(task, k, spec, refs):
     for run, _ in (a, b):
         if run not in refs:
             refs[run] = [preds(run, task, "bf16", r) for r in range(k + 1)]
-    first = next(iter(refs.values()))
-    if any(v != first for v in refs.values()):
+    ref = next(iter(refs.values()))
+    if any(v != ref for v in refs.values()):
         sys.exit(f"replica_pairs: the runs' bf16 replicas differ: {sorted(refs)}")
-    ref = first
     fb, fa = flip_prob(b[0], task, b[1], k, ref), flip_prob(a[0], task, a[1], k, ref)
     d = [fb[i] - fa[i] for i in ref[0]]
-    n, obs = len(d), sum(d) / len(d)
-    rng = random.Random(21)
-    bs = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(2000))
+    n, obs = len(d), mean(d)
+    lo, hi = boot(d, mean, random.Random(21))
     rng = random.Random(22)
     perm = sum(abs(sum(x if rng.random() < 0.5 else -x for x in d) / n) >= abs(obs) - 1e-12 for _ in range(2000))
-    print(f"| {lb} - {la} | {100 * sum(fb.values()) / n:.1f} | {100 * sum(fa.values()) / n:.1f} | "
-          f"{100 * obs:+.1f} [{100 * bs[50]:+.1f}, {100 * bs[1949]:+.1f}] | {max(perm, 1) / 2000:.2g} |")
+    print(f"| {lb} - {la} | {100 * mean(list(fb.values())):.1f} | {100 * mean(list(fa.values())):.1f} | "
+          f"{100 * obs:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {max(perm, 1) / 2000:.2g} |")
 
 
 def main():
