@@ -329,7 +329,8 @@ static int parse_sizes(struct model_config *c, const cJSON *o, const char *ctx, 
         c->head_dim = c->dim / c->n_heads;
     }
     if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > CFG_MAX_HEAD_DIM)
-        return err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, 1024]", ctx, c->head_dim);
+        return err_set(e, ERR_FORMAT, "%s: field 'head_dim': %d must be even and in (0, %d]", ctx, c->head_dim,
+                       CFG_MAX_HEAD_DIM);
     if ((int64_t)c->n_heads * c->head_dim > CFG_MAX_DIM)
         return err_set(e, ERR_RANGE, "%s: field 'num_attention_heads' x 'head_dim' = %d x %d exceeds %d", ctx, c->n_heads,
                        c->head_dim, CFG_MAX_DIM);
