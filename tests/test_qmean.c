@@ -207,8 +207,8 @@ static void test_registered_modes(void) {
 }
 
 // ---- the reference's scores == the spec's formulas, recomputed here independently ----
-// mu_c = fp16(f32(sum_{i in tile} qs_ic) / n), qx = qdq(qs - mu), delta_j = fp16(sum_c f32(mu_c
-// ks_jc)), S = f32(sm * f32(dot(qx, qdq(ks)) + delta_j)); Smooth-QK on, a window and a partial
+// mu_c = fp16(f32(sum_{i in tile} qs_ic) / n), qx = qdq(qs - mu), delta_j = fp16(sm * f32(sum_c
+// f32(mu_c ks_jc))), S = f32(f32(sm * dot(qx, qdq(ks))) + delta_j) (revision 2); Smooth-QK on, a window and a partial
 // last tile (T = 150, tile 64: tiles [0,64), [64,128), [128,150)).
 static void test_scores_spec(void) {
     struct synth s;
@@ -249,7 +249,7 @@ static void test_scores_spec(void) {
                     float dot = 0, dl = 0;
                     for (int ch = 0; ch < d; ch++) dot += qx[ch] * kx[(size_t)j * d + ch];
                     for (int ch = 0; ch < d; ch++) dl += mu[ch] * ks[(size_t)j * d + ch];
-                    want = c.sm * (dot + round_fp16(dl));
+                    want = c.sm * dot + round_fp16(c.sm * dl);
                 }
                 n++;
                 if (f32_bits(want) != f32_bits(S[j]) && bad++ < 3)
@@ -263,16 +263,52 @@ static void test_scores_spec(void) {
     synth_free(&s);
 }
 
+// ---- revision 2: the correction is scaled by sm before its fp16 rounding ----
+// Q with a channel mean of ~40 and K with a band of 8 channels near 300 (what Qwen2.5-Coder-1.5B's
+// layer 0 has): the unscaled sum_c mu_c ks_jc is ~96,000, above fp16's 65,504, which made
+// revision 1's delta +inf and the output NaN; sm * sum (~8,500 at d = 128) is finite. The fast
+// kernel equals the reference bit for bit and every output is finite.
+static void test_correction_range(void) {
+    const int T = 100, H = 2, Hkv = 1, d = 128;
+    struct synth s;
+    synth_make(&s, T, H, Hkv, d, 5);
+    for (int t = 0; t < T; t++) {
+        for (int ch = 0; ch < d; ch++) s.q[((size_t)t * H) * d + ch] = s.q[((size_t)t * H + 1) * d + ch] = round_bf16(40.0f + (float)(ch % 3));
+        for (int ch = 56; ch < 64; ch++) s.k[(size_t)t * d + ch] = round_bf16(300.0f + (float)(t % 7));
+    }
+    const size_t n = (size_t)T * H * d;
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    struct attn_call c = {.T = T, .r1 = T, .H = H, .Hkv = Hkv, .d = d, .sm = (float)(1.0 / sqrt((double)d)), .tile = 64,
+                          .qmean = ATTN_QMEAN_CHANNEL};
+    double sum = 0;
+    for (int ch = 0; ch < d; ch++) sum += (double)s.q[ch] * s.k[ch];
+    CHECK(sum > 65504 && c.sm * sum < 65504, "test case: unscaled correction %.0f should overflow fp16, scaled %.0f not", sum, c.sm * sum);
+    void *sa = malloc(attn_flash_scratch(&c)), *sb = malloc(attn_flash_ref_scratch(&c));
+    attn_flash_forward(&(struct attn_operands){a, s.q, s.k, s.v}, &c, 0, H, sa, F_Q4 | ATTN_F_QMEAN | F_CH);
+    attn_flash_ref_forward(&(struct attn_operands){b, s.q, s.k, s.v}, &c, 0, H, sb, F_Q4 | ATTN_F_QMEAN | F_CH);
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < n; i++) nonfinite += !isfinite(a[i]);
+    CHECK(nonfinite == 0, "channel form with a correction sum of %.0f: %zu of %zu outputs not finite", sum, nonfinite, n);
+    CHECK(n_diff(a, b, n, NULL) == 0, "channel form, large correction: fast kernel differs from the reference");
+    printf("revision 2: correction sum %.0f (> 65,504), sm * sum %.0f: %zu outputs finite, fast == reference\n", sum,
+           c.sm * sum, n);
+    free(a), free(b), free(sa), free(sb);
+    synth_free(&s);
+}
+
 // ---- the algebraic identity: with every qdq skipped the scores are the unquantized ones ----
-// S' = sm * (dot(qs - mu, ks) + fp16(sum_c mu_c ks_c)) against S = sm * dot(qs, ks) in binary64
+// Channel form (revision 2): S' = sm * dot(qs - mu, ks) + fp16(sm * sum_c mu_c ks_c); token form:
+// S' = sm * (dot(qs - mu, ks) + fp16(mu) * fp16(kappa)); against S = sm * dot(qs, ks) in binary64
 // (exact up to 2^-53: bf16 products are exact in binary64). With u = 2^-24 and gamma_n =
 // n u / (1 - n u) (Higham, sequential sums), A = sum_c |qs_c - mu_c| |ks_c|, M = sum_c |mu_c ks_c|,
 // D = |sum_c mu_c ks_c|:
 //   qz_c = f32(qs_c - mu_c) and the binary32 dot over d terms:     gamma_{d+1} A
 //   the binary32 sum of delta over d products:                     gamma_d M
 //   delta rounded to fp16 (spec): half an fp16 ulp, relative 2^-11, plus 2^-25 subnormal spacing
+//   (channel form: of sm * sum, so the 2^-25 is absolute, not scaled by sm)
 //   dot + delta and sm * (.) in binary32:                          u (A + M) sm + u |S|
-// so |S' - S| <= sm (gamma_{d+1} A + gamma_d M + 2^-11 (D + gamma_d M) + 2^-25 + u (A + M)) + u |S|,
+// so |S' - S| <= sm (gamma_{d+1} A + gamma_d M + 2^-11 (D + gamma_d M) + u (A + M)) + 2^-25 s + u |S|,
+// with s = 1 in the channel form and s = sm in the token form,
 // up to second-order terms (factor 1 + 1e-6). Everything but the fp16 term is binary32
 // rounding; the fp16 rounding of delta_j is the spec's own and usually dominates. The token
 // form is bounded the same way with its fp16(mu) * fp16(kappa) correction (two fp16 roundings).
@@ -321,8 +357,8 @@ static void identity_scores(const struct synth *s, int tile, int channel, double
                 double fp16_term = channel ? 0x1p-11 * (fabs(D) + gam(d) * M)
                                            : 2 * 0x1p-11 * fabs(tmu) * (fabs(kap) + gam(d) * K1) * (1 + 0x1p-11);
                 double sum_term = channel ? gam(d) * M : fabs(tmu) * gam(d) * K1;
-                double bound = (1 + 1e-6) * (sm * (gam(d + 1) * A + sum_term + fp16_term + 0x1p-25 + u * (A + M)) +
-                                             u * fabs(exact));
+                double bound = (1 + 1e-6) * (sm * (gam(d + 1) * A + sum_term + fp16_term + u * (A + M)) +
+                                             0x1p-25 * (channel ? 1 : sm) + u * fabs(exact));
                 double err = fabs((double)S[j] - exact), ratio = err / bound;
                 if (ratio > *worst_ratio) *worst_ratio = ratio;
                 double share = sm * fp16_term / bound;
@@ -723,6 +759,7 @@ int main(void) {
     test_fast_vs_ref();
     test_registered_modes();
     test_scores_spec();
+    test_correction_range();
     test_identity();
     test_prefix();
     test_batch();

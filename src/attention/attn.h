@@ -40,6 +40,9 @@ enum attn_qformat { ATTN_QFORMAT_HIF4 = 0, ATTN_QFORMAT_HIF4_A6 = 1, ATTN_QFORMA
 // (one scalar mean over d per query row, spec `qmean`), `channel` the per-channel mean over the
 // rows of a query tile (SageAttention2's Q smoothing, spec `qmean-ch`).
 enum attn_qmean { ATTN_QMEAN_TOKEN = 0, ATTN_QMEAN_CHANNEL = 1 };
+// The revision of the channel form's arithmetic these kernels implement (spec section 4); run.json
+// records it for channel-form runs, and a run of another revision is not resumed or merged into.
+#define ATTN_QMEAN_CHANNEL_REVISION 2
 
 // ---- query tiles of the channel form (spec/attention.md section 4, `qmean-ch`) ----
 // The rows of a sequence are cut into query tiles of Br = Bc (the --tile) rows aligned to the
@@ -52,9 +55,11 @@ enum attn_qmean { ATTN_QMEAN_TOKEN = 0, ATTN_QMEAN_CHANNEL = 1 };
 //  - mu_c = fp16(f32(sum_i qs_{i,c}) / (float)n): a binary32 sum over the tile's rows in
 //    ascending order from +0, one binary32 division by the row count n, then fp16 (spec 7.5);
 //    masked keys do not matter (the mean is over query rows, the window only masks keys);
-//  - delta_j = fp16(sum_c f32(mu_c * ks_{j,c})): ks is the smoothed K *before* qdq (as kappa of
-//    the token form), the binary32 sum runs c = 0..d-1 from +0, and delta_j is rounded to fp16
-//    once, before it is added: S_ij = f32(sm * f32(dot(qx_i, kx_j) + delta_j)).
+//  - delta_j = fp16(sm * f32(sum_c f32(mu_c * ks_{j,c}))) (the spec's revision 2,
+//    ATTN_QMEAN_CHANNEL_REVISION): ks is the smoothed K *before* qdq (as kappa of the token
+//    form), the binary32 sum runs c = 0..d-1 from +0, is scaled by sm and rounded to fp16 once
+//    (a kernel folds sm into this GEMV; revision 1 rounded the unscaled sum, which overflows fp16
+//    on Qwen2.5-Coder-1.5B), then added: S_ij = f32(f32(sm * dot(qx_i, kx_j)) + delta_j).
 // A continuation of a cached prefix (below) forms the same tiles: a call whose first query row
 // is absolute position q0 > 0, with keys [0, q0 + n), still cuts tiles at multiples of Br from
 // position 0. The tile's mean over min(Br, T - start) rows changes when rows are added to it,

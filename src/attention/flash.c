@@ -202,10 +202,11 @@ static void smooth_q(float *qs, const float *qi, const float *s, int d) {
         memcpy(qs, qi, (size_t)d * sizeof(float));
 }
 
-// delta[j] = fp16(sum_c f32(mu_c * ks_{j,c})) for keys [ja, jb) (multiples of VL): lanes hold
-// keys, each accumulating c = 0..d-1 in order from +0 (attn.h); two panels per pass = four
-// independent chains (one chain is add-latency bound)
-static void delta_gemv(float *delta, const float *ksP, const float *mu, int d, int ja, int jb) {
+// delta[j] = fp16(sm * f32(sum_c f32(mu_c * ks_{j,c}))) for keys [ja, jb) (multiples of VL;
+// spec section 4, channel form revision 2: scaled before the fp16 rounding): lanes hold keys, each
+// accumulating c = 0..d-1 in order from +0 (attn.h); two panels per pass = four independent
+// chains (one chain is add-latency bound)
+static void delta_gemv(float *delta, const float *ksP, const float *mu, float sm, int d, int ja, int jb) {
     int j = ja;
     for (; j % PW == 0 && j + 2 * PW <= jb; j += 2 * PW) {
         const float *p0 = ksP + (size_t)(j / PW) * d * PW, *p1 = p0 + (size_t)d * PW;
@@ -216,13 +217,13 @@ static void delta_gemv(float *delta, const float *ksP, const float *mu, int d, i
             a2 += ld16(p1 + (size_t)ch * PW) * m, a3 += ld16(p1 + (size_t)ch * PW + VL) * m;
         }
         v16 acc[4] = {a0, a1, a2, a3};
-        for (int u = 0; u < 4 * VL; u++) delta[j + u] = kern_fp16(acc[u / VL][u % VL]);
+        for (int u = 0; u < 4 * VL; u++) delta[j + u] = kern_fp16(sm * acc[u / VL][u % VL]);
     }
     for (; j < jb; j += VL) {
         const float *kp = ksP + (size_t)(j / PW) * d * PW + j % PW;
         v16 a = {0};
         for (int ch = 0; ch < d; ch++) a += ld16(kp + (size_t)ch * PW) * mu[ch];
-        for (int u = 0; u < VL; u++) delta[j + u] = kern_fp16(a[u]);
+        for (int u = 0; u < VL; u++) delta[j + u] = kern_fp16(sm * a[u]);
     }
 }
 
@@ -243,7 +244,7 @@ static void tile_mu(const struct fwd *F, const float *q, int h, int ts, int te) 
 static void tile_qmean(const struct fwd *F, const float *q, int h, int ts, int te) {
     tile_mu(F, q, h, ts, te);
     const int ka = F->W > 0 && ts - F->W + 1 > 0 ? ts - F->W + 1 : 0;
-    delta_gemv(F->L.delta, F->L.ksP, F->L.mu, F->d, ka / VL * VL, (int)up((size_t)te, VL));
+    delta_gemv(F->L.delta, F->L.ksP, F->L.mu, F->sm, F->d, ka / VL * VL, (int)up((size_t)te, VL));
 }
 
 // qx = qs - mu of one row (the value qdq is handed); returns the token form's mu (0 otherwise)
@@ -427,7 +428,7 @@ static void row_softmax(const struct fwd *F, struct blk *B, int rr, int t0) {
         for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + kern_fp16(mur * kap[j]));
     } else if (F->qm == QM_CHANNEL) {
         const float *dl = F->L.delta + va;
-        for (int j = 0; j < nv; j++) Sv[j] = sm * (Sv[j] + dl[j]);
+        for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j] + dl[j]; // revision 2: delta is scaled
     } else {
         for (int j = 0; j < nv; j++) Sv[j] = sm * Sv[j];
     }

@@ -129,7 +129,7 @@ static float q_smoothed(const struct ref *R, const float *q, int i, int h, int c
 
 // ---- channel form: the query tile [ts, te) of head h ----
 // mu_c = fp16(f32(sum_{i in tile} qs_{i,c}) / n), the rows summed in ascending order;
-// delta_j = fp16(sum_c f32(mu_c * ks_{j,c})) for every key j < te
+// delta_j = fp16(sm * f32(sum_c f32(mu_c * ks_{j,c}))) for every key j < te (revision 2)
 static void ref_tile_mean(struct ref *R, const float *q, int h, int ts, int te) {
     const int d = R->d;
     for (int ch = 0; ch < d; ch++) {
@@ -140,7 +140,7 @@ static void ref_tile_mean(struct ref *R, const float *q, int h, int ts, int te) 
     for (int j = 0; j < te; j++) {
         float sum = 0;
         for (int ch = 0; ch < d; ch++) sum += R->mu[ch] * R->ks[(size_t)j * d + ch];
-        R->delta[j] = fp16(sum);
+        R->delta[j] = fp16(R->c->sm * sum);
     }
 }
 
@@ -182,7 +182,7 @@ static float ref_score(const struct ref *R, int i, int j, float mu) {
     const float *kr = R->kx + (size_t)j * R->d;
     float dot = 0;
     for (int ch = 0; ch < R->d; ch++) dot += R->qx[ch] * kr[ch];
-    float sc = !R->qmean ? c->sm * dot : R->channel ? c->sm * (dot + R->delta[j]) : c->sm * (dot + fp16(mu * R->kappa[j]));
+    float sc = !R->qmean ? c->sm * dot : R->channel ? c->sm * dot + R->delta[j] : c->sm * (dot + fp16(mu * R->kappa[j]));
     if (c->softcap > 0) sc = c->softcap * tanh_cr(sc / c->softcap);
     return sc;
 }

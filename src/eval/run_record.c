@@ -118,6 +118,9 @@ static void add_attention(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(aj, "qformat", attn_qformat_name(o->attn.qformat));
     // one Q-Mean form and one qdq skip per run directory (part of the configuration key)
     cJSON_AddStringToObject(aj, "qmean", attn_qmean_name(o->attn.qmean));
+    // the channel form's arithmetic revision (spec section 4): in the configuration key, so a run
+    // of revision 1 is never resumed or merged with one of revision 2; absent for the token form
+    if (o->attn.qmean == ATTN_QMEAN_CHANNEL) cJSON_AddNumberToObject(aj, "qmean_revision", ATTN_QMEAN_CHANNEL_REVISION);
     cJSON_AddStringToObject(aj, "qdq_skip", attn_qdq_skip_name(o->attn.qdq_skip));
     cJSON *lj = cJSON_AddObjectToObject(aj, "labels");
     for (int m = 0; m < o->n_modes; m++) cJSON_AddStringToObject(lj, o->modes[m], attn_mode_find(o->modes[m])->label);
@@ -227,6 +230,14 @@ static cJSON *task_json(const struct run *r, int t) {
     return x;
 }
 
+// The channel form's arithmetic revision a run.json records (1 when a channel-form run predates
+// the field; 0 for the token form)
+static int qmean_revision(const cJSON *run) {
+    if (strcmp(results_run_qmean(run), "channel")) return 0;
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "attention"), "qmean_revision");
+    return cJSON_IsNumber(v) ? (int)v->valuedouble : 1;
+}
+
 // --resume: the old run must have the same configuration; if it is complete and nothing is
 // left to score, the measurements of the run that did the work stay (r->carry).
 static int check_resume(struct run *r, cJSON *old, const char *key, struct err *e) {
@@ -247,7 +258,12 @@ static int check_resume(struct run *r, cJSON *old, const char *key, struct err *
     char was[16] = "", now[16];
     snprintf(now, sizeof now, "%s", results_run_qmean(r->json));
     if (!same) snprintf(was, sizeof was, "%s", results_run_qmean(old));
+    const int old_rev = qmean_revision(old), new_rev = qmean_revision(r->json);
     cJSON_Delete(old);
+    if (!same && !strcmp(was, now) && old_rev != new_rev)
+        return err_set(e, ERR_MISMATCH, "--resume: %s was made with revision %d of the channel form of Q-Mean, this binary "
+                       "computes revision %d (spec/attention.md section 4); results of the two are not mixed: re-run "
+                       "into another --out", r->json_path, old_rev, new_rev);
     if (!same && strcmp(was, now)) // the one difference a user is most likely to make on purpose
         return err_set(e, ERR_MISMATCH, "--resume: %s was made with --qmean %s, this run asks for --qmean %s; a run "
                        "directory holds one Q-Mean form: use another --out", r->json_path, was, now);
