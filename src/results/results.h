@@ -36,7 +36,8 @@ struct results_sample {
 void results_sample_free(struct results_sample *s);
 
 // Growable byte buffer (NUL-terminated once anything was appended). Caller frees b->p.
-struct results_buf { char *p; size_t n, cap; };
+// The first error of a put/printf is kept in err: later calls append nothing and return it.
+struct results_buf { char *p; size_t n, cap; int err; };
 int results_buf_put(struct results_buf *b, const char *s, size_t n);
 int results_buf_printf(struct results_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
