@@ -16,6 +16,7 @@
 #include "eval/prefix.h"
 #include "eval/run_internal.h"
 #include "model/perturb.h"
+#include "io/fingerprint.h"
 #include "io/safetensors.h"
 #include "results/lock.h"
 
@@ -75,10 +76,14 @@ static int probe_model(struct run *r, struct err *e) {
     int rc;
     double t0 = time_now();
     if ((rc = cfg_load(&r->cfg, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
-    // the fingerprint reads headers and a few KiB per tensor: the scales' model hash and the
-    // --resume key are checked with it before the weights load
+    // two fingerprints before the weights load: version 1 (headers and a few KiB per tensor)
+    // keys the scales files; version 2 (every byte, cached per file) is the run's identity
     if ((rc = st_open(&st, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
     rc = st_fingerprint(&st, r->model_hex, e);
+    struct st_fingerprint_stats fs;
+    if (!rc && !(rc = st_fingerprint_all(&st, r->weights_hex, &fs, e)) && fs.bytes_hashed > 0)
+        log_info("run: fingerprinted every byte of %s: %.2f GB in %.1f s (cached for the next run)", o->model_dir,
+                 fs.bytes_hashed / 1e9, fs.seconds);
     if (!rc && st.metadata && !(r->ckpt_meta = cJSON_Duplicate(st.metadata, 1))) rc = err_set(e, ERR_NOMEM, "run: out of memory");
     st_close(&st);
     if (rc) return rc;

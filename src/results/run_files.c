@@ -15,6 +15,7 @@
 
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "results/run_identity.h"
 #include "results/stamp.h"
 
 // ---- files of a run ----
@@ -42,7 +43,9 @@ int results_write_json(const char *path, const cJSON *j, struct err *e) {
     return rc;
 }
 
-void results_config_key(char hex[65], const cJSON *run, int with_shard) {
+// The key of a schema-1 run.json (written before run_identity.h): kept so the runs made then
+// keep the key their samples files are stamped with.
+static void legacy_key(char hex[65], const cJSON *run, int with_shard) {
     static const char *const keys[] = {"tokenizer", "modes", "attention", "scales", "tasks", "seed", "limit", "subjects", "window", "shard", "replicas"};
     static const char *const task_stats[] = {"tokenize_s", "n_requests", "n_sequences", "n_tokens", "n_truncated", "item_range"};
     cJSON *k = cJSON_CreateObject();
@@ -84,6 +87,16 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard) {
     sha256_hex(s ? s : "", s ? strlen(s) : 0, hex);
     free(s);
     cJSON_Delete(k);
+}
+
+void results_config_key(char hex[65], const cJSON *run, int with_shard) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(run, "schema");
+    if (!cJSON_IsNumber(v) || v->valuedouble < 2) { legacy_key(hex, run, with_shard); return; }
+    struct run_identity id;
+    struct err e = {0};
+    if (run_identity_build(&id, run, with_shard, &e)) { snprintf(hex, 65, "%s", "out-of-memory"); return; }
+    run_identity_key(hex, &id);
+    run_identity_free(&id);
 }
 
 const char *results_run_qmean(const cJSON *run) {
