@@ -6,6 +6,7 @@
 // the lock last.
 #include "eval/run.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -39,6 +40,24 @@ static int count_cb(void *user, const char *s, size_t n) {
 }
 
 // ---- the run directory: created, locked, checked against --resume ----
+// A directory without run.json that holds a run's files (its run.json deleted or lost): their
+// origin cannot be proved, and a new run would overwrite or mix with them.
+static int check_orphans(const char *dir, struct err *e) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *de;
+    char first[256] = "";
+    int n = 0;
+    while ((de = readdir(d)))
+        if ((!strncmp(de->d_name, "samples-", 8) && strstr(de->d_name, ".jsonl.zst")) || !strcmp(de->d_name, "summary.json"))
+            if (n++ == 0) snprintf(first, sizeof first, "%s", de->d_name);
+    closedir(d);
+    if (!n) return 0;
+    return err_set(e, ERR_MISMATCH, "%s holds %d file%s of a run (%s%s) but no run.json: nothing proves what they were made "
+                   "from, so they are neither resumed nor overwritten; move them away (or remove them), or use another --out",
+                   dir, n, n > 1 ? "s" : "", first, n > 1 ? ", ..." : "");
+}
+
 static int open_dir(struct run *r, struct err *e) {
     int rc;
     if (r->o.out_dir) snprintf(r->out_dir, sizeof r->out_dir, "%s", r->o.out_dir);
@@ -53,6 +72,8 @@ static int open_dir(struct run *r, struct err *e) {
             return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", r->json_path);
         if ((rc = json_parse_file(&r->old, r->json_path, e))) return rc;
         r->continued = 1;
+    } else if ((rc = check_orphans(r->out_dir, e))) {
+        return rc;
     } else if (r->o.resume) {
         log_warn("run: --resume: no run.json in %s, starting a new run", r->out_dir);
     }

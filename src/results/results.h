@@ -119,6 +119,10 @@ int results_check_complete(const char *dir, const cJSON *run, struct err *e);
 // Items a task object of run.json says its samples files hold: the length of "item_range" (a
 // shard), else "n_items"; -1 when it says neither.
 int results_task_items(const cJSON *task);
+// summary.json (object sum) of run directory dir belongs to its run.json (object run): its
+// "run_key" stamp equals run.json's "resume_key" (a summary or run.json without them, written
+// before the stamp, is accepted). Else ERR_MISMATCH naming both keys and `report DIR`, the fix.
+int results_summary_check(const char *dir, const cJSON *run, const cJSON *sum, struct err *e);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 

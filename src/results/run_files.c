@@ -146,3 +146,12 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
     return 0;
 }
 
+
+int results_summary_check(const char *dir, const cJSON *run, const cJSON *sum, struct err *e) {
+    const char *have = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "run_key"));
+    const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
+    if (!have || !want || !strcmp(have, want)) return 0;
+    return err_set(e, ERR_MISMATCH, "%s/summary.json is another run's: it is stamped with run key %.12s.., and %s/run.json's "
+                   "resume_key is %.12s..; recompute it from this run's samples files with `hifa4-eval report %s`", dir, have, dir,
+                   want, dir);
+}

@@ -16,6 +16,7 @@
 #include "base/sha256.h"
 #include "results/metrics.h"
 #include "results/noise.h"
+#include "results/run_identity.h"
 #include "results/stamp.h"
 
 // ---- summary (spec/tasks.md section 3) ----
@@ -378,7 +379,7 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
     char path[4096];
     int rc = path_join(path, sizeof path, dir, "run.json", e);
     cJSON *run = NULL, *sum = NULL;
-    if (!rc) rc = json_parse_file(&run, path, e);
+    if (!rc) rc = run_json_load(&run, dir, e);
     if (rc) return rc;
     const cJSON *tasks, *modes_j;
     if ((rc = json_need_arr(run, "tasks", &tasks, path, e)) || (rc = json_need_arr(run, "modes", &modes_j, path, e))) {
@@ -401,6 +402,9 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
     }
     if ((rc = replica_modes(modes, n_modes, n_rep, e))) goto done;
     sum = cJSON_CreateObject();
+    // the stamp: whose summary this is (results_summary_check)
+    const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
+    if (key) cJSON_AddStringToObject(sum, "run_key", key);
     cJSON_AddStringToObject(sum, "reference", modes[0]);
     cJSON *ma = cJSON_AddArrayToObject(sum, "modes");
     for (int m = 0; m < n_modes; m++) cJSON_AddItemToArray(ma, cJSON_CreateString(modes[m]));
