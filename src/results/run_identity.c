@@ -53,13 +53,16 @@ static size_t put(char *out, size_t n, size_t k, const char *s) {
     return k + l;
 }
 
-// x as its identity value at out+k: numbers by value (%.17g: 1e-5 and 0.00001 are one value),
+// x as its identity value at out+k: numbers by value (1e-5 and 0.00001 are one value),
 // strings as they are, arrays and objects compactly with their members the same way. Returns
 // the length the whole value needs (out holds its first n-1 bytes).
 static size_t render_at(char *out, size_t n, size_t k, const cJSON *x) {
     char num[40];
-    if (cJSON_IsNumber(x)) {
-        snprintf(num, sizeof num, "%.17g", x->valuedouble);
+    if (cJSON_IsNumber(x)) { // the shortest form that reads back as the same double (1e-05, not 1.0000000000000001e-05)
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(num, sizeof num, "%.*g", prec, x->valuedouble);
+            if (strtod(num, NULL) == x->valuedouble) break;
+        }
         return put(out, n, k, num);
     }
     if (cJSON_IsString(x)) return put(out, n, k, x->valuestring);
@@ -125,7 +128,6 @@ static const struct id_field fields[] = {
     {"window", "window", NULL},
     {"replicas", "replicas", NULL},
     {"gemm.arithmetic", "GEMM arithmetic", "openblas"},
-    {"nonfinite", "--nonfinite", "error"},
     {"numerics.version", "numerics version", "1"},
 };
 // per task (by name): its items by content and what turns them into requests
