@@ -90,7 +90,8 @@ static int flatten(struct run_identity *id, const char *name, const cJSON *x) {
         }
         return 0;
     }
-    size_t len = render_at(NULL, 0, 0, x);
+    char probe[1];
+    size_t len = render_at(probe, sizeof probe, 0, x); // the length only
     char *val = malloc(len + 1);
     if (!val) return ERR_NOMEM;
     val[0] = 0;
