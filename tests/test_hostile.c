@@ -911,7 +911,9 @@ static void test_identity_resume(void) {
     snprintf(m, sizeof m, "%s/idm", tmp);
     snprintf(d, sizeof d, "%s/idrun", tmp);
     const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1 --limit 70";
-    CHECK(sh("rm -rf %s && cp -r %s %s", m, model, m) == 0, "copy the model");
+    // dim 128: q_proj is 128 x 128 bf16 = 32 KiB, so version 1's three 4 KiB windows leave rows 16-23 out
+    CHECK(sh("rm -rf %s && %s --quiet make-model --arch llama --layers 1 --dim 128 --heads 2 --kv-heads 1 --ffn 256 --tied 0 "
+             "--out %s >/dev/null", m, bin, m) == 0, "make-model dim 128");
     CHECK(killed_run(m, d, args) == 1 && !run_complete(d), "a killed run");
     cJSON *c = json_at("%s/config.json", m);
     const double theta = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "rope_theta"));
@@ -924,8 +926,8 @@ static void test_identity_resume(void) {
     expect(0, "", ANY_TIME, "%s --quiet run --model %s %s --task-file %s --out %s --resume", bin, m, args, mc, d);
     CHECK(run_complete(d), "resumed over config.json with the same values");
     CHECK(killed_run(m, d, args) == 1, "a killed run");
-    // rows 16-23 of the 64 x 64 q_proj: bytes 4096-6143, between the start and middle 4 KiB windows
-    CHECK(poison(m, "model.layers.0.self_attn.q_proj.weight", 16 * 64, 8 * 64, 0.5f) == 0, "edit q_proj rows 16-23");
+    // rows 16-23 of q_proj: bytes 4096-6143, between version 1's start and middle windows
+    CHECK(poison(m, "model.layers.0.self_attn.q_proj.weight", 16 * 128, 8 * 128, 0.5f) == 0, "edit q_proj rows 16-23");
     expect(1, "--resume|model fingerprint version 2", BEFORE_WEIGHTS, "%s run --model %s %s --task-file %s --out %s --resume",
            bin, m, args, mc, d);
     // a run.json written before identities (schema 1): refused for --resume naming its versions
