@@ -314,8 +314,9 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     char lists[2][2048], auto_scales[4096];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
-    // modes that need scales are kept while the scales are still to be found or made
-    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : "(decided once the model is known)";
+    // modes that need scales are kept while the scales are still to be found or made (resolve_scales)
+    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
+    ro.scales_later = ro.scales == NULL;
     int n_modes = 0, n_tasks = 0;
     if (o.attn && strcmp(o.attn, "all") && (rc = split(lists[0], o.attn, modes, RUN_MAX_MODES, "--attn", &n_modes, e))) return rc;
     if (o.attn && !strcmp(o.attn, "all")) modes[n_modes++] = "all";
@@ -323,7 +324,6 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
     // task data, --out and --scales are checked before a model is fetched (issue 14); under
     // MPI rank 0 resolves the model (downloading, importing, calibrating as needed), the other
     // ranks then find all of it in the caches

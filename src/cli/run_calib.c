@@ -152,7 +152,7 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
 // The one message for modes that need scales when none exist and none can be made: why, and
 // the three ways out, each of which works from a clone of the repository.
 static int no_scales(const struct model_ref *m, const struct run_calib_opts *o, struct err *e) {
-    return err_set(e, ERR_NOTFOUND, "run: the modes asked for (hifa4 and every +sqk mode) need Smooth-QK scales; none exist "
+    return err_set(e, ERR_NOTFOUND, "the modes asked for (hifa4 and every +sqk mode) need Smooth-QK scales; none exist "
                    "for %s and none can be made: the default calibration text (%s, %s under a data root) is not "
                    "installed%s. Three ways out: --calib FILE (calibrate first on any plain English text file, e.g. "
                    "/usr/share/common-licenses/GPL-3), --scales F (a scales file made by `hifa4-eval calibrate`), or "
