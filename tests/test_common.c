@@ -6,6 +6,7 @@
 #include "base/common.h"
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "base/xxh64.h"
 #include "test.h"
 
 static void test_fp16(void) {
@@ -72,6 +73,25 @@ static void test_sha256(void) {
     sha256_final(&s, d);
     sha256_to_hex(d, hex);
     CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "1M a: %s", hex);
+}
+
+// XXH64 against the reference implementation's published values (seed 0), whole and streamed
+// in pieces that cross the 32-byte stripes
+static void test_xxh64(void) {
+    static const struct { const char *s; uint64_t h; } v[] = {
+        {"", 0xEF46DB3751D8E999ULL},
+        {"a", 0xD24EC4F1A98C6E5BULL},
+        {"abc", 0x44BC2CF5AD770999ULL},
+        {"Nobody inspects the spammish repetition", 0xFBCEA83C8A378BF1ULL},
+    };
+    for (int i = 0; i < 4; i++) {
+        const size_t n = strlen(v[i].s);
+        CHECK(xxh64(v[i].s, n, 0) == v[i].h, "xxh64('%s') = %016llx", v[i].s, (unsigned long long)xxh64(v[i].s, n, 0));
+        struct xxh64 st;
+        xxh64_init(&st, 0);
+        for (size_t k = 0; k < n; k += 3) xxh64_update(&st, v[i].s + k, n - k < 3 ? n - k : 3);
+        CHECK(xxh64_digest(&st) == v[i].h, "xxh64 streamed '%s'", v[i].s);
+    }
 }
 
 static void test_utf8(void) {
@@ -199,6 +219,7 @@ int main(void) {
     test_fp16();
     test_bf16();
     test_sha256();
+    test_xxh64();
     test_utf8();
     test_cli();
     test_json();

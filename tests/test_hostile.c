@@ -882,7 +882,7 @@ static void test_resume_identity(void) {
     snprintf(other, sizeof other, "%s/othermodel", tmp);
     sh("rm -rf %s && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --seed 2 --out %s "
        ">/dev/null", other, bin, other);
-    expect(1, "--resume|different model", ANY_TIME, "%s run --model %s %s --task-file %s --out %s --resume", bin, other, args, mc, d);
+    expect(1, "--resume|model fingerprint version 2", ANY_TIME, "%s run --model %s %s --task-file %s --out %s --resume", bin, other, args, mc, d);
     // the printed resume command, for an --out holding a space and a quote, pasted into a shell
     snprintf(q, sizeof q, "%s/it's a run", tmp);
     sh("rm -rf \"%s\"", q);
@@ -894,6 +894,120 @@ static void test_resume_identity(void) {
     snprintf(nd, sizeof nd, "is not a complete run|'%s/it'\\''s a run'", tmp); // HIFA4_TMP may move tmp (make asan)
     expect(1, nd, ANY_TIME, "%s report \"%s\"", bin, q);
     CHECK(run_suggested(err) == 0 && run_complete(q), "the printed resume command, pasted, finishes the run");
+}
+
+// ---- identity (run_identity.h): every input that can change a number, named when it differs ----
+// A killed run of model copy m in d (70 items, stopped after 64).
+static int killed_run(const char *m, const char *d, const char *args) {
+    sh("rm -rf %s", d);
+    return sh("HIFA4_STOP_AFTER_ITEMS=64 %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1", bin, m, args, mc, d);
+}
+
+// config.json edited, then --resume: refused naming the field and both values; the same value
+// spelled another way (5e5 for 500000, keys in another order) resumes. Weights edited where the
+// version-1 fingerprint never looked (rows 16-23 of q_proj), then --resume: refused.
+static void test_identity_resume(void) {
+    char m[1300], d[1300];
+    snprintf(m, sizeof m, "%s/idm", tmp);
+    snprintf(d, sizeof d, "%s/idrun", tmp);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1 --limit 70";
+    // dim 128: q_proj is 128 x 128 bf16 = 32 KiB, so version 1's three 4 KiB windows leave rows 16-23 out
+    CHECK(sh("rm -rf %s && %s --quiet make-model --arch llama --layers 1 --dim 128 --heads 2 --kv-heads 1 --ffn 256 --tied 0 "
+             "--out %s >/dev/null", m, bin, m) == 0, "make-model dim 128");
+    CHECK(killed_run(m, d, args) == 1 && !run_complete(d), "a killed run");
+    cJSON *c = json_at("%s/config.json", m);
+    const double theta = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "rope_theta"));
+    cJSON_Delete(c);
+    CHECK(theta == 500000, "make-model's llama rope_theta is 500000 (got %g)", theta);
+    set_cfg(m, "rope_theta", "10000");
+    expect(1, "--resume|config.json rope_theta 500000 vs 10000|another --out", BEFORE_WEIGHTS,
+           "%s run --model %s %s --task-file %s --out %s --resume", bin, m, args, mc, d);
+    set_cfg(m, "rope_theta", "5e5"); // the same number, spelled otherwise and moved to the end
+    expect(0, "", ANY_TIME, "%s --quiet run --model %s %s --task-file %s --out %s --resume", bin, m, args, mc, d);
+    CHECK(run_complete(d), "resumed over config.json with the same values");
+    CHECK(killed_run(m, d, args) == 1, "a killed run");
+    // rows 16-23 of q_proj: bytes 4096-6143, between version 1's start and middle windows
+    CHECK(poison(m, "model.layers.0.self_attn.q_proj.weight", 16 * 128, 8 * 128, 0.5f) == 0, "edit q_proj rows 16-23");
+    expect(1, "--resume|model fingerprint version 2", BEFORE_WEIGHTS, "%s run --model %s %s --task-file %s --out %s --resume",
+           bin, m, args, mc, d);
+    // a run.json written before identities (schema 1): refused for --resume naming its versions
+    CHECK(killed_run(m, d, args) == 1, "a killed run");
+    cJSON *j = json_at("%s/run.json", d);
+    cJSON_DeleteItemFromObject(j, "schema");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "model"), "fingerprint");
+    char *t = cJSON_Print(j), path[1400];
+    snprintf(path, sizeof path, "%s/run.json", d);
+    write_text(path, t, strlen(t));
+    free(t);
+    expect(1, "--resume|schema 1|fingerprint, version 1|model fingerprint version 1", BEFORE_WEIGHTS,
+           "%s run --model %s %s --task-file %s --out %s --resume", bin, m, args, mc, d);
+    // a run.json of a newer schema: refused by every reader, naming its version
+    cJSON_AddNumberToObject(j, "schema", 99);
+    t = cJSON_Print(j);
+    write_text(path, t, strlen(t));
+    free(t);
+    cJSON_Delete(j);
+    expect(1, "schema version 99|reads versions 1 to", ANY_TIME, "%s run --model %s %s --task-file %s --out %s --resume", bin,
+           m, args, mc, d);
+    expect(1, "schema version 99", ANY_TIME, "%s report %s", bin, d);
+    // run.json deleted, samples left: refused with and without --resume, the samples kept
+    sh("rm -f %s/run.json", d);
+    expect(1, "but no run.json|samples-mc_jsonl-", BEFORE_WEIGHTS, "%s run --model %s %s --task-file %s --out %s --resume", bin,
+           m, args, mc, d);
+    expect(1, "but no run.json", BEFORE_WEIGHTS, "%s run --model %s %s --task-file %s --out %s", bin, m, args, mc, d);
+    CHECK(sh("ls %s/samples-mc_jsonl-f32.jsonl.zst >/dev/null 2>&1", d) == 0, "the orphaned samples are left alone");
+}
+
+// Shards of models whose config.json differ do not merge (naming the field); diff of two runs
+// over task data that differ in one question says so; a summary.json copied from another run is
+// refused by tables and report.
+static void test_identity_compare(void) {
+    char m[1300], s0[1300], s1[1300], mg[1300], a[1300], b[1300], mc2[1300];
+    snprintf(m, sizeof m, "%s/idm2", tmp);
+    snprintf(s0, sizeof s0, "%s/ids0", tmp), snprintf(s1, sizeof s1, "%s/ids1", tmp), snprintf(mg, sizeof mg, "%s/idmg", tmp);
+    const char *args = "--task mc_jsonl --attn f32,bf16 --threads 1 --limit 70";
+    CHECK(sh("rm -rf %s %s %s %s && cp -r %s %s", m, s0, s1, mg, model, m) == 0, "copy the model");
+    int rc = sh("%s --quiet run --model %s %s --task-file %s --shard 0/2 --out %s >/dev/null 2>&1", bin, model, args, mc, s0);
+    set_cfg(m, "rms_norm_eps", "1e-5"); // make-model's is 1e-6
+    rc |= sh("%s --quiet run --model %s %s --task-file %s --shard 1/2 --out %s >/dev/null 2>&1", bin, m, args, mc, s1);
+    CHECK(rc == 0, "two shards");
+    expect(1, "merge|config.json rms_norm_eps 1e-06 vs 1e-05", ANY_TIME,
+           "%s merge %s %s --out %s", bin, s0, s1, mg);
+    snprintf(a, sizeof a, "%s/ida", tmp), snprintf(b, sizeof b, "%s/idb", tmp), snprintf(mc2, sizeof mc2, "%s/mc300b.jsonl", tmp);
+    rc = sh("sed 's/Question number 7?/Question number seven?/' %s > %s", mc, mc2);
+    rc |= sh("rm -rf %s %s && %s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1 && "
+             "%s --quiet run --model %s %s --task-file %s --out %s >/dev/null 2>&1", a, b, bin, model, args, mc, a, bin, model, args, mc2, b);
+    CHECK(rc == 0, "two runs over task files differing in one question");
+    expect(0, "made from different inputs|task mc_jsonl items sha256", ANY_TIME, "%s diff %s %s", bin, a, b);
+    expect(0, "", ANY_TIME, "%s diff %s %s:bf16", bin, a, a); // within one run: nothing to say
+    char *err = slurp("%s/expect.err", tmp);
+    CHECK(err && !strstr(err, "different inputs"), "diff within one run names no input: %s", err ? err : "");
+    free(err);
+    // b's summary.json into a: another run's (another key), refused by tables and report, naming the fix
+    CHECK(sh("cp %s/summary.json %s/summary.json", b, a) == 0, "copy summary.json");
+    expect(1, "summary.json is another run's|hifa4-eval report", ANY_TIME, "%s tables %s", bin, a);
+    expect(1, "summary.json is another run's", ANY_TIME, "%s report --keep-summary %s", bin, a);
+    expect(0, "", ANY_TIME, "%s --quiet report %s", bin, a); // recomputed from a's samples: a's again
+    expect(0, "", ANY_TIME, "%s tables %s", bin, a);
+}
+
+// The bare form (bf16,direct,hifa4) with no scales and no calibration text: exit 1 before the
+// weights load, one message naming the three ways out and no ../shared; nothing dropped silently.
+static void test_no_mode_dropped(void) {
+    char d[1300], cache[1300];
+    snprintf(d, sizeof d, "%s/bare", tmp);
+    snprintf(cache, sizeof cache, "%s/emptycache", tmp);
+    sh("rm -rf %s %s && mkdir -p %s", d, cache, cache);
+    expect(1, "need Smooth-QK scales|--calib FILE|--scales F|--scales none", BEFORE_WEIGHTS,
+           "env -u HIFA4_DATA HIFA4_CACHE=%s %s run --model %s --task mc_jsonl --task-file %s --limit 4 --threads 1 --offline "
+           "--out %s", cache, bin, model, mc, d);
+    char *err = slurp("%s/expect.err", tmp);
+    const char *once = err ? strstr(err, "Three ways out") : NULL;
+    CHECK(once && !strstr(once + 1, "Three ways out") && !strstr(err, "skipping") && !strstr(err, "../shared") &&
+              !strstr(err, "SOURCE.md"),
+          "said once, nothing skipped, no advice a clone cannot follow:\n%s", err ? err : "");
+    free(err);
+    CHECK(sh("test -e %s/run.json", d) != 0, "no run started");
 }
 
 // Every tensor is used or named: a layer past num_hidden_layers, a bias or norm the declared
@@ -1072,6 +1186,10 @@ int main(void) {
     test_foreign_samples();
     TEST_PROGRESS("issue 27: resume identity and command");
     test_resume_identity();
+    TEST_PROGRESS("identity");
+    test_identity_resume();
+    test_identity_compare();
+    test_no_mode_dropped();
     TEST_PROGRESS("issue 27: every tensor bound or named");
     test_bound_tensors();
     TEST_PROGRESS("issue 27: table labels");

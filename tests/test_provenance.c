@@ -14,6 +14,7 @@
 #include "import/make_model.h"
 #include "model/gemm.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 #include "test.h"
 
 static char tmp[1024];
@@ -40,6 +41,39 @@ static void test_key(void) {
     CHECK(strcmp(ka, kb) != 0, "an OpenBLAS run (no gemm record) and a gemm.h run must not share a key");
     CHECK(strcmp(kb, kc) == 0, "the GEMM path and the CPU must not change the key (they cannot change a bit)");
     cJSON_Delete(a), cJSON_Delete(b), cJSON_Delete(c);
+}
+
+// A schema-2 identity (results/run_identity.h): config.json by value (key order and number
+// spelling do not count), the CPU and GEMM path out, a changed field named with both values,
+// a newer schema refused naming its version.
+static void test_identity(void) {
+    cJSON *a = cJSON_Parse("{\"schema\":2,\"model\":{\"hash\":\"h\",\"fingerprint\":{\"version\":2,\"hash\":\"f\"},"
+                           "\"config_json\":{\"rope_theta\":500000,\"rms_norm_eps\":1e-5,\"act\":\"silu\"}},"
+                           "\"gemm\":{\"arithmetic\":\"x\",\"isa\":\"avx512\"},\"modes\":[\"bf16\"],\"seed\":1}");
+    cJSON *b = cJSON_Parse("{\"seed\":1,\"modes\":[\"bf16\"],\"gemm\":{\"isa\":\"scalar\",\"arithmetic\":\"x\"},"
+                           "\"host\":{\"cpu\":\"another\"},\"schema\":2,\"model\":{\"config_json\":{\"act\":\"silu\","
+                           "\"rms_norm_eps\":0.00001,\"rope_theta\":5e5},\"fingerprint\":{\"hash\":\"f\",\"version\":2},"
+                           "\"hash\":\"h\"}}");
+    char ka[65], kb[65], d[600];
+    results_config_key(ka, a, 1);
+    results_config_key(kb, b, 1);
+    CHECK(!strcmp(ka, kb), "key order, number spelling, CPU and GEMM path change no identity");
+    CHECK(run_json_diff(d, sizeof d, a, b, 1, NULL) == 0 && !d[0], "no difference named: %s", d);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "model"), "config_json"), "rope_theta",
+                              cJSON_CreateNumber(10000));
+    results_config_key(kb, b, 1);
+    CHECK(strcmp(ka, kb) && run_json_diff(d, sizeof d, a, b, 1, NULL) == 1 && !strcmp(d, "config.json rope_theta 500000 vs 10000"),
+          "rope_theta named: %s", d);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(b, "model"), "x", 1); // not in the identity's list
+    CHECK(run_json_diff(d, sizeof d, a, b, 1, NULL) == 1, "a field outside the list changes nothing: %s", d);
+    struct err e = {0};
+    int v = 0;
+    CHECK(run_schema(a, &v, "a", &e) == 0 && v == 2, "schema 2 read");
+    cJSON_ReplaceItemInObject(a, "schema", cJSON_CreateNumber(RUN_SCHEMA + 1));
+    CHECK(run_schema(a, &v, "run.json", &e) == ERR_UNSUPPORTED && strstr(e.msg, "schema version 3"), "newer schema: %s", e.msg);
+    cJSON_DeleteItemFromObject(a, "schema");
+    CHECK(run_schema(a, &v, "a", &e) == 0 && v == 1, "no field: schema 1");
+    cJSON_Delete(a), cJSON_Delete(b);
 }
 
 static int small_run_shard(const char *out, int k, int n) {
@@ -162,6 +196,7 @@ int main(void) {
     CHECK(sh(cmd) == 0, "%s", cmd);
     log_set_level(LOG_WARN);
     test_key();
+    test_identity();
     test_record_and_diff();
     test_merge_libm();
     return test_summary("test_provenance");

@@ -1,7 +1,7 @@
 // test_run.c: end-to-end checks of `hifa4-eval run` on the real stories260K model
 // (import-llama2c into $HIFA4_TMP) and real task data from the test data (datasets/):
 //  - a 4-task f32,bf16 run writes every file; flips / hurts / helps and acc recomputed here by
-//    hand from the two samples files (plain zstd + cJSON, no results.c / metrics.c) match
+//    hand from the two samples files (plain zstd + cJSON, no results/ / metrics.c) match
 //    summary.json;
 //  - a run killed with SIGKILL part-way and continued with --resume ends with samples files
 //    byte-identical to an uninterrupted run;

@@ -17,6 +17,7 @@
 #include "results/metrics.h"
 #include "results/report.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 #include "results/run_label.h"
 #include "results/stats.h"
 
@@ -32,7 +33,7 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     if (colon) snprintf(s->mode, sizeof s->mode, "%s", colon + 1);
     char path[4200];
     snprintf(path, sizeof path, "%s/run.json", s->dir);
-    int rc = json_parse_file(&s->run, path, e);
+    int rc = run_json_load(&s->run, s->dir, e);
     if (rc) return rc;
     // a killed run's modes may hold different items: comparing the common ones said nothing
     // about the run being incomplete (issue 14)
@@ -71,6 +72,17 @@ static void warn_numerics(const struct side *a, const struct side *b) {
         log_info("diff: made on different CPUs (%s / %s) with the same GEMM arithmetic: the same inputs give the same bits",
                  ca, cb);
     }
+}
+
+// The inputs other than the options above in which the runs' identities differ (run_identity.h):
+// weights, config.json, tokenizer files, each task's items. Said on stdout and stderr: items
+// matched by id across different task data or models are not the same measurement.
+static void inputs_differ(const struct side *a, const struct side *b) {
+    static const char *const options[] = {"--", "modes", "mode ", "replicas", "shard", "scales", NULL};
+    char d[1600];
+    if (run_json_diff(d, sizeof d, a->run, b->run, 0, options) <= 0) return;
+    printf("A and B were made from different inputs (A vs B): %s\n\n", d);
+    log_warn("diff: %s and %s were made from different inputs (A vs B): %s", a->dir, b->dir, d);
 }
 
 static const char *mode_at(const struct side *s, int i) {
@@ -183,6 +195,7 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     char differ[1024];
     run_label_differences(differ, sizeof differ, a.run, b.run);
     if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
+    if (!same_run) inputs_differ(&a, &b);
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const cJSON *ta, *tb;

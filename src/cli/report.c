@@ -8,6 +8,7 @@
 #include "results/lock.h"
 #include "results/report.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 
 static int render(const char *dir, int keep, struct err *e);
 
@@ -28,7 +29,7 @@ int cmd_report(int argc, char **argv, struct err *e) {
     // mode; the lock keeps a --resume of this directory from starting while we write into it
     char rpath[4096];
     cJSON *run = NULL;
-    if ((rc = path_join(rpath, sizeof rpath, pos[0], "run.json", e)) || (rc = json_parse_file(&run, rpath, e))) return rc;
+    if ((rc = path_join(rpath, sizeof rpath, pos[0], "run.json", e)) || (rc = run_json_load(&run, pos[0], e))) return rc;
     rc = results_check_complete(pos[0], run, e);
     cJSON_Delete(run);
     if (rc) return rc;

@@ -24,7 +24,7 @@
 
 // ---- options ----
 struct run_cli {
-    const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer, *ppl_score;
+    const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *calib, *act, *bos, *tokenizer, *ppl_score;
     const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int replicas;
@@ -96,6 +96,7 @@ static int check_flags(struct run_cli *o, struct err *e) {
     if (o->task && o->tasks) return err_set(e, ERR_USAGE, "give --task or --tasks, not both");
     if (!o->task) o->task = o->tasks;
     if (!o->task) return err_set(e, ERR_USAGE, "--task is required (e.g. --task mmlu,hellaswag)");
+    if (o->calib && o->scales) return err_set(e, ERR_USAGE, "--calib and --scales: give one (--calib makes the scales)");
     if (o->limit < 0) return err_set(e, ERR_USAGE, "--limit %d: must be >= 0", o->limit);
     if (o->subjects && (!*o->subjects || strlen(o->subjects) > 1000 || strstr(o->subjects, ",,") || *o->subjects == ',' ||
                         o->subjects[strlen(o->subjects) - 1] == ','))
@@ -181,11 +182,12 @@ static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const st
     if (!run_calib_needed(ro)) return 0;
     if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
     struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
-                                .required = o->attn && strcmp(o->attn, "all")};
+                                .required = !o->attn || strcmp(o->attn, "all"), .calib_text = o->calib};
     int rc = run_calib_default(buf, n, record, m, &co, e);
     if (rc) return rc;
     if (buf[0]) ro->scales = buf;
-    else run_calib_drop_modes(ro, "they need Smooth-QK scales: pass --scales F, or put the calibration text where run finds it");
+    else run_calib_drop_modes(ro, "--attn all: no Smooth-QK scales for this model and no calibration text (--calib FILE "
+                                  "or --scales F adds them)");
     return 0;
 }
 
@@ -274,6 +276,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
+        {"calib", CLI_STR, &o.calib, "FILE: calibrate on this text when the model has no scales file yet (default: the Brown corpus; the scales are cached apart per text)"},
         {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
@@ -311,8 +314,9 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     char lists[2][2048], auto_scales[4096];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
-    // modes that need scales are kept while the scales are still to be found or made
-    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : "(decided once the model is known)";
+    // modes that need scales are kept while the scales are still to be found or made (resolve_scales)
+    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
+    ro.scales_later = ro.scales == NULL;
     int n_modes = 0, n_tasks = 0;
     if (o.attn && strcmp(o.attn, "all") && (rc = split(lists[0], o.attn, modes, RUN_MAX_MODES, "--attn", &n_modes, e))) return rc;
     if (o.attn && !strcmp(o.attn, "all")) modes[n_modes++] = "all";
@@ -320,7 +324,6 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
     // task data, --out and --scales are checked before a model is fetched (issue 14); under
     // MPI rank 0 resolves the model (downloading, importing, calibrating as needed), the other
     // ranks then find all of it in the caches

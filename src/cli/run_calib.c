@@ -4,6 +4,7 @@
 #include "cli/run_calib.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention/attn.h"
@@ -11,6 +12,7 @@
 #include "base/paths.h"
 #include "io/safetensors.h"
 #include "base/pool.h"
+#include "base/sha256.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
 #include "eval/tasks/task.h"
@@ -58,6 +60,9 @@ static double macs_per_token(const struct model_config *c) {
 int run_calib_text(char *path, size_t n, const char *data_dir, int offline, struct err *e) {
     struct task_opts to = {.data_dir = data_dir};
     if (task_data_try(path, n, &to, RUN_CALIB_REL, 0)) return 0;
+    // offline, the fetcher would only say (in its own words, for the project's data) what the
+    // caller's one message says
+    if (offline) { path[0] = 0; return err_set(e, ERR_NOTFOUND, "offline: %s is under no data root", RUN_CALIB_REL); }
     char root[4096];
     int rc = fetch_task_data(RUN_CALIB_SOURCE, offline, root, sizeof root, e);
     if (rc) { path[0] = 0; return rc; }
@@ -65,11 +70,11 @@ int run_calib_text(char *path, size_t n, const char *data_dir, int offline, stru
     return 0;
 }
 
-static cJSON *record_of(const struct calib_run *cr, const char *text, const char *scales, double seconds) {
+static cJSON *record_of(const struct calib_run *cr, const char *text, int user_text, const char *scales, double seconds) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     cJSON_AddStringToObject(j, "by", "run (no --scales and no scales file for this model)");
-    cJSON_AddStringToObject(j, "source", RUN_CALIB_SOURCE);
+    cJSON_AddStringToObject(j, "source", user_text ? "--calib" : RUN_CALIB_SOURCE);
     cJSON_AddStringToObject(j, "text", text);
     cJSON_AddStringToObject(j, "source_desc", cr->source_desc);
     cJSON_AddNumberToObject(j, "samples", cr->result.n_samples);
@@ -83,16 +88,27 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, const char
 
 // <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
 // by the weights, so two checkpoints of the same name never share scales
-static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, struct err *e) {
-    char cache[4096], hex[65];
+// (with --calib FILE, "-text-<sha256 of the text, 12 hex>" before the extension: never taken for
+// the default text's scales)
+static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, const char *text,
+                        struct err *e) {
+    char cache[4096], hex[65], tag[32] = "";
     struct safetensors st;
     int rc = paths_cache(cache, sizeof cache, e);
     if (rc || (rc = st_open(&st, m->dir, e))) return rc;
     rc = st_fingerprint(&st, hex, e);
     st_close(&st);
     if (rc) return rc;
+    if (text) {
+        char *buf, th[65];
+        size_t len;
+        if ((rc = file_read_all(text, &buf, &len, e))) return err_prefix(e, "--calib");
+        sha256_hex(buf, len, th);
+        free(buf);
+        snprintf(tag, sizeof tag, "-text-%.12s", th);
+    }
     if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
-        snprintf(path, n, "%s/scales/%s-%.16s.safetensors", cache, m->scales_id, hex) >= (int)n)
+        snprintf(path, n, "%s/scales/%s-%.16s%s.safetensors", cache, m->scales_id, hex, tag) >= (int)n)
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
 }
@@ -105,9 +121,9 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     pool_set_threads(o->threads);
     double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
     double cpu = tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S, wall = cpu / pool_threads();
-    log_info("run: no Smooth-QK scales for %s: calibrating first on %s (Brown corpus, %s), %d samples x %d tokens, "
+    log_info("run: no Smooth-QK scales for %s: calibrating first on %s (%s), %d samples x %d tokens, "
              "about %.0f CPU-s = %.0f s on %d idle thread%s (once: the next run reuses the scales)", m->name,
-             RUN_CALIB_SOURCE, text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
+             o->calib_text ? "--calib" : RUN_CALIB_SOURCE " (Brown corpus)", text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
              pool_threads(), pool_threads() == 1 ? "" : "s");
     struct calib_run_opts co;
     calib_run_opts_default(&co);
@@ -120,42 +136,51 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
     if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
     char dir[4096];
-    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, e))) rc = mkdir_p(dir, e);
+    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, e))) rc = mkdir_p(dir, e);
     struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
     if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
     double secs = time_now() - t0;
     if (!rc) {
         log_info("run: calibrated in %.1f s: gate %s (rho_K %.2f, T_KQ %.2f), scales %s", secs,
                  calib_branch_name(cr.result.branch), cr.result.rho_k, cr.result.t_kq, scales);
-        *record = record_of(&cr, text, scales, secs);
+        *record = record_of(&cr, text, o->calib_text != NULL, scales, secs);
     }
     calib_run_free(&cr);
     return rc;
+}
+
+// The one message for modes that need scales when none exist and none can be made: why, and
+// the three ways out, each of which works from a clone of the repository.
+static int no_scales(const struct model_ref *m, const struct run_calib_opts *o, struct err *e) {
+    return err_set(e, ERR_NOTFOUND, "the modes asked for (hifa4 and every +sqk mode) need Smooth-QK scales; none exist "
+                   "for %s and none can be made: the default calibration text (%s, %s under a data root) is not "
+                   "installed%s. Three ways out: --calib FILE (calibrate first on any plain English text file, e.g. "
+                   "/usr/share/common-licenses/GPL-3), --scales F (a scales file made by `hifa4-eval calibrate`), or "
+                   "--scales none (run only the modes that need no scales)", m->name, RUN_CALIB_SOURCE, RUN_CALIB_REL,
+                   o->offline ? " and --offline forbids fetching it" : " and could not be fetched");
 }
 
 int run_calib_default(char *scales, size_t n, cJSON **record, const struct model_ref *m,
                       const struct run_calib_opts *o, struct err *e) {
     *record = NULL;
     char dir[4096];
-    if (attn_scales_default(scales, n, m->scales_id)) {
+    if (!o->calib_text && attn_scales_default(scales, n, m->scales_id)) {
         log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
         return 0;
     }
-    int rc = cache_scales(scales, n, dir, sizeof dir, m, e);
+    int rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, e);
     if (rc) return rc;
     if (file_exists(scales)) {
-        log_info("run: using Smooth-QK scales %s (calibrated earlier for this model; --scales overrides)", scales);
+        log_info("run: using Smooth-QK scales %s (calibrated earlier for this model%s; --scales overrides)", scales,
+                 o->calib_text ? " on this --calib text" : "");
         return 0;
     }
+    if (o->calib_text) return calibrate(scales, n, record, m, o->calib_text, o, e);
     char text[4096];
     struct err why = {0};
     if (run_calib_text(text, sizeof text, o->data_dir, o->offline, &why)) {
         scales[0] = 0;
-        if (o->required)
-            return err_set(e, why.code ? why.code : ERR_NOTFOUND, "run: the modes asked for need Smooth-QK scales and "
-                           "the calibration text is missing: %s; or pass --scales FILE, or --scales none", why.msg);
-        log_warn("run: no calibration text for Smooth-QK (%s)", why.msg);
-        return 0;
+        return o->required ? no_scales(m, o, e) : 0;
     }
     return calibrate(scales, n, record, m, text, o, e);
 }

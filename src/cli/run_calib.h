@@ -34,8 +34,10 @@ struct run_calib_opts {
     const char *data_dir;      // --data-dir (searched first for the calibration text)
     int offline;               // never fetch the calibration text
     int threads;               // 0: all cores
-    int required;              // 1: the user named a mode that needs scales (no source is an error;
-                               // without --attn, or with --attn all, those modes are skipped)
+    int required;              // 1: the user asked for a mode that needs scales, by name or by the
+                               // bare form (no source is an error naming the three ways out); with
+                               // --attn all, those modes are skipped in one line
+    const char *calib_text;    // --calib FILE: calibrate on this text (its scales cached apart), or NULL
 };
 // Fills scales (n bytes) with the scales file for m: calibrate's default file if it exists
 // (*record NULL), else calibrates (one log line first: source, samples, an estimate of the time),

@@ -12,6 +12,7 @@
 #include "results/lock.h"
 #include "results/noise.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 #include "results/stamp.h"
 
 static int num_field(const cJSON *o, const char *k, double *v) {
@@ -57,7 +58,7 @@ static int load_shards(const char *const *shards, int n, cJSON **runs, int *orde
     int N = -1, rc;
     for (int i = 0; i < n; i++) order[i] = -1;
     for (int i = 0; i < n; i++) {
-        if ((rc = path_join(path, sizeof path, shards[i], "run.json", e)) || (rc = json_parse_file(&runs[i], path, e))) return rc;
+        if ((rc = path_join(path, sizeof path, shards[i], "run.json", e)) || (rc = run_json_load(&runs[i], shards[i], e))) return rc;
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(runs[i], "shard"), *complete = cJSON_GetObjectItemCaseSensitive(runs[i], "complete");
         double k, nn;
         if (!sh || num_field(sh, "k", &k) || num_field(sh, "n", &nn)) return err_set(e, ERR_FORMAT, "%s: not a shard (no field 'shard' {k, n}); made with run --shard K/N?", path);
@@ -72,7 +73,12 @@ static int load_shards(const char *const *shards, int n, cJSON **runs, int *orde
         else if (strcmp(results_run_qmean(runs[i]), results_run_qmean(runs[0])))
             return err_set(e, ERR_MISMATCH, "%s: made with --qmean %s, %s with --qmean %s: a run holds one Q-Mean form", path,
                            results_run_qmean(runs[i]), shards[0], results_run_qmean(runs[0]));
-        else if (strcmp(key, key0)) return err_set(e, ERR_MISMATCH, "%s: made with another model, tokenizer, modes, options or task data than %s", path, shards[0]);
+        else if (strcmp(key, key0)) {
+            char d[1600];
+            if (run_json_diff(d, sizeof d, runs[0], runs[i], 0, NULL) < 0) return err_set(e, ERR_NOMEM, "merge: out of memory");
+            return err_set(e, ERR_MISMATCH, "%s was made from other inputs than %s (%s vs %s): %s", path, shards[0], shards[0],
+                           shards[i], d[0] ? d : "run.json schema versions differ");
+        }
         warn_libm(runs[i], runs[0], path, shards[0]);
     }
     return 0;

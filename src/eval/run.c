@@ -34,7 +34,7 @@ static void all_modes(struct run_opts *o) {
         const struct attn_mode *m = attn_mode_at(i);
         if (!strcmp(m->name, "exact") || !strcmp(m->name, ref)) continue;
         if (m->flags & ATTN_F_SAGE3) continue; // its own recipe with fixed options: named explicitly
-        if ((m->flags & ATTN_F_SQK) && !o->scales) {
+        if ((m->flags & ATTN_F_SQK) && !o->scales && !o->scales_later) {
             log_warn("run: --attn all: skipping '%s': it needs a Smooth-QK scales file (--scales)", m->name);
             continue;
         }
@@ -47,7 +47,7 @@ static void default_modes(struct run_opts *o) {
     for (int i = 0; i < 3; i++) {
         const struct attn_mode *m = attn_mode_find(defaults[i]);
         if (!m) continue;
-        if ((m->flags & ATTN_F_SQK) && !o->scales) {
+        if ((m->flags & ATTN_F_SQK) && !o->scales && !o->scales_later) {
             log_warn("run: skipping default mode '%s': it needs a Smooth-QK scales file (--scales)", defaults[i]);
             continue;
         }

@@ -42,6 +42,9 @@ struct run_opts {
     int n_modes;
     struct attn_opts attn;
     const char *scales;          // Smooth-QK scales file, or NULL
+    int scales_later;            // 1: the caller finds or makes the scales before run_open (run's
+                                 // automatic calibration), so run_select_modes keeps the modes
+                                 // that need them although scales is still NULL
     const cJSON *model_source;   // optional: where the model came from (run.json model.source: hub
                                  // repo, revision and commit; GGUF file and sha256); copied
     const cJSON *calibration;    // optional: the calibration that made `scales` in this invocation
@@ -89,7 +92,7 @@ enum run_role { RUN_ROLE_WHOLE = 0, RUN_ROLE_WORKER = 1 };
 
 // Fills o->modes from the --attn list (n names; pointers kept): none -> bf16,direct,hifa4 (as
 // registered; modes that need Smooth-QK scales are skipped with a warning when o->scales is
-// NULL; f32 if none is left); the single name "all" -> every registered mode but the binary64
+// NULL and !o->scales_later; f32 if none is left); the single name "all" -> every registered mode but the binary64
 // `exact`, with bf16 (else f32) first; else the modes named. Unknown or repeated mode, or more
 // than RUN_MAX_MODES: ERR_USAGE listing the modes.
 int run_select_modes(struct run_opts *o, const char *const *names, int n, struct err *e);

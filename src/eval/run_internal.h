@@ -34,6 +34,7 @@ struct run {
     // read before the weights (run_open.c): every check a user can fail comes first
     struct model_config cfg;       // config.json
     char model_hex[65];            // checkpoint fingerprint (st_fingerprint = model_hash)
+    char weights_hex[65];          // every byte of the checkpoint (io/fingerprint.h, version 2): the identity's
     cJSON *ckpt_meta;              // the checkpoint's safetensors __metadata__ (provenance), or NULL
     cJSON *old;                    // run.json already in out_dir (--resume), until run_record_open
     // model and tokenizer

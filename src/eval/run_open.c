@@ -6,6 +6,7 @@
 // the lock last.
 #include "eval/run.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "eval/prefix.h"
 #include "eval/run_internal.h"
 #include "model/perturb.h"
+#include "io/fingerprint.h"
 #include "io/safetensors.h"
 #include "results/lock.h"
 
@@ -38,6 +40,24 @@ static int count_cb(void *user, const char *s, size_t n) {
 }
 
 // ---- the run directory: created, locked, checked against --resume ----
+// A directory without run.json that holds a run's files (its run.json deleted or lost): their
+// origin cannot be proved, and a new run would overwrite or mix with them.
+static int check_orphans(const char *dir, struct err *e) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *de;
+    char first[256] = "";
+    int n = 0;
+    while ((de = readdir(d)))
+        if ((!strncmp(de->d_name, "samples-", 8) && strstr(de->d_name, ".jsonl.zst")) || !strcmp(de->d_name, "summary.json"))
+            if (n++ == 0) snprintf(first, sizeof first, "%s", de->d_name);
+    closedir(d);
+    if (!n) return 0;
+    return err_set(e, ERR_MISMATCH, "%s holds %d file%s of a run (%s%s) but no run.json: nothing proves what they were made "
+                   "from, so they are neither resumed nor overwritten; move them away (or remove them), or use another --out",
+                   dir, n, n > 1 ? "s" : "", first, n > 1 ? ", ..." : "");
+}
+
 static int open_dir(struct run *r, struct err *e) {
     int rc;
     if (r->o.out_dir) snprintf(r->out_dir, sizeof r->out_dir, "%s", r->o.out_dir);
@@ -52,6 +72,8 @@ static int open_dir(struct run *r, struct err *e) {
             return err_set(e, ERR_USAGE, "%s exists: pass --resume to continue that run, or another --out", r->json_path);
         if ((rc = json_parse_file(&r->old, r->json_path, e))) return rc;
         r->continued = 1;
+    } else if ((rc = check_orphans(r->out_dir, e))) {
+        return rc;
     } else if (r->o.resume) {
         log_warn("run: --resume: no run.json in %s, starting a new run", r->out_dir);
     }
@@ -75,10 +97,14 @@ static int probe_model(struct run *r, struct err *e) {
     int rc;
     double t0 = time_now();
     if ((rc = cfg_load(&r->cfg, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
-    // the fingerprint reads headers and a few KiB per tensor: the scales' model hash and the
-    // --resume key are checked with it before the weights load
+    // two fingerprints before the weights load: version 1 (headers and a few KiB per tensor)
+    // keys the scales files; version 2 (every byte, cached per file) is the run's identity
     if ((rc = st_open(&st, o->model_dir, e))) return err_prefix(e, "%s", o->model_dir);
     rc = st_fingerprint(&st, r->model_hex, e);
+    struct st_fingerprint_stats fs;
+    if (!rc && !(rc = st_fingerprint_all(&st, r->weights_hex, &fs, e)) && fs.bytes_hashed > 0)
+        log_info("run: fingerprinted every byte of %s: %.2f GB in %.1f s (cached for the next run)", o->model_dir,
+                 fs.bytes_hashed / 1e9, fs.seconds);
     if (!rc && st.metadata && !(r->ckpt_meta = cJSON_Duplicate(st.metadata, 1))) rc = err_set(e, ERR_NOMEM, "run: out of memory");
     st_close(&st);
     if (rc) return rc;

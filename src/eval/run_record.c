@@ -3,13 +3,17 @@
 // attention options, scales, shard, seed, limit, tasks with their data sources and request
 // counts - then, at the end, timings, hook coverage and emulated cost counts.
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/host.h"
 #include "base/sha256.h"
+#include "base/json_util.h"
+#include "io/fingerprint.h"
 #include "io/safetensors.h"
+#include "results/run_identity.h"
 #include "eval/run_internal.h"
 #include "model/perturb.h"
 #include "model/gemm.h"
@@ -80,13 +84,45 @@ static void add_scales_calibration(cJSON *run, const char *path) {
     st_close(&st);
 }
 
-static void add_model(cJSON *run, const struct run *r) {
+// sha256 of each tokenizer file the identity holds (null: the directory has none)
+static void add_tokenizer_files(cJSON *tj, const char *dir) {
+    static const char *const names[] = {"tokenizer.json", "tokenizer_config.json"};
+    cJSON *fj = cJSON_AddObjectToObject(tj, "files");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4200], hex[65];
+        char *buf = NULL;
+        size_t n = 0;
+        struct err e = {0};
+        if (path_join(path, sizeof path, dir, names[i], &e) || !file_exists(path) || file_read_all(path, &buf, &n, &e)) {
+            cJSON_AddNullToObject(fj, names[i]);
+            continue;
+        }
+        sha256_hex(buf, n, hex);
+        free(buf);
+        cJSON_AddStringToObject(fj, names[i], hex);
+    }
+}
+
+// config.json as the identity reads it (every field; run_identity.h compares them by value)
+static int add_config_json(cJSON *mj, const char *dir, struct err *e) {
+    char path[4200];
+    cJSON *c = NULL;
+    int rc = path_join(path, sizeof path, dir, "config.json", e);
+    if (!rc) rc = json_parse_file(&c, path, e);
+    if (!rc) cJSON_AddItemToObject(mj, "config_json", c);
+    return rc;
+}
+
+static int add_model(cJSON *run, const struct run *r, struct err *e) {
     const struct model_config *cfg = &r->cfg; // run.json is written before the weights load
     cJSON *mj = cJSON_AddObjectToObject(run, "model");
     cJSON_AddStringToObject(mj, "name", r->o.model_name);
     cJSON_AddStringToObject(mj, "arg", r->o.model_arg);
     cJSON_AddStringToObject(mj, "path", r->o.model_dir);
-    cJSON_AddStringToObject(mj, "hash", r->model_hex);
+    cJSON_AddStringToObject(mj, "hash", r->model_hex); // fingerprint version 1: what scales files name
+    cJSON *fp = cJSON_AddObjectToObject(mj, "fingerprint");
+    cJSON_AddNumberToObject(fp, "version", ST_FINGERPRINT_VERSION);
+    cJSON_AddStringToObject(fp, "hash", r->weights_hex);
     // where the weights came from (e.g. import-gguf: GGUF sha256, "dequantized from Q4_1")
     if (r->ckpt_meta) cJSON_AddItemToObject(mj, "checkpoint_metadata", cJSON_Duplicate(r->ckpt_meta, 1));
     if (r->o.model_source) cJSON_AddItemToObject(mj, "source", cJSON_Duplicate(r->o.model_source, 1));
@@ -98,6 +134,8 @@ static void add_model(cJSON *run, const struct run *r) {
     cJSON_AddNumberToObject(cj, "head_dim", cfg->head_dim);
     cJSON_AddNumberToObject(cj, "vocab_size", cfg->vocab_size);
     cJSON_AddNumberToObject(cj, "max_seq", cfg->max_seq);
+    int rc = add_config_json(mj, r->o.model_dir, e);
+    if (rc) return rc;
     cJSON_AddStringToObject(mj, "act", r->o.model.act_bf16 ? "bf16" : "f32");
     cJSON *tj = cJSON_AddObjectToObject(run, "tokenizer");
     cJSON_AddStringToObject(tj, "path", r->o.tokenizer_dir ? r->o.tokenizer_dir : r->o.model_dir);
@@ -106,6 +144,8 @@ static void add_model(cJSON *run, const struct run *r) {
     cJSON_AddBoolToObject(tj, "add_bos", r->add_bos);
     cJSON_AddNumberToObject(tj, "bos_id", tok_bos_id(r->tok));
     cJSON_AddNumberToObject(tj, "eos_id", tok_eos_id(r->tok));
+    add_tokenizer_files(tj, r->o.tokenizer_dir ? r->o.tokenizer_dir : r->o.model_dir);
+    return 0;
 }
 
 static void add_attention(cJSON *run, const struct run *r) {
@@ -238,16 +278,46 @@ static int qmean_revision(const cJSON *run) {
     return cJSON_IsNumber(v) ? (int)v->valuedouble : 1;
 }
 
-// --resume: the old run must have the same configuration; if it is complete and nothing is
-// left to score, the measurements of the run that did the work stay (r->carry).
+// Why a run.json of another identity cannot be resumed: the Q-Mean form and revision first (the
+// differences a user is most likely to make on purpose), else every input that differs.
+static int resume_refusal(const struct run *r, const cJSON *old, struct err *e) {
+    const char *was = results_run_qmean(old), *now = results_run_qmean(r->json);
+    const int old_rev = qmean_revision(old), new_rev = qmean_revision(r->json);
+    if (!strcmp(was, now) && old_rev != new_rev)
+        return err_set(e, ERR_MISMATCH, "--resume: %s was made with revision %d of the channel form of Q-Mean, this binary "
+                       "computes revision %d (spec/attention.md section 4); results of the two are not mixed: re-run "
+                       "into another --out", r->json_path, old_rev, new_rev);
+    if (strcmp(was, now))
+        return err_set(e, ERR_MISMATCH, "--resume: %s was made with --qmean %s, this run asks for --qmean %s; a run "
+                       "directory holds one Q-Mean form: use another --out", r->json_path, was, now);
+    int schema = 1;
+    struct err ig = {0};
+    run_schema(old, &schema, r->json_path, &ig);
+    char d[1600];
+    if (run_json_diff(d, sizeof d, old, r->json, 1, NULL) < 0) return err_set(e, ERR_NOMEM, "--resume: out of memory");
+    if (schema < RUN_SCHEMA)
+        return err_set(e, ERR_MISMATCH, "--resume: %s has run.json schema %d (written by an older binary, whose model "
+                       "fingerprint, version 1, read only a few KiB per tensor and so cannot prove the weights are the "
+                       "same); this binary writes schema %d: finish that run with the binary that started it, or re-run "
+                       "into another --out (that run vs this one: %s)", r->json_path, schema, RUN_SCHEMA, d);
+    return err_set(e, ERR_MISMATCH, "--resume: %s was made from other inputs than this run asks for (that run vs this "
+                   "one): %s; use another --out", r->json_path, d);
+}
+
+// --resume: the old run must have the same identity (run_identity.h); if it is complete and
+// nothing is left to score, the measurements of the run that did the work stay (r->carry).
 static int check_resume(struct run *r, cJSON *old, const char *key, struct err *e) {
-    // recomputed from the old run.json, not its stored resume_key: the key no longer holds paths
-    // (a model spelled st260/, ./st260 or absolute was "a different model"), and a run.json of
-    // an older version, whose stored key did, resumes all the same
+    int schema, rc = run_schema(old, &schema, r->json_path, e);
+    if (rc) { cJSON_Delete(old); return rc; }
+    // recomputed from the old run.json, not its stored resume_key (an edited key proves nothing)
     char old_key[65];
     results_config_key(old_key, old, 1);
-    int same = !strcmp(old_key, key);
-    if (same && cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
+    if (strcmp(old_key, key) || schema != RUN_SCHEMA) {
+        rc = resume_refusal(r, old, e);
+        cJSON_Delete(old);
+        return rc;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItem(old, "complete"))) {
         static const char *const keep_fields[] = {"created", "timings", "hook_coverage", "cost_counts", "prefix_cache", "note"};
         r->carry = cJSON_CreateObject();
         for (size_t k = 0; r->carry && k < sizeof keep_fields / sizeof keep_fields[0]; k++) {
@@ -255,28 +325,17 @@ static int check_resume(struct run *r, cJSON *old, const char *key, struct err *
             if (x) cJSON_AddItemToObject(r->carry, keep_fields[k], cJSON_Duplicate(x, 1));
         }
     }
-    char was[16] = "", now[16];
-    snprintf(now, sizeof now, "%s", results_run_qmean(r->json));
-    if (!same) snprintf(was, sizeof was, "%s", results_run_qmean(old));
-    const int old_rev = qmean_revision(old), new_rev = qmean_revision(r->json);
     cJSON_Delete(old);
-    if (!same && !strcmp(was, now) && old_rev != new_rev)
-        return err_set(e, ERR_MISMATCH, "--resume: %s was made with revision %d of the channel form of Q-Mean, this binary "
-                       "computes revision %d (spec/attention.md section 4); results of the two are not mixed: re-run "
-                       "into another --out", r->json_path, old_rev, new_rev);
-    if (!same && strcmp(was, now)) // the one difference a user is most likely to make on purpose
-        return err_set(e, ERR_MISMATCH, "--resume: %s was made with --qmean %s, this run asks for --qmean %s; a run "
-                       "directory holds one Q-Mean form: use another --out", r->json_path, was, now);
-    if (!same)
-        return err_set(e, ERR_MISMATCH, "--resume: %s was made with a different model, tokenizer, modes, options or task "
-                       "data; use another --out", r->json_path);
     return 0;
 }
 
 int run_record_open(struct run *r, cJSON *old, struct err *e) {
     cJSON *run = r->json = cJSON_CreateObject();
+    cJSON_AddNumberToObject(run, "schema", RUN_SCHEMA);
     add_host(run, r);
-    add_model(run, r);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(run, "numerics"), "version", RUN_NUMERICS_VERSION);
+    int rc = add_model(run, r, e);
+    if (rc) return rc;
     add_attention(run, r);
     cJSON *tasks = cJSON_AddArrayToObject(run, "tasks");
     for (int t = 0; t < r->o.n_tasks; t++) cJSON_AddItemToArray(tasks, task_json(r, t));

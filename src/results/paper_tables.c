@@ -12,6 +12,7 @@
 #include "base/json_util.h"
 #include "results/pt_internal.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 #include "results/run_label.h"
 #include "results/stamp.h"
 
@@ -118,16 +119,27 @@ static int check_stamps(const char *dir, const cJSON *run, struct err *e) {
     return 0;
 }
 
+// Runs of different weights, config.json or tokenizer side by side: said, naming what differs
+// (run_identity.h), since each table compares rows as measurements of one model.
+static void warn_other_model(const char *dir0, const cJSON *run0, const char *dir, const cJSON *run) {
+    static const char *const not_model[] = {"--", "modes", "mode ", "replicas", "shard", "scales", "task ", "seed", "limit",
+                                            "window", "numerics", "GEMM", "Q-Mean", NULL};
+    char d[1600];
+    if (run_json_diff(d, sizeof d, run0, run, 0, not_model) > 0)
+        log_warn("tables: %s and %s are runs of different models or configurations (%s vs %s): %s", dir0, dir, dir0, dir, d);
+}
+
 static int add_run(struct pt_in *in, const char *dir, struct err *e) {
     if (in->n_run == PT_MAX_IN) return err_set(e, ERR_RANGE, "tables: more than %d runs", PT_MAX_IN);
     char path[4096];
     cJSON *run = NULL, *sum = NULL;
-    int rc = path_join(path, sizeof path, dir, "run.json", e);
-    if (!rc) rc = json_parse_file(&run, path, e);
+    int rc = run_json_load(&run, dir, e);
     if (!rc) rc = results_check_complete(dir, run, e); // a partial run's numbers are not comparable
     if (!rc) rc = check_stamps(dir, run, e);
     if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
     if (!rc) rc = json_parse_file(&sum, path, e);
+    if (!rc) rc = results_summary_check(dir, run, sum, e);
+    if (!rc && in->n_run > 0) warn_other_model(in->run_dir[0], in->run[0], dir, run);
     if (!rc && (!cJSON_IsArray(pt_get(sum, "modes")) || !cJSON_IsObject(pt_get(sum, "tasks"))))
         rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
     if (rc) { cJSON_Delete(run); cJSON_Delete(sum); return rc; }

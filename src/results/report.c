@@ -13,6 +13,7 @@
 #include "results/plot.h"
 #include "results/report_noise.h"
 #include "results/results.h"
+#include "results/run_identity.h"
 #include "results/stamp.h"
 
 // ---- JSON access with defaults (summary.json is our own output, validated on read) ----
@@ -373,10 +374,10 @@ int report_render(const char *dir, char **headline, struct err *e) {
     struct grid g[10];
     int n_g = 0;
     struct results_buf o = {0};
-    int rc = path_join(path, sizeof path, dir, "run.json", e);
-    if (!rc) rc = json_parse_file(&run, path, e);
+    int rc = run_json_load(&run, dir, e);
     if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
     if (!rc) rc = json_parse_file(&sum, path, e);
+    if (!rc) rc = results_summary_check(dir, run, sum, e);
     if (!rc && (!cJSON_IsArray(jget(sum, "modes")) || !cJSON_IsObject(jget(sum, "tasks"))))
         rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
     if (!rc) rc = run_tables(g, &n_g, sum, run, e);

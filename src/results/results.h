@@ -36,7 +36,8 @@ struct results_sample {
 void results_sample_free(struct results_sample *s);
 
 // Growable byte buffer (NUL-terminated once anything was appended). Caller frees b->p.
-struct results_buf { char *p; size_t n, cap; };
+// The first error of a put/printf is kept in err: later calls append nothing and return it.
+struct results_buf { char *p; size_t n, cap; int err; };
 int results_buf_put(struct results_buf *b, const char *s, size_t n);
 int results_buf_printf(struct results_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -97,18 +98,11 @@ void results_writer_abort(struct results_writer *w);
 int results_samples_path(char *out, size_t n, const char *dir, const char *task, const char *mode, struct err *e);
 // Pretty-prints j to path atomically (trailing newline).
 int results_write_json(const char *path, const cJSON *j, struct err *e);
-// sha256 (hex) of the run.json fields that fix every sample: model hash, activation rounding,
-// window, tokenizer, modes, attention options, scales, tasks (without per-run measurements:
-// request/token counts, item ranges, timings), seed, limit, replicas (run --replicas: K, seed,
-// perturbation); with_shard adds the "shard" field.
-// Equal keys: a run may be resumed over another, or shards merged. The attention options
-// include the Q-Mean form and the qdq skip (so runs of different forms never mix); their
-// defaults ("token", "none") and the derived "display" names are left out, so a run.json
-// written before those fields existed keeps its key. The GEMM arithmetic ("gemm.arithmetic")
-// is in the key when recorded: runs made with OpenBLAS and with the deterministic GEMM never mix.
-// Identity is by content (issue 27): the tokenizer and scales enter by their hashes (their paths
-// are left out) and each task by "items_sha256" (its "source" paths only in a run.json made
-// before that field, whose key therefore differs from a newer run's).
+// The configuration key of run.json object `run` ("resume_key"): for a schema-2 run the sha256
+// of its identity (run_identity.h: the explicit list of every input that can change a number);
+// for a schema-1 run (no "schema" field) the key its binary computed, so its samples files'
+// stamps still check. with_shard adds the "shard" field. Equal keys: a run may be resumed over
+// another, or shards merged; run_identity_diff names what differs when they are not equal.
 void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // The Q-Mean form a run.json records (attention.qmean): "token" or "channel"; "token" for
 // files written before the option existed (the paper's Alg. 1 was the only form). Static or
@@ -125,6 +119,10 @@ int results_check_complete(const char *dir, const cJSON *run, struct err *e);
 // Items a task object of run.json says its samples files hold: the length of "item_range" (a
 // shard), else "n_items"; -1 when it says neither.
 int results_task_items(const cJSON *task);
+// summary.json (object sum) of run directory dir belongs to its run.json (object run): its
+// "run_key" stamp equals run.json's "resume_key" (a summary or run.json without them, written
+// before the stamp, is accepted). Else ERR_MISMATCH naming both keys and `report DIR`, the fix.
+int results_summary_check(const char *dir, const cJSON *run, const cJSON *sum, struct err *e);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 

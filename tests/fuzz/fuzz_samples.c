@@ -1,4 +1,4 @@
-// fuzz_samples.c: samples files samples-<task>-<mode>.jsonl.zst (results/results.c), the files
+// fuzz_samples.c: samples files samples-<task>-<mode>.jsonl.zst (results/samples.c), the files
 // `report`, `diff`, `merge` and `--resume` read back. The input is taken three ways: as the
 // decompressed JSONL text (results_samples_parse_text, every line through
 // results_sample_parse and back through results_sample_line, which must parse to the same
