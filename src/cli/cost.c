@@ -13,7 +13,6 @@
 #include "cli/cli.h"
 #include "cli/model_arg.h"
 #include "attention/cost.h"
-#include "net/fetch.h"
 #include "base/json_util.h"
 
 #define DEFAULT_PARAMS "configs/ascend/paper-fit.json" // relative to cwd or to the binary
@@ -48,21 +47,13 @@ static int layer_types_windows(struct mshape *s, const cJSON *types, int sw, con
     return 0;
 }
 
-// The config.json of a model given by name or hub id, from the caches; nothing is downloaded
-// (the cost needs no weights): a name from configs/models in its hifa4 cache directory
-// (`download --model NAME`), else - and for ORG/NAME[@REVISION] - the snapshot in the Hugging
-// Face cache (README: `cost --model Qwen/Qwen3-8B`).
-static int cached_config(char *path, size_t n, const char *model, struct err *e) {
+// The config.json of --model: a config.json file as given, else the checkpoint directory
+// model_resolve finds offline (the cost needs no weights, so nothing is downloaded).
+static int config_path(char *path, size_t n, const char *model, struct err *e) {
     struct stat st;
-    if (!strchr(model, '/')) {
-        struct fetch_opts fo;
-        fetch_opts_init(&fo, 1);
-        struct fetch_plan p;
-        int rc = fetch_plan_model(&p, model, &fo, e);
-        if (rc) return rc;
-        rc = path_join(path, n, p.root, "config.json", e);
-        fetch_plan_free(&p);
-        if (rc || stat(path, &st) == 0) return rc;
+    if (stat(model, &st) == 0 && S_ISREG(st.st_mode) && !str_ends_with(model, ".gguf")) {
+        if (snprintf(path, n, "%s", model) >= (int)n) return err_set(e, ERR_RANGE, "--model: path too long");
+        return 0;
     }
     struct model_ref mref;
     int rc = model_resolve(&mref, model, 1, e);
@@ -72,6 +63,7 @@ static int cached_config(char *path, size_t n, const char *model, struct err *e)
         return err_set(e, rc, "--model %s: %s (cost reads only its config.json and downloads nothing: run `hifa4-eval "
                        "download --model %s`, or give the shape with --shape LAYERS:HEADS:KV_HEADS:HEAD_DIM)", model, why, model);
     }
+    if (stat(mref.dir, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
     return path_join(path, n, mref.dir, "config.json", e);
 }
 
@@ -80,18 +72,7 @@ static int cached_config(char *path, size_t n, const char *model, struct err *e)
 // TODO: switch to cfg_load once config.c lands
 static int read_shape(struct mshape *s, const char *model, struct err *e) {
     char path[4096];
-    struct stat st;
-    char named[4096];
-    if (stat(model, &st) != 0 && model[0] != '/' && model[0] != '.' && model[0] != '~') {
-        int rc = cached_config(named, sizeof named, model, e);
-        if (rc) return rc;
-        model = named;
-    }
-    if (stat(model, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
-    int rc = S_ISDIR(st.st_mode) ? path_join(path, sizeof path, model, "config.json", e)
-                                 : (snprintf(path, sizeof path, "%s", model) >= (int)sizeof path
-                                        ? err_set(e, ERR_RANGE, "--model: path too long")
-                                        : 0);
+    int rc = config_path(path, sizeof path, model, e);
     if (rc) return rc;
     cJSON *j = NULL;
     if ((rc = json_parse_file(&j, path, e))) return rc;

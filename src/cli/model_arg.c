@@ -101,13 +101,9 @@ static int resolve_named(struct model_ref *m, const char *name, int offline, str
     m->origin = MODEL_ORIGIN_NAMED;
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->scales_id, sizeof m->scales_id, "%s", name);
-    // the plan's title is "model NAME (REPO@REV)"
-    char repo[256] = "", rev[256] = "";
-    const char *lp = strchr(p.title, '('), *at = lp ? strrchr(lp, '@') : NULL;
-    if (lp && at) {
-        snprintf(repo, sizeof repo, "%.*s", (int)(at - lp - 1), lp + 1);
-        snprintf(rev, sizeof rev, "%.*s", (int)strcspn(at + 1, ")"), at + 1);
-    }
+    char repo[256], rev[256];
+    snprintf(repo, sizeof repo, "%s", p.repo);
+    snprintf(rev, sizeof rev, "%s", p.revision);
     if (complete) {
         snprintf(m->dir, sizeof m->dir, "%s", p.root);
         hub_names(m, repo, rev, "");

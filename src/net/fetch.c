@@ -828,6 +828,8 @@ int fetch_plan_model_mem(struct fetch_plan *p, const char *name, const char *jso
     int w2 = snprintf(p->url_base, sizeof p->url_base, "%.*s/%s/resolve/%s", (int)epl, ep, repo, erev);
     free(erev);
     snprintf(p->title, sizeof p->title, "model %s (%s@%s)", name, repo, rev);
+    snprintf(p->repo, sizeof p->repo, "%s", repo);
+    snprintf(p->revision, sizeof p->revision, "%s", rev);
     if (w1 >= (int)sizeof p->root || w2 >= (int)sizeof p->url_base) {
         rc = err_set(e, ERR_RANGE, "%s: path or URL too long", cfg);
         goto fail;
@@ -1312,28 +1314,6 @@ int fetch_plan_run(struct fetch_plan *p, const struct fetch_opts *o, struct err 
 }
 
 // ---- API for the evaluation ----
-int fetch_resolve_model(char *dir, size_t n, const char *arg, int offline, struct err *e) {
-    if (!arg || !*arg) return err_set(e, ERR_USAGE, "--model: empty");
-    struct stat st;
-    if (strchr(arg, '/') || arg[0] == '.' || stat(arg, &st) == 0) {
-        if (strlen(arg) + 1 > n) return err_set(e, ERR_RANGE, "model path too long: %.100s", arg);
-        memcpy(dir, arg, strlen(arg) + 1);
-        return 0;
-    }
-    struct fetch_opts o;
-    fetch_opts_init(&o, offline);
-    struct fetch_plan p;
-    int rc = fetch_plan_model(&p, arg, &o, e);
-    if (rc) return rc;
-    rc = fetch_plan_run(&p, &o, e);
-    if (!rc) {
-        if (strlen(p.root) + 1 > n) rc = err_set(e, ERR_RANGE, "model dir too long: %.100s", p.root);
-        else memcpy(dir, p.root, strlen(p.root) + 1);
-    }
-    fetch_plan_free(&p);
-    return rc;
-}
-
 int fetch_task_data(const char *task, int offline, char *root, size_t n, struct err *e) {
     struct fetch_opts o;
     fetch_opts_init(&o, offline);
