@@ -58,7 +58,7 @@ field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eva
 
 export HF_HUB_CACHE="$TMP/hub" HF_ENDPOINT="http://127.0.0.1:$PORT" HIFA4_DATA="$TMP/data" HIFA4_CACHE="$TMP/cache"
 unset HF_TOKEN HF_HUB_OFFLINE HIFA4_OFFLINE HF_HOME http_proxy HTTP_PROXY all_proxy ALL_PROXY
-cd "$TMP/work"   # calibrate's default configs/scales/ must not be the repository's
+cd "$TMP/work"   # results/ and any older configs/scales/ must not be the repository's
 
 # 1. a clean cache: download, calibrate, score bf16, direct, hifa4
 ctl "_ctl?reset=1" >/dev/null

@@ -274,7 +274,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"niah-per-cell", CLI_INT, &o.niah_per_cell, "N: items per (length, depth) cell (niah; default 4)"},
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
-        {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
+        {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's file in the cache, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},

@@ -81,22 +81,6 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, const char
     return j;
 }
 
-// <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
-// by the weights, so two checkpoints of the same name never share scales
-static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, struct err *e) {
-    char cache[4096], hex[65];
-    struct safetensors st;
-    int rc = paths_cache(cache, sizeof cache, e);
-    if (rc || (rc = st_open(&st, m->dir, e))) return rc;
-    rc = st_fingerprint(&st, hex, e);
-    st_close(&st);
-    if (rc) return rc;
-    if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
-        snprintf(path, n, "%s/scales/%s-%.16s.safetensors", cache, m->scales_id, hex) >= (int)n)
-        return err_set(e, ERR_RANGE, "scales path too long");
-    return 0;
-}
-
 static int calibrate(char *scales, size_t n, cJSON **record, const struct model_ref *m, const char *text,
                      const struct run_calib_opts *o, struct err *e) {
     struct model_config cfg;
@@ -120,7 +104,10 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
     if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
     char dir[4096];
-    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, e))) rc = mkdir_p(dir, e);
+    if (!(rc = attn_scales_cache_path(scales, n, m->scales_id, m->dir, e))) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(scales, '/') - scales), scales); // <cache>/scales
+        rc = mkdir_p(dir, e);
+    }
     struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
     if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
     double secs = time_now() - t0;
@@ -136,14 +123,7 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
 int run_calib_default(char *scales, size_t n, cJSON **record, const struct model_ref *m,
                       const struct run_calib_opts *o, struct err *e) {
     *record = NULL;
-    char dir[4096];
-    if (attn_scales_default(scales, n, m->scales_id)) {
-        log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
-        return 0;
-    }
-    int rc = cache_scales(scales, n, dir, sizeof dir, m, e);
-    if (rc) return rc;
-    if (file_exists(scales)) {
+    if (attn_scales_default(scales, n, m->scales_id, m->dir)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model; --scales overrides)", scales);
         return 0;
     }
