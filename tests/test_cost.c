@@ -507,7 +507,23 @@ static void test_cli(void) {
     rc = run_json("--shape 36:32:8:128 --seq 4096 --attn direct+qmean,direct --qmean channel", &j);
     CHECK(rc == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "modes")) == 2, "--qmean channel: one row per mode");
     cJSON_Delete(j);
-    // a Qwen3-8B config.json (the published shape fields, no weights), written here
+    // the text output shows the paper's Table 10 only beside its shape (Qwen3-8B's), labelled so
+    {
+        const char *bin = getenv("HIFA4_BIN");
+        char cmd[512], out[1 << 14];
+        static const char *const shapes[2] = {"36:32:8:128", "30:9:3:64"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(cmd, sizeof cmd, "./%s cost --shape %s --seq 40960 2>/dev/null", bin && bin[0] ? bin : "hifa4-eval", shapes[k]);
+            FILE *f = popen(cmd, "r");
+            size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+            out[n] = 0;
+            if (f) pclose(f);
+            const int paper = strstr(out, "paper, Qwen3-8B's shape: 35% below") && strstr(out, "| paper (Table 10: Qwen3-8B's shape");
+            CHECK(k == 0 ? paper : !paper && !strstr(out, "paper:") && strstr(out, "not shown beside another shape"),
+                  "cost --shape %s: the paper's column %s:\n%s", shapes[k], k == 0 ? "missing" : "beside another shape", out);
+        }
+    }
+    // a Qwen3-8B config.json (the published fields cfg_load reads, no weights), written here
     {
         char dir[512], cfg[600];
         struct err e = {0};
@@ -517,7 +533,8 @@ static void test_cli(void) {
                           "\"hidden_size\": 4096, \"intermediate_size\": 12288, \"num_hidden_layers\": 36, "
                           "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"head_dim\": 128, "
                           "\"max_window_layers\": 36, \"sliding_window\": null, \"use_sliding_window\": false, "
-                          "\"vocab_size\": 151936}";
+                          "\"vocab_size\": 151936, \"max_position_embeddings\": 40960, \"rms_norm_eps\": 1e-06, "
+                          "\"rope_theta\": 1000000, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\"}";
         rc = mkdir_p(dir, &e) || file_write_atomic(cfg, txt, strlen(txt), &e);
         CHECK(rc == 0, "writing %s: %s", cfg, e.msg);
         char args[700];
