@@ -4,13 +4,13 @@
 // stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
 #include <stdio.h>
 #include <stdlib.h>
-#include <omp.h>
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
 
 
+#include "base/pool.h"
 #include "import/llama2c.h"
 #include "import/make_model.h"
 #include "model/model.h"
@@ -736,9 +736,9 @@ static void test_make_model(void) {
         snprintf(d1, sizeof d1, "%s/mm-threads1", tmpdir());
         snprintf(d2, sizeof d2, "%s/mm-threads2", tmpdir());
         struct err e = {0};
-        omp_set_num_threads(1);
+        pool_set_threads(1);
         int rc = make_model(&o, d1, &e);
-        omp_set_num_threads(2);
+        pool_set_threads(2);
         rc = rc || make_model(&o, d2, &e);
         CHECK(rc == 0, "%s", e.msg);
         snprintf(p1, sizeof p1, "%s/model.safetensors", d1);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/json_util.h"
+#include "base/pool.h"
 #include "io/safetensors.h"
 
 void make_model_opts_default(struct make_model_opts *o) {
@@ -37,19 +38,21 @@ static uint64_t fnv1a(const char *s) {
 // element i0 starts at state base + i0 * increment: blocks fill in parallel and the bytes are
 // those of the sequential stream (checkpoints stay identical to earlier builds' ones).
 #define FILL_BLOCK ((size_t)1 << 16)
-static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
-    const uint64_t base = seed ^ fnv1a(name);
-    const long long nb = (long long)((n + FILL_BLOCK - 1) / FILL_BLOCK);
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (long long b = 0; b < nb; b++) {
-        const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < n ? i0 + FILL_BLOCK : n;
-        uint64_t s = base + 0x9e3779b97f4a7c15ull * (uint64_t)i0;
-        for (size_t i = i0; i < i1; i += 2) {
-            double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
-            dst[i] = f32_to_bf16((float)(mean + std * r * cos(2 * HIFA4_PI * u2)));
-            if (i + 1 < i1) dst[i + 1] = f32_to_bf16((float)(mean + std * r * sin(2 * HIFA4_PI * u2)));
-        }
+struct fill_job { uint16_t *dst; size_t n; double mean, std; uint64_t base; };
+static void fill_block(void *ctx, int b, int slot) {
+    (void)slot;
+    const struct fill_job *j = ctx;
+    const size_t i0 = (size_t)b * FILL_BLOCK, i1 = i0 + FILL_BLOCK < j->n ? i0 + FILL_BLOCK : j->n;
+    uint64_t s = j->base + 0x9e3779b97f4a7c15ull * (uint64_t)i0;
+    for (size_t i = i0; i < i1; i += 2) {
+        double u1 = uniform01(&s), u2 = uniform01(&s), r = sqrt(-2.0 * log(u1));
+        j->dst[i] = f32_to_bf16((float)(j->mean + j->std * r * cos(2 * HIFA4_PI * u2)));
+        if (i + 1 < i1) j->dst[i + 1] = f32_to_bf16((float)(j->mean + j->std * r * sin(2 * HIFA4_PI * u2)));
     }
+}
+static void fill_normal(uint16_t *dst, size_t n, double mean, double std, uint64_t seed, const char *name) {
+    struct fill_job j = {dst, n, mean, std, seed ^ fnv1a(name)};
+    pool_for((int)((n + FILL_BLOCK - 1) / FILL_BLOCK), fill_block, &j, 0);
 }
 
 // ---- config ----
