@@ -4,7 +4,8 @@
 # folder itself). The READMEs are the rule; this test keeps them true. Also checks that no
 # function in src/ is longer than 120 lines (issue: functions stay about a screen long), that no
 # function in src/ takes more than 7 parameters (tests/layers_params_allow.txt lists the ones
-# still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines,
+# still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines, that no .c file of src/ exceeds 700 lines
+# without a reason at its top (tests/layers_size_allow.txt: the ones waiting for their split),
 # that nothing outside the run module switches a model's attention mode (issue 26: the run
 # owns one context per mode and passes it to model_forward; the model holds none), and that no
 # call in src/ passes two or more bare 0/1 arguments (tests/layers_flags.awk; the calls judged
@@ -56,6 +57,20 @@ for f in src/model/*.c src/model/*.h; do
     n=$(wc -l < "$f")
     if [ "$n" -lt 500 ]; then pass=$((pass + 1)); else echo "FAIL $f: $n lines (src/model/ files stay under 500)"; fail=$((fail + 1)); fi
 done
+# file size: a .c file of src/ over 700 lines says why at its top (a line "// Long file: REASON"
+# in its first 5 lines), or is listed in tests/layers_size_allow.txt (files waiting for their
+# split; the list may only shrink)
+sallow=tests/layers_size_allow.txt
+for f in $(find src -name '*.c' | sort); do
+    n=$(wc -l < "$f")
+    [ "$n" -le 700 ] && continue
+    if head -5 "$f" | grep -q '^// Long file: ..*' || grep -qx "$f" "$sallow"; then pass=$((pass + 1)); else
+        echo "FAIL $f: $n lines (over 700: split it by concern, or say why at its top with '// Long file: REASON')"
+        fail=$((fail + 1)); fi
+done
+gone=$(awk 'NF && !/^#/' "$sallow" | while read -r f; do [ -f "$f" ] && [ "$(wc -l < "$f")" -gt 700 ] || echo "$f"; done)
+if [ -n "$gone" ]; then echo "FAIL $sallow lists files that are no longer over 700 lines (remove them):"; echo "$gone"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
 # the attention mode: no call that switches a model's mode anywhere, no context inside struct model
 switch=$(grep -rnE '\bmodel_(set_attn|attn|attn_align|forward_kv)[[:space:]]*\(' src tests --include='*.c' --include='*.h' |
     grep -v '^src/eval/run[a-z_]*\.c:')

