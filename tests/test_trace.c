@@ -1,4 +1,4 @@
-// test_trace.c: attention diagnostics over a model (src/calib/trace.c). On qwen3-outlier (layer-0 K
+// test_trace.c: attention diagnostics over a model (src/diag/trace.c). On qwen3-outlier (layer-0 K
 // outlier) with the golden Smooth-QK scales: hifa4's layer-0 rel-L2 vs f32 well below
 // direct's; f32 against itself exact; the eps_bar histogram holds exactly one count per
 // visible (row, tile, head) pair; K max-abs equals calibration's max |K|; results do not
@@ -13,7 +13,7 @@
 #include "attention/scales.h"
 #include "calib/calib_run.h"
 #include "test.h"
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 static char tmp[1024];
 static const char *bin;

@@ -1,6 +1,6 @@
 // trace.c: `hifa4-eval trace` - attention diagnostics of several modes on the same inputs
 // (spec/attention.md section 5; paper Table 4, Figure 8): trace.json, SVGs and a Table 4-style
-// summary. The logic is in src/calib/trace.c.
+// summary. The logic is in src/diag/trace.c.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 int cmd_trace(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *task = NULL, *data_dir = NULL, *text = NULL, *ctx_s = NULL, *attn = NULL;

@@ -1,6 +1,6 @@
 // trace.c: attention diagnostics over real inputs (see trace.h): input sets from a text or a
 // task, the mode loop with attn_opts.diag, the Table 4-style summary, trace.json and SVGs.
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 #include <math.h>
 #include <stdlib.h>
