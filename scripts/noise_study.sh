@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # noise_study.sh [STUDY_DIR] [BIN]: prints report.md's "How much is noise" section of every
 # finished task run of the issue-21 study (default /work/study/noise/{arc_easy,arc_challenge,
-# hellaswag}), for docs/noise.md. A task whose run has not finished is named and skipped.
+# hellaswag}), for docs/results/noise.md. A task whose run has not finished is named and skipped.
 set -uo pipefail
 D=${1:-/work/study/noise}
 BIN=${2:-./build/hifa4-eval}

@@ -1,7 +1,7 @@
 // test_gemma3.c: the real Gemma 3 270M (issue 22), where its data is present:
 //   - the tokenizer import-gguf builds from the GGUF against Google's tokenizer.json
 //     (../shared/tokenizers/gemma3) and the Hugging Face ids of ../shared/tokenizers/golden/gemma3.jsonl,
-//     class by class (docs/gemma3.md explains the differences);
+//     class by class (docs/results/gemma3.md explains the differences);
 //   - the logits of the import against transformers 4.50.0 (tests/data/gemma3/, made by
 //     scripts/gemma3_ref.py) under --attn exact --act f32.
 // The GGUF comes from scripts/fetch_gemma3.sh (the download cache, gguf/); without it, or without

@@ -285,7 +285,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights,
          "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
-         "vdpbf16ps under --act bf16: docs/speed.md)"},
+         "vdpbf16ps under --act bf16: docs/results/speed.md)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
         {"no-prefix-cache", CLI_FLAG, &o.no_prefix_cache, "run every sequence whole instead of sharing prefixes through "
                                                           "the exact KV cache (same results bit for bit; for comparisons)"},

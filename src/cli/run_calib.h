@@ -12,7 +12,7 @@
 #include "cli/model_arg.h"
 #include "eval/run.h"
 
-// The default calibration (spec/calibration.md section 1) and why these sizes: docs/calibration.md.
+// The default calibration (spec/calibration.md section 1) and why these sizes: docs/design/calibration.md.
 #define RUN_CALIB_SOURCE "brown"                 // datasets/brown.json
 #define RUN_CALIB_REL "brown/brown.txt.zst"      // its file under a data root
 #define RUN_CALIB_SAMPLES 64

@@ -42,7 +42,7 @@
 //   no x, w, bias or partial sum (after rounding) is a nonzero value below 2^-126; otherwise
 //   it is not (a flushed partial sum is lost, a flushed zero keeps the sign, so -0.0 can
 //   occur). vdpbf16ps adds the odd element of a (k, k+1) pair first; the packing puts k in
-//   the odd slot, so the instruction computes exactly this chain (docs/speed.md, verified by
+//   the odd slot, so the instruction computes exactly this chain (docs/results/speed.md, verified by
 //   scripts/probe_dpbf16.c on Zen 5). The AVX-512F and AVX2 paths compute it with vfmadd
 //   under MXCSR FTZ|DAZ (set and restored inside the call, so that the caller's MXCSR is
 //   unchanged), the scalar path and gemm_ref_dp with fmaf and an explicit flush.
