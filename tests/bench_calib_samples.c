@@ -1,4 +1,4 @@
-// bench_calib_samples.c (issue 24): how Smooth-QK's gate statistics and scales move with the
+// bench_calib_samples.c: how Smooth-QK's gate statistics and scales move with the
 // number of calibration samples - the measurement behind run's default sample count
 // (cli/run_calib.h, docs/design/calibration.md). One calibration over a pool of M samples keeps every
 // per-sample statistic; for each size N the pool is cut (after a seeded shuffle) into M/N

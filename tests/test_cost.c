@@ -292,7 +292,7 @@ static void test_table10(void) {
     CHECK_CLOSE(cy[2].cube / cy[0].cube, 0.25 * (1.0 + 1.0 / 256), 0, 1e-12);
 }
 
-// ---- counts at the edge of 64 bits (issue 14) ----
+// ---- counts at the edge of 64 bits ----
 // A 70B shape (80 layers, 64/8 heads, d 128) at the largest accepted --seq (4M tokens): each
 // count fits in 64 bits but QK + PV MACs do not, and the cycle model summed them in int64 (a
 // negative Softmax column). The counts must equal the closed forms, the cycles must be

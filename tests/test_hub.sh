@@ -106,7 +106,7 @@ check '[ $? -eq 0 ] && [ "$(field r3/run.json "j[\"model\"][\"source\"][\"commit
     "hand-placed snapshot offline: $(tail -2 r3.err)"
 check '[ "$(field r3/run.json "j[\"model\"][\"path\"]")" = "$HAND/models--someorg--handmade/snapshots/$HC" ]' \
     "hand-placed snapshot not used in place"
-# the items, not the stamp frame (issue 27: it names each run's configuration key, which differs)
+# the items, not the stamp frame (it names each run's configuration key, which differs)
 check 'cmp -s <(zstd -dcq r1/samples-arc_easy-bf16.jsonl.zst) <(zstd -dcq r3/samples-arc_easy-bf16.jsonl.zst)' "hand-placed copy scores differently"
 check '[ "$(requests)" -eq 0 ]' "offline run made requests"
 HF_HUB_CACHE="$HAND" HF_HUB_OFFLINE=1 "$BIN" --model someorg/absent --task arc_easy --limit 2 --out r3b >/dev/null 2>r3b.err

@@ -6,7 +6,7 @@
 # function in src/ takes more than 7 parameters (tests/layers_params_allow.txt lists the ones
 # still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines, that no .c file of src/ exceeds 700 lines
 # without a reason at its top (tests/layers_size_allow.txt: the ones waiting for their split),
-# that nothing outside the run module switches a model's attention mode (issue 26: the run
+# that nothing outside the run module switches a model's attention mode (the run
 # owns one context per mode and passes it to model_forward; the model holds none), and that no
 # call in src/ passes two or more bare 0/1 arguments (tests/layers_flags.awk; the calls judged
 # not to be flags are in tests/layers_flags_allow.txt, which may only shrink).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_layers_check.sh: tests/test_layers.sh can fail (issue 26: a checker nobody tested can pass
+# test_layers_check.sh: tests/test_layers.sh can fail (a checker nobody tested can pass
 # anything). It runs the checker on a copy of src/ as it is (must pass), then plants one
 # violation at a time in the copy and expects the checker to fail with that rule's message:
 # a function with 8 parameters, a src/model/ file of 500 lines, a mode-switching call
