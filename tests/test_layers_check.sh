@@ -14,7 +14,7 @@ pass=0; fail=0
 tmp=${HIFA4_TMP:-build/tmp}/layers_check
 rm -rf "$tmp"; mkdir -p "$tmp/tests"
 cp -r src "$tmp/src"
-cp tests/test_layers.sh tests/layers_*.awk tests/layers_*_allow.txt "$tmp/tests/"
+cp tests/test_layers.sh tests/layers_*.awk tests/layers_*_allow.txt tests/*.c "$tmp/tests/"; mkdir -p "$tmp/tests/fuzz"; cp tests/fuzz/*.c "$tmp/tests/fuzz/"
 orig=$tmp/orig; mkdir -p "$orig"
 
 # run_check NAME WANT(fail|pass) PATTERN: runs the copy's checker; fail wants a non-zero exit and
@@ -77,6 +77,10 @@ run_check "a .c file of 701 lines" fail 'FAIL src/base/planted_size.c: 701 lines
 sed -i '1s|.*|// Long file: a planted reason|' "$tmp/src/base/planted_size.c"
 run_check "a .c file of 701 lines with its reason" pass
 restore src/base/planted_size.c
+
+# a test function of 121 lines not on the allow-list fails
+{ echo 'static void planted_long_test(void) {'; for i in $(seq 119); do echo "    // line $i"; done; echo '}'; } > "$tmp/planted_long.c"
+planted tests/test_common.c "a test function of 121 lines" 'planted_long_test \(121 lines\)' < "$tmp/planted_long.c"
 
 # switching a model's mode outside the run module (stdin by redirection, not a pipe: the
 # counters must stay in this shell)
