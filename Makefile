@@ -4,9 +4,9 @@ CC ?= cc
 OPT ?= -O3 -march=native
 # -ffp-contract=off: the attention and HiF4 specs fix every binary32 operation; FMA
 # contraction changes bits (spec/attention.md section 7.1). No -ffast-math anywhere.
-CFLAGS += -std=c11 -Wall -Wextra -g -pthread -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+CFLAGS += -std=c11 -Wall -Wextra -g -pthread -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
           -D_DEFAULT_SOURCE -Isrc $(OPT)
-LDFLAGS += -pthread -fopenmp
+LDFLAGS += -pthread
 LDLIBS = -lcjson -lzstd -lcurl -lpcre2-8 -lutf8proc -lm
 # make MPI=1: the same sources against MPI (mpicc: Open MPI or MPICH; Debian's libopenmpi-dev),
 # into build-mpi/ with the binary build-mpi/hifa4-eval, so both builds live side by side. `run`
@@ -68,10 +68,11 @@ test: $(BIN) $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 	@HIFA4_BIN=./$(BIN) HIFA4_TMP=$(BUILD)/tmp OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
 	  ./tests/run_tests.sh $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(TEST_SCRIPTS)
 
-# benches compare the deterministic GEMM with OpenBLAS (a bench-only dependency)
+# benches compare the deterministic GEMM with OpenBLAS (a bench-only dependency) and OpenMP's
+# threads (bench code only; the program's threads are src/base/pool.h's)
 $(BUILD)/tests/bench_%: tests/bench_%.c $(BUILD)/libhifa4.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) $(LDLIBS) -lopenblas
+	$(CC) $(CFLAGS) -fopenmp -Itests -MMD -MP -o $@ $< $(BUILD)/libhifa4.a $(LDFLAGS) -fopenmp $(LDLIBS) -lopenblas
 
 bench: $(BIN) $(BENCH_BINS)
 	@mkdir -p $(BUILD)/tmp
@@ -83,7 +84,7 @@ bench: $(BIN) $(BENCH_BINS)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/hifa4-eval OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	  LDFLAGS="-pthread -fopenmp -fsanitize=address,undefined" test
+	  LDFLAGS="-pthread -fsanitize=address,undefined" test
 
 # libFuzzer (clang -fsanitize=fuzzer,address,undefined; Debian clang + libclang-rt-dev): builds
 # the library into $(FUZZ_BUILD)/ with coverage instrumentation, every tests/fuzz/fuzz_*.c into
@@ -94,7 +95,7 @@ asan:
 # -march=native: clang ignores the GEMM kernels' `#pragma GCC target` (their intrinsics need it).
 fuzz: $(BIN)
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -march=native -fno-omit-frame-pointer -Wno-psabi -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
-	  LDFLAGS="-pthread -fopenmp -fsanitize=fuzzer $(FUZZ_SAN)" fuzz-bins
+	  LDFLAGS="-pthread -fsanitize=fuzzer $(FUZZ_SAN)" fuzz-bins
 	FUZZ_SECONDS=$(FUZZ_SECONDS) HIFA4_BIN=./$(BIN) ./scripts/fuzz.sh $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/fuzz/%)
 
 fuzz-bins: $(FUZZ_BINS)

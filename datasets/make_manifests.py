@@ -3,7 +3,7 @@
 # ../shared/datasets, whose SOURCE.md files name the public repositories and commits. Every
 # sha256/size below is computed from those byte-for-byte copies; every URL points at the exact
 # commit SOURCE.md names. Run from the repository root: python3 datasets/make_manifests.py
-# (needs ../shared/datasets). The manifest format is described in docs/downloads.md.
+# (needs ../shared/datasets). The manifest format is described in docs/design/downloads.md.
 import hashlib
 import json
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""formats_study.py: the format x method table of docs/formats.md from hifa4-eval run
+"""formats_study.py: the format x method table of docs/results/formats.md from hifa4-eval run
 directories (analysis aid; not used by the tool or its tests).
 
   scripts/formats_study.py LABEL=RUN_DIR:MODE [...] --tasks arc_easy,arc_challenge,hellaswag

@@ -1,7 +1,7 @@
 #!/bin/sh
 # llama_build.sh: builds llama.cpp's command-line tools (llama-perplexity, llama-quantize) from
 # the llama.cpp source vendored in the llama-cpp-python sdist on PyPI, for the side-by-side
-# speed comparison in docs/speed.md (scripts/llama_compare.sh). Never part of `make test`;
+# speed comparison in docs/results/speed.md (scripts/llama_compare.sh). Never part of `make test`;
 # nothing of llama.cpp enters the repository: source and binaries live in the cache dir.
 #   usage: scripts/llama_build.sh            (env: LLAMA_CACHE, default ~/.cache/hifa4/llamacpp;
 #                                             LLAMA_PY_VERSION, default 0.3.36; JOBS, default 2)

@@ -1,5 +1,5 @@
 // llama_logits.c: the logits of llama.cpp for given token ids, and their comparison with
-// hifa4-eval's (scripts/llama_logits.sh; docs/gemma3_refs.md). Never part of `make test`:
+// hifa4-eval's (scripts/llama_logits.sh; docs/results/gemma3_refs.md). Never part of `make test`:
 // built by that script against the static libraries of scripts/llama_build.sh.
 //   llama_logits run GGUF IDS OUT.f32 [--kv f16|f32] [--fa auto|on|off] [--threads N]
 //       IDS: comma-separated token ids (one line). The whole sequence is one llama_decode

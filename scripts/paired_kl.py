@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """paired_kl.py: item-paired comparison of two attention modes' token-level KL against the
-run's reference, from hifa4-eval samples files (analysis aid for the ablation of docs/qmean.md; not used
+run's reference, from hifa4-eval samples files (analysis aid for the ablation of docs/results/qmean.md; not used
 by the tool or its tests).
 
   scripts/paired_kl.py RUN_A:MODE_A RUN_B:MODE_B TASK [TASK...]

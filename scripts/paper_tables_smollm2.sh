@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# paper_tables_smollm2.sh: the real runs behind docs/paper_tables.md - SmolLM2-135M-Instruct
+# paper_tables_smollm2.sh: the real runs behind docs/results/paper_tables.md - SmolLM2-135M-Instruct
 # (the demo's GGUF, scripts/fetch_smollm2.sh) through diagnose, calibrate, one run of the
 # paper's rows A, B, D, E on four of its benchmarks (small: LIMIT items per task, MMLU's
 # "miscellaneous" subject), and the cost model at the paper's shape; then `tables` over it.

@@ -1,7 +1,7 @@
 // probe_dpbf16.c: what vdpbf16ps (AVX512_BF16) does on this CPU, one lane at a time, against
 // the sequentially rounded fmaf-style chain (acc + odd product, then + even product, gradual
 // underflow): separate rounding, pair order, subnormal inputs / products / sums, NaN. SAME or
-// DIFF per case; the findings are in docs/speed.md. Not part of the build or of make test.
+// DIFF per case; the findings are in docs/results/speed.md. Not part of the build or of make test.
 //   gcc -O1 -o /tmp/probe scripts/probe_dpbf16.c -lm && /tmp/probe
 #pragma GCC target("avx512f,avx512bf16,avx512vl")
 #include <immintrin.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """replica_pairs.py: paired flip-probability differences between modes of different replica runs
-(analysis aid for docs/formats.md; not used by the tool or its tests).
+(analysis aid for docs/results/formats.md; not used by the tool or its tests).
 
   scripts/replica_pairs.py TASK K B_LABEL=RUN:MODE,A_LABEL=RUN:MODE [...]
 

@@ -1,6 +1,6 @@
 // bench_attention.c: wall time of one attn_forward call (one layer, one sequence) per mode for
 // Qwen3-8B / Llama-3-8B attention shapes (H 32, Hkv 8, d 128), single thread and 2 threads,
-// and the ratio of each mode to `bf16` (issue 4 target: hifa4 <= 1.3x bf16). Run by `make
+// and the ratio of each mode to `bf16` (target: hifa4 <= 1.3x bf16). Run by `make
 // bench`; never part of `make test`. Env BENCH_T="512,2048" overrides the lengths.
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-// bench_calib.c (`make bench`; issue 13): what a calibration costs against a plain forward over
+// bench_calib.c (`make bench`): what a calibration costs against a plain forward over
 // the same tokens, measured back to back in one process. The same samples (calib_run_samples)
 // run through (a) a plain forward - model_open with calibration's options (f32 activations,
 // bf16 attention, the same packed batches, logits at each sample's last row), no hook - (b)
 // calib_run_ids with the reference statistics (calib_observe per sequence, the code before
-// issue 13) and (c) calib_run_ids as `calibrate` runs it. Per repetition (order a b c, then
+// the exact KV cache) and (c) calib_run_ids as `calibrate` runs it. Per repetition (order a b c, then
 // c b a, so a drifting machine load favours neither): wall and process CPU seconds, whole (open
 // included) and the batch loop alone, the ratios to (a), where calibration's time went, and
 // whether (b) and (c) agree bit for bit (exit 1 if not).

@@ -1,6 +1,6 @@
-// bench_calib_samples.c (issue 24): how Smooth-QK's gate statistics and scales move with the
+// bench_calib_samples.c: how Smooth-QK's gate statistics and scales move with the
 // number of calibration samples - the measurement behind run's default sample count
-// (cli/run_calib.h, docs/calibration.md). One calibration over a pool of M samples keeps every
+// (cli/run_calib.h, docs/design/calibration.md). One calibration over a pool of M samples keeps every
 // per-sample statistic; for each size N the pool is cut (after a seeded shuffle) into M/N
 // disjoint subsets, each aggregated with calib_compute as `calibrate` would, and the spread
 // across subsets is reported: coefficient of variation (std/mean) of the model's rho_K and
@@ -12,7 +12,7 @@
 //   bench_calib_samples [--model DIR] [--calib SRC] [--pool M] [--len L] [--sizes 4,8,16] [--threads N]
 // Defaults (what `make bench` runs): the synthetic demo's planted-outlier Qwen3 made once in
 // $HIFA4_TMP, the Brown corpus of $HIFA4_TEST_DATA (else README.md), a pool of 64 x 256 tokens,
-// sizes 4,8,16,32. docs/calibration.md has the runs on SmolLM2 and this model at 128 x 512.
+// sizes 4,8,16,32. docs/design/calibration.md has the runs on SmolLM2 and this model at 128 x 512.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

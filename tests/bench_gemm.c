@@ -5,7 +5,7 @@
 //   bench_gemm [--set 06b|135m|decode|head|frac|all] [--threads 1,2] [--reps R] [--min-time S]
 //              [--shape M,N,K] [--no-blas] [--blocking MC,PC] [--pack]
 //              [--shape M,N,K --tune "mc,pc,kc mc,pc,kc ..."]
-//              [--seq dyn|static|pool|blas|blas-omp --seq-m M --seq-layers L]   (forward-like)
+//              [--seq dyn|pool|blas|blas-omp --seq-m M --seq-layers L]   (forward-like)
 // HIFA4_GEMM_ISA selects our path, OPENBLAS_CORETYPE OpenBLAS's kernel.
 #include <cblas.h>
 #include <omp.h>
@@ -219,7 +219,6 @@ static void bench_seq(int M, int layers, const char *mode, int nt, int reps) {
             }
         }
     for (int j = 0; j < NM; j++) flop += layers * 2.0 * M * nk[j][0] * nk[j][1];
-    gemm_set_static(!strcmp(mode, "static"));
     openblas_set_num_threads(!strcmp(mode, "blas") ? nt : 1);
     double best_w = 1e30, best_c = 1e30, sum_w = 0;
     for (int r = 0; r < reps; r++) {
@@ -254,7 +253,6 @@ static void bench_seq(int M, int layers, const char *mode, int nt, int reps) {
     const char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     printf("seq M=%4d L=%2d mode %-8s t=%d wait=%s spin=%s: best %8.2f ms (mean %8.2f, cpu %8.2f)  %6.1f GF/s\n", M, layers, mode, nt,
            pol ? pol : "-", spin ? spin : "-", best_w * 1e3, sum_w / reps * 1e3, best_c * 1e3, flop / best_w * 1e-9);
-    gemm_set_static(0);
     for (int l = 0; l < NL; l++)
         for (int j = 0; j < NM; j++) {
             if (blas) free(w[l][j]);

@@ -1,4 +1,4 @@
-// bench_longctx.c (`make bench`; issue 13): how much of a long-context forward is attention, per
+// bench_longctx.c (`make bench`): how much of a long-context forward is attention, per
 // attention mode, and whether attention keeps every core busy. One sequence of T tokens (logits
 // at its last row only, as a needle-in-a-haystack prefill) per length and mode; prints the wall
 // seconds of the forward and of attention, attention's share of the forward, and attention's

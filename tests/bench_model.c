@@ -242,7 +242,7 @@ int main(int argc, char **argv) {
                                                        weights_vs_resident(dir, &o, m, &bt, lg, MODEL_WEIGHTS_BF16)))
         return 1;
 
-    // Attention modes on the same packed batches (issue 4: a hifa4 forward <= 1.3x a bf16
+    // Attention modes on the same packed batches (a hifa4 forward <= 1.3x a bf16
     // forward). The 4 x 128 batch above, and one 512-token sequence where attention weighs
     // more. Smooth-QK scales of 1 cost what real scales cost. Fastest of 2, modes interleaved.
     const char *modes[] = {"bf16", "direct", "hifa4"};

@@ -656,7 +656,7 @@ static void test_scales_and_errors(void) {
     st_write(path, &tn, 1, NULL, 0, &e);
     CHECK(attn_scales_load(&got, path, 2, 2, 64, NULL, &e) == ERR_NOTFOUND, "missing: %s", e.msg);
     // a scale that is not finite, not positive, or so large (or small) that the scaled Q or K
-    // overflows is refused naming layer, kv head and channel (issue 14: a file of 1e38 was
+    // overflows is refused naming layer, kv head and channel (a file of 1e38 was
     // accepted and every hifa4 item scored NaN)
     const float bad_vals[] = {0, -1, NAN, INFINITY, 1e38f, 1e-38f, 0x1p65f};
     for (size_t k = 0; k < sizeof bad_vals / sizeof bad_vals[0]; k++) {

@@ -1,8 +1,8 @@
 // test_calibrate.c: calibration end to end through the attention hook (spec/calibration.md):
 // the golden Smooth-QK scales and gate statistics of qwen3-tiny / qwen3-outlier from their own
-// calibration ids; the planted-outlier checks of issue 6 on make-model checkpoints (Strong,
+// calibration ids; the planted-outlier checks on make-model checkpoints (Strong,
 // layer 0, channel 51, layer-0 attention error of hifa4 far below direct); Bypass/Mild without
-// the outlier; same seed -> same file bytes; the batched statistics (issue 13) against the
+// the outlier; same seed -> same file bytes; the batched statistics against the
 // reference ones, on 1 and 2 threads, to the byte of the scales file; the evaluation-data
 // refusal.
 #include <stdlib.h>
@@ -209,7 +209,7 @@ static void test_planted(void) {
 }
 
 // The statistics path `calibrate` takes (calib_observe_seqs per layer, on the pool) against the
-// reference (calib_observe per sequence on the hook's thread, the code before issue 13), on the
+// reference (calib_observe per sequence on the hook's thread, the code before the KV cache), on the
 // planted-outlier model: every per-sample statistic and the scales file's bytes are the same,
 // on 1 and 2 threads, with batches of 5, 5 and 2 samples.
 static void test_stats_paths(void) {

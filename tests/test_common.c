@@ -126,7 +126,7 @@ static void test_cli(void) {
     char list[] = "bf16,direct,hifa4";
     const char *items[4];
     CHECK(cli_split(list, items, 4, &e) == 3 && !strcmp(items[2], "hifa4"), "split");
-    // issue 27: an empty element is an error, not skipped; an option given twice is an error
+    // an empty element is an error, not skipped; an option given twice is an error
     const char *const empty[] = {"", ",", "bf16,,direct", "bf16,", ",bf16"};
     for (int k = 0; k < 5; k++) {
         char b[32];

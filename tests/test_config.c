@@ -199,7 +199,7 @@ static void test_errors(void) {
     bad("{\"architectures\": [\"LlamaForCausalLM\"], " BASE ", \"head_dim\": 7}", ERR_FORMAT, "head_dim");
     bad("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 0, "
         "\"num_attention_heads\": 4, \"vocab_size\": 300, \"max_position_embeddings\": 256}", ERR_FORMAT, "layers 0");
-    // sizes beyond config.h's bounds name their field (issue 14: they were multiplied into
+    // sizes beyond config.h's bounds name their field (they were multiplied into
     // allocation sizes unchecked; fuzz_config found a max_position_embeddings of 1.75e9 that
     // the round trip through cfg_to_json could not read back)
 #define SZ(h, f, l, n, v, p) "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": " h ", \"intermediate_size\": " f \

@@ -292,7 +292,7 @@ static void test_table10(void) {
     CHECK_CLOSE(cy[2].cube / cy[0].cube, 0.25 * (1.0 + 1.0 / 256), 0, 1e-12);
 }
 
-// ---- counts at the edge of 64 bits (issue 14) ----
+// ---- counts at the edge of 64 bits ----
 // A 70B shape (80 layers, 64/8 heads, d 128) at the largest accepted --seq (4M tokens): each
 // count fits in 64 bits but QK + PV MACs do not, and the cycle model summed them in int64 (a
 // negative Softmax column). The counts must equal the closed forms, the cycles must be
@@ -444,6 +444,23 @@ static double jnum(const cJSON *o, const char *a, const char *b) {
     return cJSON_IsNumber(x) ? x->valuedouble : -1;
 }
 
+// The text output shows the paper's Table 10 only beside its shape (Qwen3-8B's), labelled so.
+static void test_cli_paper_column(void) {
+    const char *bin = getenv("HIFA4_BIN");
+    char cmd[512], out[1 << 14];
+    static const char *const shapes[2] = {"36:32:8:128", "30:9:3:64"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "./%s cost --shape %s --seq 40960 2>/dev/null", bin && bin[0] ? bin : "hifa4-eval", shapes[k]);
+        FILE *f = popen(cmd, "r");
+        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        out[n] = 0;
+        if (f) pclose(f);
+        const int paper = strstr(out, "paper, Qwen3-8B's shape: 35% below") && strstr(out, "| paper (Table 10: Qwen3-8B's shape");
+        CHECK(k == 0 ? paper : !paper && !strstr(out, "paper:") && strstr(out, "not shown beside another shape"),
+              "cost --shape %s: the paper's column %s:\n%s", shapes[k], k == 0 ? "missing" : "beside another shape", out);
+    }
+}
+
 static void test_cli(void) {
     // gemma2-tiny: 3 layers, 4 heads, sliding_window 32 on even layers (0 and 2)
     cJSON *j = NULL;
@@ -507,7 +524,7 @@ static void test_cli(void) {
     rc = run_json("--shape 36:32:8:128 --seq 4096 --attn direct+qmean,direct --qmean channel", &j);
     CHECK(rc == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "modes")) == 2, "--qmean channel: one row per mode");
     cJSON_Delete(j);
-    // a Qwen3-8B config.json (the published shape fields, no weights), written here
+    // a Qwen3-8B config.json (the published fields cfg_load reads, no weights), written here
     {
         char dir[512], cfg[600];
         struct err e = {0};
@@ -517,7 +534,8 @@ static void test_cli(void) {
                           "\"hidden_size\": 4096, \"intermediate_size\": 12288, \"num_hidden_layers\": 36, "
                           "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"head_dim\": 128, "
                           "\"max_window_layers\": 36, \"sliding_window\": null, \"use_sliding_window\": false, "
-                          "\"vocab_size\": 151936}";
+                          "\"vocab_size\": 151936, \"max_position_embeddings\": 40960, \"rms_norm_eps\": 1e-06, "
+                          "\"rope_theta\": 1000000, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\"}";
         rc = mkdir_p(dir, &e) || file_write_atomic(cfg, txt, strlen(txt), &e);
         CHECK(rc == 0, "writing %s: %s", cfg, e.msg);
         char args[700];
@@ -562,5 +580,6 @@ int main(void) {
     test_counts_overflow();
     test_params_validation();
     test_cli();
+    test_cli_paper_column();
     return test_summary("test_cost");
 }

@@ -3,14 +3,14 @@
 # planted-outlier Qwen3 shape, calibrate on Debian's GPL-3 text, `run --task exam --limit 60
 # --attn all`) must reproduce the committed samples files in tests/data/demo_identity/ byte for
 # byte. History of the fixture: first made by the binary of commit fae9478, before the layout
-# change of issue 10 (src/ in layer folders, the run module), which reproduced it exactly -
+# change that moved src/ into layer folders and made the run module, which reproduced it exactly -
 # the evidence that the move changed no bit. Remade once, on purpose, when the linear layers
-# moved from OpenBLAS to the deterministic GEMM (model/gemm.h, issue 12): every product is
+# moved from OpenBLAS to the deterministic GEMM (model/gemm.h): every product is
 # now one fmaf chain per element, a different rounding order (logliks moved by at most one
 # bf16 step of these synthetic -100-nat values, 0.5; no prediction changed). Since then the
 # bits are the same on every CPU, so this test also catches a machine that computes
 # differently. It is a regression check, not a numerics check (those are the golden tests).
-# Since issue 27 every samples file starts with a stamp frame (results/stamp.h: task, mode, the
+# Since then every samples file starts with a stamp frame (results/stamp.h: task, mode, the
 # run's configuration key and model hash, a zstd skippable frame); the fixtures were remade with
 # it, and each new file was checked to be that frame followed by the old file's bytes exactly.
 # Remade again when the configuration key became the run's identity (run.json schema 2,

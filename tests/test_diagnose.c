@@ -1,4 +1,4 @@
-// test_diagnose.c: outlier diagnostics (src/calib/diagnose.c, src/results/plot_xy.c): Jaccard, top-N and CV
+// test_diagnose.c: outlier diagnostics (src/diag/diagnose.c, src/results/plot_xy.c): Jaccard, top-N and CV
 // on hand-worked statistics; plot_xy output well-formed and deterministic; diagnose's Table 8
 // numbers equal calib_compute's on the same samples and the golden gate statistics of
 // qwen3-outlier; the CLI on a planted-outlier make-model checkpoint (Strong, layer 0, channel
@@ -11,8 +11,8 @@
 
 #include "calib/calib.h"
 #include "calib/calib_run.h"
-#include "calib/diagnose.h"
-#include "calib/qk_gains.h"
+#include "diag/diagnose.h"
+#include "diag/qk_gains.h"
 #include "results/plot_xy.h"
 #include "io/safetensors.h"
 #include "test.h"

@@ -411,6 +411,18 @@ static void test_errors(void) {
 }
 
 // Hub imitation: configs/models/tiny.json in a temporary HIFA4_HOME, HF_ENDPOINT at the server.
+// What `download --model NAME` does: the model's plan, run; dir gets its root.
+static int plan_run_model(char *dir, size_t n, const char *name, int offline, struct err *e) {
+    struct fetch_opts o;
+    fetch_opts_init(&o, offline);
+    struct fetch_plan p;
+    int rc = fetch_plan_model(&p, name, &o, e);
+    if (rc) return rc;
+    if (!(rc = fetch_plan_run(&p, &o, e))) snprintf(dir, n, "%s", p.root);
+    fetch_plan_free(&p);
+    return rc;
+}
+
 static void test_hub_model(void) {
     char home[1300], cache[1300], ep[64], dir[4096];
     struct err e = {0};
@@ -438,13 +450,13 @@ static void test_hub_model(void) {
 
     // offline before anything is cached: lists the missing files, no request
     ctl("reset=1");
-    int rc = fetch_resolve_model(dir, sizeof dir, "tiny", 1, &e);
+    int rc = plan_run_model(dir, sizeof dir, "tiny", 1, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "config.json") && strstr(e.msg, "model-00001-of-00002"), "%s", e.msg);
     CHECK(stats().requests == 0, "offline resolve made requests");
 
     // online: downloads config, index, then the shards the index names
     ctl("reset=1");
-    rc = fetch_resolve_model(dir, sizeof dir, "tiny", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "tiny", 0, &e);
     CHECK(rc == 0, "resolve: %s", e.msg);
     char want[2048], p[4200];
     snprintf(want, sizeof want, "%s/models/org/tiny/main", cache);
@@ -462,13 +474,16 @@ static void test_hub_model(void) {
 
     // complete now: offline works and the plan reads shards from the cached index
     ctl("reset=1");
-    rc = fetch_resolve_model(dir, sizeof dir, "tiny", 1, &e);
+    rc = plan_run_model(dir, sizeof dir, "tiny", 1, &e);
     CHECK(rc == 0 && stats().requests == 0, "offline complete: %s", e.msg);
     struct fetch_plan plan;
     struct fetch_opts o;
     fetch_opts_init(&o, 1);
     rc = fetch_plan_model(&plan, "tiny", &o, &e);
     CHECK(rc == 0 && plan.shards_from_index == 1 && plan.n == 4, "plan: rc %d n %d", rc, plan.n);
+    // the repository and revision as fields (model_resolve reads them, never the title)
+    CHECK(rc == 0 && !strcmp(plan.repo, "org/tiny") && !strcmp(plan.revision, "main"), "plan repo '%s' rev '%s'",
+          plan.repo, plan.revision);
     if (!rc) {
         snprintf(want, sizeof want, "http://127.0.0.1:%d/org/tiny/resolve/main/config.json", g_port);
         CHECK(!strcmp(plan.v[0].url, want), "url %s, want %s", plan.v[0].url, want);
@@ -480,18 +495,12 @@ static void test_hub_model(void) {
     unlink(p);
     ctl("reset=1");
     ctl("corrupt=1");
-    rc = fetch_resolve_model(dir, sizeof dir, "tiny", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "tiny", 0, &e);
     CHECK(rc == ERR_MISMATCH && fsize(p) < 0, "corrupt shard: rc %d %s", rc, e.msg);
-    rc = fetch_resolve_model(dir, sizeof dir, "tiny", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "tiny", 0, &e);
     CHECK(rc == 0 && file_equals(p, s2, 200001), "refetch: %s", e.msg);
 
-    // paths are never downloaded
-    ctl("reset=1");
-    rc = fetch_resolve_model(dir, sizeof dir, "./some/ckpt", 0, &e);
-    CHECK(rc == 0 && !strcmp(dir, "./some/ckpt") && stats().requests == 0, "path arg");
-    rc = fetch_resolve_model(dir, sizeof dir, "tests", 0, &e); // exists: a path
-    CHECK(rc == 0 && !strcmp(dir, "tests") && stats().requests == 0, "existing dir arg");
-    rc = fetch_resolve_model(dir, sizeof dir, "nosuchmodel", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "nosuchmodel", 0, &e);
     CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "tiny"), "unknown model lists known ones: %s", e.msg);
 
     // an index naming a shard outside the model dir is rejected before any download
@@ -501,7 +510,7 @@ static void test_hub_model(void) {
     const char *cfg2 = "{\"repo\":\"org/evil\",\"files\":[\"config.json\",\"model.safetensors.index.json\"],"
                        "\"index\":\"model.safetensors.index.json\"}";
     write_file(home, "configs/models/evil.json", cfg2, strlen(cfg2));
-    rc = fetch_resolve_model(dir, sizeof dir, "evil", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "evil", 0, &e);
     CHECK(rc == ERR_USAGE && strstr(e.msg, "../../evil"), "evil index: rc %d %s", rc, e.msg);
     snprintf(p, sizeof p, "%s/models/evil.safetensors", cache);
     CHECK(fsize(p) < 0, "file written outside the model dir");
@@ -512,7 +521,7 @@ static void test_hub_model(void) {
     unlink(p);
     ctl("reset=1");
     ctl("status=401");
-    rc = fetch_resolve_model(dir, sizeof dir, "tiny", 0, &e);
+    rc = plan_run_model(dir, sizeof dir, "tiny", 0, &e);
     CHECK(rc == ERR_NET && strstr(e.msg, "401") && strstr(e.msg, "HF_TOKEN"), "gated: %s", e.msg);
     free(s1);
     free(s2);

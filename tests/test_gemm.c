@@ -189,7 +189,7 @@ static void test_fixed(void) {
     }
 }
 
-// ---- the dp contract's flush rule, directed (gemm.h; docs/speed.md) ----
+// ---- the dp contract's flush rule, directed (gemm.h; docs/results/speed.md) ----
 // Row r of x (K = 3) against one weight row: x = {2^-63, 2^-75, -m * 2^-75}, w = {2^-63, 2^-74,
 // 2^-74}: the chain is 2^-126, then 2^-126 + 2^-149 (normal), then 2^-126 + (1 - m) 2^-149:
 //   m = 1.25:  2^-126 - 2^-151, a tie that rounds to 2^-126 (kept in both contracts);

@@ -1,7 +1,7 @@
-// test_gemma3.c: the real Gemma 3 270M (issue 22), where its data is present:
+// test_gemma3.c: the real Gemma 3 270M, where its data is present:
 //   - the tokenizer import-gguf builds from the GGUF against Google's tokenizer.json
 //     (../shared/tokenizers/gemma3) and the Hugging Face ids of ../shared/tokenizers/golden/gemma3.jsonl,
-//     class by class (docs/gemma3.md explains the differences);
+//     class by class (docs/results/gemma3.md explains the differences);
 //   - the logits of the import against transformers 4.50.0 (tests/data/gemma3/, made by
 //     scripts/gemma3_ref.py) under --attn exact --act f32.
 // The GGUF comes from scripts/fetch_gemma3.sh (the download cache, gguf/); without it, or without
@@ -31,7 +31,7 @@ static const char *gguf_path(void) {
     char root[1024];
     if (paths_cache(root, sizeof root, &e)) { TEST_SKIP("no cache directory (%s)", e.msg); return NULL; }
     snprintf(buf, sizeof buf, "%s/gguf/" GEMMA3_GGUF, root);
-    if (!file_exists(buf)) { TEST_SKIP("%s not found (scripts/fetch_gemma3.sh, or .ci/run, fetches it)", buf); return NULL; }
+    if (!file_exists(buf)) { TEST_NEED_REAL_MODEL("Gemma 3 270M", buf, "scripts/fetch_gemma3.sh"); return NULL; }
     return buf;
 }
 
@@ -281,7 +281,7 @@ static void test_logits(void) {
         const double rel = sqrt(c.d2 / c.r2);
         printf("gemma3 %-15s %3d tokens, exact/f32 vs transformers: rel-L2 %.3g (top-32 + sampled logits), argmax "
                "%d/%d, logsumexp max |diff| %.2g (%.1f s)\n", name, T, rel, T - c.argmax_bad, T, c.lse_max, time_now() - t0);
-        CHECK(rel <= 1e-4, "%s: rel-L2 %.3g > 1e-4", name, rel); // issue 22's bound; measured ~2e-6
+        CHECK(rel <= 1e-4, "%s: rel-L2 %.3g > 1e-4", name, rel); // the parity bound for real models; measured ~2e-6
         CHECK(c.argmax_bad == 0, "%s: %d positions with another argmax", name, c.argmax_bad);
         CHECK(c.lse_max <= 1e-3, "%s: logsumexp differs by %.3g", name, c.lse_max);
         n_prompts++;

@@ -29,6 +29,7 @@
 #include "tokenizer/tokenizer.h"
 #include "gguf_build.h"
 #include "cli/model_arg.h"
+#include "net/pypi.h"
 #include "test.h"
 
 static char tmp[1024];
@@ -49,10 +50,7 @@ static const char *outside_data(const char *what, char *buf, size_t n) {
     if (!strcmp(what, "smollm2")) {
         if (paths_cache(root, sizeof root, &e)) { printf("skip SmolLM2 tests: no cache directory (%s)\n", e.msg); return NULL; }
         snprintf(buf, n, "%s/gguf/SmolLM2-135M-Instruct.Q4_1.gguf", root);
-        if (!file_exists(buf)) {
-            printf("skip SmolLM2 tests: %s not found (make demo, or .ci/run, fetches it)\n", buf);
-            return NULL;
-        }
+        if (!file_exists(buf)) { TEST_NEED_REAL_MODEL("SmolLM2-135M", buf, "scripts/fetch_smollm2.sh"); return NULL; }
         return buf;
     }
     if (!strcmp(what, "arc_easy")) {
@@ -507,6 +505,120 @@ static void test_model_arg(void) {
 }
 
 // ---- (3) SentencePiece vocabulary (tokenizer.ggml.model "llama") ----
+static int test_file_sha256(const char *path, char hex[65]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    struct sha256 h;
+    sha256_init(&h);
+    static unsigned char buf[1 << 20];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&h, buf, k);
+    fclose(f);
+    uint8_t d[32];
+    sha256_final(&h, d);
+    sha256_to_hex(d, hex);
+    return 0;
+}
+
+static void put_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+// A PyPI model of the registry (configs/models/<name>.json, "source": "pypi") without a
+// download: a fake registry and fetch script in a temporary home, the test GGUF as its file.
+static void test_model_arg_pypi(void) {
+    char home[1200], cache[1200], p[4400], cmd[8192], sha[65];
+    struct err e = {0};
+    snprintf(home, sizeof home, "%s", tpath("pypi-home"));
+    snprintf(cache, sizeof cache, "%s", tpath("pypi-cache"));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' && mkdir -p '%s/configs/models' '%s/scripts'", home, cache, home, home);
+    if (system(cmd) != 0) { CHECK(0, "%s failed", cmd); return; }
+    struct model_ref m;
+    if (model_resolve(&m, tpath("qwen3.gguf"), 1, &e)) { CHECK(0, "%s", e.msg); return; }
+    snprintf(sha, sizeof sha, "%s", m.gguf_sha256);
+    // the fetch script copies the test GGUF where the registry says the file goes
+    snprintf(p, sizeof p, "%s/scripts/fetch_fake.sh", home);
+    snprintf(cmd, sizeof cmd, "set -e\nmkdir -p \"$HIFA4_CACHE/gguf\"\necho fetched \"$1\" >> '%s/calls'\n"
+             "cp '%s' \"$HIFA4_CACHE/gguf/fake.gguf\"\necho \"$HIFA4_CACHE/gguf/fake.gguf\"\n", home, tpath("qwen3.gguf"));
+    put_text(p, cmd);
+    snprintf(p, sizeof p, "%s/configs/models/fake-0.1b.json", home);
+    snprintf(cmd, sizeof cmd, "{\"name\": \"fake-0.1b\", \"display_name\": \"Fake 0.1B\", \"source\": \"pypi\", "
+             "\"architecture\": \"Qwen3ForCausalLM\", \"packages\": [\"fake-part1\"], \"version\": \"0.1\", "
+             "\"file\": \"fake.gguf\", \"size\": 1, \"sha256\": \"%s\", \"fetch\": [\"scripts/fetch_fake.sh\", \"0.1b\"]}", sha);
+    put_text(p, cmd);
+    setenv("HIFA4_HOME", home, 1);
+    setenv("HIFA4_CACHE", cache, 1);
+    // offline and not cached: names the file and the command that fetches it, runs nothing
+    int rc = model_resolve(&m, "fake-0.1b", 1, &e);
+    CHECK(rc == ERR_NOTFOUND && strstr(e.msg, "fake.gguf") && strstr(e.msg, "scripts/fetch_fake.sh 0.1b"), "offline: rc %d %s", rc, e.msg);
+    snprintf(p, sizeof p, "%s/calls", home);
+    CHECK(!file_exists(p), "the fetch script ran offline");
+    // online: the script fetches it once, then it is imported as any FILE.gguf (by its sha256)
+    rc = model_resolve(&m, "fake-0.1b", 0, &e);
+    snprintf(p, sizeof p, "%s/gguf-import/%s/config.json", cache, sha);
+    CHECK(rc == 0 && m.origin == MODEL_ORIGIN_GGUF && m.imported == 1 && !strcmp(m.name, "fake-0.1b") && file_exists(p),
+          "online: rc %d origin %d imported %d name %s: %s", rc, m.origin, m.imported, m.name, e.msg);
+    rc = model_resolve(&m, "fake-0.1b", 1, &e);
+    CHECK(rc == 0 && m.imported == 0, "cached: rc %d imported %d: %s", rc, m.imported, e.msg);
+    char *calls = NULL;
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/calls", home);
+    CHECK(!file_read_raw(p, &calls, &n, &e) && n == strlen("fetched 0.1b\n"), "the script ran %zu bytes of times", n);
+    free(calls);
+    // a cached file that is not the pinned one is refused, naming both hashes
+    snprintf(cmd, sizeof cmd, "printf x >> '%s/gguf/fake.gguf'", cache);
+    if (system(cmd) != 0) CHECK(0, "%s", cmd);
+    rc = model_resolve(&m, "fake-0.1b", 1, &e);
+    CHECK(rc == ERR_MISMATCH && strstr(e.msg, sha) && strstr(e.msg, "fake-0.1b"), "changed file: rc %d %s", rc, e.msg);
+    // a registry entry with a bad field is an error naming file and field
+    snprintf(p, sizeof p, "%s/configs/models/bad.json", home);
+    put_text(p, "{\"source\": \"pypi\", \"display_name\": \"x\", \"architecture\": \"a\", \"file\": \"x.gguf\", \"size\": 1, "
+                "\"sha256\": \"abc\", \"fetch\": [\"scripts/x.sh\"]}");
+    rc = model_resolve(&m, "bad", 1, &e);
+    CHECK(rc == ERR_FORMAT && strstr(e.msg, "bad.json") && strstr(e.msg, "sha256"), "bad entry: rc %d %s", rc, e.msg);
+    unsetenv("HIFA4_HOME");
+    unsetenv("HIFA4_CACHE");
+}
+
+// The repository's PyPI models: each registry entry agrees with its fetch script (the same
+// file sha256 and wheel sha256s), and where the file is in the download cache, its sha256 is
+// the pinned one (the 1.5B model is only hashed, never imported here: 7 GB of f32).
+static void test_named_pypi_real(void) {
+    static const char *const names[] = {"smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b"};
+    for (int i = 0; i < 4; i++) {
+        struct pypi_model pm;
+        struct err e = {0};
+        int found = 0;
+        int rc = pypi_model_find(&pm, names[i], &found, &e);
+        CHECK(rc == 0 && found, "%s: rc %d found %d: %s", names[i], rc, found, e.msg);
+        if (rc || !found) continue;
+        char *script = NULL, cfg[256];
+        size_t n = 0;
+        snprintf(cfg, sizeof cfg, "configs/models/%s.json", names[i]);
+        cJSON *j = NULL;
+        if (file_read_raw(pm.script, &script, &n, &e) || json_parse_file(&j, cfg, &e)) { CHECK(0, "%s", e.msg); free(script); continue; }
+        CHECK(strstr(script, pm.sha256) != NULL, "%s: %s does not pin the registry's file sha256", names[i], pm.script);
+        const cJSON *w;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItem(j, "wheel_sha256"))
+            CHECK(strstr(script, w->valuestring) != NULL, "%s: wheel sha256 %s not in %s", names[i], w->valuestring, pm.script);
+        cJSON_Delete(j);
+        free(script);
+        if (!file_exists(pm.file)) {
+            TEST_NEED_REAL_MODEL(names[i], pm.file, pm.fetch_cmd);
+            continue;
+        }
+        char hex[65];
+        CHECK(!test_file_sha256(pm.file, hex) && !strcmp(hex, pm.sha256), "%s: %s has sha256 %s, the registry pins %s",
+              names[i], pm.file, hex, pm.sha256);
+        if (i < 2) { // the small ones through the whole rule (the others: imports of GBs)
+            struct model_ref m;
+            rc = model_resolve(&m, names[i], 1, &e);
+            CHECK(rc == 0 && !strcmp(m.name, names[i]) && !strcmp(m.gguf_sha256, pm.sha256), "%s: rc %d: %s", names[i], rc, e.msg);
+        }
+    }
+}
+
 static void test_spm(void) {
     char path[1024];
     if (!outside_data("stories260K", path, sizeof path)) return;
@@ -907,6 +1019,8 @@ int main(void) {
     test_refusals();
     test_bf16_option();
     test_model_arg();
+    test_model_arg_pypi();
+    test_named_pypi_real();
     test_spm();
     test_smollm2();
     return test_summary("test_gguf_import");

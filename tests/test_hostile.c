@@ -1,4 +1,4 @@
-// test_hostile.c: issue 14 - the tool used as a hostile user would, driving ./hifa4-eval
+// test_hostile.c: the tool used as a hostile user would, driving ./hifa4-eval
 // (HIFA4_BIN) on small synthetic checkpoints made here with make-model. Each case failed (or
 // crashed) before its fix:
 //  - prompts --task niah crashed; now a usage error that says what niah needs;
@@ -177,7 +177,7 @@ static int restamp(const char *src, const char *dst) {
 #define MODEL_LOADED "parameters; weights"
 
 
-// ---- issue 27 helpers ----
+// ---- helpers of the unlucky-user inputs ----
 // Runs a shell command with stderr to a file; checks the exit code and that stderr's last
 // message holds every '|'-separated needle (and, for a failure, that nothing says the weights
 // loaded when must_be_early). Returns the check's outcome.
@@ -570,7 +570,7 @@ static void test_subjects(void) {
     free(s);
 }
 
-// ---- issue 27: no silent wrong result ----
+// ---- no silent wrong result ----
 #define Q2 "\"choices\": [\"a\", \"b\"], \"answer\": 0}"
 
 // JSONL: one JSON value per line, LF or CRLF, no NUL, unique ids - each a case and its boundary
@@ -1171,28 +1171,28 @@ int main(void) {
     test_complete_last();
     TEST_PROGRESS("cli names");
     test_cli_names();
-    TEST_PROGRESS("issue 27: JSONL rows");
+    TEST_PROGRESS("JSONL rows");
     test_jsonl_rows();
-    TEST_PROGRESS("issue 27: regular files");
+    TEST_PROGRESS("regular files");
     test_regular_files();
-    TEST_PROGRESS("issue 27: options");
+    TEST_PROGRESS("options");
     test_options_count();
-    TEST_PROGRESS("issue 27: config meaning");
+    TEST_PROGRESS("config meaning");
     test_config_meaning();
     test_config_values();
-    TEST_PROGRESS("issue 27: import directory");
+    TEST_PROGRESS("import directory");
     test_import_dir();
-    TEST_PROGRESS("issue 27: foreign samples files");
+    TEST_PROGRESS("foreign samples files");
     test_foreign_samples();
-    TEST_PROGRESS("issue 27: resume identity and command");
+    TEST_PROGRESS("resume identity and command");
     test_resume_identity();
     TEST_PROGRESS("identity");
     test_identity_resume();
     test_identity_compare();
     test_no_mode_dropped();
-    TEST_PROGRESS("issue 27: every tensor bound or named");
+    TEST_PROGRESS("every tensor bound or named");
     test_bound_tensors();
-    TEST_PROGRESS("issue 27: table labels");
+    TEST_PROGRESS("table labels");
     test_table_labels();
     return test_summary("test_hostile");
 }

@@ -58,7 +58,7 @@ field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eva
 
 export HF_HUB_CACHE="$TMP/hub" HF_ENDPOINT="http://127.0.0.1:$PORT" HIFA4_DATA="$TMP/data" HIFA4_CACHE="$TMP/cache"
 unset HF_TOKEN HF_HUB_OFFLINE HIFA4_OFFLINE HF_HOME http_proxy HTTP_PROXY all_proxy ALL_PROXY
-cd "$TMP/work"   # calibrate's default configs/scales/ must not be the repository's
+cd "$TMP/work"   # results/ and any older configs/scales/ must not be the repository's
 
 # 1. a clean cache: download, calibrate, score bf16, direct, hifa4
 ctl "_ctl?reset=1" >/dev/null
@@ -106,7 +106,7 @@ check '[ $? -eq 0 ] && [ "$(field r3/run.json "j[\"model\"][\"source\"][\"commit
     "hand-placed snapshot offline: $(tail -2 r3.err)"
 check '[ "$(field r3/run.json "j[\"model\"][\"path\"]")" = "$HAND/models--someorg--handmade/snapshots/$HC" ]' \
     "hand-placed snapshot not used in place"
-# the items, not the stamp frame (issue 27: it names each run's configuration key, which differs)
+# the items, not the stamp frame (it names each run's configuration key, which differs)
 check 'cmp -s <(zstd -dcq r1/samples-arc_easy-bf16.jsonl.zst) <(zstd -dcq r3/samples-arc_easy-bf16.jsonl.zst)' "hand-placed copy scores differently"
 check '[ "$(requests)" -eq 0 ]' "offline run made requests"
 HF_HUB_CACHE="$HAND" HF_HUB_OFFLINE=1 "$BIN" --model someorg/absent --task arc_easy --limit 2 --out r3b >/dev/null 2>r3b.err

@@ -4,7 +4,7 @@
 // real shapes: a make-model checkpoint of SmolLM2-135M's layer shapes with its vocabulary
 // (dim 576, 9 query / 3 KV heads of 64, FFN 1536, vocab 49152; 2 layers). Tiny models never
 // reach the GEMM shapes where BLAS kernels made a row's bits depend on its offset and on the
-// batch (issue 12). Also: the rows of a prefix call equal the same rows of a longer call where
+// batch. Also: the rows of a prefix call equal the same rows of a longer call where
 // spec/attention.md 8.6 says they must (any prefix for the unquantized modes, 64-aligned
 // prefixes for the HiF4 ones). Logits are compared at every 8th row, the last 4 rows of each
 // sequence and the last row of each prefix (the vocabulary projection is the costly part, and

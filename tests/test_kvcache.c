@@ -1,4 +1,4 @@
-// test_kvcache.c: the exact KV cache (issue 13). Attention: a continuation of a cached prefix
+// test_kvcache.c: the exact KV cache. Attention: a continuation of a cached prefix
 // (attn_forward with a past) gives the rows [P, P + n) bit for bit as one call over [0, P + n) for
 // every registered mode, both Q-Mean forms, tiles 64 and 128, prefix lengths 1, Bc-1, Bc, Bc+1
 // and a random one, continuation lengths 1..300, the cached part being the prefix's longest

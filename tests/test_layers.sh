@@ -4,8 +4,9 @@
 # folder itself). The READMEs are the rule; this test keeps them true. Also checks that no
 # function in src/ is longer than 120 lines (issue: functions stay about a screen long), that no
 # function in src/ takes more than 7 parameters (tests/layers_params_allow.txt lists the ones
-# still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines,
-# that nothing outside the run module switches a model's attention mode (issue 26: the run
+# still waiting; the list may only shrink), that every file of src/model/ stays under 500 lines, that no .c file of src/ exceeds 700 lines
+# without a reason at its top (tests/layers_size_allow.txt: the ones waiting for their split),
+# that nothing outside the run module switches a model's attention mode (the run
 # owns one context per mode and passes it to model_forward; the model holds none), and that no
 # call in src/ passes two or more bare 0/1 arguments (tests/layers_flags.awk; the calls judged
 # not to be flags are in tests/layers_flags_allow.txt, which may only shrink).
@@ -42,6 +43,20 @@ long=$(awk 'FNR == 1 { start = 0 }
     /^\}/ && start { n = FNR - start + 1; if (n > 120) printf "%s:%d: %d lines: %s\n", FILENAME, start, n, name; start = 0 }' \
     $(find src -name '*.c'))
 if [ -n "$long" ]; then echo "FAIL functions over 120 lines:"; echo "$long"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# test code follows the function-length rule too: a function of tests/*.c over 120 lines must be
+# in tests/layers_test_length_allow.txt ("FILE FUNCTION"; the ones too long today, split as they
+# are touched: the list may only shrink)
+tlong=$(awk 'FNR == 1 { start = 0 }
+    /^[A-Za-z_].*\(/ && !/;[[:space:]]*$/ && !/^(typedef|struct [a-z_]+ \{|enum|#)/ { start = FNR; name = $0 }
+    /^\}/ && start { n = FNR - start + 1; if (n > 120) { sub(/\(.*/, "", name); k = split(name, w, /[ *]+/)
+        printf "%s %s %d\n", FILENAME, w[k], n } start = 0 }' $(ls tests/*.c tests/fuzz/*.c | sort))
+tallow=tests/layers_test_length_allow.txt
+new=$(echo "$tlong" | awk 'NF' | while read -r f n k; do grep -qx "$f $n" "$tallow" || echo "$f: $n ($k lines)"; done)
+if [ -n "$new" ]; then echo "FAIL test functions over 120 lines (split them into named checks):"; echo "$new"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
+gone=$(awk 'NF && !/^#/' "$tallow" | while read -r f n; do echo "$tlong" | grep -q "^$f $n " || echo "$f $n"; done)
+if [ -n "$gone" ]; then echo "FAIL $tallow lists test functions that are no longer over 120 lines (remove them):"; echo "$gone"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
 # parameters: top-level definitions in src/ (.c and .h), counted at parenthesis depth 1
 wide=$(awk -f tests/layers_params.awk $(find src -name '*.c' -o -name '*.h' | sort))
 allow=tests/layers_params_allow.txt
@@ -56,6 +71,20 @@ for f in src/model/*.c src/model/*.h; do
     n=$(wc -l < "$f")
     if [ "$n" -lt 500 ]; then pass=$((pass + 1)); else echo "FAIL $f: $n lines (src/model/ files stay under 500)"; fail=$((fail + 1)); fi
 done
+# file size: a .c file of src/ over 700 lines says why at its top (a line "// Long file: REASON"
+# in its first 5 lines), or is listed in tests/layers_size_allow.txt (files waiting for their
+# split; the list may only shrink)
+sallow=tests/layers_size_allow.txt
+for f in $(find src -name '*.c' | sort); do
+    n=$(wc -l < "$f")
+    [ "$n" -le 700 ] && continue
+    if head -5 "$f" | grep -q '^// Long file: ..*' || grep -qx "$f" "$sallow"; then pass=$((pass + 1)); else
+        echo "FAIL $f: $n lines (over 700: split it by concern, or say why at its top with '// Long file: REASON')"
+        fail=$((fail + 1)); fi
+done
+gone=$(awk 'NF && !/^#/' "$sallow" | while read -r f; do [ -f "$f" ] && [ "$(wc -l < "$f")" -gt 700 ] || echo "$f"; done)
+if [ -n "$gone" ]; then echo "FAIL $sallow lists files that are no longer over 700 lines (remove them):"; echo "$gone"
+    fail=$((fail + 1)); else pass=$((pass + 1)); fi
 # the attention mode: no call that switches a model's mode anywhere, no context inside struct model
 switch=$(grep -rnE '\bmodel_(set_attn|attn|attn_align|forward_kv)[[:space:]]*\(' src tests --include='*.c' --include='*.h' |
     grep -v '^src/eval/run[a-z_]*\.c:')

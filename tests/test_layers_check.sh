@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# test_layers_check.sh: tests/test_layers.sh can fail (issue 26: a checker nobody tested can pass
+# test_layers_check.sh: tests/test_layers.sh can fail (a checker nobody tested can pass
 # anything). It runs the checker on a copy of src/ as it is (must pass), then plants one
 # violation at a time in the copy and expects the checker to fail with that rule's message:
 # a function with 8 parameters, a src/model/ file of 500 lines, a mode-switching call
 # (model_set_attn, model_attn) outside src/eval/run*.c, an attention context in struct model,
-# two bare 0/1 arguments in one call, a function of 121 lines, an include the folder's README
+# two bare 0/1 arguments in one call, a function of 121 lines, a .c file of 701 lines
+# without a reason at its top, an include the folder's README
 # does not allow. Beside each, the nearest legal case (7 parameters, 499 lines, the call inside
 # the run module) must still pass, so that the rule is not merely failing on everything.
 set -u
@@ -13,7 +14,7 @@ pass=0; fail=0
 tmp=${HIFA4_TMP:-build/tmp}/layers_check
 rm -rf "$tmp"; mkdir -p "$tmp/tests"
 cp -r src "$tmp/src"
-cp tests/test_layers.sh tests/layers_*.awk tests/layers_*_allow.txt "$tmp/tests/"
+cp tests/test_layers.sh tests/layers_*.awk tests/layers_*_allow.txt tests/*.c "$tmp/tests/"; mkdir -p "$tmp/tests/fuzz"; cp tests/fuzz/*.c "$tmp/tests/fuzz/"
 orig=$tmp/orig; mkdir -p "$orig"
 
 # run_check NAME WANT(fail|pass) PATTERN: runs the copy's checker; fail wants a non-zero exit and
@@ -66,6 +67,20 @@ restore src/base/common.c
 echo "// line 500" >> "$tmp/src/model/planted.c"
 run_check "src/model/ file of 500 lines" fail 'FAIL src/model/planted.c: 500 lines'
 restore src/model/planted.c
+
+# a .c file of 701 lines without a reason fails; 700 lines, or 701 with "// Long file:", pass
+plant src/base/planted_size.c
+for i in $(seq 700); do echo "// line $i"; done > "$tmp/src/base/planted_size.c"
+run_check "a .c file of 700 lines" pass
+echo "// line 701" >> "$tmp/src/base/planted_size.c"
+run_check "a .c file of 701 lines" fail 'FAIL src/base/planted_size.c: 701 lines'
+sed -i '1s|.*|// Long file: a planted reason|' "$tmp/src/base/planted_size.c"
+run_check "a .c file of 701 lines with its reason" pass
+restore src/base/planted_size.c
+
+# a test function of 121 lines not on the allow-list fails
+{ echo 'static void planted_long_test(void) {'; for i in $(seq 119); do echo "    // line $i"; done; echo '}'; } > "$tmp/planted_long.c"
+planted tests/test_common.c "a test function of 121 lines" 'planted_long_test \(121 lines\)' < "$tmp/planted_long.c"
 
 # switching a model's mode outside the run module (stdin by redirection, not a pipe: the
 # counters must stay in this shell)

@@ -4,13 +4,13 @@
 // stream, --act bf16 at a measured bound, and the logits / make-model / import CLI.
 #include <stdio.h>
 #include <stdlib.h>
-#include <omp.h>
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
 
 
+#include "base/pool.h"
 #include "import/llama2c.h"
 #include "import/make_model.h"
 #include "model/model.h"
@@ -239,7 +239,7 @@ static void test_stories(void) {
             double rel = test_rel_l2(lg, ref, (size_t)T * V);
             int bad = argmax_mismatch(lg, ref, T, V);
             printf("%-18s exact/f32: rel-L2 %.3g, argmax mismatches %d/%d\n", cases[c], rel, bad, T);
-            // issue 2: within 1e-5 (an independent binary64 forward is at 3.4e-7)
+            // within 1e-5 (an independent binary64 forward is at 3.4e-7)
             CHECK(rel <= 1e-5, "%s: rel-L2 %.3g > 1e-5", cases[c], rel);
             CHECK(bad == 0, "%s: %d rows with a different argmax", cases[c], bad);
         }
@@ -736,9 +736,9 @@ static void test_make_model(void) {
         snprintf(d1, sizeof d1, "%s/mm-threads1", tmpdir());
         snprintf(d2, sizeof d2, "%s/mm-threads2", tmpdir());
         struct err e = {0};
-        omp_set_num_threads(1);
+        pool_set_threads(1);
         int rc = make_model(&o, d1, &e);
-        omp_set_num_threads(2);
+        pool_set_threads(2);
         rc = rc || make_model(&o, d2, &e);
         CHECK(rc == 0, "%s", e.msg);
         snprintf(p1, sizeof p1, "%s/model.safetensors", d1);
@@ -908,7 +908,7 @@ static void test_cli(void) {
         printf("  %-32s %.2f s\n", #call, time_now() - t0_);            \
     } while (0)
 
-// ---- non-finite weights (issue 14) ----
+// ---- non-finite weights ----
 // Rewrites dir/model.safetensors with element `at` of tensor `name` set to v (all tensors
 // widened to F32 when to_f32): a checkpoint as a hostile or corrupted file would hold it.
 static int poison(const char *dir, const char *name, size_t at, float v, int to_f32) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_mpi.sh: runs under MPI (issue 19) against one process, byte for byte. Needs the MPI
+# test_mpi.sh: runs under MPI against one process, byte for byte. Needs the MPI
 # build (make MPI=1: build-mpi/hifa4-eval, or $HIFA4_MPI_BIN) and mpirun; skipped with the
 # reason where either is missing. On a SmolLM2-shaped synthetic model (llama, hidden 576, 9
 # heads / 3 KV heads of 64, FFN 1536, 2 layers), two tasks - exam (options share their
@@ -109,7 +109,7 @@ for f in "$TMP"/z1/samples-* "$TMP"/z1/summary.json; do cmp -s "$f" "$TMP/z2/${f
 $MPIRUN -n 5 "$MBIN" --quiet run $SMALL --out "$TMP/f5" >/dev/null 2>&1 || bad "3 items, -n 5"
 for f in "$TMP"/f1/samples-* "$TMP"/f1/summary.json; do cmp -s "$f" "$TMP/f5/${f#"$TMP"/f1/}" && ok || bad "-n 5: $f differs"; done
 
-# --replicas under MPI (issue 21): every replica is one distributed pass; every replica's
+# --replicas under MPI: every replica is one distributed pass; every replica's
 # samples file and summary.json's noise statistics equal the single-process run's
 REP="--model $TMP/model --task exam --limit 40 --attn bf16,direct --replicas 2 --threads 1"
 "$BIN" --quiet run $REP --out "$TMP/r1" >/dev/null || bad "--replicas 2, one process"

@@ -1,5 +1,5 @@
 // test_provenance.c: what a run records about the machine and the numerics, and what that
-// changes (issue 12): run.json holds the CPU model, its SIMD level and the GEMM's arithmetic
+// changes: run.json holds the CPU model, its SIMD level and the GEMM's arithmetic
 // contract with the path that ran it; the configuration key (resume, merge) includes the
 // arithmetic but not the CPU or path; `diff` warns when one run was made with OpenBLAS (no
 // "gemm" record), with other GEMM arithmetic or another libm variant, and only notes different

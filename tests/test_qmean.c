@@ -1,4 +1,4 @@
-// test_qmean.c: Q-Mean in its channel form `qmean-ch` (spec/attention.md section 4, issue 15):
+// test_qmean.c: Q-Mean in its channel form `qmean-ch` (spec/attention.md section 4):
 // the fast kernel (flash.c) against the literal scalar reference (flash_ref.c) bit for bit over
 // tiles, partial last tiles, GQA, lengths, head dims and every mode with Q-Mean; the reference's
 // scores against the spec's formulas recomputed here; the algebraic identity with every qdq

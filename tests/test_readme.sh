@@ -7,7 +7,7 @@
 #    fence with another or no language is a failure, so that no command hides in an unmarked
 #    block. A command line starts with `hifa4-eval ` or `make `; any other line must be listed in
 #    SKIPPED below. The lines are run in README order, each with `bash -c`, in one scratch
-#    directory ($TMP/work: results/ and configs/scales/ land there, so later lines read what
+#    directory ($TMP/work: results/ land there, so later lines read what
 #    earlier ones wrote) with this build first on PATH as `hifa4-eval`; each must exit 0. A line
 #    listed in SKIPPED is not run and is reported as "SKIP readme_commands: <line>: <reason>";
 #    a listed line the README no longer has is a failure (the list may only hold README lines).

@@ -1,4 +1,4 @@
-// test_replicas.c: `run --replicas K` (issue 21) end to end on a make-model checkpoint:
+// test_replicas.c: `run --replicas K` end to end on a make-model checkpoint:
 //  - replica 0's samples files are byte-identical to a run without --replicas, and the
 //    replicas' files differ from them (the perturbation reaches the logits) and from each other;
 //  - every replica file is the same for batch 256 x 1 thread and batch 20000 x 2 threads;
@@ -86,7 +86,7 @@ static void test_replica0_and_spread(void) {
     CHECK(file_read_all(pa, &md, &n, &e) == 0 && strstr(md, "### How much is noise") && strstr(md, "#### Null flip rate") &&
               strstr(md, "Paired differences of the hurt probability"), "report.md has the noise section");
     free(md);
-    // `tables` (the paper's layout, issue 25) with the probabilities: test_tables_probs below
+    // `tables` (the paper's layout) with the probabilities: test_tables_probs below
     CHECK(test_sh("%s --quiet diff %s:bf16 %s:direct | grep -q '| %s | 70 | 2 / 0 |'", bin, rep, plain, task) == 0,
           "diff of a 2-replica mode against a single-run mode");
     // the configuration key holds K and the seed

@@ -337,7 +337,7 @@ static void test_plot(void) {
     test_plot_ticks();
 }
 
-// ---- hostile run directories (issue 14) ----
+// ---- hostile run directories ----
 // A run whose modes hold different item counts (a killed run; more than 256 items made the
 // summary free past the shorter array), one whose files hold fewer items than run.json says,
 // an incomplete run (tables refuses it), and items marked nonfinite (left out of every

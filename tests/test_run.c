@@ -12,7 +12,7 @@
 // The invariance checks (resume, batch size and threads, shard + merge) compare runs of the
 // same inputs, whatever the task, on a make-model checkpoint of SmolLM2-135M's layer shapes
 // (dim 576, 9 query / 3 KV heads of 64, FFN 1536; 2 layers): tiny models never reach the GEMM
-// shapes where BLAS kernels once made a row's bits depend on the batch (issue 12). Without the
+// shapes where BLAS kernels once made a row's bits depend on the batch. Without the
 // benchmark data they use the `exam` pools of the Debian packages hamexam/fccexam (installed
 // by .ci/run), so that a bare clone checks them too.
 #include <cjson/cJSON.h>

@@ -183,7 +183,7 @@ static void test_malformed(void) {
     }
 }
 
-// ---- from memory, and the numbers fuzzing found (issue 14) ----
+// ---- from memory, and the numbers fuzzing found ----
 // st_open_mem validates like st_open; a header without tensors is a valid empty file (qsort of
 // NULL was undefined); numbers beyond the integer range are errors, not conversions.
 static int mem_open(const char *hdr, size_t data_bytes, struct err *e) {

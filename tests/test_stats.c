@@ -1,4 +1,4 @@
-// test_stats.c: the noise statistics of issue 21 on hand-worked cases. Generator outputs are
+// test_stats.c: the noise statistics (null replicas, paired tests) on hand-worked cases. Generator outputs are
 // SplitMix64's published values; bootstrap resamples were drawn by hand from those outputs
 // (index = (x >> 32) * n >> 32) and are listed beside the checks; permutation p-values are
 // counts of sign patterns done by hand; McNemar and sample sizes are closed forms.

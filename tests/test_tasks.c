@@ -797,7 +797,7 @@ static void test_niah(void) {
     CHECK(rc == ERR_RANGE && strstr(e.msg, "T=16"), "T below needle+question: %s", e.msg);
 }
 
-// ---- hostile inputs (issue 14) ----
+// ---- hostile inputs ----
 // A loader that fails before task_set_begin (niah without a tokenizer) must leave the caller's
 // set empty, whatever it held: task_load used to free the uninitialised set (`prompts --task
 // niah` segfaulted). An empty data file - or one whose every row is malformed and skipped -

@@ -1,4 +1,4 @@
-// test_trace.c: attention diagnostics over a model (src/calib/trace.c). On qwen3-outlier (layer-0 K
+// test_trace.c: attention diagnostics over a model (src/diag/trace.c). On qwen3-outlier (layer-0 K
 // outlier) with the golden Smooth-QK scales: hifa4's layer-0 rel-L2 vs f32 well below
 // direct's; f32 against itself exact; the eps_bar histogram holds exactly one count per
 // visible (row, tile, head) pair; K max-abs equals calibration's max |K|; results do not
@@ -13,7 +13,7 @@
 #include "attention/scales.h"
 #include "calib/calib_run.h"
 #include "test.h"
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 static char tmp[1024];
 static const char *bin;
@@ -109,7 +109,7 @@ static void test_outlier(void) {
     // spec/attention.md 8.2: bf16 within rel-L2 5e-3 of f32
     CHECK(bf->layer[0].rel_l2 < 5e-3 && bf->layer[1].rel_l2 < 5e-3, "bf16 rel-L2 %.3g %.3g", bf->layer[0].rel_l2,
           bf->layer[1].rel_l2);
-    // the point of HiFA4 on a K-outlier layer: well below Direct HIF4 (issue 6: "well below")
+    // the point of HiFA4 on a K-outlier layer: well below Direct HIF4 ("well below")
     double ed = di->layer[0].rel_l2, eh = hi->layer[0].rel_l2;
     CHECK(eh > 0 && ed > 0 && eh < 0.5 * ed, "layer-0 rel-L2: hifa4 %.4g, direct %.4g", eh, ed);
     CHECK(hi->layer[0].cosine > di->layer[0].cosine, "hifa4 cosine %.6f > direct %.6f", hi->layer[0].cosine,

@@ -49,7 +49,7 @@ int64_t cost_visited_tiles(int T, int window, int Br, int Bc) {
 
 // ---- checked 64-bit arithmetic: a count that does not fit names itself ----
 // (counts are exact integers; a wrapped one printed a negative Softmax column for a 70B shape
-// at T = 4M, issue 14)
+// at T = 4M)
 struct ck { const char *bad; };
 static int64_t ck_mul(struct ck *k, const char *what, int64_t a, int64_t b) {
     int64_t r;

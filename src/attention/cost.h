@@ -79,7 +79,7 @@ int64_t cost_visited_tiles(int T, int window, int Br, int Bc);
 // form's ATTN_F_QMEAN_CH) to *acc. Per visited tile and query head it counts Br*Bc score
 // elements and Br rows (spec/cost.md section 1); flags without ATTN_F_QUANT count as the
 // 16-bit kernel (the reference modes f32/exact are charged like bf16). The channel form of
-// Q-Mean (issue 15; not in spec/cost.md yet) replaces the token form's per-row mean and kappa
+// Q-Mean (not in spec/cost.md yet) replaces the token form's per-row mean and kappa
 // by a column mean per query tile (Br rows x d, other stage) and adds a mu . K^T GEMV per
 // visited tile (Bc x d, softmax stage: it runs on the vector units beside the scores); the
 // per-score correction add is the same in both forms. Cheap: O(T / Br), no allocation,

@@ -65,15 +65,38 @@ int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *n
     return rc;
 }
 
-int attn_scales_default(char *out, size_t n, const char *model_id) {
-    snprintf(out, n, "configs/scales/%s.safetensors", model_id);
-    if (file_exists(out)) return 1;
-    char home[3072];
+int attn_scales_cache_path(char *out, size_t n, const char *scales_id, const char *model_dir, struct err *e) {
+    char cache[4096], hex[65];
+    struct safetensors st;
+    int rc = paths_cache(cache, sizeof cache, e);
+    if (rc || (rc = st_open(&st, model_dir, e))) return rc;
+    rc = st_fingerprint(&st, hex, e);
+    st_close(&st);
+    if (rc) return rc;
+    if (snprintf(out, n, "%s/scales/%s-%.16s.safetensors", cache, scales_id, hex) >= (int)n)
+        return err_set(e, ERR_RANGE, "scales path too long");
+    return 0;
+}
+
+// configs/scales/<id>.safetensors: where calibrate wrote before the cache was its default
+static int scales_in_tree(char *out, size_t n, const char *scales_id) {
+    char home[3072] = ".";
     struct err e = {0};
-    if (!paths_home(home, sizeof home, &e)) {
-        snprintf(out, n, "%s/configs/scales/%s.safetensors", home, model_id);
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && paths_home(home, sizeof home, &e)) break;
+        snprintf(out, n, "%s%sconfigs/scales/%s.safetensors", k ? home : "", k ? "/" : "", scales_id);
         if (file_exists(out)) return 1;
     }
+    return 0;
+}
+
+int attn_scales_default(char *out, size_t n, const char *scales_id, const char *model_dir) {
+    struct err e = {0};
+    if (scales_in_tree(out, n, scales_id)) {
+        log_info("Smooth-QK scales: reading %s (an older default; `calibrate` now writes to the cache)", out);
+        return 1;
+    }
+    if (!attn_scales_cache_path(out, n, scales_id, model_dir, &e) && file_exists(out)) return 1;
     if (n) out[0] = 0;
     return 0;
 }

@@ -29,9 +29,16 @@ struct attn_scales_shape {
 int attn_scales_load_mem(float **out, const void *buf, size_t len, const char *name, struct attn_scales_shape shape,
                          const char *model_hash, struct err *e);
 
-// The scales file `calibrate` writes by default for a model: configs/scales/<model_id>.safetensors
-// in the current directory, else under the installation's home (paths_home). Returns 1 with
-// the path in out when one exists, else 0 (out empty).
-int attn_scales_default(char *out, size_t n, const char *model_id);
+// Where a model's Smooth-QK scales live by default (`calibrate` writes there, `run` and
+// `trace` look there): <cache>/scales/<scales_id>-<weights fingerprint, 16 hex>.safetensors
+// (paths.h's cache; keyed by the weights, so two checkpoints of one name never share scales,
+// and nothing is written into the source tree). model_dir: the checkpoint (its safetensors
+// fingerprint). Errors: opening the checkpoint, ERR_RANGE for a path longer than n.
+int attn_scales_cache_path(char *out, size_t n, const char *scales_id, const char *model_dir, struct err *e);
+// The default scales file of a model if one exists: an older set-up's
+// configs/scales/<scales_id>.safetensors (in the current directory, else under paths_home;
+// read with a note saying so), else attn_scales_cache_path. Returns 1 with the path in out,
+// else 0 (out empty; a checkpoint that cannot be fingerprinted counts as no file).
+int attn_scales_default(char *out, size_t n, const char *scales_id, const char *model_dir);
 
 #endif

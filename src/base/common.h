@@ -86,7 +86,7 @@ int file_read_all(const char *path, char **buf, size_t *len, struct err *e);
 // The same without decompression: the file's bytes as stored (NUL-terminated).
 int file_read_raw(const char *path, char **buf, size_t *len, struct err *e);
 // Opens path for reading if it is a regular file (a link to one is followed): a FIFO, device,
-// directory or socket is ERR_IO naming what it is, without blocking (issue 27: a FIFO hung).
+// directory or socket is ERR_IO naming what it is, without blocking (a FIFO hung).
 // *fd is the caller's to close.
 int file_open_regular(const char *path, int *fd, struct err *e);
 // Decompresses a zstd stream of n bytes (any number of frames; n == 0 is an empty text) into a

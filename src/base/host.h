@@ -29,7 +29,7 @@ size_t host_mem_available(void);
 // "fma" when the CPU has FMA and AVX2, else "sse2". The variants differ in the last bits of
 // some results (measured on glibc 2.36 over every binary32 input: exp, log, tanh, erf in
 // binary64 differ; expf on 2 of 2^32 inputs; exp and tanh rounded to binary32 do not), so two
-// runs whose strings differ may differ in bits outside the GEMM (docs/reproducibility.md).
+// runs whose strings differ may differ in bits outside the GEMM (docs/design/reproducibility.md).
 void host_libm(char *out, size_t n);
 
 #endif

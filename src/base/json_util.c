@@ -13,7 +13,7 @@ int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struc
         size_t off = end ? (size_t)(end - text) : 0;
         return err_set(e, ERR_FORMAT, "%s: invalid JSON near byte %zu", ctx, off);
     }
-    // exactly one value (issue 27): an object followed by a second one or by garbage was read as
+    // exactly one value: an object followed by a second one or by garbage was read as
     // its first value alone (cJSON stops there; it also skips NUL and control bytes as blanks)
     size_t off = (size_t)(end - text);
     while (off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r')) off++;

@@ -8,6 +8,7 @@
 
 #include "base/pool.h"
 #include "attention/attn.h"
+#include "attention/scales.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
 #include "calib/calib_source.h"
@@ -51,7 +52,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
-        {"out", CLI_STR, &out, "FILE: scales file (default configs/scales/<model>.safetensors)"},
+        {"out", CLI_STR, &out, "FILE: scales file (default: the cache, <cache>/scales/<model>-<fingerprint>.safetensors, where run and trace look)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
@@ -86,8 +87,8 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.batch_tokens = batch_tokens;
     // a name from configs/models (as the README's `calibrate --model qwen3-8b`) resolves to its
     // cache directory like `run` does; the scales are then named after the registry name, which
-    // is where `run --model qwen3-8b` looks for them (configs/scales/qwen3-8b.safetensors)
-    // (and a hub id or GGUF file: configs/scales/<NAME@commit12 or FILE-sha12>.safetensors);
+    // is where `run --model qwen3-8b` looks for them (attn_scales_cache_path: the cache, keyed by
+    // the weights' fingerprint; a hub id or GGUF file: NAME@commit12 or FILE-sha12);
     // under MPI rank 0 resolves (and fetches), the other ranks then find all of it in the caches
     struct model_ref mref;
     char text[4096];
@@ -106,10 +107,11 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes
     if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);
     print_gate(&run.result);
-    char def[4096];
-    if (!out) {
-        if ((rc = mkdir_p("configs/scales", e))) goto done;
-        snprintf(def, sizeof def, "configs/scales/%s.safetensors", run.model_id);
+    char def[4096], dir[4096];
+    if (!out) { // the cache (attn_scales_cache_path), never the source tree
+        if ((rc = attn_scales_cache_path(def, sizeof def, mref.scales_id, mref.dir, e))) goto done;
+        snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(def, '/') - def), def);
+        if ((rc = mkdir_p(dir, e))) goto done;
         out = def;
     }
     struct calib_meta m = {run.model_id, run.model_hash, run.source_desc, run.result.n_samples, len, (uint64_t)seed};

@@ -52,7 +52,7 @@ int cli_parse(int argc, char **argv, const struct cli_opt *opts, int n, struct e
 int cli_parse_pos(int argc, char **argv, const struct cli_opt *opts, int n, struct cli_pos *pos, struct err *e) {
     int np = 0, only_pos = 0;
     const int max_pos = pos->max;
-    // every option counts once (issue 27): `--task a --task b` ran only b; none is documented as
+    // every option counts once: `--task a --task b` ran only b; none is documented as
     // repeatable, lists are comma-separated values of one option
     unsigned char seen[CLI_MAX_OPTS] = {0};
     if (n > CLI_MAX_OPTS) return err_set(e, ERR_INTERNAL, "cli_parse: %d options (max %d)", n, CLI_MAX_OPTS);
@@ -105,7 +105,7 @@ void cli_usage(const char *cmd, const char *synopsis, const struct cli_opt *opts
 }
 
 int cli_split(char *buf, const char **items, int max, struct err *e) {
-    // an empty element is an error (issue 27): `--attn ''`, `,,` and `bf16,direct,` ran the defaults
+    // an empty element is an error: `--attn ''`, `,,` and `bf16,direct,` ran the defaults
     if (!*buf) return err_set(e, ERR_USAGE, "empty list (give at least one name)");
     int n = 0;
     for (char *p = buf;; ) {

@@ -13,8 +13,8 @@
 #include "cli/cli.h"
 #include "cli/model_arg.h"
 #include "attention/cost.h"
-#include "net/fetch.h"
-#include "base/json_util.h"
+#include "model/config.h"
+#include "results/paper.h"
 
 #define DEFAULT_PARAMS "configs/ascend/paper-fit.json" // relative to cwd or to the binary
 #define DEFAULT_MODES "bf16,direct,hifa4"
@@ -29,40 +29,13 @@ struct mshape {
     int *window; // [n_layers], 0 = full causal; owned
 };
 
-static int layer_types_windows(struct mshape *s, const cJSON *types, int sw, const char *path, struct err *e) {
-    if (cJSON_GetArraySize(types) != s->n_layers)
-        return err_set(e, ERR_FORMAT, "%s: field 'layer_types': %d entries for %d layers", path,
-                       cJSON_GetArraySize(types), s->n_layers);
-    int i = 0;
-    for (const cJSON *t = types->child; t; t = t->next, i++) {
-        if (!cJSON_IsString(t))
-            return err_set(e, ERR_FORMAT, "%s: field 'layer_types[%d]': expected a string, got %s", path, i, json_brief(t));
-        if (!strcmp(t->valuestring, "sliding_attention")) {
-            if (sw <= 0)
-                return err_set(e, ERR_FORMAT, "%s: layer_types[%d] is sliding_attention but sliding_window is %d", path, i, sw);
-            s->window[i] = sw;
-        } else if (strcmp(t->valuestring, "full_attention")) {
-            return err_set(e, ERR_UNSUPPORTED, "%s: field 'layer_types[%d]': unknown type \"%s\"", path, i, t->valuestring);
-        }
-    }
-    return 0;
-}
-
-// The config.json of a model given by name or hub id, from the caches; nothing is downloaded
-// (the cost needs no weights): a name from configs/models in its hifa4 cache directory
-// (`download --model NAME`), else - and for ORG/NAME[@REVISION] - the snapshot in the Hugging
-// Face cache (README: `cost --model Qwen/Qwen3-8B`).
-static int cached_config(char *path, size_t n, const char *model, struct err *e) {
+// The config.json of --model: a config.json file as given, else the checkpoint directory
+// model_resolve finds offline (the cost needs no weights, so nothing is downloaded).
+static int config_path(char *path, size_t n, const char *model, struct err *e) {
     struct stat st;
-    if (!strchr(model, '/')) {
-        struct fetch_opts fo;
-        fetch_opts_init(&fo, 1);
-        struct fetch_plan p;
-        int rc = fetch_plan_model(&p, model, &fo, e);
-        if (rc) return rc;
-        rc = path_join(path, n, p.root, "config.json", e);
-        fetch_plan_free(&p);
-        if (rc || stat(path, &st) == 0) return rc;
+    if (stat(model, &st) == 0 && S_ISREG(st.st_mode) && !str_ends_with(model, ".gguf")) {
+        if (snprintf(path, n, "%s", model) >= (int)n) return err_set(e, ERR_RANGE, "--model: path too long");
+        return 0;
     }
     struct model_ref mref;
     int rc = model_resolve(&mref, model, 1, e);
@@ -72,75 +45,22 @@ static int cached_config(char *path, size_t n, const char *model, struct err *e)
         return err_set(e, rc, "--model %s: %s (cost reads only its config.json and downloads nothing: run `hifa4-eval "
                        "download --model %s`, or give the shape with --shape LAYERS:HEADS:KV_HEADS:HEAD_DIM)", model, why, model);
     }
+    if (stat(mref.dir, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
     return path_join(path, n, mref.dir, "config.json", e);
 }
 
-// Reads only the shape fields of a HF config.json (dir or file) and the per-layer sliding
-// window with the transformers semantics of each architecture.
-// TODO: switch to cfg_load once config.c lands
+// The shape and per-layer sliding windows of --model's config.json, through the model's own
+// config reader (cfg_load: the transformers semantics of each architecture's windows).
 static int read_shape(struct mshape *s, const char *model, struct err *e) {
     char path[4096];
-    struct stat st;
-    char named[4096];
-    if (stat(model, &st) != 0 && model[0] != '/' && model[0] != '.' && model[0] != '~') {
-        int rc = cached_config(named, sizeof named, model, e);
-        if (rc) return rc;
-        model = named;
-    }
-    if (stat(model, &st) != 0) return err_set(e, ERR_NOTFOUND, "--model %s: no such file or directory", model);
-    int rc = S_ISDIR(st.st_mode) ? path_join(path, sizeof path, model, "config.json", e)
-                                 : (snprintf(path, sizeof path, "%s", model) >= (int)sizeof path
-                                        ? err_set(e, ERR_RANGE, "--model: path too long")
-                                        : 0);
-    if (rc) return rc;
-    cJSON *j = NULL;
-    if ((rc = json_parse_file(&j, path, e))) return rc;
-    int L = 0, H = 0, Hkv = -1, d = -1, hidden = 0, sw = 0, use_sw = -1, max_wl = -1;
-    const char *mt = "";
-    const cJSON *types = NULL;
-    if ((rc = json_need_int(j, "num_hidden_layers", &L, path, e)) ||
-        (rc = json_need_int(j, "num_attention_heads", &H, path, e)) ||
-        (rc = json_opt_int(j, "num_key_value_heads", &Hkv, -1, path, e)) ||
-        (rc = json_opt_int(j, "head_dim", &d, -1, path, e)) ||
-        (rc = json_opt_int(j, "hidden_size", &hidden, 0, path, e)) ||
-        (rc = json_opt_int(j, "sliding_window", &sw, 0, path, e)) ||
-        (rc = json_opt_bool(j, "use_sliding_window", &use_sw, -1, path, e)) ||
-        (rc = json_opt_int(j, "max_window_layers", &max_wl, -1, path, e)) ||
-        (rc = json_opt_str(j, "model_type", &mt, "", path, e)) ||
-        (rc = json_opt_arr(j, "layer_types", &types, path, e)))
-        goto done;
-    if (Hkv == -1) Hkv = H;
-    if (d == -1) {
-        if (H <= 0 || hidden <= 0 || hidden % H) {
-            rc = err_set(e, ERR_FORMAT, "%s: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d",
-                         path, hidden, H);
-            goto done;
-        }
-        d = hidden / H;
-    }
-    if (L <= 0 || L > MAX_LAYERS || H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d > 65536 || sw < 0) {
-        rc = err_set(e, ERR_FORMAT, "%s: bad shape: num_hidden_layers=%d num_attention_heads=%d "
-                     "num_key_value_heads=%d head_dim=%d sliding_window=%d", path, L, H, Hkv, d, sw);
-        goto done;
-    }
-    s->n_layers = L; s->n_heads = H; s->n_kv_heads = Hkv; s->head_dim = d;
-    s->window = calloc((size_t)L, sizeof *s->window);
-    if (!s->window) { rc = err_set(e, ERR_NOMEM, "cost: out of memory"); goto done; }
-    if (types) {
-        rc = layer_types_windows(s, types, sw, path, e);
-    } else if (!strcmp(mt, "gemma2")) {
-        for (int i = 0; i < L; i += 2) s->window[i] = sw; // even layers slide (HF Gemma2)
-    } else if (!strcmp(mt, "mistral") || !strcmp(mt, "phi3")) {
-        for (int i = 0; i < L; i++) s->window[i] = sw; // every layer when set
-    } else if (!strncmp(mt, "qwen", 4)) {
-        if (use_sw == 1) // layers >= max_window_layers slide (HF Qwen2/Qwen3)
-            for (int i = max_wl < 0 ? 0 : max_wl; i < L; i++) s->window[i] = sw;
-    } else if (sw > 0) {
-        log_warn("%s: sliding_window %d ignored for model_type '%s' (no window semantics known)", path, sw, mt);
-    }
-done:
-    cJSON_Delete(j);
-    return rc;
+    static struct model_config c; // large (per-layer tables): not on the stack
+    int rc = config_path(path, sizeof path, model, e);
+    if (rc || (rc = cfg_load(&c, path, e))) return rc;
+    s->n_layers = c.n_layers; s->n_heads = c.n_heads; s->n_kv_heads = c.n_kv_heads; s->head_dim = c.head_dim;
+    s->window = calloc((size_t)c.n_layers, sizeof *s->window);
+    if (!s->window) return err_set(e, ERR_NOMEM, "cost: out of memory");
+    memcpy(s->window, c.window, (size_t)c.n_layers * sizeof *s->window);
+    return 0;
 }
 
 static int parse_shape(struct mshape *s, const char *spec, int window, struct err *e) {
@@ -157,35 +77,35 @@ static int parse_shape(struct mshape *s, const char *spec, int window, struct er
 }
 
 // ---- modes ----
-// Flags of the paper's modes when the registry does not (yet) hold them; the registry wins.
-static const struct { const char *name; unsigned flags; } known_modes[] = {
-    {"bf16", ATTN_F_ROUND_INPUT | ATTN_F_TILED},
-    {"direct", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT},
-    {"direct+qmean", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN},
-    {"direct+qmean+sqk", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK},
-    {"direct+qmean+preorder", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_PREORDER},
-    {"hifa4", ATTN_F_ROUND_INPUT | ATTN_F_TILED | ATTN_F_QUANT | ATTN_F_QMEAN | ATTN_F_SQK | ATTN_F_PREORDER},
-};
-
 static int mode_flags(const char *name, unsigned *flags, struct err *e) {
     const struct attn_mode *m = attn_mode_find(name);
-    if (m) { *flags = m->flags; return 0; }
-    for (size_t i = 0; i < sizeof known_modes / sizeof known_modes[0]; i++)
-        if (!strcmp(known_modes[i].name, name)) { *flags = known_modes[i].flags; return 0; }
-    return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: bf16, direct, direct+qmean, "
-                   "direct+qmean+sqk, direct+qmean+preorder, hifa4; registry: %s)", name, attn_mode_names());
+    if (!m) return err_set(e, ERR_USAGE, "--attn: unknown mode '%s' (known: %s)", name, attn_mode_names());
+    *flags = m->flags;
+    return 0;
 }
 
-// The paper's Table 10 (spec/cost.md section 3).
-static const struct { const char *mode; double cube, softmax, other; const char *bottleneck; double rel; } paper[] = {
-    {"bf16", 1.00, 0.49, 0.85, "Cube", 1.00},
-    {"direct", 0.25, 1.46, 0.75, "Vector", 0.73},
-    {"hifa4", 0.25, 1.29, 0.75, "Vector", 0.65},
-};
+// ---- the paper's Table 10 (configs/paper/table10.csv through paper.h) ----
+// It is measured on Qwen3-8B's attention shape at T = 40960; beside another shape its values
+// compare nothing, so they are shown only for that shape.
+#define PAPER_SHAPE_L 36
+#define PAPER_SHAPE_H 32
+#define PAPER_SHAPE_HKV 8
+#define PAPER_SHAPE_D 128
+#define PAPER_T 40960
 
-static int paper_row(const char *mode) {
-    for (int i = 0; i < 3; i++) if (!strcmp(paper[i].mode, mode)) return i;
-    return -1;
+static int is_paper_shape(const struct mshape *s) {
+    int win = 0;
+    for (int l = 0; l < s->n_layers; l++) win |= s->window[l];
+    return s->n_layers == PAPER_SHAPE_L && s->n_heads == PAPER_SHAPE_H && s->n_kv_heads == PAPER_SHAPE_HKV &&
+           s->head_dim == PAPER_SHAPE_D && !win;
+}
+
+// Table 10's row of a mode ("BF16 (C16V16)"...), or NULL for a mode the paper does not list.
+static const char *paper_row(const char *mode) {
+    if (!strcmp(mode, "bf16")) return "BF16 (C16V16)";
+    if (!strcmp(mode, "direct")) return "Direct (C4V16)";
+    if (!strcmp(mode, "hifa4")) return "HiFA4";
+    return NULL;
 }
 
 // ---- params file lookup ----
@@ -262,6 +182,7 @@ struct cost_job {
     unsigned bf16_flags;
     double norm, rnorm;             // bf16 Cube cycles and bf16 critical path: Table 10's units
     int n_win;                      // layers with a sliding window < T
+    struct paper_values paper;      // Table 10's printed cells (n = 0: not shown)
 };
 
 // The rows of one mode: once, or per Q-Mean form (token first) for a mode with Q-Mean.
@@ -370,15 +291,15 @@ static void print_table10(const struct cost_job *j) {
            "--------------", "--------------", "--------------", "----------------", "--------------");
     for (int i = 0; i < j->n_rows; i++) {
         const struct row *r = &j->rows[i];
-        int pr = paper_row(r->mode);
+        const char *pr = j->paper.n ? paper_row(r->mode) : NULL;
         const char *bn = r->cy.vector_bound ? "Vector" : "Cube";
-        char pc[8] = "", ps[8] = "", po[8] = "", pb[8] = "", pl[8] = "";
-        if (pr >= 0) {
-            snprintf(pc, sizeof pc, "%.2f", paper[pr].cube);
-            snprintf(ps, sizeof ps, "%.2f", paper[pr].softmax);
-            snprintf(po, sizeof po, "%.2f", paper[pr].other);
-            snprintf(pb, sizeof pb, "%s", paper[pr].bottleneck);
-            snprintf(pl, sizeof pl, "%.2f", paper[pr].rel);
+        const char *pc = "", *ps = "", *po = "", *pb = "", *pl = "", *v;
+        if (pr) {
+            pc = (v = paper_get(&j->paper, 10, pr, "QK+PV Cube")) ? v : "";
+            ps = (v = paper_get(&j->paper, 10, pr, "Softmax")) ? v : "";
+            po = (v = paper_get(&j->paper, 10, pr, "Other VL")) ? v : "";
+            pb = (v = paper_get(&j->paper, 10, pr, "Bottleneck")) ? v : "";
+            pl = (v = paper_get(&j->paper, 10, pr, "Relative")) ? v : "";
         }
         printf("%-*s | %6.3f %-7s | %6.3f %-7s | %6.3f %-7s | %-6s %-9s | %6.3f %-7s\n", w, r->name, r->cy.cube / norm, pc,
                r->cy.softmax / norm, ps, r->cy.other / norm, po, bn, pb, r->cy.critical / rnorm, pl);
@@ -397,12 +318,24 @@ static void print_text(const struct cost_job *j) {
     printf("\nT = %d, cost tiles %d x %d, params %s (%s)\n", j->T, j->br, j->bc, j->ppath, j->p.name);
     printf("stages / bf16 Cube cycles; Relative = critical path / bf16 critical path; "
            "critical = max(Cube, Softmax / %d)\n", j->p.n_vector_units);
-    printf("ours | paper (Table 10, Qwen3-8B shape, T = 40960)\n\n");
+    if (j->paper.n)
+        printf("ours | paper (Table 10: Qwen3-8B's shape, %d:%d:%d:%d, at T = %d%s)\n\n", PAPER_SHAPE_L, PAPER_SHAPE_H,
+               PAPER_SHAPE_HKV, PAPER_SHAPE_D, PAPER_T, j->T == PAPER_T ? "" : "; this T differs");
+    else
+        printf("ours (the paper's Table 10 is Qwen3-8B's shape, %d:%d:%d:%d at T = %d: not shown beside another shape)\n\n",
+               PAPER_SHAPE_L, PAPER_SHAPE_H, PAPER_SHAPE_HKV, PAPER_SHAPE_D, PAPER_T);
     print_table10(j);
-    for (int i = 0; i < j->n_rows; i++)
-        if (strcmp(rw[i].mode, "bf16"))
-            printf("%s: critical path %.1f%% %s bf16%s\n", rw[i].name, fabs(1 - rw[i].cy.critical / rnorm) * 100,
-                   rw[i].cy.critical <= rnorm ? "below" : "above", !strcmp(rw[i].mode, "hifa4") ? " (paper: 35.4% below)" : "");
+    const char *prel = j->paper.n ? paper_get(&j->paper, 10, "HiFA4", "Relative") : NULL;
+    double pv = 0;
+    int unit = 0, dec = 0;
+    const int paper_hifa4 = prel && paper_number(prel, &pv, &unit, &dec);
+    for (int i = 0; i < j->n_rows; i++) {
+        if (!strcmp(rw[i].mode, "bf16")) continue;
+        printf("%s: critical path %.1f%% %s bf16", rw[i].name, fabs(1 - rw[i].cy.critical / rnorm) * 100,
+               rw[i].cy.critical <= rnorm ? "below" : "above");
+        if (paper_hifa4 && !strcmp(rw[i].mode, "hifa4")) printf(" (paper, Qwen3-8B's shape: %.0f%% below)", (1 - pv) * 100);
+        printf("\n");
+    }
     for (int i = 0; i < j->n_rows; i++) // the channel form against the token form of the same mode
         for (int k = 0; rw[i].qmean == ATTN_QMEAN_CHANNEL && k < j->n_rows; k++)
             if (rw[k].qmean == ATTN_QMEAN_TOKEN && !strcmp(rw[k].mode, rw[i].mode))
@@ -462,11 +395,15 @@ int cmd_cost(int argc, char **argv, struct err *e) {
     if ((rc = find_params(j.ppath, sizeof j.ppath, params_arg, e)) || (rc = cost_params_load(&j.p, j.ppath, e))) return rc;
     rc = shape_arg ? parse_shape(&j.s, shape_arg, window, e) : read_shape(&j.s, model, e);
     if (!rc) rc = compute(&j, e);
+    struct err pe = {0};
+    if (!rc && !as_json && is_paper_shape(&j.s) && paper_load_default(&j.paper, &pe))
+        log_warn("cost: the paper's Table 10 values are not shown: %s", pe.msg);
     if (!rc) {
         if (as_json) rc = print_json(&j, e);
         else print_text(&j);
     }
     free(j.s.window);
     j.s.window = NULL;
+    paper_free(&j.paper);
     return rc;
 }

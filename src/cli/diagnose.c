@@ -1,13 +1,13 @@
 // diagnose.c: `hifa4-eval diagnose` - outlier diagnostics of a model (spec/calibration.md
 // sections 2-6): Table 1 row, Table 8 per layer, Jaccard stability over the built-in prompts,
-// diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/calib/diagnose.c.
+// diagnose.json and the Figure 3/4/6 SVGs. The logic is in src/diag/diagnose.c.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/pool.h"
 #include "cli/cli.h"
-#include "calib/diagnose.h"
+#include "diag/diagnose.h"
 #include "cli/model_arg.h"
 #include "cli/run_calib.h"
 

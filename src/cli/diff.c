@@ -1,6 +1,6 @@
 // diff.c: `hifa4-eval diff RUN_A[:MODE] RUN_B[:MODE]` - item-by-item comparison of any two
 // runs or two modes of one run: per task flips / PFR (Wilson 95%), hurts, helps, dAcc,
-// McNemar exact p, the mean absolute loglik change; then (issue 21) each side's flip and hurt
+// McNemar exact p, the mean absolute loglik change; then each side's flip and hurt
 // probability against its own run's reference (over its replicas, run --replicas) and their
 // paired difference B - A with a bootstrap 95% interval, a paired permutation p (exact McNemar
 // on the indicators when neither run has replicas) and the items needed for a 20% difference;
@@ -36,7 +36,7 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     int rc = run_json_load(&s->run, s->dir, e);
     if (rc) return rc;
     // a killed run's modes may hold different items: comparing the common ones said nothing
-    // about the run being incomplete (issue 14)
+    // about the run being incomplete
     if ((rc = results_check_complete(s->dir, s->run, e))) return rc;
     const cJSON *modes;
     if ((rc = json_need_arr(s->run, "modes", &modes, path, e))) return rc;

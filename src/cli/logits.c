@@ -68,7 +68,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         {"scales", CLI_STR, &scales, "F: Smooth-QK scales file (modes with sqk: hifa4, direct+qmean+sqk)"},
         {"weights", CLI_STR, &weights,
          "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
-         "vdpbf16ps under --act bf16: docs/speed.md)"},
+         "vdpbf16ps under --act bf16: docs/results/speed.md)"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"out", CLI_STR, &out, "F: output safetensors (tensor logits F32 [T][vocab])"},
     };

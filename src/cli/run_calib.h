@@ -1,9 +1,8 @@
 // run_calib.h: the Smooth-QK scales of a run whose modes need them and that was given none:
 // calibrate's default file for the model when it exists, else a calibration run here first,
 // on the default calibration source (the Brown corpus, never an evaluation split), written
-// where the next run finds it: <cache>/scales/<scales id>-<fingerprint>.safetensors (the cache
-// of paths.h; keyed by the weights' fingerprint; calibrate's default
-// configs/scales/<scales id>.safetensors is looked at first).
+// where the next run finds it: <cache>/scales/<scales id>-<fingerprint>.safetensors, the file
+// `calibrate` writes too (attention/scales.h: attn_scales_cache_path, attn_scales_default).
 #ifndef HIFA4_RUN_CALIB_H
 #define HIFA4_RUN_CALIB_H
 
@@ -13,7 +12,7 @@
 #include "cli/model_arg.h"
 #include "eval/run.h"
 
-// The default calibration (spec/calibration.md section 1) and why these sizes: docs/calibration.md.
+// The default calibration (spec/calibration.md section 1) and why these sizes: docs/design/calibration.md.
 #define RUN_CALIB_SOURCE "brown"                 // datasets/brown.json
 #define RUN_CALIB_REL "brown/brown.txt.zst"      // its file under a data root
 #define RUN_CALIB_SAMPLES 64

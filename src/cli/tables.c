@@ -34,7 +34,8 @@ int cmd_tables(int argc, char **argv, struct err *e) {
     if (rc) return rc;
     if (help) {
         cli_usage("tables", "INPUT... [--csv DIR] [--latex DIR] [--paper]   (INPUT: run directory, diagnose or trace "
-                  "output, cost --json file)", opts, n_opts);
+                  "output, cost --json file)\n  the paper's Tables 1-10, each from the inputs that hold it: 1 and 8 diagnose; "
+                  "2, 3, 5, 6, 7 and 9 runs;\n  4 a niah run and/or trace; 10 cost --json", opts, n_opts);
         return 0;
     }
     if (n_pos < 1) return err_set(e, ERR_USAGE, "expected at least one input (run directory, diagnose.json, trace.json, cost --json file)");

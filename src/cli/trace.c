@@ -1,14 +1,15 @@
 // trace.c: `hifa4-eval trace` - attention diagnostics of several modes on the same inputs
 // (spec/attention.md section 5; paper Table 4, Figure 8): trace.json, SVGs and a Table 4-style
-// summary. The logic is in src/calib/trace.c.
+// summary. The logic is in src/diag/trace.c.
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attention/scales.h"
 #include "base/pool.h"
 #include "cli/cli.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 int cmd_trace(int argc, char **argv, struct err *e) {
     const char *model_arg = NULL, *task = NULL, *data_dir = NULL, *text = NULL, *ctx_s = NULL, *attn = NULL;
@@ -24,7 +25,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         {"limit", CLI_INT, &limit, "N: task items (default all) or windows per length (default 4)"},
         {"attn", CLI_STR, &attn, "m1,m2: attention modes (default bf16,direct,hifa4)"},
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for --text/--task (default: the model directory)"},
-        {"scales", CLI_STR, &scales, "F: Smooth-QK scales (default configs/scales/<model>.safetensors if present)"},
+        {"scales", CLI_STR, &scales, "F: Smooth-QK scales (default: the ones calibrate wrote for the model, if any)"},
         {"tile", CLI_INT, &tile, "N: key tile Bc (default 128)"},
         {"v-group", CLI_STR, &vgroup, "token|channel: V grouping (default token)"},
         {"qformat", CLI_STR, &qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format (default hif4)"},
@@ -74,14 +75,12 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
     const char *model_dir = mref.dir;
     // a name, hub id or GGUF: its directory's name says nothing (a revision, a commit, a hash),
-    // so the default scales are the ones calibrate writes for it (configs/scales/<id>.safetensors)
+    // so the default scales are the ones calibrate writes for it (attn_scales_default of its id)
     // and the trace is named after it
     int named = mref.origin != MODEL_ORIGIN_PATH;
     char named_scales[4400];
-    if (named && !o.scales) {
-        snprintf(named_scales, sizeof named_scales, "configs/scales/%s.safetensors", mref.scales_id);
-        if (file_exists(named_scales)) o.scales = named_scales;
-    }
+    if (named && !o.scales && attn_scales_default(named_scales, sizeof named_scales, mref.scales_id, mref.dir))
+        o.scales = named_scales;
     struct trace_set *sets = NULL;
     int n_sets = 0;
     if (task) {

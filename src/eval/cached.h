@@ -1,4 +1,4 @@
-// cached.h: scores a batch through the exact KV cache (issue 13): builds the batch's prefix
+// cached.h: scores a batch through the exact KV cache: builds the batch's prefix
 // schedule (prefix.h) for the attention context's alignment and runs its forward calls with
 // model_forward, writing every scored row's logits where model_forward would have
 // (the batch's rows in plan order), bit-identical to it (the cache rule of model.h).

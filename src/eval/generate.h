@@ -1,4 +1,4 @@
-// generate.h: greedy decoding (issue 13; niah's generation form, paper Table 4). With a cache
+// generate.h: greedy decoding (niah's generation form, paper Table 4). With a cache
 // each step computes only the rows after the last aligned cached position and stores the rows
 // that became final (the decoding paragraph of model.h's cache rule), so a step's logits - and
 // the decoded tokens - are bit-identical to recomputing the whole sequence every step, which is

@@ -1,4 +1,4 @@
-// prefix.h: exact prefix sharing for option scoring (issue 13). Turns the sequences of a batch
+// prefix.h: exact prefix sharing for option scoring. Turns the sequences of a batch
 // of items into a schedule of packed forward calls over the KV cache of model.h: what runs once
 // (a prefix shared by a group of items - BBH's fixed examples, few-shot prompts, a shared
 // instruction - and each item's context shared by its options) and what runs once per

@@ -1,4 +1,4 @@
-// out_dir.h: the output directory of an import (issue 27: imports never mix models). An import
+// out_dir.h: the output directory of an import (imports never mix models). An import
 // into a directory that already holds files kept the old model's tokenizer_config.json: the
 // new model then ran without BOS under the same tokenizer hash.
 #ifndef HIFA4_IMPORT_OUT_DIR_H

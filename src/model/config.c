@@ -193,7 +193,7 @@ static int gemma3_windows(struct model_config *c, const cJSON *root, const char 
 }
 
 // A window of 0 tokens that is switched on attends to nothing: window 0 means full attention
-// here, so such a config ran full attention silently (issue 27).
+// here, so such a config ran full attention silently.
 static int parse_windows(struct model_config *c, const cJSON *root, const char *ctx, struct err *e) {
     int rc;
     double w = 0;

@@ -11,7 +11,7 @@
 // (hidden 16384, FFN 53248, 128 heads, vocabularies of 256k, contexts of 10M) and keep every
 // product the runtime forms - rows x columns of a weight, tokens x dims of the run state,
 // heads x head_dim in an int - inside its type; beyond them the config is refused naming the
-// field (issue 14: sizes from files multiplied into allocations unchecked).
+// field (sizes from files multiplied into allocations unchecked).
 #define CFG_MAX_DIM (1 << 17)       // hidden_size, and num_attention_heads x head_dim
 #define CFG_MAX_FFN (1 << 20)       // intermediate_size
 #define CFG_MAX_HEADS 4096          // num_attention_heads

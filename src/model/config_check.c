@@ -1,5 +1,5 @@
 // config_check.c: values a config.json may hold as valid JSON that mean nothing for the
-// architecture (config.h, cfg_check_meaning; issue 27). cfg_parse has read every field into c
+// architecture (config.h, cfg_check_meaning). cfg_parse has read every field into c
 // before this runs, and already refuses what it reads in one place (a switched-on window of 0,
 // rms_norm_eps outside (0, 1), rope_theta <= 1, an odd head_dim or rotary dimension); these
 // are the cases where the parsed value alone hides the mistake.

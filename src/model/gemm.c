@@ -3,12 +3,12 @@
 // gemm_avx512.c and gemm_avx2.c; work is split into (rows x panels) blocks that threads take
 // from a shared counter, and no block boundary can change a bit (each output element is
 // computed whole by one micro-tile).
-#include <omp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "model/gemm_internal.h"
 
 // ---- references ----
@@ -211,6 +211,14 @@ int gemm_pack_panels(struct gemm_w *w, const struct gemm_mat *src, int pa, int p
     return 0;
 }
 
+// One chunk of 4 panels of gemm_pack_into (a pool task; chunks write disjoint panels).
+struct pack_job { struct gemm_w *w; const struct gemm_mat *src; int np; };
+static void pack_chunk(void *ctx, int c, int slot) {
+    (void)slot;
+    const struct pack_job *j = ctx;
+    gemm_pack_panels(j->w, j->src, 4 * c, 4 * c + 4 < j->np ? 4 * c + 4 : j->np);
+}
+
 int gemm_pack_into(struct gemm_w *w, enum gemm_fmt fmt, void *mem, size_t bytes, const struct gemm_mat *src,
                    int n_threads) {
     int rc = gemm_w_init(w, fmt, mem, bytes, src->N, src->K);
@@ -220,8 +228,8 @@ int gemm_pack_into(struct gemm_w *w, enum gemm_fmt fmt, void *mem, size_t bytes,
     // chunks of 4 panels: at K = 1024, 256 KB of output per chunk
     const int nchunk = (np + 3) / 4;
     const int nt = (double)np * src->K < 65536.0 || n_threads < 1 ? 1 : n_threads;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-    for (int c = 0; c < nchunk; c++) gemm_pack_panels(w, src, 4 * c, 4 * c + 4 < np ? 4 * c + 4 : np);
+    struct pack_job job = {w, src, np};
+    pool_for(nchunk, pack_chunk, &job, nt);
     return 0;
 }
 
@@ -264,8 +272,7 @@ void gemm_w_free(struct gemm_w *w) {
 // ---- driver ----
 // Block shape (rows x panels); tunable by the benchmark through gemm_set_blocking.
 static int blk_mc = 0, blk_pc = 0;
-static int blk_kc = 0, sched_static = 0;
-void gemm_set_static(int on) { sched_static = on; }
+static int blk_kc = 0;
 void gemm_set_kc(int kc) { blk_kc = kc > 0 && kc <= GEMM_KC_MAX ? kc : 0; }
 static double par_min = 262144.0; // multiply-adds below which one thread runs the call
 void gemm_set_blocking(int mc, int pc, double min_par) {
@@ -330,24 +337,18 @@ void gemm_plan_task(const struct gemm_plan *p, int task) {
     s->block(&a, m0, m1, q0, q1);
 }
 
+static void plan_task(void *ctx, int task, int slot) {
+    (void)slot;
+    gemm_plan_task(ctx, task);
+}
+
 int gemm_run(const struct gemm_io *io, const struct gemm_w *w, int n0, int n1, int n_threads) {
     struct gemm_plan p;
     int rc = gemm_plan_init(&p, io, w, n0, n1);
     if (rc) return rc;
-    int nt = n_threads < p.max_threads ? n_threads : p.max_threads;
-    if (nt <= 1 || omp_in_parallel()) {
-        for (int b = 0; b < p.n_tasks; b++) gemm_plan_task(&p, b);
-        return 0;
-    }
-    int next = 0;
-#pragma omp parallel num_threads(nt)
-    for (int i = 0;; i++) {
-        // dynamic: a shared counter hands out blocks, so a thread that was descheduled (or
-        // starts late) takes fewer; the static variant (experiments only) deals them in turn
-        const int b = sched_static ? omp_get_thread_num() + i * omp_get_num_threads()
-                                   : __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
-        if (b >= p.n_tasks) break;
-        gemm_plan_task(&p, b);
-    }
+    // the pool hands out blocks from a shared counter (a thread that was descheduled takes
+    // fewer); serial for one thread and inside another pool task
+    const int nt = n_threads < p.max_threads ? n_threads : p.max_threads;
+    pool_for(p.n_tasks, plan_task, &p, nt < 1 ? 1 : nt);
     return 0;
 }

@@ -42,7 +42,7 @@
 //   no x, w, bias or partial sum (after rounding) is a nonzero value below 2^-126; otherwise
 //   it is not (a flushed partial sum is lost, a flushed zero keeps the sign, so -0.0 can
 //   occur). vdpbf16ps adds the odd element of a (k, k+1) pair first; the packing puts k in
-//   the odd slot, so the instruction computes exactly this chain (docs/speed.md, verified by
+//   the odd slot, so the instruction computes exactly this chain (docs/results/speed.md, verified by
 //   scripts/probe_dpbf16.c on Zen 5). The AVX-512F and AVX2 paths compute it with vfmadd
 //   under MXCSR FTZ|DAZ (set and restored inside the call, so that the caller's MXCSR is
 //   unchanged), the scalar path and gemm_ref_dp with fmaf and an explicit flush.
@@ -51,9 +51,9 @@
 // struct gemm_w describes packed weights; it owns its memory only when made by
 // gemm_pack_*() and is released by gemm_w_free(). gemm_pack_*_into() packs into memory the
 // caller owns (no allocation). Packed weights are read-only and may be shared by threads.
-// n_threads <= 1 runs on the calling thread; otherwise one OpenMP parallel region of up to
-// n_threads threads takes fixed-size blocks from a shared counter (dynamic scheduling).
-// Call from outside any parallel region (a nested call runs single-threaded). Kernels never
+// n_threads <= 1 runs on the calling thread; otherwise up to n_threads threads of the pool
+// (base/pool.h) take fixed-size blocks from a shared counter. A call from inside a pool task
+// runs single-threaded. Kernels never
 // allocate: each thread's scratch (256 KB of packed X rows) is a static thread-local buffer.
 //
 // Errors: functions returning int give 0 or a negative code whose value equals the
@@ -110,7 +110,7 @@ size_t gemm_packed_bytes(enum gemm_fmt fmt, int N, int K);
 // bytes) and fills *w (which does not own mem). GEMM_FMT_F32: the conversion to f32 is exact
 // and bit-identical to common.h bf16_to_f32 / f16_to_f32 (subnormals, Inf, NaN payloads,
 // signalling NaNs unchanged); the bf16 formats: the value rounded by common.h round_bf16
-// (f16: its exact f32 value rounded). Runs on up to n_threads OpenMP threads.
+// (f16: its exact f32 value rounded). Runs on up to n_threads threads of the pool.
 // Returns 0, or GEMM_ERR_RANGE (negative size, ld < K, bad type or format, misaligned mem,
 // bytes too small).
 int gemm_pack_into(struct gemm_w *w, enum gemm_fmt fmt, void *mem, size_t bytes, const struct gemm_mat *src,

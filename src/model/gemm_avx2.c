@@ -391,5 +391,5 @@ static void pack_q(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
 }
 
 // Task shape 96 rows x 32 panels, K blocks <= 512: all 16 row groups of a block are packed in
-// one pass and each W panel (512 k, 32 KB) is reused by them from L1 (docs/speed.md, tuning).
+// one pass and each W panel (512 k, 32 KB) is reused by them from L1 (docs/results/speed.md, tuning).
 const struct gemm_isa gemm_isa_avx2 = {"avx2", AVX2_MR, 16 * AVX2_MR, 32, 512, block, pack, pack_q};

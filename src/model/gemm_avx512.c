@@ -470,6 +470,6 @@ static void pack_q(uint32_t *dst, const struct gemm_mat *src, int pa, int pb) {
 }
 
 // Task shape 56 rows x 96 panels (1536 columns), K blocks <= 1024: measured best of mc 14..112,
-// pc 16..192, kc 512..1024 with the grouped passes (docs/speed.md).
+// pc 16..192, kc 512..1024 with the grouped passes (docs/results/speed.md).
 const struct gemm_isa gemm_isa_avx512 = {"avx512", AVX512_MR, 4 * AVX512_MR, 96, 1024, block, pack, pack_q};
 const struct gemm_isa gemm_isa_avx512f = {"avx512f", AVX512_MR, 4 * AVX512_MR, 96, 1024, block_f, pack, pack_q};

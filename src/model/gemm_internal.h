@@ -53,8 +53,6 @@ void gemm_avx512_block_with(const struct gemm_args *a, int m0, int m1, int p0, i
 // (many blocks on small shapes) and tuning runs only; not thread-safe against gemm_run.
 void gemm_set_blocking(int mc, int pc, double min_par);
 void gemm_set_kc(int kc);
-// 1: blocks dealt to threads in turn (static) instead of a shared counter. Experiments only.
-void gemm_set_static(int on);
 
 // Shared epilogue helpers (scalar, the definition of the contract's epilogue).
 static inline uint32_t gemm_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }

@@ -145,7 +145,7 @@ static int resolve_opts(struct model *m, const struct model_opts *o, struct err 
     return 0;
 }
 
-// Every tensor of the checkpoint is bound or known-unused by name (tensor_names.h, issue 27): a
+// Every tensor of the checkpoint is bound or known-unused by name (tensor_names.h): a
 // layer past num_hidden_layers or a bias the config does not declare is an error, never ignored.
 static int check_tensor_names(const struct model *m, struct err *e) {
     int unused = 0;

@@ -50,7 +50,7 @@ const struct model_opts *model_get_opts(const struct model *m); // resolved valu
 int model_weights_mode(const struct model *m);  // MODEL_WEIGHTS_F32, _STREAM or _BF16 (resolved)
 // The GEMM contract the linear layers run under (gemm.h GEMM_ARITHMETIC or GEMM_ARITHMETIC_DP).
 const char *model_gemm_arithmetic(const struct model *m);
-// The null perturbation of run --replicas (model/perturb.h, issue 21) on every resident
+// The null perturbation of run --replicas (model/perturb.h) on every resident
 // binary32 weight: each packed matrix (q, k, v, o, gate, up, down of every layer and lm_head)
 // and the norms and biases, element directions from (seed, replica, tensor, element). The
 // input embedding rows, read from the checkpoint per token, are not moved. An involution:
@@ -114,7 +114,7 @@ struct model_batch {
 int model_forward(struct model *m, struct attn_ctx *ctx, struct model_kv *kv, const struct model_batch *b,
                   float *logits, struct err *e);
 
-// ---- the exact KV cache (issue 13) ----
+// ---- the exact KV cache ----
 // THE CACHE RULE. A cached row holds the K and V of one position at every layer exactly as the
 // attention kernel consumed them (after RoPE and q/k-norm, bf16-rounded when the mode rounds its
 // inputs). Every operation of the forward pass but attention is per row (the GEMMs of gemm.h:

@@ -1,4 +1,4 @@
-// perturb.h: the seeded null perturbation of `run --replicas K` (issue 21): every binary32
+// perturb.h: the seeded null perturbation of `run --replicas K`: every binary32
 // weight element moved by one ulp up or down, the direction from a hash of (seed, replica,
 // tensor, element). A change far below what the model's function notices, so whatever a
 // decision does under it is noise.

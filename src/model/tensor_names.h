@@ -1,4 +1,4 @@
-// tensor_names.h: which tensor names a checkpoint may hold for a config (issue 27: every tensor
+// tensor_names.h: which tensor names a checkpoint may hold for a config (every tensor
 // is used or named). A name is either one the model binds for this config (weights.c's
 // bind_layer, selected by the same config flags) or on the short known-unused list (the rotary
 // `inv_freq` buffers some exporters save); anything else - a layer at or past

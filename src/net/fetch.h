@@ -90,7 +90,9 @@ struct fetch_plan {
     struct fetch_entry *v;    // n entries, owned
     int n, cap;
     int shards_from_index;    // model: 1 if shard names were read from a cached index.json
-    char title[256];          // "model qwen3-8b (Qwen/Qwen3-8B@main)" / "task mmlu"
+    char title[256];          // "model qwen3-8b (Qwen/Qwen3-8B@main)" / "task mmlu" (for messages only)
+    char repo[256];           // model: the Hub repository "owner/name" ("" for tasks)
+    char revision[256];       // model: the Hub revision ("" for tasks)
     char url_base[4096];      // model: <endpoint>/<repo>/resolve/<revision> ("" for tasks)
     char index_rel[256];      // model: index file name ("" if none)
     char license[512];        // license / gating note from the config or manifest
@@ -126,10 +128,8 @@ struct cJSON;
 int fetch_index_shards(const char *path, struct cJSON **names, struct err *e);
 
 // ---- API for the evaluation ----
-// arg is a path if it contains '/', starts with '.', or exists: copied to dir as is, never
-// downloaded. Otherwise it is a model name from configs/models: its cache dir is written to
-// dir and missing files are downloaded (offline, or HIFA4_OFFLINE=1: error listing them).
-int fetch_resolve_model(char *dir, size_t n, const char *arg, int offline, struct err *e);
+// (What a --model argument names is decided in one place, cli/model_arg.h; a model's plan
+// above is what `download --model NAME` runs.)
 // Makes sure the files of task's manifest are in <cache>/datasets/ (downloading missing ones
 // unless offline) and writes that data root to root.
 int fetch_task_data(const char *task, int offline, char *root, size_t n, struct err *e);

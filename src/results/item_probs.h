@@ -1,5 +1,5 @@
 // item_probs.h: one mode's per-item flip and hurt probabilities read from a run directory
-// (issue 21): the samples files of the mode and of the run's reference in replica 0 and in
+//: the samples files of the mode and of the run's reference in replica 0 and in
 // every replica of run --replicas K, turned into noise.h's probabilities. What `diff
 // RUN_A:m RUN_B:m'` pairs by item id.
 #ifndef HIFA4_ITEM_PROBS_H

@@ -1,4 +1,4 @@
-// noise.h: how much of a run's flips is noise (issue 21). From the predictions of every mode
+// noise.h: how much of a run's flips is noise. From the predictions of every mode
 // in every replica of a run (replica 0 = the unperturbed run, replicas 1..K under a seeded null
 // perturbation, run --replicas K) it computes per item and mode the flip, hurt and help
 // probabilities and the null flip fraction, and per mode and pair of modes the statistics of

@@ -57,7 +57,7 @@ void pt_frac(char *b, size_t n, double v, int digits);
 const char *pt_model_name(const struct pt_ctx *c, int r);
 // The model name as a table shows it: with "[limit 70, tile 128]" - run r's value of every
 // field of run_label.h that varies among the runs of this model name the table shows - when
-// they differ (issue 27: two rows never carry the same label), else the name alone.
+// they differ (two rows never carry the same label), else the name alone.
 // The table being built sets c->shown first.
 void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n);
 // Index of mode `mode` in summary.json's "modes" of run r, or -1.
@@ -65,7 +65,7 @@ int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.
 const cJSON *pt_task(const struct pt_ctx *c, int r, const char *task);
 
-// ---- the replicas' probabilities beside the counts (pt_noise.c, issue 21) ----
+// ---- the replicas' probabilities beside the counts (pt_noise.c) ----
 enum pt_prob { PT_PROB_FLIP = 0, PT_PROB_HURT = 1, PT_PROB_HELP = 2 };
 // K of run r (summary.json noise.replicas.k; 0 for a run without --replicas).
 int pt_replicas(const struct pt_ctx *c, int r);

@@ -1,5 +1,5 @@
 // pt_noise.c: the replicas' flip / hurt / help probabilities beside the counts of the paper's
-// Tables 3, 6, 7 and 9 (issue 21; see pt_internal.h). Every number is summary.json's
+// Tables 3, 6, 7 and 9 (see pt_internal.h). Every number is summary.json's
 // tasks.<task>.noise.modes.<mode>.{flip,hurt,help} = {mean, lo, hi}: nothing is recomputed.
 #include <math.h>
 #include <stdio.h>

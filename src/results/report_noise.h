@@ -1,4 +1,4 @@
-// report_noise.h: report.md's "How much is noise" section (issue 21) from summary.json's
+// report_noise.h: report.md's "How much is noise" section from summary.json's
 // "noise" objects (results.h, noise.h): null flip rates, flip and hurt probabilities with
 // their intervals beside the single-run figures, and the paired differences of every pair of
 // non-reference modes (up to REPORT_NOISE_MAX_MODES modes) with p and the items needed.

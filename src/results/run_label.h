@@ -1,4 +1,4 @@
-// run_label.h: what tells runs apart (issue 27: report and table labels say what distinguishes
+// run_label.h: what tells runs apart (report and table labels say what distinguishes
 // two runs). One list of the recorded options that change a result - limit, tile, format,
 // Q-Mean form, v-group, qdq-skip, activations, subjects, seed, and the model, scales and
 // tokenizer fingerprints (hashes cut to 8 hex digits) - read from run.json, and two views of

@@ -75,7 +75,7 @@ static int is_replica_mode(const char *mode) {
 
 // The key a samples file of mode carries. Replica 0 (the mode's own file) computed exactly what
 // a run without --replicas computes, so it carries that run's key - the configuration key
-// without the "replicas" record - and is byte-identical to the plain run's file (issue 21);
+// without the "replicas" record - and is byte-identical to the plain run's file;
 // a replica r >= 1 file carries the whole key, K and the seed included.
 static void stamp_key(char out[65], const cJSON *run, const char *mode) {
     const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));

@@ -1,4 +1,4 @@
-// stamp.h: what a samples file says it is (issue 27: every file proves what it is). A samples
+// stamp.h: what a samples file says it is (every file proves what it is). A samples
 // file starts with a zstd skippable frame (ignored by every zstd reader: the decompressed text
 // and the item frames are unchanged) holding the JSON
 //   {"hifa4_samples": 1, "task": T, "mode": M, "config_key": K, "model_hash": H}

@@ -1,4 +1,4 @@
-// stats.c: seeded bootstrap, paired permutation p, paired McNemar and items needed (issue 21).
+// stats.c: seeded bootstrap, paired permutation p, paired McNemar and items needed.
 // Pure functions in binary64; see stats.h for each contract.
 #include "results/stats.h"
 

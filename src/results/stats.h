@@ -1,4 +1,4 @@
-// stats.h: the statistics that say whether a difference is noise (issue 21), binary64 throughout:
+// stats.h: the statistics that say whether a difference is noise, binary64 throughout:
 // a documented seeded generator, the percentile bootstrap of a mean, the paired sign-flip
 // permutation test, the exact McNemar test on two modes' flip indicators and the number of items
 // a paired comparison needs. Pure functions: no I/O, no global state, allocation only where

@@ -1,4 +1,4 @@
-// fuzz_binding.c: config.json against a checkpoint's tensor names (issue 27: every tensor is
+// fuzz_binding.c: config.json against a checkpoint's tensor names (every tensor is
 // used or named; model/tensor_names.c). Input: a config.json text, a NUL byte, then tensor
 // names one per line (without a NUL: the config alone). For a config cfg_parse accepts:
 //  - every name the model binds for it (the oracle below, written from weights.c's bind_layer

@@ -1,4 +1,4 @@
-// fuzz_jsonl_lines.c: the line splitting of the JSONL task readers (issue 27) over arbitrary
+// fuzz_jsonl_lines.c: the line splitting of the JSONL task readers over arbitrary
 // bytes: task_lines_next + task_jsonl_parse, the path every JSONL loader takes, and mc_jsonl
 // through its real --task-file path. Invariants: the lines cover the buffer in order, split at
 // every LF and nowhere else; an accepted row holds no CR and no NUL (raw or \u0000) and is one

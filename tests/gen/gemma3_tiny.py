@@ -28,7 +28,7 @@ import torch
 
 
 def stub_torch():
-    # transformers 4.50 imports these; torch 1.13 has neither (issue 22's recipe)
+    # transformers 4.50 imports these; torch 1.13 has neither
     if "torch.distributed.tensor" not in sys.modules:
         m = types.ModuleType("torch.distributed.tensor")
         m.DTensor = type("DTensor", (), {})

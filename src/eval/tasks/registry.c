@@ -52,7 +52,7 @@ const struct task_def *task_find(const char *name) {
 }
 
 // Item ids name items in samples files, diff and resume: two items with one id are an error
-// naming both (issue 27: duplicate ids were accepted), found through a sorted index.
+// naming both (duplicate ids were accepted), found through a sorted index.
 struct id_ref {
     const char *id;
     int i;

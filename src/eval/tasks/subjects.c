@@ -42,7 +42,7 @@ void task_subject_list(char *out, size_t n, const struct task_set *s) {
 
 int task_keep_subjects(struct task_set *s, const char *subjects, struct err *e) {
     if (!subjects) return 0;
-    // an empty element would silently match nothing (issue 27: a list with an empty element is an error)
+    // an empty element would silently match nothing (a list with an empty element is an error)
     for (const char *p = subjects;; p++) {
         const char *c = strchr(p, ',');
         if ((c ? c : p + strlen(p)) == p) return err_set(e, ERR_USAGE, "--subjects '%s': an empty element (stray comma?)", subjects);

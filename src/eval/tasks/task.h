@@ -161,7 +161,7 @@ int task_lines_next(struct task_lines *it, const char **line, size_t *len);
 // One JSONL row (a line from task_lines_next) -> *out (cJSON_Delete): exactly one JSON value
 // (json_parse), no CR left inside the line (a lone CR: the file's line endings are not LF or
 // CRLF) and no NUL, raw or as \u0000, anywhere. Errors are ERR_FORMAT "<ctx>: ..." naming the
-// column (issue 27: a CR-only file was one item, a NUL cut a question short).
+// column (a CR-only file was one item, a NUL cut a question short).
 int task_jsonl_parse(cJSON **out, const char *line, size_t len, const char *ctx, struct err *e);
 
 // The MMLU template of spec/tasks.md section 2 (also used by exam and mc_jsonl):

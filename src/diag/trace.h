@@ -55,7 +55,7 @@ struct trace_opts {
     int threads;         // <= 0: all cores
     int act_bf16;        // activation rounding of the forward pass (default 1, as `run`)
     int batch_tokens;    // tokens per forward batch (default 8192; a longer sequence runs alone)
-    const char *scales;  // Smooth-QK scales file; NULL: configs/scales/<model basename>.safetensors
+    const char *scales;  // Smooth-QK scales file; NULL: attn_scales_default of the model basename
                          // (current directory, then the harness home) when it exists
 };
 void trace_opts_default(struct trace_opts *o);

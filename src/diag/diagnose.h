@@ -11,7 +11,7 @@
 
 #include "calib/calib.h"
 #include "calib/calib_run.h"
-#include "calib/qk_gains.h"
+#include "diag/qk_gains.h"
 
 #define DIAG_N_PROMPTS 8
 

@@ -1,6 +1,6 @@
 // diagnose.c: outlier diagnostics (see diagnose.h): built-in prompts, Jaccard stability and CV
 // (spec/calibration.md section 6), Table 1/8 printing, diagnose.json and the three figures.
-#include "calib/diagnose.h"
+#include "diag/diagnose.h"
 
 #include <math.h>
 #include <stdlib.h>

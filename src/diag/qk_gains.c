@@ -1,5 +1,5 @@
 // qk_gains.c: the q/k RMSNorm gains per layer and their k_norm outlier (qk_gains.h).
-#include "calib/qk_gains.h"
+#include "diag/qk_gains.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 // trace.c: attention diagnostics over real inputs (see trace.h): input sets from a text or a
 // task, the mode loop with attn_opts.diag, the Table 4-style summary, trace.json and SVGs.
-#include "calib/trace.h"
+#include "diag/trace.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -268,7 +268,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     r->n_layers = c->n_layers; r->H = c->n_heads; r->Hkv = c->n_kv_heads; r->d = c->head_dim;
     // ---- scales ----
     if (o->scales) snprintf(r->scales, sizeof r->scales, "%s", o->scales);
-    else attn_scales_default(r->scales, sizeof r->scales, r->model_id);
+    else attn_scales_default(r->scales, sizeof r->scales, r->model_id, model_dir);
     if (r->scales[0]) {
         if ((rc = attn_scales_load(&scales, r->scales, c->n_layers, c->n_kv_heads, c->head_dim, model_hash(m), e)))
             goto fail;
@@ -278,7 +278,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     for (int i = 0; i < want.n; i++) {
         const struct attn_mode *md = attn_mode_find(want.names[i]);
         if ((md->flags & ATTN_F_SQK) && !scales) {
-            log_warn("trace: skipping '%s': it needs Smooth-QK scales (--scales, or configs/scales/%s.safetensors)",
+            log_warn("trace: skipping '%s': it needs Smooth-QK scales (--scales, or `calibrate --model` for %s)",
                      want.names[i], r->model_id);
             size_t l = strlen(r->skipped);
             snprintf(r->skipped + l, sizeof r->skipped - l, "%s%s", l ? "," : "", want.names[i]);
