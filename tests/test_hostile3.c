@@ -129,6 +129,54 @@ static void test_html_json(void) {
            "%s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/html", bin, m, mc, tmp);
 }
 
+// Numbers that wrap: one integer parser that checks the range (4294967298 is not 2).
+static void test_wrapping_numbers(void) {
+    const char *run = "run --task mc_jsonl --limit 2 --attn bf16";
+    expect(2, "--shard '1/4294967298'|0 <= K < N", BEFORE_WEIGHTS, "%s %s --model %s --task-file %s --shard 1/4294967298 --out %s/w1",
+           bin, run, model, mc, tmp);
+    expect(2, "--shard '4294967297/4'", BEFORE_WEIGHTS, "%s %s --model %s --task-file %s --shard 4294967297/4 --out %s/w2", bin, run,
+           model, mc, tmp);
+    expect(2, "--shard ' 1/2'", BEFORE_WEIGHTS, "%s %s --model %s --task-file %s --shard ' 1/2' --out %s/w3", bin, run, model, mc,
+           tmp);
+    expect(2, "--shape '4294967328:32:8:128'", ANY_TIME, "%s cost --shape 4294967328:32:8:128 --seq 4096", bin);
+    expect(2, "--shape '32:32:8:4294967424'", ANY_TIME, "%s cost --shape 32:32:8:4294967424 --seq 4096", bin);
+    expect(2, "--limit: expected an integer within +-2147483647, got '4294967298'", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --limit 4294967298 --attn bf16 --out %s/w4", bin, model, mc, tmp);
+    expect(2, "--ctx '4294967298'", BEFORE_WEIGHTS, "%s trace --model %s --text %s --ctx 4294967298", bin, model, mc);
+    expect(2, "niah: bad haystack length '4294967312'", BEFORE_WEIGHTS,
+           "%s run --model %s --task niah --task-file tests/data/tasks/haystack.txt --niah-lengths 4294967312 --attn bf16 "
+           "--out %s/w5", bin, model, tmp);
+}
+
+// Options whose values contradict, and list elements given twice.
+static void test_contradicting_options(void) {
+    expect(2, "--t-mild 4 above --t-strong 3|empty", BEFORE_WEIGHTS, "%s calibrate --model %s --calib %s --t-mild 4 --out %s/c1",
+           bin, model, mc, tmp);
+    expect(2, "--t-mild 4 above --t-strong 3", BEFORE_WEIGHTS, "%s diagnose --model %s --calib %s --t-mild 4", bin, model, mc);
+    expect(2, "--ctx: length 64 given twice", BEFORE_WEIGHTS, "%s trace --model %s --text %s --ctx 64,128,64", bin, model, mc);
+    expect(2, "niah: haystack length 64 given twice", BEFORE_WEIGHTS,
+           "%s run --model %s --task niah --task-file tests/data/tasks/haystack.txt --niah-lengths 64,64 --attn bf16 --out %s/c2",
+           bin, model, tmp);
+}
+
+// niah lengths beyond the model's window: refused before scoring (a truncated haystack read 0%).
+static void test_niah_window(void) {
+    char m[1300], hay[1400];
+    snprintf(m, sizeof m, "%s/win128", tmp);
+    snprintf(hay, sizeof hay, "%s/haystack.txt", tmp);
+    int rc = sh("%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --max-seq 128 --out %s "
+                ">/dev/null", bin, m);
+    CHECK(rc == 0, "make-model --max-seq 128");
+    FILE *f = fopen(hay, "w");
+    for (int i = 0; f && i < 200; i++) fprintf(f, "The grass is green and the sky is blue on day %d. ", i);
+    if (f) fclose(f);
+    expect(1, "task niah|longer than the model's window of 128 tokens|lower --niah-lengths", BEFORE_WEIGHTS,
+           "%s run --model %s --task niah --task-file %s --niah-lengths 256 --niah-per-cell 1 --attn bf16 --out %s/nw1", bin, m,
+           hay, tmp);
+    expect(0, "", ANY_TIME, "%s --quiet run --model %s --task niah --task-file %s --niah-lengths 64 --niah-per-cell 1 --attn bf16 "
+           "--out %s/nw2", bin, m, hay, tmp);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -152,5 +200,11 @@ int main(void) {
     test_hub_snapshot();
     TEST_PROGRESS("HTML for JSON");
     test_html_json();
+    TEST_PROGRESS("numbers that wrap");
+    test_wrapping_numbers();
+    TEST_PROGRESS("options that contradict");
+    test_contradicting_options();
+    TEST_PROGRESS("niah beyond the window");
+    test_niah_window();
     return test_summary("test_hostile3");
 }

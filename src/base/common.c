@@ -299,6 +299,32 @@ int str_ends_with(const char *s, const char *suffix) {
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
+int str_to_int(const char *s, long long lo, long long hi, long long *out) {
+    const char *p = s + (s[0] == '-');
+    if (*p < '0' || *p > '9') return -1; // also refuses strtoll's leading blanks and '+'
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int str_to_ints(const char *s, char sep, int n, long long lo, long long hi, long long *out) {
+    char buf[128];
+    if (strlen(s) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    char *p = buf;
+    for (int i = 0; i < n; i++) {
+        char *q = strchr(p, sep);
+        if ((q != NULL) != (i < n - 1)) return -1; // too few or too many fields
+        if (q) *q = 0;
+        if (str_to_int(p, lo, hi, &out[i])) return -1;
+        if (q) p = q + 1;
+    }
+    return 0;
+}
+
 int utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;

@@ -108,6 +108,12 @@ int path_join(char *out, size_t n, const char *a, const char *b, struct err *e);
 // ---- strings ----
 char *str_dup(const char *s);            // NULL on OOM (or NULL input)
 int str_ends_with(const char *s, const char *suffix);
+// A decimal integer in [lo, hi]: optional '-', then digits, and nothing else (no blanks, no
+// '+', no hex). 0, or -1 when s is no such integer or is out of range - it never wraps
+// (4294967298 is not 2). The one integer parser of options and option lists.
+int str_to_int(const char *s, long long lo, long long hi, long long *out);
+// Exactly n such integers separated by sep ("1/4", "32:32:8:128"); 0 or -1 as str_to_int.
+int str_to_ints(const char *s, char sep, int n, long long lo, long long hi, long long *out);
 // Validates UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Returns 1 if valid.
 int utf8_valid(const char *s, size_t n);
 // Number of code points in valid UTF-8.

@@ -77,6 +77,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
+    if ((rc = calib_gate_check(&co.gate, e))) return rc;
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;

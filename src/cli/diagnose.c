@@ -57,6 +57,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
+    if ((rc = calib_gate_check(&o.run.gate, e))) return rc;
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;

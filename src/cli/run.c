@@ -66,10 +66,9 @@ static void freeze_self(void) { raise(SIGSTOP); }
 
 static int slurm_int(const char *name, int *v, struct err *e) {
     const char *s = getenv(name);
-    char *end;
     if (!s) return err_set(e, ERR_USAGE, "--shard auto: %s is not set (run it as a task of a Slurm array job: sbatch --array)", name);
-    long x = strtol(s, &end, 10);
-    if (end == s || *end || x < 0 || x > 1000000)
+    long long x;
+    if (str_to_int(s, 0, 1000000, &x))
         return err_set(e, ERR_USAGE, "--shard auto: %s='%s' is not a task index", name, s);
     *v = (int)x;
     return 0;
@@ -130,10 +129,11 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     if (o->shard && !strcmp(o->shard, "auto")) {
         if ((rc = shard_from_slurm(&ro->shard_k, &ro->shard_n, e))) return rc;
     } else if (o->shard) {
-        char extra;
-        if (sscanf(o->shard, "%d/%d%c", &ro->shard_k, &ro->shard_n, &extra) != 2 || ro->shard_n < 1 || ro->shard_k < 0 ||
-            ro->shard_k >= ro->shard_n)
-            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N, or auto", o->shard);
+        long long kn[2]; // sscanf's %d wrapped: 1/4294967298 was shard 1 of 2
+        if (str_to_ints(o->shard, '/', 2, 0, 1000000, kn) || kn[1] < 1 || kn[0] >= kn[1])
+            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N <= 1000000, or auto", o->shard);
+        ro->shard_k = (int)kn[0];
+        ro->shard_n = (int)kn[1];
     }
     ro->attn.tile = o->tile;
     if (o->v_group && (rc = attn_parse_vgroup(o->v_group, &ro->attn.v_group, e))) return rc;

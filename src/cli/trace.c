@@ -94,9 +94,11 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         snprintf(ctx_buf, sizeof ctx_buf, "%s", ctx_s ? ctx_s : "4096,16384");
         if ((n_ctx = cli_split(ctx_buf, items, 8, e)) < 0) return err_prefix(e, "--ctx");
         for (int i = 0; i < n_ctx; i++) {
-            char *end;
-            long v = strtol(items[i], &end, 10);
-            if (*end || v < 2 || v > (1 << 24)) return err_set(e, ERR_USAGE, "--ctx '%s': expected lengths >= 2", items[i]);
+            long long v;
+            if (str_to_int(items[i], 2, 1 << 24, &v))
+                return err_set(e, ERR_USAGE, "--ctx '%s': expected lengths 2..16777216", items[i]);
+            for (int k = 0; k < i; k++)
+                if (ctx[k] == v) return err_set(e, ERR_USAGE, "--ctx: length %lld given twice", v);
             ctx[i] = (int)v;
         }
         if (!ctx_s) { // the defaults adapt to the model; explicit lengths are checked by trace_sets_text
