@@ -1,7 +1,9 @@
 // common.c: errors, logging, timer, fp16 conversion, file and UTF-8 helpers (see common.h).
 #include "base/common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -222,8 +224,31 @@ int file_read_all(const char *path, char **buf, size_t *len, struct err *e) {
     return rc;
 }
 
+void file_clear_stale_tmp(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".") >= (int)sizeof dir) return;
+    if (slash && slash == path) snprintf(dir, sizeof dir, "/");
+    DIR *d = opendir(dir);
+    if (!d) return;
+    const size_t nb = strlen(base);
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, nb) || strncmp(n + nb, ".tmp.", 5)) continue;
+        long long pid;
+        if (str_to_int(n + nb + 5, 1, 4194304, &pid) || pid == getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; // alive (or not ours to know)
+        char p[8192];
+        if (snprintf(p, sizeof p, "%s/%s", dir, n) < (int)sizeof p && !unlink(p))
+            log_warn("%s: removed %s, left by process %lld that no longer runs", path, n, pid);
+    }
+    closedir(d);
+}
+
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e) {
     char tmp[4096];
+    file_clear_stale_tmp(path);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
         return err_set(e, ERR_RANGE, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");

@@ -92,8 +92,12 @@ int file_open_regular(const char *path, int *fd, struct err *e);
 // Decompresses a zstd stream of n bytes (any number of frames; n == 0 is an empty text) into a
 // NUL-terminated malloc'd buffer; name stands for the file in errors.
 int zst_decompress(const char *name, const char *src, size_t n, char **buf, size_t *len, struct err *e);
-// Writes len bytes to path atomically (path.tmp + fsync + rename).
+// Writes len bytes to path atomically (path.tmp.PID + fsync + rename; stale temporaries of
+// path first removed: file_clear_stale_tmp).
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e);
+// Removes path.tmp.PID files beside path whose process PID no longer exists (a writer killed
+// between creating its temporary and the rename left it). Another live writer's stay.
+void file_clear_stale_tmp(const char *path);
 // 1 when path (links followed) exists and is not a directory: a regular file, or a FIFO, device
 // or socket that readers then refuse by name (file_open_regular).
 int file_exists(const char *path);

@@ -14,6 +14,7 @@
 #include "base/pool.h"
 #include "base/paths.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "eval/run_dist.h"
@@ -311,6 +312,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     char lists[2][2048], auto_scales[4096];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
+    if ((rc = out_path_check("--out", o.out, (const char *[]){o.model, o.task_file, o.scales, o.tokenizer}, 4, e))) return rc;
     // modes that need scales are kept while the scales are still to be found or made
     ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : "(decided once the model is known)";
     int n_modes = 0, n_tasks = 0;

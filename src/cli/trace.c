@@ -6,6 +6,7 @@
 
 #include "base/pool.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
 #include "calib/trace.h"
@@ -73,6 +74,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
     const char *model_dir = mref.dir;
+    if ((rc = out_path_check("--out", out, (const char *[]){model_arg, model_dir, text, tokenizer, scales}, 5, e))) return rc;
     // a name, hub id or GGUF: its directory's name says nothing (a revision, a commit, a hash),
     // so the default scales are the ones calibrate writes for it (configs/scales/<id>.safetensors)
     // and the trace is named after it

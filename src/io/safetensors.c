@@ -527,6 +527,7 @@ int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const 
     char *hdr = h.text;
     const size_t hpad = h.hpad;
     for (int i = 0; i < n; i++) if (wtensor_bytes(&ts[i]) > maxb) maxb = wtensor_bytes(&ts[i]);
+    file_clear_stale_tmp(path);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
         tmp[0] = 0;
         rc = err_set(e, ERR_RANGE, "%s: path too long", path);
