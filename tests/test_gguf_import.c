@@ -553,6 +553,37 @@ static void test_model_arg(void) {
     unsetenv("HIFA4_CACHE");
 }
 
+// Two processes' first use of one GGUF at once leave one cache entry and no temporary copy;
+// a damaged entry is named with its fix; a killed import's temporary is cleared by the next.
+static void test_cache_races(void) {
+    const char *bin = getenv("HIFA4_BIN");
+    if (!bin) return;
+    char cache[1200], cmd[6000], errf[1300];
+    snprintf(cache, sizeof cache, "%s", tpath("race-cache"));
+    snprintf(errf, sizeof errf, "%s/race.err", tmp);
+    const char *gg = tpath("qwen3.gguf");
+    // a killed import of this GGUF left its temporary (process 999999 is not running)
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p \"'%s'/gguf-import/$(sha256sum '%s' | cut -c1-64).tmp-999999\" && "
+             "export HIFA4_CACHE='%s' && { %s --quiet logits --model %s --ids 1,2 --out '%s/a.st' >/dev/null 2>&1 & "
+             "%s --quiet logits --model %s --ids 1,2 --out '%s/b.st' >/dev/null 2>&1 & wait; }",
+             cache, cache, gg, cache, bin, gg, tmp, bin, gg, tmp);
+    int st = system(cmd);
+    snprintf(cmd, sizeof cmd, "test \"$(ls '%s/gguf-import' | grep -v '[.]lock$' | wc -l)\" = 1", cache);
+    CHECK(WIFEXITED(st) && system(cmd) == 0, "two concurrent first imports: not exactly one cache entry (%s)", cmd);
+    // damage the entry: a missing file
+    snprintf(cmd, sizeof cmd, "rm \"$(ls -d '%s'/gguf-import/*/ | head -1)tokenizer.json\" && "
+             "HIFA4_CACHE='%s' %s logits --model %s --ids 1,2 --out '%s/c.st' >/dev/null 2>'%s'", cache, cache, bin, gg, tmp, errf);
+    st = system(cmd);
+    char *txt = NULL;
+    size_t len = 0;
+    struct err e = {0};
+    file_read_all(errf, &txt, &len, &e);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && txt && strstr(txt, "GGUF cache entry") &&
+          strstr(txt, "is damaged: tokenizer.json is missing") && strstr(txt, "remove that directory"),
+          "damaged cache entry: exit %d: %s", WEXITSTATUS(st), txt ? txt : "");
+    free(txt);
+}
+
 // ---- (3) SentencePiece vocabulary (tokenizer.ggml.model "llama") ----
 static void test_spm(void) {
     char path[1024];
@@ -955,6 +986,7 @@ int main(void) {
     test_many_keys();
     test_bf16_option();
     test_model_arg();
+    test_cache_races();
     test_spm();
     test_smollm2();
     return test_summary("test_gguf_import");

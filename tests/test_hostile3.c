@@ -19,6 +19,10 @@
 
 static char model[1200], mc[1200];
 
+static int same_bytes(const char *a, const char *b_in_tmp) {
+    return sh("cmp -s %s %s/%s", a, tmp, b_in_tmp) == 0;
+}
+
 static void copy_model(const char *dst) { sh("rm -rf %s && cp -r %s %s", dst, model, dst); }
 
 // Replaces the first occurrence of `from` in file path by `to`.
@@ -177,6 +181,70 @@ static void test_niah_window(void) {
            "--out %s/nw2", bin, m, hay, tmp);
 }
 
+// ---- no command destroys an input ----
+
+// An output path that is an input, under any spelling (a symlink, a hard link, ./x), for every
+// command that writes a file; the input's bytes are checked unchanged.
+static void test_out_is_input(void) {
+    char m[1300], st[1400], txt[1400], cs[1400];
+    snprintf(m, sizeof m, "%s/outin", tmp);
+    copy_model(m);
+    snprintf(st, sizeof st, "%s/model.safetensors", m);
+    snprintf(txt, sizeof txt, "%s/calib.txt", tmp);
+    FILE *f = fopen(txt, "w");
+    for (int i = 0; f && i < 400; i++) fprintf(f, "Some calibration text, line %d, with words enough to tokenize.\n", i);
+    if (f) fclose(f);
+    sh("cp %s %s/weights.bak && ln -sf \"$(realpath %s)\" %s/link.safetensors && ln -f %s %s/hard.safetensors", st, tmp, st, tmp,
+       st, tmp);
+    const char *cal = "calibrate --calib-samples 2 --calib-len 16 --batch-tokens 16";
+    expect(2, "--out|is a file of the input directory", BEFORE_WEIGHTS, "%s %s --model %s --calib %s --out %s", bin, cal, m, txt, st);
+    expect(2, "link.safetensors is a file of the input directory", BEFORE_WEIGHTS, "%s %s --model %s --calib %s --out %s/link.safetensors", bin, cal, m, txt, tmp);
+    expect(2, "hard.safetensors is a file of the input directory", BEFORE_WEIGHTS, "%s %s --model %s --calib %s --out %s/hard.safetensors", bin, cal, m, txt, tmp);
+    expect(2, "is the input " , BEFORE_WEIGHTS, "%s %s --model %s --calib %s --out %s/../hostile3/calib.txt", bin, cal, m, txt, tmp);
+    expect(2, "is a file of the input directory", BEFORE_WEIGHTS, "%s logits --model %s --ids 1,2 --out %s/config.json", bin, m, m);
+    snprintf(cs, sizeof cs, "%s/case.safetensors", tmp);
+    sh("cp %s %s", st, cs); // any file: the check comes before the case is read
+    expect(2, "is the input", ANY_TIME, "%s attn --case %s --attn bf16 --out ./%s", bin, cs, cs);
+    expect(2, "is the input", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --attn bf16 --out %s/", bin, m, mc, m);
+    expect(2, "is the input", BEFORE_WEIGHTS, "%s trace --model %s --text %s --ctx 64 --out %s", bin, m, txt, m);
+    expect(2, "is the input", BEFORE_WEIGHTS, "%s diagnose --model %s --out %s", bin, m, m);
+    CHECK(same_bytes(st, "weights.bak"), "the weights changed");
+    // an empty --out
+    expect(2, "--out '': an empty path", BEFORE_WEIGHTS, "%s %s --model %s --calib %s --out ''", bin, cal, m, txt);
+    expect(2, "--out '': an empty path", BEFORE_WEIGHTS, "%s run --model %s --task mc_jsonl --task-file %s --out ''", bin, m, mc);
+    // a new file in the model directory destroys nothing
+    expect(0, "", ANY_TIME, "%s --quiet %s --model %s --calib %s --out %s/scales.safetensors", bin, cal, m, txt, m);
+}
+
+// make-model into a non-empty directory: --force, as the imports.
+static void test_make_model_force(void) {
+    char d[1300];
+    snprintf(d, sizeof d, "%s/mm", tmp);
+    sh("rm -rf %s && mkdir -p %s && echo '{}' > %s/tokenizer_config.json", d, d, d);
+    const char *mk = "make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128";
+    expect(2, "not empty|--force", ANY_TIME, "%s %s --out %s", bin, mk, d);
+    expect(0, "", ANY_TIME, "%s %s --force --out %s", bin, mk, d);
+    char p[1400];
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", d);
+    CHECK(!file_exists(p), "--force kept the old model's tokenizer_config.json");
+}
+
+// A writer killed between its temporary and the rename leaves path.tmp.PID: the next write of
+// that path removes it when PID no longer runs (a live writer's stays).
+static void test_stale_tmp(void) {
+    char out[1300], txt[1400];
+    snprintf(out, sizeof out, "%s/stale.safetensors", tmp);
+    snprintf(txt, sizeof txt, "%s/calib.txt", tmp);
+    sh("rm -f %s*; touch %s.tmp.999999 %s.tmp.%d", out, out, out, (int)getpid());
+    expect(0, "", ANY_TIME, "%s --quiet calibrate --calib-samples 2 --calib-len 16 --batch-tokens 16 --model %s --calib %s --out %s",
+           bin, model, txt, out);
+    char p[1400];
+    snprintf(p, sizeof p, "%s.tmp.999999", out);
+    CHECK(!file_exists(p), "a dead writer's %s stayed", p);
+    snprintf(p, sizeof p, "%s.tmp.%d", out, (int)getpid());
+    CHECK(file_exists(p), "a live writer's %s was removed", p);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -206,5 +274,11 @@ int main(void) {
     test_contradicting_options();
     TEST_PROGRESS("niah beyond the window");
     test_niah_window();
+    TEST_PROGRESS("output path is an input");
+    test_out_is_input();
+    TEST_PROGRESS("make-model --force");
+    test_make_model_force();
+    TEST_PROGRESS("stale temporaries");
+    test_stale_tmp();
     return test_summary("test_hostile3");
 }
