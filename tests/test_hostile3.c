@@ -245,6 +245,40 @@ static void test_stale_tmp(void) {
     CHECK(file_exists(p), "a live writer's %s was removed", p);
 }
 
+// Tokenizer: a pathological pre-tokenizer regex ends with an error naming the file and the
+// pattern within a bound (it ran for minutes); Lowercase is Rust's full to_lowercase (U+0130).
+static void test_tokenizer_rules(void) {
+    char d[1300], p[1400], in[1400];
+    snprintf(d, sizeof d, "%s/tokre", tmp);
+    sh("rm -rf %s && mkdir -p %s && cp %s/tokenizer.json %s/", d, d, model, d);
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    edit_file(p, "\"pre_tokenizer\"", "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+              "\"pattern\": {\"Regex\": \"(?:(?:a|b)*(?:a|b)*c)|.\"}, \"behavior\": \"Isolated\", \"invert\": false}]}, \"old_pre\"");
+    snprintf(in, sizeof in, "%s/ab.txt", tmp);
+    FILE *f = fopen(in, "w");
+    for (int i = 0; f && i < 1500; i++) fputs("ab", f);
+    if (f) fclose(f);
+    expect(1, "tokenizer.json: pre_tokenizer|regex '(?:(?:a|b)*(?:a|b)*c)|.'|CPU seconds|pathological pattern", ANY_TIME,
+           "%s tokenize --tokenizer %s %s", bin, d, in);
+    // Lowercase: "\u0130" must tokenize as "i\u0307" does (HF), not as "i"
+    sh("rm -rf %s && mkdir -p %s && cp %s/tokenizer.json %s/", d, d, model, d);
+    edit_file(p, "\"normalizer\"", "\"normalizer\": {\"type\": \"Lowercase\"}, \"old_norm\"");
+    char a[1400], b[1400], c[1400];
+    snprintf(a, sizeof a, "%s/dot_i.txt", tmp);
+    snprintf(b, sizeof b, "%s/i_dot.txt", tmp);
+    snprintf(c, sizeof c, "%s/i.txt", tmp);
+    write_text(a, "\xc4\xb0", 2);
+    write_text(b, "i\xcc\x87", 3);
+    write_text(c, "i", 1);
+    int rc = sh("%s --quiet tokenize --tokenizer %s --no-special --ids-only %s > %s/a.ids && %s --quiet tokenize --tokenizer %s --no-special "
+                "--ids-only %s > %s/b.ids && %s --quiet tokenize --tokenizer %s --no-special --ids-only %s > %s/c.ids",
+                bin, d, a, tmp, bin, d, b, tmp, bin, d, c, tmp);
+    char *x = slurp("%s/a.ids", tmp), *y = slurp("%s/b.ids", tmp), *z = slurp("%s/c.ids", tmp);
+    CHECK(rc == 0 && x && y && z && !strcmp(x, y) && strcmp(x, z), "Lowercase of U+0130: ids '%s', of i U+0307 '%s', of i '%s'",
+          x ? x : "", y ? y : "", z ? z : "");
+    free(x), free(y), free(z);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -274,6 +308,8 @@ int main(void) {
     test_contradicting_options();
     TEST_PROGRESS("niah beyond the window");
     test_niah_window();
+    TEST_PROGRESS("tokenizer: regex bound, lower-casing");
+    test_tokenizer_rules();
     TEST_PROGRESS("output path is an input");
     test_out_is_input();
     TEST_PROGRESS("make-model --force");
