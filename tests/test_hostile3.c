@@ -279,6 +279,32 @@ static void test_tokenizer_rules(void) {
     free(x), free(y), free(z);
 }
 
+// Multiple-choice items with an empty, blank or repeated option are scored as lm-eval scores
+// them and named in the report; a gold index outside the options is refused naming file:line.
+static void test_odd_choices(void) {
+    char f[1300], bad[1300];
+    snprintf(f, sizeof f, "%s/arc_odd.jsonl", tmp);
+    snprintf(bad, sizeof bad, "%s/arc_bad.jsonl", tmp);
+    const char *rows =
+        "{\"id\": \"a\", \"question\": {\"stem\": \"Q1?\", \"choices\": [{\"text\": \"x\", \"label\": \"A\"}, "
+        "{\"text\": \"\", \"label\": \"B\"}]}, \"answerKey\": \"A\"}\n"
+        "{\"id\": \"b\", \"question\": {\"stem\": \"Q2?\", \"choices\": [{\"text\": \"y\", \"label\": \"A\"}, "
+        "{\"text\": \"y\", \"label\": \"B\"}]}, \"answerKey\": \"B\"}\n"
+        "{\"id\": \"c\", \"question\": {\"stem\": \"Q3?\", \"choices\": [{\"text\": \"y\", \"label\": \"A\"}, "
+        "{\"text\": \"z\", \"label\": \"B\"}]}, \"answerKey\": \"C\"}\n";
+    write_text(bad, rows, strlen(rows));
+    expect(1, "arc_bad.jsonl:3|answerKey 'C' is not one of the choice labels", BEFORE_WEIGHTS,
+           "%s run --model %s --task arc_easy --task-file %s --attn bf16 --out %s/odd1", bin, model, bad, tmp);
+    write_text(f, rows, strlen(rows) - 5); // the same rows with item c's answer A
+    FILE *o = fopen(f, "a");
+    if (o) fputs("\"A\"}\n", o), fclose(o);
+    expect(0, "", ANY_TIME, "%s --quiet run --model %s --task arc_easy --task-file %s --attn bf16 --out %s/odd2", bin, model, f, tmp);
+    char *rep = slurp("%s/odd2/report.md", tmp);
+    CHECK(rep && strstr(rep, "Warning: task arc_easy has 2 items with an empty or repeated option (first: id 'a': option 1 is "
+                        "empty)"), "report without the odd-option warning:\n%.600s", rep ? rep : "(none)");
+    free(rep);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -310,6 +336,8 @@ int main(void) {
     test_niah_window();
     TEST_PROGRESS("tokenizer: regex bound, lower-casing");
     test_tokenizer_rules();
+    TEST_PROGRESS("odd multiple-choice options");
+    test_odd_choices();
     TEST_PROGRESS("output path is an input");
     test_out_is_input();
     TEST_PROGRESS("make-model --force");

@@ -424,6 +424,12 @@ int report_render(const char *dir, char **headline, struct err *e) {
                                  jstr(t, "source", "?"));
     }
     rc |= results_buf_put(&o, "\n", 1);
+    cJSON_ArrayForEach(t, jget(run, "tasks")) // scored as lm-eval does, but worth knowing
+        if (jnum(t, "n_odd_choices") > 0)
+            rc |= results_buf_printf(&o, "Warning: task %s has %d item%s with an empty or repeated option (first: %s); they "
+                                     "are scored as lm-eval scores them (every option; equal scores go to the first).\n\n",
+                                     jstr(t, "name", "?"), (int)jnum(t, "n_odd_choices"),
+                                     jnum(t, "n_odd_choices") == 1 ? "" : "s", jstr(t, "odd_choices_first", "?"));
     rc |= nonfinite_md(&o, sum);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);
