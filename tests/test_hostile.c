@@ -723,6 +723,11 @@ static void test_import_dir(void) {
     sh("rm -rf %s", d);
     expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
     expect(2, "a file, not a directory", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, ck);
+    // a tokenizer given but unusable: an error before anything is written (was a warning, exit 0)
+    sh("rm -rf %s && echo garbage > %s/bad-tok.bin", d, tmp);
+    expect(1, "import-llama2c: tokenizer|bad-tok.bin is unusable|nothing written", ANY_TIME, "%s import-llama2c %s %s/bad-tok.bin --out %s",
+           bin, ck, tmp, d);
+    CHECK(!dir_exists(d), "a refused import-llama2c created %s", d);
 }
 
 // Runs the command between the first pair of backticks in the file err (the fix an error

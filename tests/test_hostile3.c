@@ -305,6 +305,34 @@ static void test_odd_choices(void) {
     free(rep);
 }
 
+// ---- clear errors: each names the culprit and the fix ----
+static void test_clear_errors(void) {
+    char r[1300], colon[1300], smp[1500], f[1400];
+    expect(2, "environment variable HIFA4_GEMM_ISA='bogus'|unknown ISA|unset it", BEFORE_WEIGHTS,
+           "env HIFA4_GEMM_ISA=bogus %s run --model %s --task mc_jsonl --task-file %s --limit 2 --attn bf16 --out %s/isa", bin, model,
+           mc, tmp);
+    snprintf(f, sizeof f, "%s/answer.jsonl", tmp);
+    const char *row = "{\"question\": \"Q?\", \"choices\": [\"a\", \"b\"], \"answer\": 0.9999999999999999}\n";
+    write_text(f, row, strlen(row));
+    expect(1, "answer.jsonl:1|field 'answer': expected an integer, got 0.9999999999999999 (not a whole number)", BEFORE_WEIGHTS,
+           "%s run --model %s --task mc_jsonl --task-file %s --attn bf16 --out %s/ans", bin, model, f, tmp);
+    // a complete run, then a copy whose directory name holds ':'
+    snprintf(r, sizeof r, "%s/okrun", tmp);
+    snprintf(colon, sizeof colon, "%s/run:2", tmp);
+    expect(0, "", ANY_TIME, "%s --quiet run --model %s --task mc_jsonl --task-file %s --limit 4 --attn f32,bf16 --out %s", bin,
+           model, mc, r);
+    sh("rm -rf '%s' && cp -r %s '%s'", colon, r, colon);
+    expect(0, "", ANY_TIME, "%s diff '%s' %s", bin, colon, r);
+    expect(1, "run:9': |/run is no run directory|split at the last ':'", ANY_TIME, "%s diff '%s/run:9' %s", bin, tmp, r);
+    // bytes appended to a samples file: named, with the fix; the fix works
+    snprintf(smp, sizeof smp, "%s/samples-mc_jsonl-bf16.jsonl.zst", colon);
+    sh("printf 'garbage\\n' >> '%s'", smp);
+    expect(1, "samples-mc_jsonl-bf16.jsonl.zst: 8 bytes after its complete zstd frames|--resume does not repair it|truncate -s",
+           ANY_TIME, "%s report '%s'", bin, colon);
+    sh("truncate -s $(( $(stat -c %%s '%s') - 8 )) '%s'", smp, smp);
+    expect(0, "", ANY_TIME, "%s report '%s'", bin, colon);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -344,5 +372,7 @@ int main(void) {
     test_make_model_force();
     TEST_PROGRESS("stale temporaries");
     test_stale_tmp();
+    TEST_PROGRESS("clear errors");
+    test_clear_errors();
     return test_summary("test_hostile3");
 }

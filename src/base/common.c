@@ -187,7 +187,7 @@ int zst_decompress(const char *path, const char *src, size_t n, char **buf, size
     char *b = malloc(cap + 1);
     if (!b) { ZSTD_freeDStream(ds); return err_set(e, ERR_NOMEM, "%s: out of memory", path); }
     ZSTD_inBuffer in = {src, n, 0};
-    size_t ret = 1;
+    size_t ret = 1, frames_end = 0; // bytes of the complete frames read so far
     while (in.pos < in.size) {
         if (cap - out < 65536) {
             char *nb = realloc(b, cap * 2 + 1);
@@ -200,8 +200,14 @@ int zst_decompress(const char *path, const char *src, size_t n, char **buf, size
         if (ZSTD_isError(ret)) {
             free(b);
             ZSTD_freeDStream(ds);
+            if (frames_end > 0) // complete frames, then other bytes: appended by a copy, an editor, a concatenation
+                return err_set(e, ERR_FORMAT, "%s: %zu bytes after its complete zstd frames (byte %zu on) are not zstd data "
+                               "(%s): appended to the file; --resume does not repair it - truncate them (truncate -s %zu "
+                               "FILE), or remove the file and --resume writes it again", path, n - frames_end, frames_end,
+                               ZSTD_getErrorName(ret), frames_end);
             return err_set(e, ERR_FORMAT, "%s: zstd: %s", path, ZSTD_getErrorName(ret));
         }
+        if (ret == 0) frames_end = in.pos;
         out += ob.pos;
     }
     ZSTD_freeDStream(ds);

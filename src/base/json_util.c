@@ -129,6 +129,12 @@ static int as_num(const cJSON *v, const char *key, double *out, const char *ctx,
 
 static int as_i64(const cJSON *v, const char *key, int64_t *out, const char *ctx, struct err *e) {
     double d = v->valuedouble;
+    if (cJSON_IsNumber(v) && isfinite(d) && d != floor(d)) { // cJSON prints 0.9999999999999999 as 1: say what it is
+        char num[40];
+        for (int p = 15; p <= 17; p++) // the shortest form that reads back as d
+            if (snprintf(num, sizeof num, "%.*g", p, d) > 0 && strtod(num, NULL) == d) break;
+        return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s (not a whole number)", ctx, key, num);
+    }
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s", ctx, key, json_brief(v));
     *out = (int64_t)d;

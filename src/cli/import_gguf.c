@@ -36,8 +36,8 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     if (!strcmp(policy, "transformers")) o.tok_policy = GGUF_TOK_TRANSFORMERS;
     else if (strcmp(policy, "published"))
         return err_set(e, ERR_USAGE, "--tokenizer-policy '%s': expected published or transformers", policy);
-    if ((rc = out_path_check("--out", out, pos, 1, e))) return rc;
     if ((rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e))) return rc;
+    if ((rc = out_path_check("--out", out, pos, 1, e))) return rc;
     struct gguf_import_info info;
     double t0 = time_now();
     if ((rc = gguf_import(pos[0], out, &o, &info, e))) return rc;

@@ -24,8 +24,8 @@ int cmd_import_llama2c(int argc, char **argv, struct err *e) {
         cli_usage("import-llama2c", "MODEL.bin [TOKENIZER.bin] --out DIR [--force]", opts, 3);
         return help ? 0 : err_set(e, ERR_USAGE, "import-llama2c needs MODEL.bin and --out DIR");
     }
-    if ((rc = out_path_check("--out", out, pos, np, e))) return rc;
     if ((rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e))) return rc;
+    if ((rc = out_path_check("--out", out, pos, np, e))) return rc;
     int tok_ok = 0;
     if ((rc = llama2c_import(pos[0], np > 1 ? pos[1] : NULL, out, &tok_ok, e))) return rc;
     log_info("import-llama2c: wrote %s (config.json, model.safetensors%s)", out, tok_ok ? ", tokenizer.json" : "");
