@@ -9,6 +9,7 @@
 #include "base/dist.h"
 #include "base/host.h"
 #include "cli/cli.h"
+#include "model/gemm.h"
 
 struct command {
     const char *name;
@@ -90,6 +91,13 @@ static int run_main(int argc, char **argv) {
     }
     struct err e = {0};
     int rc;
+    char isa_msg[256];
+    if (gemm_isa_init(isa_msg, sizeof isa_msg)) { // an environment variable: named before any work, not at the first GEMM
+        fprintf(stderr, "hifa4-eval %s: environment variable HIFA4_GEMM_ISA='%s': %s; unset it for the best path this CPU "
+                "has\n", cmd->name, getenv("HIFA4_GEMM_ISA") ? getenv("HIFA4_GEMM_ISA") : "", isa_msg);
+        free(bare);
+        return 2;
+    }
     if (dist_size() > 1 && !distributed(cmd->name)) {
         rc = dist_agree(err_set(&e, ERR_USAGE, "runs as one process (only run and calibrate use the ranks of an MPI "
                                 "job)"), &e);

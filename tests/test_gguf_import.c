@@ -159,8 +159,23 @@ static void meta_kvs(struct gb *kv, uint64_t *n, const struct model_config *c) {
 #undef KF
 }
 
+// What to break in the written file (test_refusals).
+struct breakage {
+    const char *drop;        // leave this GGUF tensor out
+    const char *extra;       // add an unknown tensor of this name
+    const char *reshape;     // give this tensor one row too many
+    const char *retype;      // store this tensor as GGML_Q8_1 (not dequantizable)
+    const char *arch;        // general.architecture override
+    const char *pre;         // tokenizer.ggml.pre (default "gpt-2")
+    int nan_score;           // add tokenizer.ggml.scores with token 5's NaN
+    int byte_type;           // type token 5 (not of the form <0xXX>) BYTE
+    const char *inf_scale;   // store this tensor as GGML_Q8_0 whose first block scale is inf
+    int many_keys;           // add this many metadata keys (a quadratic scan of them took minutes)
+};
+
 // tokenizer.ggml.* from a byte-level tokenizer.json (make-model's).
-static void tok_kvs(struct gb *kv, uint64_t *n, const cJSON *tj, int bos, const char *pre) {
+static void tok_kvs(struct gb *kv, uint64_t *n, const cJSON *tj, int bos, const struct breakage *br) {
+    const char *pre = br && br->pre ? br->pre : "gpt-2";
     const cJSON *model = cJSON_GetObjectItem(tj, "model"), *voc = cJSON_GetObjectItem(model, "vocab");
     int V = cJSON_GetArraySize(voc);
     const char **toks = calloc((size_t)V, sizeof *toks);
@@ -183,7 +198,19 @@ static void tok_kvs(struct gb *kv, uint64_t *n, const cJSON *tj, int bos, const 
     gb_kv_str(kv, "tokenizer.ggml.model", "gpt2"), (*n)++;
     if (pre) gb_kv_str(kv, "tokenizer.ggml.pre", pre), (*n)++;
     gb_kv_strs(kv, "tokenizer.ggml.tokens", toks, (size_t)V), (*n)++;
+    if (br && br->byte_type) types[5] = 6;
     gb_kv_i32s(kv, "tokenizer.ggml.token_type", types, (size_t)V), (*n)++;
+    if (br && br->nan_score) {
+        float *sc = calloc((size_t)V, sizeof *sc);
+        sc[5] = NAN;
+        gb_kv_f32s(kv, "tokenizer.ggml.scores", sc, (size_t)V), (*n)++;
+        free(sc);
+    }
+    for (int i = 0; br && i < br->many_keys; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "hostile.key.%d", i);
+        gb_kv_u32(kv, key, (uint32_t)i), (*n)++;
+    }
     gb_kv_strs(kv, "tokenizer.ggml.merges", (const char *const *)merges, (size_t)nm), (*n)++;
     gb_kv_u32(kv, "tokenizer.ggml.bos_token_id", (uint32_t)bos), (*n)++;
     gb_kv_u32(kv, "tokenizer.ggml.eos_token_id", (uint32_t)bos), (*n)++;
@@ -192,15 +219,6 @@ static void tok_kvs(struct gb *kv, uint64_t *n, const cJSON *tj, int bos, const 
     free(merges), free(toks), free(types);
 }
 
-// What to break in the written file (test_refusals).
-struct breakage {
-    const char *drop;        // leave this GGUF tensor out
-    const char *extra;       // add an unknown tensor of this name
-    const char *reshape;     // give this tensor one row too many
-    const char *retype;      // store this tensor as GGML_Q8_1 (not dequantizable)
-    const char *arch;        // general.architecture override
-    const char *pre;         // tokenizer.ggml.pre (default "gpt-2")
-};
 
 // Llama 3 rope factors as convert_hf_to_gguf.py computes rope_freqs.
 static float *llama3_freqs(const struct model_config *c) {
@@ -242,7 +260,7 @@ static int write_gguf(const char *hf_dir, const char *out, const struct breakage
         free(kv.b);
         kv = k2;
     }
-    tok_kvs(&kv, &n_kv, tj, c.bos_id, br && br->pre ? br->pre : "gpt-2");
+    tok_kvs(&kv, &n_kv, tj, c.bos_id, br);
     int n = 0, cap = st.n_tensors + 4;
     struct gb_tensor *ts = calloc((size_t)cap, sizeof *ts);
     char (*names)[96] = calloc((size_t)cap, sizeof *names);
@@ -268,6 +286,13 @@ static int write_gguf(const char *hf_dir, const char *out, const struct breakage
         for (int d = 0; d < t->ndim; d++) ts[n].ne[d] = t->shape[t->ndim - 1 - d];
         if (br && br->reshape && !strcmp(br->reshape, names[n])) ts[n].ne[t->ndim - 1]--, ts[n].nbytes = (size_t)(cnt - ts[n].ne[0]) * 4;
         if (br && br->retype && !strcmp(br->retype, names[n])) ts[n].type = GGML_Q8_1, ts[n].nbytes = (size_t)cnt / 32 * 40;
+        if (br && br->inf_scale && !strcmp(br->inf_scale, names[n])) { // Q8_0 blocks: f16 scale, 32 int8; all zero
+            ts[n].type = GGML_Q8_0, ts[n].nbytes = (size_t)cnt / 32 * 34;
+            free(f);
+            bufs[n] = f = calloc(ts[n].nbytes, 1);
+            ((uint8_t *)f)[1] = 0x7c, ((uint8_t *)f)[2] = 1; // scale +inf (f16 0x7c00), q[0] = 1: inf
+            ts[n].data = f;
+        }
         n++;
     }
     if (c.rope_type == ROPE_LLAMA3) {
@@ -413,6 +438,9 @@ static void test_refusals(void) {
         {{.retype = "blk.0.ffn_down.weight"}, ERR_UNSUPPORTED, "tensor 'blk.0.ffn_down.weight' has type Q8_1, which is not supported"},
         {{.arch = "gpt2"}, ERR_UNSUPPORTED, "key 'general.architecture' = 'gpt2' is not supported (supported: llama, qwen2"},
         {{.pre = "deepseek-llm"}, ERR_UNSUPPORTED, "key 'tokenizer.ggml.pre' = 'deepseek-llm' is not supported"},
+        {{.nan_score = 1}, ERR_FORMAT, "key 'tokenizer.ggml.scores': token 5 '"},
+        {{.byte_type = 1}, ERR_FORMAT, "is typed BYTE (6) but is not of the form <0xXX>"},
+        {{.inf_scale = "blk.0.ffn_down.weight"}, ERR_FORMAT, "tensor 'blk.0.ffn_down.weight' (Q8_0): element 0 dequantizes to inf"},
     };
     char src[1300];
     snprintf(src, sizeof src, "%s", tpath("llama"));
@@ -422,6 +450,9 @@ static void test_refusals(void) {
         snprintf(out, sizeof out, "%s/refuse-%zu", tmp, i);
         if (write_gguf(src, gg, &cases[i].b)) continue;
         struct err e = {0};
+        char rm[1400];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", out); // an earlier test run's
+        CHECK(system(rm) == 0, "%s", rm);
         int rc = gguf_import(gg, out, NULL, NULL, &e);
         CHECK(rc == cases[i].code && strstr(e.msg, cases[i].must) && strstr(e.msg, gg),
               "case %zu: rc %d '%s' (want %d '%s')", i, rc, e.msg, cases[i].code, cases[i].must);
@@ -440,6 +471,22 @@ static void test_refusals(void) {
               "case %zu via the CLI: exit %d, %d lines: %s", i, WEXITSTATUS(st), lines, txt ? txt : "");
         free(txt);
     }
+}
+
+// 300,000 metadata keys import in seconds (the duplicate-key scan was quadratic: minutes).
+static void test_many_keys(void) {
+    const char *bin = getenv("HIFA4_BIN");
+    char gg[1300], out[1300];
+    snprintf(gg, sizeof gg, "%s/many-keys.gguf", tmp);
+    snprintf(out, sizeof out, "%s/many-keys", tmp);
+    if (!bin || write_gguf(tpath("llama"), gg, &(struct breakage){.many_keys = 300000})) return;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && timeout 60 %s --quiet import-gguf %s --out %s >/dev/null 2>&1", out, bin, gg, out);
+    const double t0 = time_now();
+    const int st = system(cmd);
+    const double dt = time_now() - t0;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && dt < 20, "300,000 metadata keys: exit %d after %.1f s", WEXITSTATUS(st), dt);
+    printf("import-gguf with 300,000 metadata keys: %.2f s\n", dt);
 }
 
 // --dtype bf16: the dequantized values rounded to bf16 (exact here: they were bf16 to begin with)
@@ -502,6 +549,37 @@ static void test_model_arg(void) {
     CHECK(rc != 0 && !dir_exists(m.dir), "truncated GGUF: rc %d, dir %s exists %d", rc, m.dir, dir_exists(m.dir));
     CHECK(model_resolve(&m, tpath("nosuch.gguf"), 1, &e) == ERR_NOTFOUND && strstr(e.msg, "nosuch.gguf"), "missing: %s", e.msg);
     unsetenv("HIFA4_CACHE");
+}
+
+// Two processes' first use of one GGUF at once leave one cache entry and no temporary copy;
+// a damaged entry is named with its fix; a killed import's temporary is cleared by the next.
+static void test_cache_races(void) {
+    const char *bin = getenv("HIFA4_BIN");
+    if (!bin) return;
+    char cache[1200], cmd[6000], errf[1300];
+    snprintf(cache, sizeof cache, "%s", tpath("race-cache"));
+    snprintf(errf, sizeof errf, "%s/race.err", tmp);
+    const char *gg = tpath("qwen3.gguf");
+    // a killed import of this GGUF left its temporary (process 999999 is not running)
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p \"'%s'/gguf-import/$(sha256sum '%s' | cut -c1-64).tmp-999999\" && "
+             "export HIFA4_CACHE='%s' && { %s --quiet logits --model %s --ids 1,2 --out '%s/a.st' >/dev/null 2>&1 & "
+             "%s --quiet logits --model %s --ids 1,2 --out '%s/b.st' >/dev/null 2>&1 & wait; }",
+             cache, cache, gg, cache, bin, gg, tmp, bin, gg, tmp);
+    int st = system(cmd);
+    snprintf(cmd, sizeof cmd, "test \"$(ls '%s/gguf-import' | grep -v '[.]lock$' | wc -l)\" = 1", cache);
+    CHECK(WIFEXITED(st) && system(cmd) == 0, "two concurrent first imports: not exactly one cache entry (%s)", cmd);
+    // damage the entry: a missing file
+    snprintf(cmd, sizeof cmd, "rm \"$(ls -d '%s'/gguf-import/*/ | head -1)tokenizer.json\" && "
+             "HIFA4_CACHE='%s' %s logits --model %s --ids 1,2 --out '%s/c.st' >/dev/null 2>'%s'", cache, cache, bin, gg, tmp, errf);
+    st = system(cmd);
+    char *txt = NULL;
+    size_t len = 0;
+    struct err e = {0};
+    file_read_all(errf, &txt, &len, &e);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && txt && strstr(txt, "GGUF cache entry") &&
+          strstr(txt, "is damaged: tokenizer.json is missing") && strstr(txt, "remove that directory"),
+          "damaged cache entry: exit %d: %s", WEXITSTATUS(st), txt ? txt : "");
+    free(txt);
 }
 
 // ---- (3) SentencePiece vocabulary (tokenizer.ggml.model "llama") ----
@@ -1017,10 +1095,12 @@ int main(void) {
     const enum model_arch archs[] = {ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA2, ARCH_PHI3, ARCH_GEMMA3};
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) roundtrip(archs[i]);
     test_refusals();
+    test_many_keys();
     test_bf16_option();
     test_model_arg();
     test_model_arg_pypi();
     test_named_pypi_real();
+    test_cache_races();
     test_spm();
     test_smollm2();
     return test_summary("test_gguf_import");

@@ -30,9 +30,9 @@
 #include "io/safetensors.h"
 #include "results/stamp.h"
 #include "test.h"
+#include "cli_util.h"
 
-static const char *bin;
-static char tmp[1024], model[1200], mc[1200];
+static char model[1200], mc[1200];
 
 // The one place that names ../shared (HIFA4_TEST_DATA may move it).
 static const char *shared_path(const char *rel) {
@@ -42,33 +42,6 @@ static const char *shared_path(const char *rel) {
     char *b = buf[k++ % 4];
     snprintf(b, sizeof buf[0], "%s/%s", root && root[0] ? root : "../shared", rel);
     return b;
-}
-
-// Runs a shell command; its exit status, or 128 + signal when it crashed.
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    if (st == -1) return -1;
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return WEXITSTATUS(st); // the shell reports a crashed child as 128 + signal too
-}
-
-static char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *slurp(const char *fmt, ...) {
-    char path[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
-    char *b = NULL;
-    size_t n;
-    struct err e = {0};
-    return file_read_all(path, &b, &n, &e) ? NULL : b;
 }
 
 // Byte equality of two files as stored (a samples file's stamp frame included).
@@ -173,46 +146,9 @@ static int restamp(const char *src, const char *dst) {
     return rc;
 }
 
-// A log line model_open prints: a case that must fail before the weights load must not show it.
-#define MODEL_LOADED "parameters; weights"
 
 
-// ---- helpers of the unlucky-user inputs ----
-// Runs a shell command with stderr to a file; checks the exit code and that stderr's last
-// message holds every '|'-separated needle (and, for a failure, that nothing says the weights
-// loaded when must_be_early). Returns the check's outcome.
-enum early { ANY_TIME, BEFORE_WEIGHTS };
-static int expect(int want, const char *needles, enum early early, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int expect(int want, const char *needles, enum early early, const char *fmt, ...) {
-    char cmd[12000], full[16000], err[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(err, sizeof err, "%s/expect.err", tmp);
-    snprintf(full, sizeof full, "timeout 120 %s >/dev/null 2>%s", cmd, err);
-    int rc = sh("%s", full);
-    char *s = slurp("%s", err);
-    int ok = rc == want && s;
-    for (const char *p = needles; ok && p && *p;) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        char nd[512];
-        snprintf(nd, sizeof nd, "%.*s", (int)n, p);
-        ok = strstr(s, nd) != NULL;
-        p = bar ? bar + 1 : NULL;
-    }
-    if (ok && early == BEFORE_WEIGHTS) ok = !strstr(s, MODEL_LOADED);
-    CHECK(ok, "`%s`: exit %d (want %d), needles '%s':\n%s", cmd, rc, want, needles, s ? s : "(no stderr)");
-    free(s);
-    return ok;
-}
-
-static void write_text(const char *path, const char *text, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (f) fwrite(text, 1, n, f), fclose(f);
-}
-
+// ---- helpers of the unlucky-user inputs (expect, write_text: cli_util.h) ----
 // Sets dir/config.json's field key to the JSON value (NULL: removes it).
 static void set_cfg(const char *dir, const char *key, const char *value) {
     cJSON *j = json_at("%s/config.json", dir);
@@ -787,6 +723,11 @@ static void test_import_dir(void) {
     sh("rm -rf %s", d);
     expect(0, "", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, d);
     expect(2, "a file, not a directory", ANY_TIME, "%s import-llama2c %s --out %s", bin, ck, ck);
+    // a tokenizer given but unusable: an error before anything is written (was a warning, exit 0)
+    sh("rm -rf %s && echo garbage > %s/bad-tok.bin", d, tmp);
+    expect(1, "import-llama2c: tokenizer|bad-tok.bin is unusable|nothing written", ANY_TIME, "%s import-llama2c %s %s/bad-tok.bin --out %s",
+           bin, ck, tmp, d);
+    CHECK(!dir_exists(d), "a refused import-llama2c created %s", d);
 }
 
 // Runs the command between the first pair of backticks in the file err (the fix an error

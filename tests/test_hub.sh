@@ -81,6 +81,8 @@ check '[ "$(field r1/run.json "j[\"calibration\"][\"source\"]+str(j[\"calibratio
     "run.json lacks the calibration record"
 check '[ -f r1/samples-arc_easy-hifa4.jsonl.zst ] && [ "$(field r1/run.json "j[\"complete\"]")" = True ]' "hifa4 not scored"
 
+check '[ -e "$HF_HUB_CACHE/models--org--tiny/.no_exist/$COMMIT/tokenizer_config.json" ]' \
+    "the download did not record that the commit has no tokenizer_config.json"
 # 2. again: no network, no calibration, same samples
 ctl "_ctl?reset=1" >/dev/null
 "$BIN" --model org/tiny --task arc_easy --limit 20 --threads 2 --out r2 >r2.out 2>r2.err
@@ -94,11 +96,30 @@ for m in bf16 direct hifa4; do
     check 'cmp -s r1/samples-arc_easy-$m.jsonl.zst r2/samples-arc_easy-$m.jsonl.zst' "samples of $m differ between runs"
 done
 
+# 2b. a snapshot without its tokenizer.json (what AutoModel alone leaves) is completed online
+rm "$SNAP/tokenizer.json"
+ctl "_ctl?reset=1" >/dev/null
+"$BIN" --model org/tiny --task arc_easy --limit 20 --threads 2 --out r2b >/dev/null 2>r2b.err
+rc=$?
+check '[ $rc -eq 0 ] && [ -f "$SNAP/tokenizer.json" ] && [ "$(requests)" -gt 0 ] && grep -q "tokenizer.json is missing" r2b.err' \
+    "snapshot without tokenizer.json not completed: $(tail -2 r2b.err)"
+check 'cmp -s <(zstd -dcq r1/samples-arc_easy-bf16.jsonl.zst) <(zstd -dcq r2b/samples-arc_easy-bf16.jsonl.zst)' \
+    "completed snapshot scores differently"
+
 # 3. a snapshot placed by hand, HF_HUB_OFFLINE=1, an endpoint that does not answer
 HAND="$TMP/hand"; HC=0123456789abcdef0123456789abcdef01234567
 mkdir -p "$HAND/models--someorg--handmade/snapshots/$HC" "$HAND/models--someorg--handmade/refs"
 cp "$TMP"/doc/org/tiny/* "$HAND/models--someorg--handmade/snapshots/$HC/"
 printf %s "$HC" >"$HAND/models--someorg--handmade/refs/main"
+# the checkpoint has no tokenizer_config.json: without huggingface_hub's record that the commit
+# has none, the snapshot may be one AutoModel alone left (tokenizer defaults would differ), so
+# offline it is refused naming the file; with the record (.no_exist/<commit>/FILE) it is used
+HF_HUB_CACHE="$HAND" HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:1 \
+    "$BIN" --model someorg/handmade --task arc_easy --limit 20 --threads 2 --out r3n >/dev/null 2>r3n.err
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "tokenizer_config.json is missing" r3n.err && [ ! -e r3n/run.json ]' \
+    "snapshot without tokenizer_config.json, offline: $(tail -1 r3n.err)"
+mkdir -p "$HAND/models--someorg--handmade/.no_exist/$HC" && : >"$HAND/models--someorg--handmade/.no_exist/$HC/tokenizer_config.json"
 ctl "_ctl?reset=1" >/dev/null
 HF_HUB_CACHE="$HAND" HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:1 \
     "$BIN" --model someorg/handmade --task arc_easy --limit 20 --threads 2 --out r3 >r3.out 2>r3.err

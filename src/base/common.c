@@ -1,7 +1,9 @@
 // common.c: errors, logging, timer, fp16 conversion, file and UTF-8 helpers (see common.h).
 #include "base/common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,7 +187,7 @@ int zst_decompress(const char *path, const char *src, size_t n, char **buf, size
     char *b = malloc(cap + 1);
     if (!b) { ZSTD_freeDStream(ds); return err_set(e, ERR_NOMEM, "%s: out of memory", path); }
     ZSTD_inBuffer in = {src, n, 0};
-    size_t ret = 1;
+    size_t ret = 1, frames_end = 0; // bytes of the complete frames read so far
     while (in.pos < in.size) {
         if (cap - out < 65536) {
             char *nb = realloc(b, cap * 2 + 1);
@@ -198,8 +200,14 @@ int zst_decompress(const char *path, const char *src, size_t n, char **buf, size
         if (ZSTD_isError(ret)) {
             free(b);
             ZSTD_freeDStream(ds);
+            if (frames_end > 0) // complete frames, then other bytes: appended by a copy, an editor, a concatenation
+                return err_set(e, ERR_FORMAT, "%s: %zu bytes after its complete zstd frames (byte %zu on) are not zstd data "
+                               "(%s): appended to the file; --resume does not repair it - truncate them (truncate -s %zu "
+                               "FILE), or remove the file and --resume writes it again", path, n - frames_end, frames_end,
+                               ZSTD_getErrorName(ret), frames_end);
             return err_set(e, ERR_FORMAT, "%s: zstd: %s", path, ZSTD_getErrorName(ret));
         }
+        if (ret == 0) frames_end = in.pos;
         out += ob.pos;
     }
     ZSTD_freeDStream(ds);
@@ -222,8 +230,31 @@ int file_read_all(const char *path, char **buf, size_t *len, struct err *e) {
     return rc;
 }
 
+void file_clear_stale_tmp(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".") >= (int)sizeof dir) return;
+    if (slash && slash == path) snprintf(dir, sizeof dir, "/");
+    DIR *d = opendir(dir);
+    if (!d) return;
+    const size_t nb = strlen(base);
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, nb) || strncmp(n + nb, ".tmp.", 5)) continue;
+        long long pid;
+        if (str_to_int(n + nb + 5, 1, 4194304, &pid) || pid == getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; // alive (or not ours to know)
+        char p[8192];
+        if (snprintf(p, sizeof p, "%s/%s", dir, n) < (int)sizeof p && !unlink(p))
+            log_warn("%s: removed %s, left by process %lld that no longer runs", path, n, pid);
+    }
+    closedir(d);
+}
+
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e) {
     char tmp[4096];
+    file_clear_stale_tmp(path);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
         return err_set(e, ERR_RANGE, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
@@ -297,6 +328,32 @@ char *str_dup(const char *s) {
 int str_ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+int str_to_int(const char *s, long long lo, long long hi, long long *out) {
+    const char *p = s + (s[0] == '-');
+    if (*p < '0' || *p > '9') return -1; // also refuses strtoll's leading blanks and '+'
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int str_to_ints(const char *s, char sep, int n, long long lo, long long hi, long long *out) {
+    char buf[128];
+    if (strlen(s) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    char *p = buf;
+    for (int i = 0; i < n; i++) {
+        char *q = strchr(p, sep);
+        if ((q != NULL) != (i < n - 1)) return -1; // too few or too many fields
+        if (q) *q = 0;
+        if (str_to_int(p, lo, hi, &out[i])) return -1;
+        if (q) p = q + 1;
+    }
+    return 0;
 }
 
 int utf8_valid(const char *s, size_t n) {

@@ -92,8 +92,12 @@ int file_open_regular(const char *path, int *fd, struct err *e);
 // Decompresses a zstd stream of n bytes (any number of frames; n == 0 is an empty text) into a
 // NUL-terminated malloc'd buffer; name stands for the file in errors.
 int zst_decompress(const char *name, const char *src, size_t n, char **buf, size_t *len, struct err *e);
-// Writes len bytes to path atomically (path.tmp + fsync + rename).
+// Writes len bytes to path atomically (path.tmp.PID + fsync + rename; stale temporaries of
+// path first removed: file_clear_stale_tmp).
 int file_write_atomic(const char *path, const void *buf, size_t len, struct err *e);
+// Removes path.tmp.PID files beside path whose process PID no longer exists (a writer killed
+// between creating its temporary and the rename left it). Another live writer's stay.
+void file_clear_stale_tmp(const char *path);
 // 1 when path (links followed) exists and is not a directory: a regular file, or a FIFO, device
 // or socket that readers then refuse by name (file_open_regular).
 int file_exists(const char *path);
@@ -108,6 +112,12 @@ int path_join(char *out, size_t n, const char *a, const char *b, struct err *e);
 // ---- strings ----
 char *str_dup(const char *s);            // NULL on OOM (or NULL input)
 int str_ends_with(const char *s, const char *suffix);
+// A decimal integer in [lo, hi]: optional '-', then digits, and nothing else (no blanks, no
+// '+', no hex). 0, or -1 when s is no such integer or is out of range - it never wraps
+// (4294967298 is not 2). The one integer parser of options and option lists.
+int str_to_int(const char *s, long long lo, long long hi, long long *out);
+// Exactly n such integers separated by sep ("1/4", "32:32:8:128"); 0 or -1 as str_to_int.
+int str_to_ints(const char *s, char sep, int n, long long lo, long long hi, long long *out);
 // Validates UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Returns 1 if valid.
 int utf8_valid(const char *s, size_t n);
 // Number of code points in valid UTF-8.

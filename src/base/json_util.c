@@ -6,21 +6,72 @@
 #include <stdlib.h>
 #include <string.h>
 
+// A key given twice in one object (issue 36): Python's json, and so transformers and
+// lm-eval, keep the last value while cJSON's lookup finds the first - the same file would mean
+// two things. Refused naming the key and both values. Sorted per object: O(n log n) for a
+// tokenizer vocabulary of 150,000 keys.
+struct key_at {
+    const cJSON *v;
+    size_t at; // position in the object: equal keys sort in file order
+};
+
+static int key_cmp(const void *a, const void *b) {
+    const struct key_at *x = a, *y = b;
+    int c = strcmp(x->v->string, y->v->string);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+static int dup_keys(const cJSON *v, const char *ctx, struct err *e) {
+    size_t n = 0;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    if (cJSON_IsObject(v) && n > 1) {
+        struct key_at *k = malloc(n * sizeof *k);
+        if (!k) return err_set(e, ERR_NOMEM, "%s: out of memory checking keys", ctx);
+        size_t i = 0;
+        for (const cJSON *c = v->child; c; c = c->next, i++) k[i] = (struct key_at){c, i};
+        qsort(k, n, sizeof *k, key_cmp);
+        int rc = 0;
+        for (i = 1; i < n && !rc; i++) {
+            if (strcmp(k[i - 1].v->string, k[i].v->string)) continue;
+            char first[100];
+            snprintf(first, sizeof first, "%s", json_brief(k[i - 1].v));
+            rc = err_set(e, ERR_FORMAT, "%s: key '%s' appears twice in one object (values %s and %s): Python's json takes the "
+                         "last, so the file means two things; remove one", ctx, k[i].v->string, first, json_brief(k[i].v));
+        }
+        free(k);
+        if (rc) return rc;
+    }
+    for (const cJSON *c = v->child; c; c = c->next) {
+        int rc = dup_keys(c, ctx, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 int json_parse(cJSON **out, const char *text, size_t len, const char *ctx, struct err *e) {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!j) {
-        size_t off = end ? (size_t)(end - text) : 0;
+        size_t off = end ? (size_t)(end - text) : 0, b = 0;
+        while (b < len && (text[b] == ' ' || text[b] == '\t' || text[b] == '\n' || text[b] == '\r')) b++;
+        if (b < len && text[b] == '<') // a proxy's, a login's or the hub's error page saved as the file
+            return err_set(e, ERR_FORMAT, "%s: an HTML or XML page, not JSON (an error or login page saved in its place?): "
+                           "delete the file and fetch it again", ctx);
         return err_set(e, ERR_FORMAT, "%s: invalid JSON near byte %zu", ctx, off);
     }
     // exactly one value: an object followed by a second one or by garbage was read as
     // its first value alone (cJSON stops there; it also skips NUL and control bytes as blanks)
     size_t off = (size_t)(end - text);
+    int rc;
     while (off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r')) off++;
     if (off < len) {
         cJSON_Delete(j);
         return err_set(e, ERR_FORMAT, "%s: %s at byte %zu (exactly one JSON value is allowed)", ctx,
                        text[off] == '{' || text[off] == '[' ? "a second JSON value" : "other characters after the JSON value", off);
+    }
+    if ((rc = dup_keys(j, ctx, e))) {
+        cJSON_Delete(j);
+        return rc;
     }
     *out = j;
     return 0;
@@ -78,6 +129,12 @@ static int as_num(const cJSON *v, const char *key, double *out, const char *ctx,
 
 static int as_i64(const cJSON *v, const char *key, int64_t *out, const char *ctx, struct err *e) {
     double d = v->valuedouble;
+    if (cJSON_IsNumber(v) && isfinite(d) && d != floor(d)) { // cJSON prints 0.9999999999999999 as 1: say what it is
+        char num[40];
+        for (int p = 15; p <= 17; p++) // the shortest form that reads back as d
+            if (snprintf(num, sizeof num, "%.*g", p, d) > 0 && strtod(num, NULL) == d) break;
+        return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s (not a whole number)", ctx, key, num);
+    }
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s", ctx, key, json_brief(v));
     *out = (int64_t)d;

@@ -20,6 +20,14 @@ void calib_gate_opts_default(struct calib_gate_opts *g) {
     g->mode = CALIB_GATE_MODEL;
 }
 
+int calib_gate_check(const struct calib_gate_opts *g, struct err *e) {
+    if (!(g->rho_min > 0)) return err_set(e, ERR_USAGE, "--rho-min %g: expected a positive number", g->rho_min);
+    if (!(g->t_mild > 0) || !(g->t_mild <= g->t_strong))
+        return err_set(e, ERR_USAGE, "--t-mild %g above --t-strong %g: the Mild band t-mild <= T_KQ <= t-strong would be "
+                       "empty; expected 0 < t-mild <= t-strong", g->t_mild, g->t_strong);
+    return 0;
+}
+
 const char *calib_branch_name(int b) {
     return b == CALIB_STRONG ? "strong" : b == CALIB_MILD ? "mild" : "bypass";
 }

@@ -22,6 +22,9 @@ struct calib_gate_opts {
     int mode;                        // enum calib_gate_mode
 };
 void calib_gate_opts_default(struct calib_gate_opts *g);
+// ERR_USAGE naming the options when the thresholds contradict: t_mild > t_strong leaves no
+// Mild band (every layer past t_strong is Strong, the rest Bypass) - a silent other gate.
+int calib_gate_check(const struct calib_gate_opts *g, struct err *e);
 
 // Per-sample statistics store. Sizes fixed at init; calib_observe never allocates (its
 // percentile scratch is sized at init for max_T tokens); calib_observe_seqs allocates its

@@ -8,6 +8,7 @@
 #include "attention/attn.h"
 #include "attention/case.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "io/safetensors.h"
 
 int cmd_attn(int argc, char **argv, struct err *e) {
@@ -35,6 +36,7 @@ int cmd_attn(int argc, char **argv, struct err *e) {
         return 0;
     }
     if (!case_path || !out_path) return err_set(e, ERR_USAGE, "attn: --case and --out are required");
+    if ((rc = out_path_check("--out", out_path, (const char *[]){case_path}, 1, e))) return rc;
     struct attn_opts o;
     attn_opts_default(&o);
     o.tile = tile;

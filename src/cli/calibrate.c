@@ -14,6 +14,7 @@
 #include "calib/calib_source.h"
 #include "base/dist.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
 #include "cli/run_calib.h"
@@ -78,6 +79,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
+    if ((rc = calib_gate_check(&co.gate, e))) return rc;
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;
@@ -102,6 +104,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         rc = run_calib_text(text, sizeof text, NULL, 1, e);
     if (rc) return rc;
     if (fetch_text) calib = text;
+    if ((rc = out_path_check("--out", out, (const char *[]){model_arg, mref.dir, calib}, 3, e))) return rc;
     struct calib_run run;
     if ((rc = calib_run_source(&run, mref.dir, calib, &co, e))) return rc;
     if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes

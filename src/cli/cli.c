@@ -12,16 +12,16 @@ static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
     switch (o->type) {
     case CLI_STR: *(const char **)o->dst = val; return 0;
     case CLI_INT: {
-        long v = strtol(val, &end, 10);
-        if (errno || *end || end == val || v < -2147483647L || v > 2147483647L)
-            return err_set(e, ERR_USAGE, "--%s: expected an integer, got '%s'", o->name, val);
+        long long v;
+        if (str_to_int(val, -2147483647LL, 2147483647LL, &v))
+            return err_set(e, ERR_USAGE, "--%s: expected an integer within +-2147483647, got '%s'", o->name, val);
         *(int *)o->dst = (int)v;
         return 0;
     }
     case CLI_I64: {
-        long long v = strtoll(val, &end, 10);
-        if (errno || *end || end == val)
-            return err_set(e, ERR_USAGE, "--%s: expected an integer, got '%s'", o->name, val);
+        long long v;
+        if (str_to_int(val, INT64_MIN + 1, INT64_MAX, &v))
+            return err_set(e, ERR_USAGE, "--%s: expected a 64-bit integer, got '%s'", o->name, val);
         *(int64_t *)o->dst = (int64_t)v;
         return 0;
     }
@@ -34,8 +34,8 @@ static int set_value(const struct cli_opt *o, const char *val, struct err *e) {
     }
     case CLI_FLAG: *(int *)o->dst = 1; return 0;
     case CLI_THREADS: {
-        long v = strtol(val, &end, 10);
-        if (errno || *end || end == val || v < 0 || v > 4096)
+        long long v;
+        if (str_to_int(val, 0, 4096, &v))
             return err_set(e, ERR_USAGE, "--%s '%s': expected N >= 1 threads, or 0 for all cores", o->name, val);
         *(int *)o->dst = (int)v;
         return 0;

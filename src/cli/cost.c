@@ -64,11 +64,11 @@ static int read_shape(struct mshape *s, const char *model, struct err *e) {
 }
 
 static int parse_shape(struct mshape *s, const char *spec, int window, struct err *e) {
-    int L, H, Hkv, d;
-    char tail;
-    if (sscanf(spec, "%d:%d:%d:%d%c", &L, &H, &Hkv, &d, &tail) != 4 || L <= 0 || L > MAX_LAYERS ||
-        H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d > 65536)
-        return err_set(e, ERR_USAGE, "--shape '%s': expected L:H:Hkv:d (positive, H a multiple of Hkv)", spec);
+    long long v[4]; // sscanf's %d wrapped: 4294967328 layers were 32
+    if (str_to_ints(spec, ':', 4, 1, 1 << 20, v) || v[0] > MAX_LAYERS || v[1] % v[2] || v[3] > 65536)
+        return err_set(e, ERR_USAGE, "--shape '%s': expected L:H:Hkv:d (L <= %d, H <= 2^20 a multiple of Hkv, d <= 65536)",
+                       spec, MAX_LAYERS);
+    const int L = (int)v[0], H = (int)v[1], Hkv = (int)v[2], d = (int)v[3];
     s->n_layers = L; s->n_heads = H; s->n_kv_heads = Hkv; s->head_dim = d;
     s->window = calloc((size_t)L, sizeof *s->window);
     if (!s->window) return err_set(e, ERR_NOMEM, "cost: out of memory");

@@ -7,6 +7,7 @@
 
 #include "base/pool.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "diag/diagnose.h"
 #include "cli/model_arg.h"
 #include "cli/run_calib.h"
@@ -57,9 +58,11 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
+    if ((rc = calib_gate_check(&o.run.gate, e))) return rc;
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
+    if ((rc = out_path_check("--out", out, (const char *[]){model_arg, mref.dir, calib, tokenizer}, 4, e))) return rc;
     // --calib brown: the default calibration text, found and fetched as `calibrate` finds it
     char text[4096];
     if (calib && !strcmp(calib, RUN_CALIB_SOURCE) && !file_exists(calib) && !dir_exists(calib)) {

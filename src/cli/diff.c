@@ -25,7 +25,8 @@ struct side { char dir[4096]; char mode[128]; cJSON *run; };
 
 static int side_open(struct side *s, const char *arg, struct err *e) {
     memset(s, 0, sizeof *s);
-    const char *colon = strrchr(arg, ':');
+    // RUN[:MODE]: a run directory whose own name holds ':' is a run, not RUN plus a mode
+    const char *colon = dir_exists(arg) ? NULL : strrchr(arg, ':');
     size_t dl = colon ? (size_t)(colon - arg) : strlen(arg);
     if (dl >= sizeof s->dir) return err_set(e, ERR_USAGE, "'%s': path too long", arg);
     memcpy(s->dir, arg, dl);
@@ -33,6 +34,9 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     if (colon) snprintf(s->mode, sizeof s->mode, "%s", colon + 1);
     char path[4200];
     snprintf(path, sizeof path, "%s/run.json", s->dir);
+    if (!dir_exists(s->dir))
+        return err_set(e, ERR_NOTFOUND, "'%s': %s is no run directory%s", arg, s->dir,
+                       colon ? " (read as RUN:MODE, split at the last ':'; a run path with ':' in it must exist as given)" : "");
     int rc = run_json_load(&s->run, s->dir, e);
     if (rc) return rc;
     // a killed run's modes may hold different items: comparing the common ones said nothing

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "import/gguf_import.h"
 #include "import/out_dir.h"
 
@@ -36,6 +37,7 @@ int cmd_import_gguf(int argc, char **argv, struct err *e) {
     else if (strcmp(policy, "published"))
         return err_set(e, ERR_USAGE, "--tokenizer-policy '%s': expected published or transformers", policy);
     if ((rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e))) return rc;
+    if ((rc = out_path_check("--out", out, pos, 1, e))) return rc;
     struct gguf_import_info info;
     double t0 = time_now();
     if ((rc = gguf_import(pos[0], out, &o, &info, e))) return rc;

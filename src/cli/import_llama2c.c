@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "import/llama2c.h"
 #include "import/out_dir.h"
 
@@ -24,6 +25,7 @@ int cmd_import_llama2c(int argc, char **argv, struct err *e) {
         return help ? 0 : err_set(e, ERR_USAGE, "import-llama2c needs MODEL.bin and --out DIR");
     }
     if ((rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e))) return rc;
+    if ((rc = out_path_check("--out", out, pos, np, e))) return rc;
     int tok_ok = 0;
     if ((rc = llama2c_import(pos[0], np > 1 ? pos[1] : NULL, out, &tok_ok, e))) return rc;
     log_info("import-llama2c: wrote %s (config.json, model.safetensors%s)", out, tok_ok ? ", tokenizer.json" : "");

@@ -5,6 +5,7 @@
 
 #include "attention/scales.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "base/pool.h"
 #include "cli/model_arg.h"
 #include "model/model.h"
@@ -81,6 +82,7 @@ int cmd_logits(int argc, char **argv, struct err *e) {
         return err_set(e, ERR_USAGE, "logits needs --model, --out and exactly one of --ids / --ids-file");
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_dir, 0, e))) return rc;
+    if ((rc = out_path_check("--out", out, (const char *[]){model_dir, mref.dir, ids_file, scales}, 4, e))) return rc;
     model_dir = mref.dir;
     struct model_opts mo;
     model_opts_default(&mo);

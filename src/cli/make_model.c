@@ -4,7 +4,9 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "import/make_model.h"
+#include "import/out_dir.h"
 
 static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) {
     if (o->n_outliers >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-outlier: at most %d", MAKE_MAX_OUTLIERS);
@@ -22,7 +24,7 @@ static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) 
 int cmd_make_model(int argc, char **argv, struct err *e) {
     struct make_model_opts o;
     make_model_opts_default(&o);
-    int help = 0, tied = -1;
+    int help = 0, tied = -1, force = 0;
     int64_t seed = 1;
     const char *arch = "qwen3", *out = NULL, *plant = NULL;
     struct cli_opt opts[] = {
@@ -41,7 +43,8 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         {"tokenizer", CLI_STR, &o.tokenizer_dir, "DIR: copy this tokenizer and take its vocab size"},
         {"plant-outlier", CLI_STR, &plant, "L:C:G: k_norm gain of layer L, channel C = G and q_norm gain 0.1 there, like Qwen3-8B (qwen3, gemma3: stored as G - 1; comma list)"},
         {"config-only", CLI_FLAG, &o.config_only, "write config.json only"},
-        {"out", CLI_STR, &out, "DIR: output directory (created)"},
+        {"out", CLI_STR, &out, "DIR: output directory (created; must be empty)"},
+        {"force", CLI_FLAG, &force, "write into a non-empty --out: first remove its model files (weights, config, tokenizer)"},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse(argc, argv, opts, n_opts, e);
@@ -62,6 +65,10 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         for (int i = 0; i < n; i++)
             if ((rc = parse_plant(items[i], &o, e))) return rc;
     }
+    // as the imports (issue 27): a non-empty directory kept the old model's other files
+    if ((rc = out_path_check("--out", out, (const char *[]){o.tokenizer_dir}, 1, e)) ||
+        (rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e)))
+        return rc;
     if ((rc = make_model(&o, out, e))) return rc;
     log_info("make-model: wrote %s", out);
     return 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "eval/run.h"
 
 #define MAX_SHARDS 1024
@@ -24,6 +25,7 @@ int cmd_merge(int argc, char **argv, struct err *e) {
     if (help) { cli_usage("merge", "SHARD_DIR... --out DIR", opts, 2); return 0; }
     if (n_pos < 1) return err_set(e, ERR_USAGE, "expected the shard run directories");
     if (!out) return err_set(e, ERR_USAGE, "--out is required");
+    if ((rc = out_path_check("--out", out, pos, n_pos, e))) return rc;
     char *head = NULL;
     if (!(rc = run_merge(pos, n_pos, out, &head, e))) printf("merged %d shards: %s/report.md\n\n%s", n_pos, out, head ? head : "");
     free(head);

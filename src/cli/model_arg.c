@@ -2,15 +2,21 @@
 // imported once per sha256, Hugging Face hub ids through the HF cache, registry names.
 #include "cli/model_arg.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/paths.h"
 #include "base/sha256.h"
 #include "import/gguf_import.h"
+#include "io/safetensors.h"
 #include "net/fetch.h"
 #include "net/hub.h"
 #include "net/pypi.h"
@@ -34,8 +40,51 @@ static int file_sha256(const char *path, char hex[65], struct err *e) {
     return 0;
 }
 
+// A finished import directory must still read as one (a file removed or cut short by hand, a
+// full disk): else ERR_FORMAT naming the entry, what is wrong and the fix.
+static int check_entry(const char *dir, const char *gguf, struct err *e) {
+    static const char *const need[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    char p[4400];
+    struct err le = {0};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof need / sizeof *need && !rc; i++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, need[i]) < (int)sizeof p && !file_exists(p))
+            rc = err_set(&le, ERR_NOTFOUND, "%s is missing", need[i]);
+    struct safetensors st;
+    if (!rc && !(rc = st_open(&st, dir, &le))) st_close(&st);
+    if (!rc) return 0;
+    return err_set(e, ERR_FORMAT, "the GGUF cache entry %s (imported from %s) is damaged: %s; remove that directory "
+                   "(rm -r) and the next command imports the GGUF again", dir, gguf, le.msg);
+}
+
+// Removes <dir>.tmp-PID directories (files only: what an import writes) whose process is gone.
+static void clear_stale_imports(const char *dir) {
+    char parent[4400], base[256];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash) return;
+    *slash = 0;
+    snprintf(base, sizeof base, "%s.tmp-", slash + 1);
+    DIR *d = opendir(parent);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        long long pid;
+        if (strncmp(de->d_name, base, strlen(base)) || str_to_int(de->d_name + strlen(base), 1, 4194304, &pid)) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char t[4800], f[5200];
+        snprintf(t, sizeof t, "%s/%s", parent, de->d_name);
+        DIR *td = opendir(t);
+        for (struct dirent *fe; td && (fe = readdir(td));)
+            if (fe->d_name[0] != '.' && snprintf(f, sizeof f, "%s/%s", t, fe->d_name) < (int)sizeof f) unlink(f);
+        if (td) closedir(td);
+        if (!rmdir(t)) log_warn("removed %s, an import of process %lld that no longer runs", t, pid);
+    }
+    if (d) closedir(d);
+}
+
 // <cache>/gguf-import/<sha256>/: imported into a temporary sibling, renamed when complete, so
-// an interrupted import is never taken for a finished one.
+// an interrupted import is never taken for a finished one. Concurrent first imports of one
+// GGUF take turns on <sha256>.lock: the second finds the first's entry and imports nothing
+// (two processes each left a full copy behind).
 static int resolve_gguf(struct model_ref *m, const char *arg, struct err *e) {
     char cache[4096], tmp[4200];
     int rc;
@@ -49,15 +98,25 @@ static int resolve_gguf(struct model_ref *m, const char *arg, struct err *e) {
     snprintf(m->scales_id, sizeof m->scales_id, "%.200s-%.12s", base, m->gguf_sha256);
     if (snprintf(m->dir, sizeof m->dir, "%s/gguf-import/%s", cache, m->gguf_sha256) >= (int)sizeof m->dir)
         return err_set(e, ERR_RANGE, "cache path too long");
-    if (dir_exists(m->dir)) return 0;
+    if (dir_exists(m->dir)) return check_entry(m->dir, arg, e);
+    char lock[4300], parent[4200];
+    snprintf(lock, sizeof lock, "%s.lock", m->dir);
+    snprintf(parent, sizeof parent, "%s/gguf-import", cache);
+    if ((rc = mkdir_p(parent, e))) return rc;
+    const int fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) return err_set(e, ERR_IO, "%s: %s", lock, strerror(errno));
+    if (flock(fd, LOCK_EX)) { rc = err_set(e, ERR_IO, "%s: lock: %s", lock, strerror(errno)); close(fd); return rc; }
+    if (dir_exists(m->dir)) { close(fd); return check_entry(m->dir, arg, e); } // imported while we waited
+    clear_stale_imports(m->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", m->dir, (int)getpid());
     log_info("model %s: importing the GGUF once into %s (keyed by its sha256)", arg, m->dir);
     struct gguf_import_opts o = {0};
     struct gguf_import_info info;
     double t0 = time_now();
-    if ((rc = gguf_import(arg, tmp, &o, &info, e))) return rc;
-    if (rename(tmp, m->dir) != 0 && !dir_exists(m->dir))
-        return err_set(e, ERR_IO, "%s: cannot rename to %s", tmp, m->dir);
+    rc = gguf_import(arg, tmp, &o, &info, e);
+    if (!rc && rename(tmp, m->dir) != 0) rc = err_set(e, ERR_IO, "%s: cannot rename to %s: %s", tmp, m->dir, strerror(errno));
+    close(fd); // releases the lock
+    if (rc) return rc;
     log_info("model %s: imported (%s, %s) in %.1fs", arg, info.arch, info.types, time_now() - t0);
     m->imported = 1;
     return 0;

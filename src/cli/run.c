@@ -14,6 +14,7 @@
 #include "base/pool.h"
 #include "base/paths.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "eval/run_dist.h"
@@ -66,10 +67,9 @@ static void freeze_self(void) { raise(SIGSTOP); }
 
 static int slurm_int(const char *name, int *v, struct err *e) {
     const char *s = getenv(name);
-    char *end;
     if (!s) return err_set(e, ERR_USAGE, "--shard auto: %s is not set (run it as a task of a Slurm array job: sbatch --array)", name);
-    long x = strtol(s, &end, 10);
-    if (end == s || *end || x < 0 || x > 1000000)
+    long long x;
+    if (str_to_int(s, 0, 1000000, &x))
         return err_set(e, ERR_USAGE, "--shard auto: %s='%s' is not a task index", name, s);
     *v = (int)x;
     return 0;
@@ -131,10 +131,11 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     if (o->shard && !strcmp(o->shard, "auto")) {
         if ((rc = shard_from_slurm(&ro->shard_k, &ro->shard_n, e))) return rc;
     } else if (o->shard) {
-        char extra;
-        if (sscanf(o->shard, "%d/%d%c", &ro->shard_k, &ro->shard_n, &extra) != 2 || ro->shard_n < 1 || ro->shard_k < 0 ||
-            ro->shard_k >= ro->shard_n)
-            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N, or auto", o->shard);
+        long long kn[2]; // sscanf's %d wrapped: 1/4294967298 was shard 1 of 2
+        if (str_to_ints(o->shard, '/', 2, 0, 1000000, kn) || kn[1] < 1 || kn[0] >= kn[1])
+            return err_set(e, ERR_USAGE, "--shard '%s': expected K/N with 0 <= K < N <= 1000000, or auto", o->shard);
+        ro->shard_k = (int)kn[0];
+        ro->shard_n = (int)kn[1];
     }
     ro->attn.tile = o->tile;
     if (o->v_group && (rc = attn_parse_vgroup(o->v_group, &ro->attn.v_group, e))) return rc;
@@ -314,6 +315,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     char lists[2][2048], auto_scales[4096];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
+    if ((rc = out_path_check("--out", o.out, (const char *[]){o.model, o.task_file, o.scales, o.tokenizer}, 4, e))) return rc;
     // modes that need scales are kept while the scales are still to be found or made (resolve_scales)
     ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
     ro.scales_later = ro.scales == NULL;

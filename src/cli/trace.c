@@ -7,6 +7,7 @@
 #include "attention/scales.h"
 #include "base/pool.h"
 #include "cli/cli.h"
+#include "base/out_path.h"
 #include "model/config.h"
 #include "cli/model_arg.h"
 #include "diag/trace.h"
@@ -74,6 +75,7 @@ int cmd_trace(int argc, char **argv, struct err *e) {
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
     const char *model_dir = mref.dir;
+    if ((rc = out_path_check("--out", out, (const char *[]){model_arg, model_dir, text, tokenizer, scales}, 5, e))) return rc;
     // a name, hub id or GGUF: its directory's name says nothing (a revision, a commit, a hash),
     // so the default scales are the ones calibrate writes for it (attn_scales_default of its id)
     // and the trace is named after it
@@ -93,9 +95,11 @@ int cmd_trace(int argc, char **argv, struct err *e) {
         snprintf(ctx_buf, sizeof ctx_buf, "%s", ctx_s ? ctx_s : "4096,16384");
         if ((n_ctx = cli_split(ctx_buf, items, 8, e)) < 0) return err_prefix(e, "--ctx");
         for (int i = 0; i < n_ctx; i++) {
-            char *end;
-            long v = strtol(items[i], &end, 10);
-            if (*end || v < 2 || v > (1 << 24)) return err_set(e, ERR_USAGE, "--ctx '%s': expected lengths >= 2", items[i]);
+            long long v;
+            if (str_to_int(items[i], 2, 1 << 24, &v))
+                return err_set(e, ERR_USAGE, "--ctx '%s': expected lengths 2..16777216", items[i]);
+            for (int k = 0; k < i; k++)
+                if (ctx[k] == v) return err_set(e, ERR_USAGE, "--ctx: length %lld given twice", v);
             ctx[i] = (int)v;
         }
         if (!ctx_s) { // the defaults adapt to the model; explicit lengths are checked by trace_sets_text

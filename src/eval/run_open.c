@@ -343,6 +343,11 @@ static int plan_tasks(struct run *r, struct err *e) {
         const int need = r->plans[t].max_seq_len + r->sets[t].generate;
         if (!use_cache(r) && need > max_item) max_item = need;
     }
+    for (int t = 0; t < nt; t++) // a truncated haystack loses its start and maybe the needle: scored, it read 0%
+        if (!r->sets[t].generate && !strcmp(o->tasks[t], "niah") && r->plans[t].n_truncated)
+            return err_set(e, ERR_RANGE, "task niah: %d of its %d items are longer than the model's window of %d tokens "
+                           "and would be truncated (losing the haystack's start): lower --niah-lengths to fit the window, "
+                           "as trace --ctx requires", r->plans[t].n_truncated, r->plans[t].n_items, cfg->max_seq);
     r->mo = o->model;
     seq_capacity(r);
     if (max_item > r->mo.max_tokens) {

@@ -261,6 +261,10 @@ static cJSON *task_json(const struct run *r, int t) {
     items_sha256(s, hex);
     cJSON_AddStringToObject(x, "items_sha256", hex);
     cJSON_AddNumberToObject(x, "n_bad_rows", s->n_bad_rows);
+    if (s->n_odd_choices) { // only then: run.json of every other run stays as it was
+        cJSON_AddNumberToObject(x, "n_odd_choices", s->n_odd_choices);
+        cJSON_AddStringToObject(x, "odd_choices_first", s->odd_first);
+    }
     cJSON_AddNumberToObject(x, "seed", (double)s->seed);
     cJSON_AddNumberToObject(x, "n_requests", p->n_req);
     cJSON_AddNumberToObject(x, "n_sequences", p->n_seq);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "io/ggml_quants.h"
 #include "io/gguf.h"
@@ -418,6 +419,11 @@ static int fill(void *ctx, int i, void *dst, struct err *e) {
     size_t n = (size_t)t->numel;
     int rc = ggml_dequantize(p->scratch, t->data, t->type, t->numel, e);
     if (rc) return err_prefix(e, "%s: tensor '%s'", p->g->path, t->name);
+    for (size_t k = 0; k < n; k++) // an inf or NaN block scale (or weight) would be written as weights
+        if (!isfinite(p->scratch[k]))
+            return err_set(e, ERR_FORMAT, "%s: tensor '%s' (%s): element %zu dequantizes to %g (a non-finite weight or "
+                           "quantization scale): the file is damaged", p->g->path, t->name, ggml_type_name(t->type), k,
+                           (double)p->scratch[k]);
     float *src = p->scratch;
     if (j->xf == X_PERM) { // HF row h*hd + i <- row h*hd + 2i, HF row h*hd + hd/2 + i <- row h*hd + 2i + 1
         size_t rows = (size_t)(t->n_dims == 2 ? t->ne[1] : t->ne[0]), cols = n / rows, hd = rows / (size_t)j->perm_heads;
@@ -506,6 +512,7 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
     char *cfg = NULL, path[4096];
     size_t maxn = 1, maxperm = 1;
     int rc = 0;
+    const int created = !dir_exists(out_dir); // a refused import leaves nothing (a bad tensor is found while writing)
     for (int i = 0; i < p->n_jobs; i++) {
         const struct gguf_tensor *t = p->jobs[i].t;
         if ((size_t)t->numel > maxn) maxn = (size_t)t->numel;
@@ -527,6 +534,12 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
         (rc = write_text(out_dir, "tokenizer_config.json", tok->config_json, e)))
         goto done;
 done:
+    for (int i = 0; rc && created && i < 4; i++) {
+        static const char *const written[] = {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json"};
+        struct err le = {0};
+        if (!path_join(path, sizeof path, out_dir, written[i], &le)) unlink(path);
+        if (i == 3) rmdir(out_dir);
+    }
     free(cfg);
     free(ts);
     return rc;

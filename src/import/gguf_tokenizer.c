@@ -5,6 +5,8 @@
 #include "import/gguf_tokenizer.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,6 +67,11 @@ static void vocab_free(struct vocab *v) {
     memset(v, 0, sizeof *v);
 }
 
+// "<0xXX>" with two hexadecimal digits: the only form a BYTE-typed token has.
+static int is_byte_token(const char *t, size_t n) {
+    return n == 6 && !memcmp(t, "<0x", 3) && isxdigit((unsigned char)t[3]) && isxdigit((unsigned char)t[4]) && t[5] == '>';
+}
+
 // Reads tokens, token types and scores; every token non-empty, valid UTF-8 without NUL, unique.
 static int vocab_load(struct vocab *v, const struct gguf *g, struct err *e) {
     memset(v, 0, sizeof *v);
@@ -109,7 +116,16 @@ static int vocab_load(struct vocab *v, const struct gguf *g, struct err *e) {
             return err_set(e, ERR_FORMAT, "%s: key 'tokenizer.ggml.token_type': token %d has type %d (must be 0..6)",
                            g->path, i, v->type[i]);
         if (v->type[i] == 0) v->type[i] = TT_NORMAL; // llama.cpp's UNDEFINED: an ordinary token
-        if (v->score) v->score[i] = (float)gguf_kv_float(sc, (uint64_t)i);
+        if (v->type[i] == TT_BYTE && !is_byte_token(v->tok[i], v->len[i])) // llama.cpp asserts on it
+            return err_set(e, ERR_FORMAT, "%s: key 'tokenizer.ggml.token_type': token %d '%.40s' is typed BYTE (6) but is "
+                           "not of the form <0xXX>", g->path, i, v->tok[i]);
+        if (v->score) {
+            const double d = gguf_kv_float(sc, (uint64_t)i);
+            if (!isfinite(d) || !isfinite((float)d)) // a NaN score makes every merge comparison false
+                return err_set(e, ERR_FORMAT, "%s: key 'tokenizer.ggml.scores': token %d '%.40s' has score %g (must be "
+                               "finite)", g->path, i, v->tok[i], d);
+            v->score[i] = (float)d;
+        }
         uint32_t h = (uint32_t)hash(v->tok[i], v->len[i]) & (v->cap - 1);
         for (; v->slot[h] >= 0; h = (h + 1) & (v->cap - 1))
             if (v->len[v->slot[h]] == v->len[i] && !memcmp(v->tok[v->slot[h]], v->tok[i], v->len[i]))

@@ -123,6 +123,14 @@ int llama2c_import(const char *model_bin, const char *tok_bin, const char *out_d
     if (wcls) ADD("lm_head.weight", wcls, V, D);
 #undef ADD
 
+    // a tokenizer given but unusable is an error before anything is written (it was a warning
+    // after the weights, exit 0: a model without its tokenizer)
+    if (tok_bin && (rc = tok_llama2c_to_json(tok_bin, V, &tok_json, e))) {
+        err_prefix(e, "import-llama2c: tokenizer %s is unusable (nothing written; without a tokenizer argument the "
+                   "weights import alone)", tok_bin);
+        free(aligned);
+        goto done;
+    }
     if ((rc = mkdir_p(out_dir, e))) { free(aligned); goto done; }
     if ((rc = path_join(path, sizeof path, out_dir, "model.safetensors", e))) { free(aligned); goto done; }
     const char *meta[] = {"format", "pt", "source", "llama2.c import (hifa4-eval import-llama2c)"};
@@ -144,16 +152,10 @@ int llama2c_import(const char *model_bin, const char *tok_bin, const char *out_d
     if ((rc = path_join(path, sizeof path, out_dir, "config.json", e))) goto done;
     if ((rc = file_write_atomic(path, cfg_json, strlen(cfg_json), e))) goto done;
 
-    if (tok_bin) {
-        struct err te = {0};
-        if (tok_llama2c_to_json(tok_bin, V, &tok_json, &te)) {
-            log_warn("import-llama2c: tokenizer not converted (%s); config.json and model.safetensors were written",
-                     te.msg);
-        } else {
-            if ((rc = path_join(path, sizeof path, out_dir, "tokenizer.json", e))) goto done;
-            if ((rc = file_write_atomic(path, tok_json, strlen(tok_json), e))) goto done;
-            *tok_ok = 1;
-        }
+    if (tok_json) {
+        if ((rc = path_join(path, sizeof path, out_dir, "tokenizer.json", e))) goto done;
+        if ((rc = file_write_atomic(path, tok_json, strlen(tok_json), e))) goto done;
+        *tok_ok = 1;
     }
 done:
     free(tok_json);

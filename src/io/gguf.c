@@ -143,6 +143,24 @@ static int rd_value(struct cur *c, struct gguf_kv *kv) {
     return 0;
 }
 
+static int key_cmp(const void *a, const void *b) {
+    return strcmp((*(const struct gguf_kv *const *)a)->key, (*(const struct gguf_kv *const *)b)->key);
+}
+
+// A key given twice: sorted, O(n log n) (a pairwise scan took minutes on 300,000 keys).
+static int dup_keys(const struct gguf *g, struct cur *c) {
+    if (g->n_kv < 2) return 0;
+    const struct gguf_kv **k = malloc((size_t)g->n_kv * sizeof *k);
+    if (!k) return err_set(c->e, ERR_NOMEM, "%s: out of memory for %lld keys", c->ctx, (long long)g->n_kv);
+    for (int64_t i = 0; i < g->n_kv; i++) k[i] = &g->kv[i];
+    qsort(k, (size_t)g->n_kv, sizeof *k, key_cmp);
+    int rc = 0;
+    for (int64_t i = 1; i < g->n_kv && !rc; i++)
+        if (!strcmp(k[i - 1]->key, k[i]->key)) rc = err_set(c->e, ERR_FORMAT, "%s: duplicate key '%s'", c->ctx, k[i]->key);
+    free(k);
+    return rc;
+}
+
 static int read_kvs(struct gguf *g, struct cur *c, uint64_t n_kv) {
     g->kv = calloc((size_t)(n_kv ? n_kv : 1), sizeof *g->kv);
     if (!g->kv) return err_set(c->e, ERR_NOMEM, "%s: out of memory for %llu keys", c->ctx, (unsigned long long)n_kv);
@@ -153,11 +171,9 @@ static int read_kvs(struct gguf *g, struct cur *c, uint64_t n_kv) {
         snprintf(what, sizeof what, "key %llu", (unsigned long long)i);
         if ((rc = rd_name(c, &kv->key, GGUF_MAX_KEY, what))) return rc;
         g->n_kv = (int64_t)i + 1;
-        for (uint64_t j = 0; j < i; j++)
-            if (!strcmp(g->kv[j].key, kv->key))
-                return err_set(c->e, ERR_FORMAT, "%s: duplicate key '%s'", c->ctx, kv->key);
         if ((rc = rd_value(c, kv))) return rc;
     }
+    if ((rc = dup_keys(g, c))) return rc;
     const struct gguf_kv *al = gguf_find_kv(g, "general.alignment");
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     if (al) {

@@ -255,12 +255,38 @@ static int finish_open(struct safetensors *st, const char *path, struct err *e) 
     return 0;
 }
 
+// A directory holding both model.safetensors and an index whose shards are other files (issue
+// 36): transformers loads model.safetensors, this tool read the index - two different models
+// from one directory. Refused naming both unless the index maps every tensor to
+// model.safetensors itself.
+static int single_and_index(const char *dir, const char *index, struct err *e) {
+    char single[4096];
+    int rc = path_join(single, sizeof single, dir, "model.safetensors", e);
+    if (rc || !file_exists(single)) return rc;
+    cJSON *root = NULL;
+    const cJSON *wm = NULL, *it;
+    if ((rc = json_parse_file(&root, index, e)) || (rc = json_need_obj(root, "weight_map", &wm, index, e))) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    cJSON_ArrayForEach(it, wm) {
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, "model.safetensors")) continue;
+        rc = err_set(e, ERR_MISMATCH, "%s: holds both %s and %s, whose weight_map names other shards ('%s' -> %s): "
+                     "transformers reads model.safetensors, so one of them is stale; remove it", dir, single, index,
+                     it->string, json_brief(it));
+        break;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 int st_open(struct safetensors *st, const char *path, struct err *e) {
     memset(st, 0, sizeof *st);
     int cap = 0, rc;
     char buf[4096];
     if (dir_exists(path)) {
         if ((rc = path_join(buf, sizeof buf, path, "model.safetensors.index.json", e))) return rc;
+        if (file_exists(buf) && (rc = single_and_index(path, buf, e))) return rc;
         if (!file_exists(buf)) {
             if ((rc = path_join(buf, sizeof buf, path, "model.safetensors", e))) return rc;
             if (!file_exists(buf))
@@ -501,6 +527,7 @@ int st_write_stream(const char *path, const struct st_wtensor *ts, int n, const 
     char *hdr = h.text;
     const size_t hpad = h.hpad;
     for (int i = 0; i < n; i++) if (wtensor_bytes(&ts[i]) > maxb) maxb = wtensor_bytes(&ts[i]);
+    file_clear_stale_tmp(path);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
         tmp[0] = 0;
         rc = err_set(e, ERR_RANGE, "%s: path too long", path);

@@ -4,9 +4,11 @@
 #include "net/hub.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -98,6 +100,64 @@ int hub_snapshot_complete(const char *dir) {
     }
     cJSON_Delete(names);
     return ok;
+}
+
+// What is wrong with file p of a snapshot, into why (empty: a readable file). The cache's
+// files are symlinks into blobs/, so "missing", "a dangling symlink" and "a symlink loop" are
+// three different repairs.
+static void file_state(const char *p, char *why, size_t n) {
+    struct stat st;
+    why[0] = 0;
+    if (!stat(p, &st)) return;
+    const int err = errno;
+    char target[HUB_PATH] = "";
+    ssize_t k = lstat(p, &st) ? -1 : readlink(p, target, sizeof target - 1);
+    if (k >= 0) target[k] = 0;
+    const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+    if (k < 0) snprintf(why, n, "%s is missing", name);
+    else if (err == ELOOP) snprintf(why, n, "%s is a symlink loop (-> %s)", name, target);
+    else snprintf(why, n, "%s is a dangling symlink to %s (its blob is missing)", name, target);
+}
+
+// Files a snapshot needs beside the weights: without them the tokenizer would fall back to
+// defaults a fresh download does not have (AutoModel alone leaves no tokenizer files; without
+// tokenizer_config.json add_bos_token differs).
+static const char *const tok_files[] = {"tokenizer.json", "tokenizer_config.json"};
+
+// huggingface_hub's record that a commit has no such file: <repo dir>/.no_exist/<commit>/<file>.
+static void no_exist_path(char *p, size_t n, const char *dir, const char *f) {
+    const char *snap = strstr(dir, "/snapshots/"); // dir is <repo dir>/snapshots/<commit>
+    if (snap) snprintf(p, n, "%.*s/.no_exist/%s/%s", (int)(snap - dir), dir, snap + 11, f);
+    else snprintf(p, n, "%s/.no_exist-unknown", dir);
+}
+
+// 0 if snapshot dir holds config.json, its weights and the tokenizer files (or the cache's
+// record that the commit has no such file), all readable; else 1 with what is wrong in why
+// (the first problem found).
+static int snapshot_problem(const char *dir, char *why, size_t n) {
+    char p[HUB_PATH + 64];
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        char w[HUB_PATH + 128];
+        file_state(dir, w, sizeof w);
+        snprintf(why, n, "its directory: %s", w[0] ? w : "not a directory");
+        return 1;
+    }
+    const char *need[4] = {"config.json", "model.safetensors.index.json", tok_files[0], tok_files[1]};
+    snprintf(p, sizeof p, "%s/%s", dir, need[1]);
+    struct stat lst;
+    if (lstat(p, &lst)) need[1] = "model.safetensors"; // no index: the single file
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, need[i]);
+        file_state(p, why, n);
+        if (why[0] && i >= 2 && lstat(p, &lst)) {
+            no_exist_path(p, sizeof p, dir, need[i]);
+            if (!stat(p, &lst)) why[0] = 0; // the commit has none: as a fresh download
+        }
+        if (why[0]) return 1;
+    }
+    if (!hub_snapshot_complete(dir)) return snprintf(why, n, "a shard its index names is missing or unreadable"), 1;
+    return 0;
 }
 
 // The commit a revision names in the cache ("" if none): the revision itself when it is a
@@ -224,6 +284,22 @@ static int write_ref(const char *rdir, const struct hub_ref *ref, const char *co
     return rc ? rc : file_write_atomic(p, commit, strlen(commit), e);
 }
 
+// Writes the .no_exist record of file f when the commit's file list (the API answer) lacks it,
+// so the next resolve knows the snapshot is complete without it, as huggingface_hub does.
+static int record_absent(const char *dir, const cJSON *api, const char *f, struct err *e) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(api, "siblings")) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "rfilename");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, f)) return 0;
+    }
+    char p[HUB_PATH + 256], d[HUB_PATH + 256];
+    no_exist_path(p, sizeof p, dir, f);
+    snprintf(d, sizeof d, "%s", p);
+    *strrchr(d, '/') = 0;
+    int rc = mkdir_p(d, e);
+    return rc ? rc : file_write_atomic(p, "", 0, e);
+}
+
 static int download(struct hub_snapshot *s, const char *rdir, const struct hub_ref *ref, const struct fetch_opts *o,
                     struct err *e) {
     char ep[1024];
@@ -247,6 +323,7 @@ static int download(struct hub_snapshot *s, const char *rdir, const struct hub_r
         if (!wanted(f) || (has_index && !strcmp(f, "model.safetensors"))) continue;
         if ((rc = get_file(s, ep, ref, f, o, e))) break;
     }
+    for (size_t i = 0; !rc && i < sizeof tok_files / sizeof *tok_files; i++) rc = record_absent(s->dir, api, tok_files[i], e);
     cJSON_Delete(api);
     if (!rc) rc = get_shards(s, ep, ref, o, e);
     if (!rc && !hub_snapshot_complete(s->dir))
@@ -264,7 +341,13 @@ int hub_resolve(struct hub_snapshot *s, const struct hub_ref *ref, const struct 
     if (s->commit[0]) {
         if (snprintf(s->dir, sizeof s->dir, "%s/snapshots/%s", rdir, s->commit) >= (int)sizeof s->dir)
             return err_set(e, ERR_RANGE, "snapshot path too long");
-        if (hub_snapshot_complete(s->dir)) return 0;
+        char why[HUB_PATH + 256];
+        if (!snapshot_problem(s->dir, why, sizeof why)) return 0;
+        if (hub_offline(o))
+            return err_set(e, ERR_NOTFOUND, "offline: model %s@%s: the cached snapshot %s is unusable: %s; complete it "
+                           "online (hifa4-eval downloads what is missing) or with huggingface_hub's snapshot_download",
+                           ref->repo, ref->revision, s->dir, why);
+        log_info("model %s@%s: cached snapshot incomplete (%s): completing it from the Hub", ref->repo, ref->revision, why);
     }
     if (hub_offline(o))
         return err_set(e, ERR_NOTFOUND, "offline: model %s@%s is not in the Hugging Face cache (looked for %s/%s%s, "

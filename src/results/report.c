@@ -367,6 +367,19 @@ static int storage_line(struct results_buf *o, const cJSON *run) {
     return rc;
 }
 
+// Tasks with items whose options are empty or repeated: scored as lm-eval does, but named.
+static int odd_choices_md(struct results_buf *o, const cJSON *run) {
+    int rc = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, jget(run, "tasks"))
+        if (jnum(t, "n_odd_choices") > 0)
+            rc |= results_buf_printf(o, "Warning: task %s has %d item%s with an empty or repeated option (first: %s); they "
+                                     "are scored as lm-eval scores them (every option; equal scores go to the first).\n\n",
+                                     jstr(t, "name", "?"), (int)jnum(t, "n_odd_choices"),
+                                     jnum(t, "n_odd_choices") == 1 ? "" : "s", jstr(t, "odd_choices_first", "?"));
+    return rc;
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
@@ -425,6 +438,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
                                  jstr(t, "source", "?"));
     }
     rc |= results_buf_put(&o, "\n", 1);
+    rc |= odd_choices_md(&o, run);
     rc |= nonfinite_md(&o, sum);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);

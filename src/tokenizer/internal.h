@@ -48,7 +48,10 @@ int mergemap_get(const struct mergemap *m, int32_t a, int32_t b, uint32_t *rank,
 void mergemap_free(struct mergemap *m);
 
 // ---- regex (PCRE2, UTF + UCP, JIT when available) ----
-struct tok_regex { pcre2_code *code; };
+struct tok_regex {
+    pcre2_code *code;
+    char where[200]; // "<file>: <component>.pattern: regex '<pattern>'" for match errors
+};
 // Compiles an HF (Oniguruma) pattern; \s/\S are rewritten to Unicode White_Space so PCRE2
 // matches like Oniguruma (U+0085 yes, U+180E and U+FEFF no). ctx names it in errors.
 int regex_compile(struct tok_regex *r, const char *pat, size_t len, const char *ctx, struct err *e);

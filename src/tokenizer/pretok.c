@@ -2,8 +2,11 @@
 // added-token splitting (leftmost-longest over a byte trie), normalizers (utf8proc for the
 // Unicode forms) and pre-tokenizers (Split with PCRE2, ByteLevel, Metaspace, Digits).
 // Knows nothing about JSON (load.c fills the step structs) or about BPE (bpe.c).
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <utf8proc.h>
 
 #include "tokenizer/internal.h"
@@ -96,6 +99,7 @@ int regex_compile(struct tok_regex *r, const char *pat, size_t len, const char *
         return err_set(e, ERR_FORMAT, "%s: invalid regex '%.80s': %s", ctx, pat, (const char *)msg);
     }
     pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE); // optional: the interpreter is the fallback
+    snprintf(r->where, sizeof r->where, "%s: regex '%.*s%s'", ctx, len > 60 ? 57 : (int)len, pat, len > 60 ? "..." : "");
     return 0;
 }
 
@@ -105,20 +109,55 @@ void regex_free(struct tok_regex *r) {
 }
 
 // ---- matching (HF Pattern::find_matches: matches and the gaps between them) ----
+// Bounds on a pathological pattern (catastrophic backtracking): PCRE2's own limits per match
+// call, and the CPU time of one text's matching, 1 s + 10 us per byte - a pattern whose every
+// match costs millions of steps stays under the first and ran for minutes. Tokenizers'
+// patterns take well under 0.1 us per byte.
+#define REGEX_MATCH_LIMIT 10000000u
+#define REGEX_DEPTH_LIMIT 1000000u
+#define REGEX_CPU_SECONDS(len) (1.0 + 1e-5 * (double)(len))
+
+static double thread_cpu(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) ? 0 : (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static pcre2_match_context *g_match_context; // made once, read-only after: shared by threads
+
+static void make_match_context(void) {
+    g_match_context = pcre2_match_context_create(NULL);
+    if (!g_match_context) return; // PCRE2's defaults (the same match limit) then
+    pcre2_set_match_limit(g_match_context, REGEX_MATCH_LIMIT);
+    pcre2_set_depth_limit(g_match_context, REGEX_DEPTH_LIMIT);
+}
+
+static pcre2_match_context *match_context(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_match_context);
+    return g_match_context;
+}
+
 static int regex_matches(const struct tok_regex *re, const char *s, size_t len, pcre2_match_data *md,
                          struct mlist *ml, struct err *e) {
     size_t prev = 0, start = 0;
     ml->n = 0;
-    while (start < len) {
-        int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK, md, NULL);
+    pcre2_match_context *mc = match_context();
+    const double t0 = thread_cpu();
+    for (unsigned calls = 1; start < len; calls++) {
+        int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK, md, mc);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-            rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
+            rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            return err_set(e, ERR_RANGE, "tokenizer: regex match failed at byte %zu: %s", start, (const char *)msg);
+            return err_set(e, ERR_RANGE, "%s: matching failed at byte %zu of a %zu-byte text: %s (a pathological pattern: "
+                           "catastrophic backtracking)", re->where[0] ? re->where : "tokenizer", start, len, (const char *)msg);
         }
+        if (!(calls & 15) && thread_cpu() - t0 > REGEX_CPU_SECONDS(len))
+            return err_set(e, ERR_RANGE, "%s: more than %.2g CPU seconds matching a %zu-byte text (at byte %zu): a "
+                           "pathological pattern (catastrophic backtracking)", re->where[0] ? re->where : "tokenizer",
+                           REGEX_CPU_SECONDS(len), len, start);
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t ms = ov[0], me = ov[1];
         if (me <= ms) { // empty match: HF keeps no piece for it; step one code point
@@ -344,6 +383,14 @@ static int norm_step(const struct norm_step *st, const char *s, size_t len, stru
             uint32_t cp;
             int cl = utf8_next(s + i, len - i, &cp);
             char tmp[4];
+            // HF: Rust's char::to_lowercase, the full mapping. Unicode's one unconditional
+            // multi-character lowercase (SpecialCasing.txt) is U+0130 -> "i" U+0307; utf8proc's
+            // simple mapping gives "i" alone. (Char by char: no final-sigma rule, as HF.)
+            if (cp == 0x130) {
+                if (tok_sbuf_put(o, "i\xcc\x87", 3)) return ERR_NOMEM;
+                i += (size_t)cl;
+                continue;
+            }
             int tl = utf8_put(tmp, (uint32_t)utf8proc_tolower((utf8proc_int32_t)cp));
             if (tok_sbuf_put(o, tmp, (size_t)tl)) return ERR_NOMEM;
             i += (size_t)cl;

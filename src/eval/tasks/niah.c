@@ -119,9 +119,11 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
     for (char *tok = lens, *next; tok && !rc; tok = next) { // every element counts: "" and "1024," are errors
         next = strchr(tok, ',');
         if (next) *next++ = 0;
-        char *end;
-        long T = strtol(tok, &end, 10);
-        if (!*tok || *end || T < 16 || T > 1 << 24) { rc = err_set(e, ERR_USAGE, "niah: bad haystack length '%s'", tok); break; }
+        long long T;
+        if (str_to_int(tok, 16, 1 << 24, &T)) { rc = err_set(e, ERR_USAGE, "niah: bad haystack length '%s'", tok); break; }
+        int dup = 0; // the same cells twice (the elements before tok are NUL-cut)
+        for (const char *q = lens; q < tok; q += strlen(q) + 1) dup |= atoll(q) == T;
+        if (dup) { rc = err_set(e, ERR_USAGE, "niah: haystack length %lld given twice in --niah-lengths", T); break; }
         for (int di = 0; di < 5 && !rc; di++) {
             size_t L = 0;
             for (int k = 0; k < per && !rc; k++) {
@@ -141,12 +143,12 @@ int task_load_niah(struct task_set *s, const struct task_opts *o, struct err *e)
                 nums[gold] = N;
                 if ((rc = fit_prefix(&L, o, hs.text, hs.text_len, (int)T, (struct needle){k_depths[di], N}, e))) break;
                 if (L == hs.text_len && ctx_tokens(o, hs.text, L, k_depths[di], N) < T * 9 / 10)
-                    log_warn("niah: haystack shorter than T=%ld tokens; using all of it", T);
+                    log_warn("niah: haystack shorter than T=%lld tokens; using all of it", T);
                 char *ctx = build(hs.text, L, k_depths[di], N);
                 char ch[10][16], id[64], subj[48];
                 const char *cp[10];
                 for (int c = 0; c < 10; c++) { snprintf(ch[c], sizeof ch[c], "%07u", nums[c]); cp[c] = ch[c]; }
-                snprintf(subj, sizeof subj, "T%ld/d%d", T, (int)(k_depths[di] * 100));
+                snprintf(subj, sizeof subj, "T%lld/d%d", T, (int)(k_depths[di] * 100));
                 snprintf(id, sizeof id, "%s/%d", subj, k);
                 if (task_push_item_own(s, id, subj, ctx, cp, 10, gold)) rc = err_set(e, ERR_NOMEM, "niah: out of memory");
             }

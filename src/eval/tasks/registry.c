@@ -78,6 +78,31 @@ static int unique_ids(const struct task_set *s, struct err *e) {
     return rc;
 }
 
+// Items whose options are empty or blank, or equal to another option (the real MMLU test set
+// has 9 with equal options). lm-eval scores them as any item - an empty option is the
+// continuation " ", equal options get equal log-likelihoods and argmax takes the first - and
+// so does this tool; they are counted and named in the report, not refused, so the standard
+// data sets stay scorable and comparable. (A gold index outside the options is refused by
+// each loader, naming file:line.)
+static void count_odd_choices(struct task_set *s, const char *name) {
+    for (int i = 0; i < s->n_items; i++) {
+        const struct task_item *it = &s->items[i];
+        char why[96] = "";
+        for (int c = 0; c < it->n_choices && !why[0]; c++) {
+            const char *p = it->choices[c];
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            if (!*p) snprintf(why, sizeof why, "option %d is %s", c, it->choices[c][0] ? "blank" : "empty");
+            for (int k = 0; k < c && !why[0]; k++)
+                if (!strcmp(it->choices[k], it->choices[c])) snprintf(why, sizeof why, "options %d and %d are equal", k, c);
+        }
+        if (!why[0]) continue;
+        if (!s->n_odd_choices++) snprintf(s->odd_first, sizeof s->odd_first, "id '%.40s': %s", it->id, why);
+    }
+    if (s->n_odd_choices)
+        log_warn("task %s: %d item%s with an empty or repeated option (first: %s), scored as lm-eval scores them", name,
+                 s->n_odd_choices, s->n_odd_choices == 1 ? "" : "s", s->odd_first);
+}
+
 int task_load(const char *name, struct task_set *out, const struct task_opts *o, struct err *e) {
     const struct task_def *d = task_find(name);
     if (!d) {
@@ -93,6 +118,7 @@ int task_load(const char *name, struct task_set *out, const struct task_opts *o,
     int rc = d->load(out, o ? o : &none, e);
     if (!rc && o && o->subjects) rc = task_keep_subjects(out, o->subjects, e);
     if (!rc) rc = unique_ids(out, e);
+    if (!rc) count_odd_choices(out, name);
     // an empty task would be "scored" (0 items, accuracy undefined) and fail late, after every
     // other task, in code that never expected it: refuse it here, naming the task and its data
     if (!rc && (out->is_ppl ? out->text_len == 0 : out->n_items == 0)) {

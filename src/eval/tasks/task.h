@@ -38,6 +38,10 @@ struct task_set {
     char source[1024];   // files read (resolved paths) and which form (e.g. hellaswag text form)
     char template_version[32];
     int n_bad_rows;      // rows skipped under skip_bad_rows
+    int n_odd_choices;   // items with an empty/blank option or two equal options: scored as
+                         // lm-eval scores them (every option; equal scores tie to the first),
+                         // counted for the report (task_load)
+    char odd_first[128]; // the first such item: "id 'X': option 2 is empty"
     uint64_t seed;       // seed used (gpqa shuffle), recorded
     int generate;        // > 0: scored by greedy decoding of this many tokens (niah's generation
                          // form): correct when the decoded text contains choices[gold]
