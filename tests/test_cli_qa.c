@@ -333,6 +333,34 @@ static void test_diff_every_mode(void) {
     free(s);
 }
 
+// A model that answers "A" to every question is flagged in report.md and in the lines run prints:
+// the four options are the same text, so their log-likelihoods tie and the first (A) is taken.
+static void test_degenerate_flag(void) {
+    char cmd[8192], path[1200];
+    snprintf(path, sizeof path, "%s/always_a.jsonl", tmp);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "write %s", path);
+    if (!f) return;
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "{\"id\": \"q%d\", \"question\": {\"stem\": \"Question %d: which one?\", \"choices\": [{\"text\": "
+                   "\"same\", \"label\": \"A\"}, {\"text\": \"same\", \"label\": \"B\"}, {\"text\": \"same\", \"label\": \"C\"}, "
+                   "{\"text\": \"same\", \"label\": \"D\"}]}, \"answerKey\": \"%c\"}\n", i, i, 'A' + i % 4);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s/amodel %s/arun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
+             "--kv-heads 1 --ffn 128 --out %s/amodel >/dev/null && %s run --model %s/amodel --task arc_easy --task-file %s "
+             "--attn f32,bf16 --threads 1 --out %s/arun >%s/arun.out 2>/dev/null", tmp, tmp, bin, tmp, bin, tmp, path, tmp, tmp);
+    CHECK(sh(cmd) == 0, "always-A run");
+    snprintf(path, sizeof path, "%s/arun/report.md", tmp);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "### Degenerate modes") && strstr(md, "| arc_easy | f32 | 40 | picks option A on 100% of the items"),
+          "always-A model flagged in report.md:\n%s", md ? md : "");
+    free(md);
+    snprintf(path, sizeof path, "%s/arun.out", tmp);
+    char *out = slurp(path);
+    CHECK(out && strstr(out, "picks option A on 100% of the items"), "flag in the lines run prints:\n%s", out ? out : "");
+    free(out);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -349,5 +377,6 @@ int main(void) {
     test_ppl_report();
     test_resume_complete();
     test_diff_every_mode();
+    test_degenerate_flag();
     return test_summary("test_cli_qa");
 }

@@ -10,9 +10,14 @@
 
 #include "base/common.h"
 
+// The margin statistics and plot of a task rest on the items every mode answers correctly;
+// below this many their p10/p90 rest on two items or fewer each and the section leaves them out.
+#define REPORT_MARGIN_MIN_ITEMS 30
+
 // Writes report.md, tables/*.csv and plots/*.svg into run_dir from its run.json and
 // summary.json (plots also read the samples files). *headline (may be NULL) receives a
-// malloc'd Markdown copy of the headline table (accuracy and flips per task and mode).
+// malloc'd Markdown copy of the headline tables (accuracy and flips per task and mode) and of
+// the degenerate-mode flags (degenerate.h).
 int report_render(const char *run_dir, char **headline, struct err *e);
 
 #endif
