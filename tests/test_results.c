@@ -344,6 +344,18 @@ static void test_plot(void) {
     free(svg); free(svg2);
     CHECK(plot_hist_svg(&svg, "t", "m", s, 2, (struct plot_bins){0, 0, 0}, &e) == ERR_RANGE, "0 bins refused");
     test_plot_ticks();
+    // ECDF over [0, 4] (plot area x 60..580, y 370 (0) .. 40 (1)): {1, 2, 2, 3} rises to 1/4 at
+    // x = 1, 3/4 at x = 2 (one step for the tied values), 1 at x = 3; the legend sits right of
+    // the plot area (x > 580) with the label whole; a NaN is left out of the fractions
+    double v[] = {2, 1, NAN, 3, 2};
+    struct plot_series es[2] = {{"direct+qmean (channel) [qdq-skip q,k,v]", v, 5}, {"bf16", v, 5}};
+    CHECK(plot_ecdf_svg(&svg, "t", "m", es, 2, 0, 4, &e) == 0, "ecdf: %s", e.msg);
+    CHECK(svg && strstr(svg, "points=\"60.0,370.0 190.0,370.0 190.0,287.5 320.0,287.5 320.0,122.5 450.0,122.5 450.0,40.0 "
+                             "580.0,40.0\""), "ecdf steps: %s", svg ? svg : "");
+    CHECK(svg && strstr(svg, "<text x=\"630.0\" y=\"52.0\">direct+qmean (channel) [qdq-skip q,k,v]</text>"),
+          "legend outside the plot area, label whole");
+    CHECK(svg && strstr(svg, "stroke-dasharray=\"6 3\""), "second curve dashed (curves on each other stay visible)");
+    free(svg);
 }
 
 // ---- hostile run directories (issue 14) ----

@@ -246,7 +246,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
     return 0;
 }
 
-// Margin histogram of one task: one curve per mode over the items all modes answer correctly.
+// Margin plot of one task: one empirical CDF per mode over the items all modes answer correctly.
 static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
@@ -277,7 +277,7 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
             for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold && !s[mm][i].nonfinite;
             if (ok) v[m][q++] = s[m][i].margin;
         }
-        ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
+        ps[m] = (struct plot_series){results_mode_display(run, cJSON_GetArrayItem(modes, m)->valuestring), v[m], q};
     }
     if (ps[0].n < REPORT_MARGIN_MIN_ITEMS) goto done; // too few items: no plot (the report says so)
     // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
@@ -295,12 +295,11 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
         free(pool);
     }
     char *svg, title[256], path[4096], file[300];
-    snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
-    // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
-    int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
-    bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm,
-                       (struct plot_bins){bins, 0, hi > 0 ? hi : 0}, e);
+    snprintf(title, sizeof title, "%s: decision margin on the %d items every mode answers correctly", task, ps[0].n);
+    // one CDF per mode: seven modes' histograms hid each other; a CDF shows every mode's whole
+    // distribution (median at 0.5) and where two modes differ
+    rc = plot_ecdf_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; axis ends at the pooled p99)", ps, nm, 0,
+                       hi > 0 ? hi : 0, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);
