@@ -17,6 +17,8 @@ struct progress {
     pthread_mutex_t mu;
     pthread_t ticker;
     int has_ticker, stop, tty;
+    int parked;                // progress_end_part wrote the line: nothing more until the next update
+    int open_line;             // a terminal's line is drawn and not yet ended
     double (*clock)(void);
     enum progress_unit unit;
     char what[96], detail[64], unit_name[16];
@@ -91,6 +93,7 @@ void progress_format(const struct progress *p, char *out, int n) {
 static void emit(struct progress *p, double now, int final) {
     char line[512];
     format_at(p, now, line, sizeof line);
+    p->open_line = p->tty && !final;
     if (p->tty) fprintf(stderr, "\r%s\033[K%s", line, final ? "\n" : "");
     else fprintf(stderr, "%s\n", line);
     fflush(stderr);
@@ -107,7 +110,7 @@ static void *tick(void *arg) {
         pthread_mutex_lock(&p->mu);
         if (p->stop) { pthread_mutex_unlock(&p->mu); return NULL; }
         const double now = p->clock();
-        if (progress_due(p->tty, now, p->done, p->total, p->last_t, p->last_done)) emit(p, now, 0);
+        if (!p->parked && progress_due(p->tty, now, p->done, p->total, p->last_t, p->last_done)) emit(p, now, 0);
         pthread_mutex_unlock(&p->mu);
     }
 }
@@ -136,6 +139,7 @@ void progress_set(struct progress *p, double done, const char *detail) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     const double now = p->clock();
+    p->parked = 0;
     p->done = done;
     snprintf(p->detail, sizeof p->detail, "%s", detail ? detail : "");
     const double work = (p->outer_total > 0 ? p->outer_done : done) - p->skipped;
@@ -168,11 +172,19 @@ void progress_retitle(struct progress *p, const char *what, double total) {
     pthread_mutex_unlock(&p->mu);
 }
 
+void progress_end_part(struct progress *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    if (p->tty || p->done != p->last_done) emit(p, p->clock(), 1); // a log has its end line already
+    p->parked = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
 void progress_close(struct progress *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
-    if (p->tty || p->done != p->last_done || p->last_t < 0) emit(p, p->clock(), 1);
+    if (p->open_line || (!p->parked && (p->done != p->last_done || p->last_t < 0))) emit(p, p->clock(), 1);
     pthread_mutex_unlock(&p->mu);
     if (p->has_ticker) pthread_join(p->ticker, NULL);
     if (p->tty) log_set_live_line(0);
