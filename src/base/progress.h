@@ -39,6 +39,9 @@ void progress_set(struct progress *p, double done, const char *detail);
 void progress_set_outer(struct progress *p, double outer_done, double outer_total);
 // Counts done before this process started (a resumed run): shown, left out of the rate.
 void progress_set_skipped(struct progress *p, double skipped);
+// Writes the line as it stands and ends it (a terminal's line gets its newline and the next
+// one starts below it): the end of one part of a multi-part job. p stays open.
+void progress_end_part(struct progress *p);
 // Retitles the line (the next task) and resets its count to 0 of total, keeping the clock.
 void progress_retitle(struct progress *p, const char *what, double total);
 // Writes the final line (a terminal's line ends with a newline), stops the ticker and frees p.

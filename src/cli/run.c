@@ -49,10 +49,7 @@ static void progress_show(void *user, const struct run_progress *rp) {
     snprintf(detail, sizeof detail, "%s", rp->mode ? rp->mode : "all modes");
     progress_set_outer(l->p, rp->done, (double)rp->total);
     progress_set(l->p, rp->task_done, detail);
-    if (rp->final) {
-        progress_close(l->p);
-        l->p = NULL;
-    }
+    if (rp->final) progress_end_part(l->p); // each task's last line stays; the clock runs on
 }
 
 static int stop_after(void) {
@@ -238,6 +235,8 @@ static int drive(const struct run_opts *opts, struct err *e) {
     for (int k = 0; k <= run_n_replicas(r) && !rc; k++) { // replica 0 is the plain run (--replicas K)
         if (!(rc = run_set_replica(r, k, e))) rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
     }
+    progress_close(pr.p); // the last task's line stays (a failed one's too)
+    pr.p = NULL;
     if (!rc) rc = run_set_replica(r, 0, e); // every weight bit restored
     if (!rc && dist_rank() > 0) { run_free(r); return 0; } // a worker: rank 0 writes the run
     if (!rc) rc = run_finish(r, &headline, e);
@@ -246,7 +245,6 @@ static int drive(const struct run_opts *opts, struct err *e) {
         log_info("run: done in %.1fs", time_now() - t_start);
     }
     free(headline);
-    progress_close(pr.p); // a failed task's line
     run_free(r);
     return rc;
 }
