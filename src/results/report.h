@@ -1,6 +1,7 @@
 // report.h: renders a finished run directory (run.json, summary.json, samples files) as
-// report.md with paper-style tables, a CSV file per table (tables/*.csv) and SVG margin
-// histograms (plots/margins-<task>.svg, paper Fig. 9: one curve per mode). Reads only files,
+// report.md with paper-style tables, a CSV file per table (tables/*.csv), the degenerate-mode
+// flags (degenerate.h) and SVG margin plots (plots/margins-<task>.svg, paper Fig. 9's quantity:
+// one empirical CDF per mode). Reads only files,
 // so a run can be re-rendered at any time. (`hifa4-eval tables`, the paper's tables across
 // runs, is paper_tables.h; what tells two runs apart, run_label.h.)
 #ifndef HIFA4_REPORT_H
