@@ -105,7 +105,7 @@ static void emit(struct progress *p, double now, int final) {
 static void *tick(void *arg) {
     struct progress *p = arg;
     for (;;) {
-        struct timespec ts = {0, 250 * 1000000L};
+        struct timespec ts = {0, 100 * 1000000L}; // the tick: a terminal line is redrawn 0.9-1.0 s after the last
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         pthread_mutex_lock(&p->mu);
         if (p->stop) { pthread_mutex_unlock(&p->mu); return NULL; }

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PROGRESS_TTY_S 1.0    // a terminal's line is redrawn at least this often
+#define PROGRESS_TTY_S 0.9    // a terminal's line is redrawn this long after the last (at most 1 s with the 0.1 s tick)
 #define PROGRESS_LOG_S 30.0   // off a terminal: a line at least this often ...
 #define PROGRESS_LOG_FRAC 0.05 // ... or each time this share of the total is done
 
