@@ -112,7 +112,7 @@ debug:
 # `make demo MODEL=gemma3`: the same on Gemma 3 270M (Q4_K_M, scripts/fetch_gemma3.sh), a QK-norm model;
 # MODEL=qwen2.5-0.5b or qwen2.5-1.5b: Qwen2.5-Coder Instruct (scripts/fetch_qwen25.sh).
 demo:
-	MODEL=$(MODEL) ./scripts/demo.sh real
+	MODEL=$(or $(MODEL),smollm2) ./scripts/demo.sh real
 
 demo-synthetic:
 	./scripts/demo.sh synthetic
