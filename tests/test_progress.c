@@ -49,15 +49,27 @@ static double line_time(const char *l) { // "... 1:05 elapsed ..." -> 65
     return k == 3 ? a * 3600 + b * 60 + c : k == 2 ? a * 60 + b : -1;
 }
 
+// stderr into a fresh temporary file (its descriptor returned, -1 on failure) and back.
+static int stderr_to_file(char *path, int *saved) {
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    fflush(stderr);
+    *saved = dup(2);
+    dup2(fd, 2);
+    return fd;
+}
+static void stderr_back(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
 // 1000 items: 100 in the first 400 s (slow), 900 in the next 200 s (fast); an update every 2 s.
 static void check_log(void) {
     char path[] = "/tmp/test_progress_XXXXXX";
-    int fd = mkstemp(path);
+    int saved, fd = stderr_to_file(path, &saved);
     CHECK(fd >= 0, "mkstemp");
     if (fd < 0) return;
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
     fake_now = 0;
     struct progress *p = progress_open("exam", PROGRESS_COUNT, "items", 1000, 0, fake_clock);
     for (int s = 2; s <= 600; s += 2) {
@@ -66,9 +78,7 @@ static void check_log(void) {
         progress_set(p, done, "hifa4");
     }
     progress_close(p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    stderr_back(saved);
     close(fd);
     static char lines[200][512];
     int n = read_lines(path, lines, 200);
@@ -91,11 +101,8 @@ static void check_log(void) {
 // A terminal: each update at least 1 s after the last line redraws it ("\r"); 20 updates 0.5 s apart.
 static void check_tty(void) {
     char path[] = "/tmp/test_progress_XXXXXX";
-    int fd = mkstemp(path);
+    int saved, fd = stderr_to_file(path, &saved);
     if (fd < 0) return;
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
     fake_now = 0;
     struct progress *p = progress_open("arc_easy", PROGRESS_COUNT, "items", 20, 1, fake_clock);
     for (int i = 1; i <= 20; i++) {
@@ -103,9 +110,7 @@ static void check_tty(void) {
         progress_set(p, i, "bf16");
     }
     progress_close(p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    stderr_back(saved);
     char buf[8192] = {0};
     lseek(fd, 0, SEEK_SET);
     ssize_t got = read(fd, buf, sizeof buf - 1);
@@ -122,9 +127,7 @@ static void quiet_close(struct progress *p) { // the final line to /dev/null
     int saved = dup(2), null = open("/dev/null", O_WRONLY);
     dup2(null, 2);
     progress_close(p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    stderr_back(saved);
     close(null);
 }
 

@@ -60,6 +60,21 @@ void plot_xml_escape(char *out, size_t n, const char *s) {
     out[k] = 0;
 }
 
+// The canvas, the title, the plot area's frame and both axes' ticks (x over r[0..1], y over r[2..3]).
+struct frame_geom { double W, H, L, T, pw, ph; };
+static int frame(struct results_buf *o, struct frame_geom g, const char *title, const double r[4]) {
+    char esc[512];
+    int rc = results_buf_printf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                                    "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                                    "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", g.W, g.H, g.W, g.H);
+    plot_xml_escape(esc, sizeof esc, title);
+    rc |= results_buf_printf(o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", g.L + g.pw / 2, esc);
+    rc |= results_buf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n",
+                             g.L, g.T, g.pw, g.ph);
+    rc |= axis_ticks(o, r[0], r[1], g.L, g.pw, g.T + g.ph, AXIS_X);
+    return rc | axis_ticks(o, r[2], r[3], g.T + g.ph, g.ph, g.L, AXIS_Y);
+}
+
 int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s,
                   int n_series, struct plot_bins bins, struct err *e) {
     *svg = NULL;
@@ -99,14 +114,7 @@ int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struc
     const double pw = W - L - R, ph = H - T - B;
     struct results_buf o = {0};
     char esc[512];
-    int rc = results_buf_printf(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                                     "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                                     "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-    plot_xml_escape(esc, sizeof esc, title);
-    rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", L + pw / 2, esc);
-    rc |= results_buf_printf(&o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, pw, ph);
-    rc |= axis_ticks(&o, lo, hi, L, pw, T + ph, AXIS_X);
-    rc |= axis_ticks(&o, 0, ymax, T + ph, ph, L, AXIS_Y);
+    int rc = frame(&o, (struct frame_geom){W, H, L, T, pw, ph}, title, (double[4]){lo, hi, 0, ymax});
     plot_xml_escape(esc, sizeof esc, xlabel);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 10, esc);
     rc |= results_buf_printf(&o, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">fraction of items</text>\n", T + ph / 2);
@@ -183,14 +191,7 @@ int plot_ecdf_svg(char **svg, const char *title, const char *xlabel, const struc
     const int n_legend = n_series;
     struct results_buf o = {0};
     char esc[512];
-    int rc = results_buf_printf(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                                     "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                                     "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-    plot_xml_escape(esc, sizeof esc, title);
-    rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", L + pw / 2, esc);
-    rc |= results_buf_printf(&o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, pw, ph);
-    rc |= axis_ticks(&o, lo, hi, L, pw, T + ph, AXIS_X);
-    rc |= axis_ticks(&o, 0, 1, T + ph, ph, L, AXIS_Y);
+    int rc = frame(&o, (struct frame_geom){W, H, L, T, pw, ph}, title, (double[4]){lo, hi, 0, 1});
     plot_xml_escape(esc, sizeof esc, xlabel);
     rc |= results_buf_printf(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 10, esc);
     rc |= results_buf_printf(&o, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">fraction of "
