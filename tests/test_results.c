@@ -349,7 +349,7 @@ static void test_plot(void) {
     // the plot area (x > 580) with the label whole; a NaN is left out of the fractions
     double v[] = {2, 1, NAN, 3, 2};
     struct plot_series es[2] = {{"direct+qmean (channel) [qdq-skip q,k,v]", v, 5}, {"bf16", v, 5}};
-    CHECK(plot_ecdf_svg(&svg, "t", "m", es, 2, 0, 4, &e) == 0, "ecdf: %s", e.msg);
+    CHECK(plot_ecdf_svg(&svg, "t", "m", es, 2, (struct plot_range){0, 4}, &e) == 0, "ecdf: %s", e.msg);
     CHECK(svg && strstr(svg, "points=\"60.0,370.0 190.0,370.0 190.0,287.5 320.0,287.5 320.0,122.5 450.0,122.5 450.0,40.0 "
                              "580.0,40.0\""), "ecdf steps: %s", svg ? svg : "");
     CHECK(svg && strstr(svg, "<text x=\"630.0\" y=\"52.0\">direct+qmean (channel) [qdq-skip q,k,v]</text>"),

@@ -149,8 +149,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 // One series' step curve: (lo, 0) then up by 1/n at each sorted value, flat to hi.
-static int ecdf_curve(struct results_buf *o, const struct plot_series *s, double lo, double hi, double L, double T,
-                      double pw, double ph) {
+static int ecdf_curve(struct results_buf *o, const struct plot_series *s, double lo, double hi, struct frame_geom g) {
+    const double L = g.L, T = g.T, pw = g.pw, ph = g.ph;
     double *v = malloc(sizeof *v * (size_t)(s->n > 0 ? s->n : 1));
     if (!v) return 1;
     int n = 0;
@@ -172,8 +172,9 @@ static int ecdf_curve(struct results_buf *o, const struct plot_series *s, double
 }
 
 int plot_ecdf_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s, int n_series,
-                  double lo, double hi, struct err *e) {
+                  struct plot_range x, struct err *e) {
     *svg = NULL;
+    double lo = x.lo, hi = x.hi;
     if (n_series < 0 || n_series > 64) return err_set(e, ERR_RANGE, "plot: %d series (0..64)", n_series);
     if (!(lo < hi)) {
         lo = INFINITY; hi = -INFINITY;
@@ -202,7 +203,7 @@ int plot_ecdf_svg(char **svg, const char *title, const char *xlabel, const struc
         char da[40] = "";
         if (dash[0]) snprintf(da, sizeof da, " stroke-dasharray=\"%s\"", dash);
         rc |= results_buf_printf(&o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col, da);
-        rc |= ecdf_curve(&o, &s[k], lo, hi, L, T, pw, ph);
+        rc |= ecdf_curve(&o, &s[k], lo, hi, (struct frame_geom){W, H, L, T, pw, ph});
         rc |= results_buf_put(&o, "\"/>\n", 4);
         plot_xml_escape(esc, sizeof esc, s[k].label ? s[k].label : "");
         const double lx = L + pw + 16, ly = T + 12 + 18 * k;

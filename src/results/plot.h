@@ -26,13 +26,14 @@ int plot_hist_svg(char **svg, const char *title, const char *xlabel, const struc
                   int n_series, struct plot_bins bins, struct err *e);
 
 // Renders the empirical cumulative distribution of each series (fraction of its values <= x)
-// as a step curve over [lo, hi] (lo >= hi: the range of all finite values; values beyond hi
+// as a step curve over x = [lo, hi] (lo >= hi: the range of all finite values; values beyond hi
 // reach 1 at the right edge), one colour and dash pattern per series so that curves lying on
 // each other stay visible, the legend outside the plot area on the right with each label in
 // full. Errors: n_series > 64
 // (ERR_RANGE), OOM. *svg malloc'd (caller frees).
+struct plot_range { double lo, hi; };
 int plot_ecdf_svg(char **svg, const char *title, const char *xlabel, const struct plot_series *s, int n_series,
-                  double lo, double hi, struct err *e);
+                  struct plot_range x, struct err *e);
 
 // 1, 2 or 5 times a power of ten, >= x (x > 0): the step between axis ticks of every plot.
 double plot_nice_step(double x);

@@ -298,8 +298,8 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
     snprintf(title, sizeof title, "%s: decision margin on the %d items every mode answers correctly", task, ps[0].n);
     // one CDF per mode: seven modes' histograms hid each other; a CDF shows every mode's whole
     // distribution (median at 0.5) and where two modes differ
-    rc = plot_ecdf_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; axis ends at the pooled p99)", ps, nm, 0,
-                       hi > 0 ? hi : 0, e);
+    rc = plot_ecdf_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; axis ends at the pooled p99)", ps, nm,
+                       (struct plot_range){0, hi > 0 ? hi : 0}, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);
