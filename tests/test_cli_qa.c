@@ -312,6 +312,61 @@ static void test_resume_complete(void) {
     cJSON_Delete(after);
 }
 
+// `diff RUN_A RUN_B` with no mode named compares every mode the two runs share, one section
+// each (it used to compare the references only and report 0 flips); a mode one run lacks is
+// not listed.
+static void test_diff_every_mode(void) {
+    char cmd[8192], outf[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/dmodel %s/drun0 %s/drun1 && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 "
+             "--heads 2 --kv-heads 1 --ffn 128 --out %s/dmodel >/dev/null", tmp, tmp, tmp, bin, tmp);
+    CHECK(sh(cmd) == 0, "make-model for diff");
+    const char *modes[2] = {"bf16,direct,direct+qmean", "bf16,direct,direct+qmean,direct+qmean+preorder"};
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, "%s --quiet run --model %s/dmodel %s --limit 3 --attn %s --threads 1 --out %s/drun%d "
+                 ">/dev/null 2>&1", bin, tmp, task_args(), modes[r], tmp, r);
+        CHECK(sh(cmd) == 0, "run --attn %s", modes[r]);
+    }
+    snprintf(outf, sizeof outf, "%s/diff_all.out", tmp);
+    snprintf(cmd, sizeof cmd, "%s diff %s/drun0 %s/drun1 >%s 2>/dev/null", bin, tmp, tmp, outf);
+    CHECK(sh(cmd) == 0, "diff of two runs");
+    char *s = slurp(outf);
+    const char *want[3] = {"## mode bf16 ", "## mode direct ", "## mode direct+qmean "};
+    for (int k = 0; k < 3; k++) CHECK(s && strstr(s, want[k]), "diff lists '%s':\n%s", want[k], s ? s : "");
+    int tables = 0;
+    for (const char *p = s; p && (p = strstr(p, "| task | n | acc A |")); p++) tables++;
+    CHECK(tables == 3, "diff: %d comparison tables, expected 3 (one per shared mode)", tables);
+    CHECK(s && !strstr(s, "## mode direct+qmean+preorder"), "a mode only B has is not listed");
+    free(s);
+}
+
+// A model that answers "A" to every question is flagged in report.md and in the lines run prints:
+// the four options are the same text, so their log-likelihoods tie and the first (A) is taken.
+static void test_degenerate_flag(void) {
+    char cmd[8192], path[1200];
+    snprintf(path, sizeof path, "%s/always_a.jsonl", tmp);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "write %s", path);
+    if (!f) return;
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "{\"id\": \"q%d\", \"question\": {\"stem\": \"Question %d: which one?\", \"choices\": [{\"text\": "
+                   "\"same\", \"label\": \"A\"}, {\"text\": \"same\", \"label\": \"B\"}, {\"text\": \"same\", \"label\": \"C\"}, "
+                   "{\"text\": \"same\", \"label\": \"D\"}]}, \"answerKey\": \"%c\"}\n", i, i, 'A' + i % 4);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s/amodel %s/arun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
+             "--kv-heads 1 --ffn 128 --out %s/amodel >/dev/null && %s run --model %s/amodel --task arc_easy --task-file %s "
+             "--attn f32,bf16 --threads 1 --out %s/arun >%s/arun.out 2>/dev/null", tmp, tmp, bin, tmp, bin, tmp, path, tmp, tmp);
+    CHECK(sh(cmd) == 0, "always-A run");
+    snprintf(path, sizeof path, "%s/arun/report.md", tmp);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "### Degenerate modes") && strstr(md, "| arc_easy | f32 | 40 | picks option A on 100% of the items"),
+          "always-A model flagged in report.md:\n%s", md ? md : "");
+    free(md);
+    snprintf(path, sizeof path, "%s/arun.out", tmp);
+    char *out = slurp(path);
+    CHECK(out && strstr(out, "picks option A on 100% of the items"), "flag in the lines run prints:\n%s", out ? out : "");
+    free(out);
+}
+
 int main(void) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
@@ -327,5 +382,7 @@ int main(void) {
     test_tables_mixed_reference();
     test_ppl_report();
     test_resume_complete();
+    test_diff_every_mode();
+    test_degenerate_flag();
     return test_summary("test_cli_qa");
 }

@@ -370,14 +370,16 @@ static void test_diff_probs(const char *dir, const char *plain) {
 // sqrt(44/432) = 0.3191, delta 1/30: ceil(719.5) = 720 (interval ends too close to call: prefix
 // only). hifa4 - direct: diff's row. hifa4 - direct+qmean flip 0 0 -1/3 1: +16.67, p = 1
 // (sums +-2/3, +-4/3), n = 9419 (interval not checked); hurt 0 0 -1/3 0: -8.33 [-25.00, +0.00]
-// (j = 3 of the nonzero item: 5.08% > 2.5% > 0.39%; j = 0 31.6%), p = 1, n = 785.
+// (j = 3 of the nonzero item: 5.08% > 2.5% > 0.39%; j = 0 31.6%), p = 1, n = 785. hifa4's hurt
+// probability is 0 on all 4 items: the Wilson interval of 0/4, [0, 3.8415/7.8415] = [0, 48.99],
+// marked W (a bootstrap gives the point [0, 0]).
 static void test_report_probs(const char *dir) {
     static const char *const rows[] = {
         "| bf16 | 12.50 [0.00, 37.50] |\n", "| direct | 62.50 [", ", 100.00] |\n",
         "| direct+qmean (token) | 25.00 [0.00, 75.00] |\n", "| hifa4 (token) | 12.50 [0.00, 37.50] |\n",
         "| direct | 33.33 [33.33, 33.33] (PFR 50.00) |\n", "| direct+qmean (token) | 8.33 [0.00, 25.00] (PFR 0.00) |\n",
         "| hifa4 (token) | 25.00 [0.00, 75.00] (PFR 25.00) |\n", "| direct | 16.67 [0.00, 33.33] (1) |\n",
-        "| direct+qmean (token) | 8.33 [0.00, 25.00] (0) |\n", "| hifa4 (token) | 0.00 [0.00, 0.00] (0) |\n",
+        "| direct+qmean (token) | 8.33 [0.00, 25.00] (0) |\n", "| hifa4 (token) | 0.00 [0.00, 48.99] W (0) |\n",
         "| direct+qmean (token) - direct | -25.00 [-33.33, -8.33] p=0.25, n=50 |\n",
         "| hifa4 (token) - direct | -8.33 [-33.33, +41.67] p=1, n=442 |\n",
         "| hifa4 (token) - direct+qmean (token) | +16.67 [", "] p=1, n=9419 |\n",

@@ -255,12 +255,21 @@ static void test_summary_report(void) {
     CHECK(head && strstr(head, "| t1 (90) |"), "headline has the accuracy table: %s", head ? head : "(null)");
     free(head);
     const char *files[] = {"report.md", "tables/accuracy.csv", "tables/flips.csv", "tables/hurts_helps.csv",
-                           "tables/token_kl.csv", "tables/margins.csv", "tables/d_avg_w.csv", "plots/margins-t1.svg", "plots/margins-t2.svg"};
+                           "tables/token_kl.csv", "tables/margins.csv", "tables/d_avg_w.csv", "plots/margins-t1.svg"};
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[k]);
         CHECK(file_exists(path), "%s written", path);
     }
+    // both modes answer item i correctly unless 3 or 5 divides it: t1 48 of 90, t2 16 of 31 (fewer than REPORT_MARGIN_MIN_ITEMS,
+    // so no margin plot or margin statistics, and the report says why)
+    snprintf(path, sizeof path, "%s/plots/margins-t2.svg", dir);
+    CHECK(!file_exists(path), "%s: no plot below %d items", path, REPORT_MARGIN_MIN_ITEMS);
     size_t n;
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path, &n);
+    CHECK(md && strstr(md, "- t2: 16 items, too few for a margin distribution") && strstr(md, "| t2 | 16 | - | - |") &&
+              strstr(md, "- t1 (48 items):"), "margin section names its items and leaves t2 out:\n%s", md ? md : "");
+    free(md);
     snprintf(path, sizeof path, "%s/plots/margins-t1.svg", dir);
     char *svg = slurp(path, &n);
     int lines = 0;
@@ -335,6 +344,18 @@ static void test_plot(void) {
     free(svg); free(svg2);
     CHECK(plot_hist_svg(&svg, "t", "m", s, 2, (struct plot_bins){0, 0, 0}, &e) == ERR_RANGE, "0 bins refused");
     test_plot_ticks();
+    // ECDF over [0, 4] (plot area x 60..580, y 370 (0) .. 40 (1)): {1, 2, 2, 3} rises to 1/4 at
+    // x = 1, 3/4 at x = 2 (one step for the tied values), 1 at x = 3; the legend sits right of
+    // the plot area (x > 580) with the label whole; a NaN is left out of the fractions
+    double v[] = {2, 1, NAN, 3, 2};
+    struct plot_series es[2] = {{"direct+qmean (channel) [qdq-skip q,k,v]", v, 5}, {"bf16", v, 5}};
+    CHECK(plot_ecdf_svg(&svg, "t", "m", es, 2, (struct plot_range){0, 4}, &e) == 0, "ecdf: %s", e.msg);
+    CHECK(svg && strstr(svg, "points=\"60.0,370.0 190.0,370.0 190.0,287.5 320.0,287.5 320.0,122.5 450.0,122.5 450.0,40.0 "
+                             "580.0,40.0\""), "ecdf steps: %s", svg ? svg : "");
+    CHECK(svg && strstr(svg, "<text x=\"630.0\" y=\"52.0\">direct+qmean (channel) [qdq-skip q,k,v]</text>"),
+          "legend outside the plot area, label whole");
+    CHECK(svg && strstr(svg, "stroke-dasharray=\"6 3\""), "second curve dashed (curves on each other stay visible)");
+    free(svg);
 }
 
 // ---- hostile run directories ----

@@ -63,8 +63,12 @@ static int g_log_level = LOG_INFO;
 void log_set_level(int level) { g_log_level = level; }
 int log_get_level(void) { return g_log_level; }
 
+static volatile int g_live_line; // a progress line sits on the terminal (progress.h)
+void log_set_live_line(int on) { g_live_line = on; }
+
 void log_msg(int level, const char *fmt, ...) {
     if (level > g_log_level) return;
+    if (g_live_line) fputs("\r\033[K", stderr); // the log line replaces it; the ticker redraws it below
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

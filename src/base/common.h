@@ -44,6 +44,9 @@ const char *err_code_name(int code);
 enum log_level { LOG_QUIET = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 void log_set_level(int level);
 int log_get_level(void);
+// on = 1 while a progress line is rewritten in place on the terminal (base/progress.h): each log
+// line then clears it first instead of being appended to it.
+void log_set_live_line(int on);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

@@ -8,6 +8,7 @@
 
 #include "attention/attn.h"
 #include "base/dist.h"
+#include "base/progress.h"
 #include "calib/calib_dist.h"
 #include "calib/calib_source.h"
 #include "model/config.h"
@@ -117,6 +118,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     const struct model_config *c = model_cfg(m);
     float *logits = NULL;
     int *out_pos = NULL;
+    struct progress *pg = NULL;
     struct hook_state hs = {.stats = &r->stats, .ref = o->stats_ref, .threads = model_get_opts(m)->n_threads};
     hs.q = malloc((size_t)max_nb * sizeof *hs.q);
     hs.k = malloc((size_t)max_nb * sizeof *hs.k);
@@ -133,8 +135,10 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         goto done;
     }
     double t0 = time_now(), c0 = cpu_now();
-    int tty = isatty(2);
     int64_t done_tok = 0;
+    // one live line (base/progress.h); under MPI rank 0 speaks for the job
+    pg = dist_rank() > 0 && o->ranks == CALIB_ALL_RANKS
+                              ? NULL : progress_open("calibrate", PROGRESS_COUNT, "samples", n_samples, -1, NULL);
     size_t off = 0; // token offset of sample s0
     for (int s0 = 0, batch = 0; s0 < n_samples; batch++) {
         int nb = 0, cur = 0;
@@ -154,16 +158,13 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
         s0 += nb;
         off += (size_t)cur;
         done_tok += cur;
-        double el = time_now() - t0;
-        // one line rewritten in place on a terminal; one line each in a log file
-        if (dist_rank() > 0 && o->ranks == CALIB_ALL_RANKS) continue; // rank 0 speaks for the job
-        if (tty) log_info("calibrate: %d/%d samples, %.1f tok/s\r", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
-        else log_info("calibrate: %d/%d samples, %.1f tok/s", s0, n_samples, (double)done_tok / (el > 0 ? el : 1));
+        progress_set(pg, s0, NULL);
     }
+    progress_close(pg);
+    pg = NULL;
     r->time.forward_s = time_now() - t0;
     r->time.forward_cpu_s = cpu_now() - c0;
     r->time.stats_s = hs.stats_s;
-    if (tty) log_info("%s", "");
     log_info("calibrate: %d samples, %lld tokens in %.1f s (statistics %.1f s, %.1f CPU-s in all)", n_samples,
              (long long)done_tok, r->time.forward_s, r->time.stats_s, r->time.forward_cpu_s);
     if (o->ranks == CALIB_ALL_RANKS && ((rc = calib_dist_gather(&r->stats, e)) || dist_rank() > 0))
@@ -172,6 +173,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
     r->time.compute_s = time_now() - t_comp;
 done:
+    progress_close(pg);
     free(hs.q);
     free(hs.k);
     free(hs.T);

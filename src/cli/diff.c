@@ -5,8 +5,9 @@
 // paired difference B - A with a bootstrap 95% interval, a paired permutation p (exact McNemar
 // on the indicators when neither run has replicas) and the items needed for a 20% difference;
 // then the flipped items. Items are matched by id; tasks present in both runs are compared.
-// Default modes: the reference of each run; with the same run twice and no modes given, its
-// first two modes.
+// Modes: two runs with no mode named are compared mode by mode, one section for each mode both
+// hold (in A's order); with the same run twice and no modes given, its first two modes; a mode
+// named on one side only pairs with the other run's reference.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,45 +168,15 @@ static void free_pair(struct results_sample *sa, int na, struct results_sample *
     free(sb);
 }
 
-int cmd_diff(int argc, char **argv, struct err *e) {
-    int help = 0, show = 20;
-    const char *only = NULL;
-    struct cli_opt opts[] = {
-        {"task", CLI_STR, &only, "T: compare this task only"},
-        {"items", CLI_INT, &show, "N: list at most N flipped items per task (default 20)"},
-        {"help", CLI_FLAG, &help, "show this help"},
-    };
-    const char *pos[2];
-    struct cli_pos pa = {pos, 2, 0};
-    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
-    const int n_pos = pa.n;
-    if (rc) return rc;
-    if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }
-    if (n_pos != 2) return err_set(e, ERR_USAGE, "expected two runs (RUN_A[:MODE] RUN_B[:MODE])");
-    struct side a, b;
-    if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
-    if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
-    int same_run = !strcmp(a.dir, b.dir);
-    if (!same_run) warn_numerics(&a, &b);
-    if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
-    if (!b.mode[0]) {
-        const char *m = same_run ? mode_at(&b, !strcmp(mode_at(&b, 0), a.mode) ? 1 : 0) : mode_at(&b, 0);
-        if (!m) { rc = err_set(e, ERR_USAGE, "%s has one mode only: name the modes to compare (RUN:MODE)", b.dir); goto done; }
-        snprintf(b.mode, sizeof b.mode, "%s", m);
-    }
-    // with the Q-Mean form and qdq skip of each side, e.g. "hifa4 (channel)" vs "hifa4 (token)"
-    printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
-           results_mode_display(b.run, b.mode));
-    char differ[1024];
-    run_label_differences(differ, sizeof differ, a.run, b.run);
-    if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
-    if (!same_run) inputs_differ(&a, &b);
+// The per-task table, the paired probabilities and the flipped items of A's mode vs B's mode.
+static int compare_modes(const struct side *a, const struct side *b, const char *only, int show, struct err *e) {
+    int rc = 0;
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const cJSON *ta, *tb;
     struct results_buf flips_txt = {0}, probs_txt = {0};
     int n_common = 0;
-    cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a.run, "tasks")) {
+    cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a->run, "tasks")) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(ta, "name"));
         if (!name || (only && strcmp(only, name))) continue;
         int is_ppl = 0;
@@ -213,28 +184,28 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         cJSON_ArrayForEach(mt, cJSON_GetObjectItem(ta, "metrics")) is_ppl |= cJSON_IsString(mt) && !strcmp(mt->valuestring, "ppl");
         if (is_ppl) continue; // no decisions to compare (see summary.json for perplexity)
         int inb = 0;
-        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b.run, "tasks"))
+        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b->run, "tasks"))
             if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) inb = 1;
         if (!inb) continue;
         char pa[4096], pb[4096];
         struct results_sample *sa = NULL, *sb = NULL;
         int na = 0, nb = 0;
-        if ((rc = results_samples_path(pa, sizeof pa, a.dir, name, a.mode, e)) || (rc = results_samples_path(pb, sizeof pb, b.dir, name, b.mode, e)) ||
-            (rc = results_samples_read_run(a.dir, a.run, name, a.mode, &sa, &na, e)) ||
-            (rc = results_samples_read_run(b.dir, b.run, name, b.mode, &sb, &nb, e))) {
+        if ((rc = results_samples_path(pa, sizeof pa, a->dir, name, a->mode, e)) || (rc = results_samples_path(pb, sizeof pb, b->dir, name, b->mode, e)) ||
+            (rc = results_samples_read_run(a->dir, a->run, name, a->mode, &sa, &na, e)) ||
+            (rc = results_samples_read_run(b->dir, b->run, name, b->mode, &sb, &nb, e))) {
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             free(sa);
-            goto done;
+            goto out;
         }
         // each samples file must hold the items run.json promises (a file cut short by a kill, or
         // swapped in, would otherwise be compared on its common items without a word)
-        const int want_a = results_task_items(ta), want_b = results_task_items(task_named(b.run, name));
+        const int want_a = results_task_items(ta), want_b = results_task_items(task_named(b->run, name));
         if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
             int bad_a = want_a >= 0 && na != want_a;
             rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
                          "files were changed", bad_a ? pa : pb, bad_a ? na : nb, name, bad_a ? want_a : want_b);
             free_pair(sa, na, sb, nb);
-            goto done;
+            goto out;
         }
         // match items by id (B may hold more or fewer items; the common ones are compared)
         int *pr = malloc(sizeof(int) * (size_t)(na + 1)), *pq = malloc(sizeof(int) * (size_t)(na + 1)), *gold = malloc(sizeof(int) * (size_t)(na + 1));
@@ -267,20 +238,76 @@ int cmd_diff(int argc, char **argv, struct err *e) {
                    100 * c.acc_q, c.flips, 100 * c.pfr, 100 * c.pfr_lo, 100 * c.pfr_hi, c.hurts, c.helps, 100 * c.d_acc, c.mcnemar_p,
                    n ? dll / n : 0.0);
             n_common++;
-            rc = paired_row(&probs_txt, &a, &b, name, e);
+            rc = paired_row(&probs_txt, a, b, name, e);
         }
         free(pr); free(pq); free(gold); free(jb);
         free_pair(sa, na, sb, nb);
-        if (rc) goto done;
+        if (rc) goto out;
     }
-    if (!n_common) { rc = err_set(e, ERR_NOTFOUND, "no task in common between %s and %s%s%s", a.dir, b.dir, only ? " named " : "", only ? only : ""); goto done; }
+    if (!n_common) { rc = err_set(e, ERR_NOTFOUND, "no task in common between %s and %s%s%s", a->dir, b->dir, only ? " named " : "", only ? only : ""); goto out; }
     if (probs_txt.n) print_probs(probs_txt.p);
     if (flips_txt.n) {
         printf("\nflipped items (pred A != pred B):\n\n| task | id | gold | pred A | pred B | margin A | margin B |\n|---|---|---:|---:|---:|---:|---:|\n%s", flips_txt.p);
     }
-done:
+out:
     free(flips_txt.p);
     free(probs_txt.p);
+    return rc;
+}
+
+int cmd_diff(int argc, char **argv, struct err *e) {
+    int help = 0, show = 20;
+    const char *only = NULL;
+    struct cli_opt opts[] = {
+        {"task", CLI_STR, &only, "T: compare this task only"},
+        {"items", CLI_INT, &show, "N: list at most N flipped items per task (default 20)"},
+        {"help", CLI_FLAG, &help, "show this help"},
+    };
+    const char *pos[2];
+    struct cli_pos pa = {pos, 2, 0};
+    int rc = cli_parse_pos(argc, argv, opts, 3, &pa, e);
+    const int n_pos = pa.n;
+    if (rc) return rc;
+    if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }
+    if (n_pos != 2) return err_set(e, ERR_USAGE, "expected two runs (RUN_A[:MODE] RUN_B[:MODE])");
+    struct side a, b;
+    if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
+    if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
+    int same_run = !strcmp(a.dir, b.dir), all_modes = !same_run && !a.mode[0] && !b.mode[0];
+    if (!same_run) warn_numerics(&a, &b);
+    if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
+    if (!b.mode[0]) {
+        const char *m = same_run ? mode_at(&b, !strcmp(mode_at(&b, 0), a.mode) ? 1 : 0) : mode_at(&b, 0);
+        if (!m) { rc = err_set(e, ERR_USAGE, "%s has one mode only: name the modes to compare (RUN:MODE)", b.dir); goto done; }
+        snprintf(b.mode, sizeof b.mode, "%s", m);
+    }
+    // with the Q-Mean form and qdq skip of each side, e.g. "hifa4 (channel)" vs "hifa4 (token)"
+    char differ[1024];
+    run_label_differences(differ, sizeof differ, a.run, b.run);
+    if (!same_run) inputs_differ(&a, &b); // weights, config, tokenizer or task items
+    if (!all_modes) {
+        printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
+               results_mode_display(b.run, b.mode));
+        if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
+        rc = compare_modes(&a, &b, only, show, e);
+        goto done;
+    }
+    // two runs, no mode named: every mode they share, one section each, in A's order
+    printf("diff %s (A) vs %s (B): every mode the two runs share\n\n", a.dir, b.dir);
+    if (differ[0]) printf("A and B differ in: %s\n\n", differ);
+    int shared = 0;
+    for (int i = 0; mode_at(&a, i) && !rc; i++) {
+        int inb = 0;
+        for (int j = 0; mode_at(&b, j); j++) inb |= !strcmp(mode_at(&a, i), mode_at(&b, j));
+        if (!inb) continue;
+        snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, i));
+        snprintf(b.mode, sizeof b.mode, "%s", mode_at(&a, i));
+        printf("%s## mode %s (A: %s, B: %s)\n\n", shared++ ? "\n" : "", a.mode, results_mode_display(a.run, a.mode),
+               results_mode_display(b.run, b.mode));
+        rc = compare_modes(&a, &b, only, show, e);
+    }
+    if (!rc && !shared) rc = err_set(e, ERR_NOTFOUND, "%s and %s share no mode: name the modes to compare (RUN:MODE)", a.dir, b.dir);
+done:
     cJSON_Delete(a.run);
     cJSON_Delete(b.run);
     return rc;

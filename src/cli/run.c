@@ -12,6 +12,7 @@
 #include "attention/scales.h"
 #include "base/dist.h"
 #include "base/pool.h"
+#include "base/progress.h"
 #include "base/paths.h"
 #include "cli/cli.h"
 #include "base/out_path.h"
@@ -33,24 +34,23 @@ struct run_cli {
 };
 
 // ---- progress ----
-// done counts items finished in earlier invocations too (resumed); that part took no time here
-// and is left out of the rate (else a resumed run shows 100+ items/s and a far too short ETA)
-struct progress { double t0, last; int64_t shown; int tty; };
-static void progress_show(void *user, const char *task, int64_t done, int64_t total, int64_t resumed, int final) {
-    struct progress *p = user;
-    double now = time_now();
-    if (!final && now - p->last < (p->tty ? 0.5 : 10.0)) return;
-    if (final && p->shown == done) goto end;
-    p->last = now;
-    p->shown = done;
-    double el = now - p->t0, rate = el > 0 ? (double)(done - resumed) / el : 0;
-    double eta = rate > 0 ? (total - done) / rate : 0;
-    if (log_get_level() < LOG_INFO) return;
-    fprintf(stderr, "%s[%s] %lld/%lld items  %.1f items/s  ETA %d:%02d%s", p->tty ? "\r" : "", task, (long long)done,
-            (long long)total, rate, (int)(eta / 60), (int)fmod(eta, 60), p->tty ? "   " : "\n");
-    fflush(stderr);
-end:
-    if (final && p->tty && log_get_level() >= LOG_INFO) fputc('\n', stderr);
+// One live line (base/progress.h): the task, the mode being computed, items of the task and
+// the run's ETA. Resumed items took no time here and are left out of the rate.
+struct run_line { struct progress *p; const char *task; };
+static void progress_show(void *user, const struct run_progress *rp) {
+    struct run_line *l = user;
+    if (!l->p) {
+        l->p = progress_open(rp->task, PROGRESS_COUNT, "items", (double)rp->task_total, -1, NULL);
+        progress_set_skipped(l->p, (double)rp->resumed);
+    } else if (l->task != rp->task) {
+        progress_retitle(l->p, rp->task, (double)rp->task_total);
+    }
+    l->task = rp->task;
+    char detail[80];
+    snprintf(detail, sizeof detail, "%s", rp->mode ? rp->mode : "all modes");
+    progress_set_outer(l->p, rp->done, (double)rp->total);
+    progress_set(l->p, rp->task_done, detail);
+    if (rp->final) progress_end_part(l->p); // each task's last line stays; the clock runs on
 }
 
 static int stop_after(void) {
@@ -233,11 +233,13 @@ static int drive(const struct run_opts *opts, struct err *e) {
     char *headline = NULL;
     int rc = open_ranks(&r, &ro, e);
     if (rc) return rc;
-    struct progress pr = {.t0 = time_now(), .tty = isatty(2), .shown = -1};
-    run_set_progress(r, progress_show, &pr);
+    struct run_line pr = {0};
+    if (dist_rank() == 0) run_set_progress(r, progress_show, &pr); // rank 0 reports
     for (int k = 0; k <= run_n_replicas(r) && !rc; k++) { // replica 0 is the plain run (--replicas K)
         if (!(rc = run_set_replica(r, k, e))) rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
     }
+    progress_close(pr.p); // the last task's line stays (a failed one's too)
+    pr.p = NULL;
     if (!rc) rc = run_set_replica(r, 0, e); // every weight bit restored
     if (!rc && dist_rank() > 0) { run_free(r); return 0; } // a worker: rank 0 writes the run
     if (!rc) rc = run_finish(r, &headline, e);

@@ -12,6 +12,7 @@
 #include "eval/eval.h"
 #include "model/model.h"
 #include "base/paths.h"
+#include "base/progress.h"
 #include "results/plot_xy.h"
 #include "results/results.h"
 #include "eval/tasks/task.h"
@@ -223,6 +224,25 @@ static int add_entries(struct trace_result *r, const struct attn_mode *md, const
     return 0;
 }
 
+// The live line of forward_set: sequences done before this set, and what it computes.
+struct set_line { struct progress *pg; int64_t seq_done; const char *detail; };
+
+// Every sequence of set s through the model in batches of at most batch_tokens.
+static int forward_set(struct model *m, struct attn_ctx *ctx, const struct trace_set *s, int batch_tokens,
+                       struct set_line l, struct err *e) {
+    size_t off = 0;
+    for (int s0 = 0; s0 < s->n_seq;) {
+        int64_t tok;
+        int nb = next_batch(s, s0, batch_tokens, &tok);
+        progress_set(l.pg, (double)(l.seq_done + s0), l.detail);
+        const struct model_batch b = {.tokens = s->ids + off, .n_seq = nb, .seq_len = s->seq_len + s0};
+        if (model_forward(m, ctx, NULL, &b, NULL, e)) return err_prefix(e, "trace: mode %s", l.detail);
+        s0 += nb;
+        off += (size_t)tok;
+    }
+    return 0;
+}
+
 int trace_run(struct trace_result *r, const char *model_dir, const struct trace_set *sets, int n_sets,
               struct trace_modes want, const struct trace_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -260,6 +280,7 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     mo.n_threads = o->threads;
     struct model *m = NULL;
     struct attn_ctx *ctx = NULL;
+    struct progress *pg = NULL;
     float *scales = NULL;
     int rc = model_open(&m, model_dir, &mo, e);
     if (rc) return rc;
@@ -302,6 +323,9 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
     ao.n_threads = o->threads;
     ao.diag = 1;
     r->qdq_skip = o->qdq_skip;
+    int64_t seq_all = 0, seq_done = 0; // the live line counts sequences over every mode and set
+    for (int si = 0; si < n_sets; si++) seq_all += (int64_t)sets[si].n_seq * r->n_modes;
+    pg = progress_open("trace", PROGRESS_COUNT, "sequences", (double)seq_all, -1, NULL);
     for (int mi = 0; mi < r->n_modes; mi++) {
         ao.qmean = r->qmean[mi] == ATTN_QMEAN_CHANNEL ? ATTN_QMEAN_CHANNEL : ATTN_QMEAN_TOKEN;
         attn_ctx_free(ctx), ctx = NULL; // one context per mode, in turn
@@ -311,18 +335,10 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
             struct trace_cell *cell = &r->cells[(size_t)mi * n_sets + si];
             attn_ctx_reset_stats(ctx);
             double t0 = time_now();
-            size_t off = 0;
-            for (int s0 = 0; s0 < s->n_seq;) {
-                int64_t tok;
-                int nb = next_batch(s, s0, o->batch_tokens, &tok);
-                const struct model_batch b = {.tokens = s->ids + off, .n_seq = nb, .seq_len = s->seq_len + s0};
-                if ((rc = model_forward(m, ctx, NULL, &b, NULL, e))) {
-                    err_prefix(e, "trace: mode %s, %s", r->display[mi], s->name);
-                    goto fail;
-                }
-                s0 += nb;
-                off += (size_t)tok;
-            }
+            char detail[160];
+            snprintf(detail, sizeof detail, "%s, %s", r->display[mi], s->name);
+            if ((rc = forward_set(m, ctx, s, o->batch_tokens, (struct set_line){pg, seq_done, detail}, e))) goto fail;
+            seq_done += s->n_seq;
             cell->forward_s = time_now() - t0;
             const struct attn_diag *dg = attn_ctx_diag(ctx);
             if (!dg) { rc = err_set(e, ERR_INTERNAL, "trace: attention context without diagnostics"); goto fail; }
@@ -332,11 +348,14 @@ int trace_run(struct trace_result *r, const char *model_dir, const struct trace_
                      cell->forward_s);
         }
     }
+    progress_set(pg, (double)seq_done, NULL);
+    progress_close(pg);
     attn_ctx_free(ctx);
     free(scales);
     model_free(m);
     return 0;
 fail:
+    progress_close(pg);
     attn_ctx_free(ctx);
     free(scales);
     model_free(m);

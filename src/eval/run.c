@@ -103,8 +103,14 @@ int run_n_tasks(const struct run *r) { return r->o.n_tasks; }
 const char *run_task_name(const struct run *r, int t) { return r->sets[t].name; }
 int run_task_items(const struct run *r, int t) { return r->plans[t].n_items; }
 
-static void progress(struct run *r, int t, int final) {
-    if (r->progress) r->progress(r->progress_user, r->sets[t].name, r->done, r->total, r->resumed, final);
+// m: the mode about to compute the current batch (-1: between batches).
+static void progress(struct run *r, int t, int m, int final) {
+    if (!r->progress) return;
+    const double part = m < 0 ? 0 : (double)m / r->o.n_modes * (r->batch.item1 - r->batch.item0);
+    const struct run_progress p = {.task = r->sets[t].name, .mode = m < 0 ? NULL : r->o.modes[m], .done = (double)r->done + part,
+                                   .task_done = (double)r->next + part, .total = r->total, .task_total = r->plans[t].n_items,
+                                   .resumed = r->resumed, .final = final};
+    r->progress(r->progress_user, &p);
 }
 
 // ---- replicas ----
@@ -283,6 +289,7 @@ static int score_batch(struct run *r, int t, struct err *e) {
     int rc = 0;
     for (int m = 0; m < n_modes && !rc; m++) {
         float *lg = m == RUN_REF_MODE ? r->logits_ref : r->logits_q;
+        if (!r->sink) progress(r, t, m, 0);
         double tf = time_now();
         if (r->kv && run_mode_reuses(r, m)) {
             const struct cached_model cm = {.m = r->model, .ctx = r->attn[m], .kv = r->kv};
@@ -326,7 +333,7 @@ int run_task_score(struct run *r, int t, int item_end, struct err *e) {
         r->done += k;
         r->processed += k;
         r->next = r->batch.item1;
-        if (!r->sink) progress(r, t, 0);
+        if (!r->sink) progress(r, t, -1, 0);
         if (r->o.stop_after_items > 0 && r->processed >= r->o.stop_after_items) {
             // test hook: leave the files as a SIGKILL would (pending lines lost)
             if (r->o.at_stop) r->o.at_stop();
@@ -366,7 +373,7 @@ int run_acc_add(struct run_mode_acc *to, const struct run_mode_acc *a, struct er
 int run_task_end(struct run *r, int t, struct err *e) {
     int rc = 0;
     for (int m = 0; m < r->o.n_modes && !rc; m++) rc = results_writer_close(&r->writers[m], e);
-    if (!rc) progress(r, t, 1);
+    if (!rc) progress(r, t, -1, 1);
     return rc;
 }
 

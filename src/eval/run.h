@@ -99,10 +99,18 @@ int run_select_modes(struct run_opts *o, const char *const *names, int n, struct
 // Fills o->tasks from the --task list. Unknown or repeated task: ERR_USAGE listing the tasks.
 int run_select_tasks(struct run_opts *o, const char *const *names, int n, struct err *e);
 
-// Progress of scoring: done counts every finished item of the run (resumed ones too), resumed
-// the part of it that earlier invocations scored; final = 1 once per task at its end.
-typedef void (*run_progress_fn)(void *user, const char *task, int64_t done, int64_t total, int64_t resumed,
-                                int final);
+// Progress of scoring, reported before each mode's forward of a batch and after each batch:
+// done counts the run's finished items (resumed ones too; fractional inside a batch: the share
+// of its modes computed), resumed the part that earlier invocations scored; task_done/task_total
+// the same within the task; mode the mode being computed (NULL between batches: all modes done);
+// final = 1 once per task at its end.
+struct run_progress {
+    const char *task, *mode;
+    double done, task_done;
+    int64_t total, task_total, resumed;
+    int final;
+};
+typedef void (*run_progress_fn)(void *user, const struct run_progress *p);
 
 struct run;
 

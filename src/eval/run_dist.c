@@ -151,7 +151,9 @@ static int flush_ready(struct dist *d, struct err *e) {
         const int last = d->flush == d->n_units || d->units[d->flush].t != u->t;
         for (int m = 0; last && m < r->o.n_modes && !rc; m++) rc = results_writer_close(&r->writers[m], e);
         if (last) d->open_task = -1;
-        if (r->progress) r->progress(r->progress_user, r->sets[u->t].name, d->done, r->total, 0, last);
+        const struct run_progress pg = {.task = r->sets[u->t].name, .done = (double)d->done, .task_done = (double)u->b,
+                                        .total = r->total, .task_total = r->plans[u->t].n_items, .final = last};
+        if (r->progress) r->progress(r->progress_user, &pg);
     }
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/progress.h"
 #include "io/ggml_quants.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
@@ -81,6 +82,7 @@ struct job {
 };
 
 struct plan {
+    struct progress *pg;      // the live line of write_all (tensors written)
     struct gguf own;          // the file gguf_import opened (g points here), or unused
     const struct gguf *g;
     struct model_config c;
@@ -436,6 +438,7 @@ static int fill(void *ctx, int i, void *dst, struct err *e) {
     } else if (j->xf == X_MINUS_ONE) {
         for (size_t k = 0; k < n; k++) src[k] -= 1.0f;
     }
+    progress_set(p->pg, i + 1, NULL);
     unsigned char *o = dst;
     if (!p->bf16) {
         for (size_t k = 0; k < n; k++) {
@@ -526,6 +529,7 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
         ts[i] = (struct st_wtensor){.name = p->jobs[i].hf, .dtype = p->bf16 ? ST_BF16 : ST_F32, .ndim = t->n_dims};
         for (int d = 0; d < t->n_dims; d++) ts[i].shape[d] = t->ne[t->n_dims - 1 - d]; // ggml ne is reversed
     }
+    p->pg = progress_open("import-gguf", PROGRESS_COUNT, "tensors", p->n_jobs, -1, NULL);
     if ((rc = config_text(p, prov_json, &cfg, e)) || (rc = mkdir_p(out_dir, e)) ||
         (rc = path_join(path, sizeof path, out_dir, "model.safetensors", e)) ||
         (rc = st_write_stream(path, ts, p->n_jobs, meta, n_meta, (struct st_fill){fill, p}, e)) ||
@@ -534,6 +538,8 @@ static int write_all(struct plan *p, const char *out_dir, const struct gguf_tok_
         (rc = write_text(out_dir, "tokenizer_config.json", tok->config_json, e)))
         goto done;
 done:
+    progress_close(p->pg);
+    p->pg = NULL;
     for (int i = 0; rc && created && i < 4; i++) {
         static const char *const written[] = {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json"};
         struct err le = {0};

@@ -18,6 +18,7 @@
 
 #include "base/json_util.h"
 #include "base/paths.h"
+#include "base/progress.h"
 #include "base/sha256.h"
 #include "net/fetch_internal.h"
 
@@ -131,7 +132,7 @@ struct xfer {
     // progress
     int show, tty;
     const char *label;
-    double t0, last;
+    double t0, last, last_done; // last: time of the last line written (< 0: none yet)
     int printed;
 };
 
@@ -219,9 +220,11 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     struct xfer *x = ud;
     if (!x->show || log_get_level() < LOG_INFO) return 0;
     double now = time_now();
-    if (now - x->last < (x->tty ? 0.25 : 5.0)) return 0;
-    x->last = now;
     double done = (double)(x->have + dlnow), total = dltotal > 0 ? (double)(x->have + dltotal) : -1;
+    // the cadence of every progress line (base/progress.h): a terminal each second, a log every 30 s or 5%
+    if (!progress_due(x->tty, now, done, total, x->last, x->last_done)) return 0;
+    x->last = now;
+    x->last_done = done;
     double rate = (now - x->t0) > 0 ? (double)dlnow / (now - x->t0) : 0;
     char bd[32], bt[32], br[32], eta[32];
     fmt_bytes(bd, sizeof bd, done);
@@ -438,7 +441,8 @@ static int open_part(struct xfer *x, struct dl *d, struct err *e) {
     x->tty = isatty(2);
     x->label = d->base;
     x->t0 = time_now();
-    x->last = x->t0;
+    x->last = -1;
+    x->last_done = 0;
     return STEP_GO_ON;
 }
 

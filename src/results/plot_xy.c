@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "results/plot.h"
@@ -297,6 +298,40 @@ int plot_heatmap_svg(char **svg, const char *title, const char *xlabel, const ch
 // ---- plane with regions ----
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+// ---- point labels that do not overlap ----
+// A label's box on the canvas (x0..x1, y0..y1) and where its text is anchored.
+struct box { double x0, x1, y0, y1, ax, ay; const char *anchor; };
+
+static double overlap(const struct box *a, const struct box *b) {
+    double w = fmin(a->x1, b->x1) - fmax(a->x0, b->x0), h = fmin(a->y1, b->y1) - fmax(a->y0, b->y0);
+    return w > 0 && h > 0 ? w * h : 0;
+}
+
+// The first of 12 positions around the point (right, left, above, below, then further out)
+// whose box stays on the canvas and overlaps no label placed before; else the one overlapping
+// least. Text width is estimated from the character count (6.2 px at 11 px, 7.4 px bold 12 px).
+static struct box place_label(const struct canvas *c, const struct box *placed, int n_placed, double X, double Y,
+                              const char *label, int emphasis) {
+    static const double cand[12][2] = {{8, -6}, {8, 14}, {-8, -6}, {-8, 14}, {0, -12}, {0, 22},
+                                       {8, -20}, {-8, -20}, {8, 28}, {-8, 28}, {0, -26}, {0, 36}};
+    const double w = (double)strlen(label) * (emphasis ? 7.4 : 6.2), h = emphasis ? 13 : 12;
+    struct box best = {0};
+    double best_cost = INFINITY;
+    for (int k = 0; k < 12; k++) {
+        const double dx = cand[k][0], dy = cand[k][1];
+        struct box b = {.ax = X + dx, .ay = Y + dy, .anchor = dx > 0 ? "start" : dx < 0 ? "end" : "middle"};
+        b.x0 = dx > 0 ? b.ax : dx < 0 ? b.ax - w : b.ax - w / 2;
+        b.x1 = b.x0 + w;
+        b.y0 = b.ay - h + 2, b.y1 = b.ay + 2;
+        double cost = 0;
+        for (int j = 0; j < n_placed; j++) cost += overlap(&b, &placed[j]);
+        if (b.x0 < 2 || b.x1 > c->W - 2 || b.y0 < c->T || b.y1 > c->T + c->ph) cost += 1e6;
+        if (cost < best_cost) best = b, best_cost = cost;
+        if (cost == 0) break;
+    }
+    return best;
+}
+
 int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, const struct plot_axis *ya,
                    const struct plot_plane *pl, struct err *e) {
     *svg = NULL;
@@ -342,21 +377,29 @@ int plot_plane_svg(char **svg, const char *title, const struct plot_axis *xa, co
         }
     }
     draw_axes(&c, &ax, &ay, xa->label, ya->label);
+    // labels avoid every point and the labels placed before them
+    struct box placed[512];
+    int n_placed = 0;
+    double PX[256], PY[256];
     for (int i = 0; i < n_points; i++) {
-        if (!isfinite(p[i].x) || !isfinite(p[i].y)) continue;
         double x = ax.log && p[i].x <= 0 ? ax.lo : clampd(p[i].x, ax.lo, ax.hi);
         double y = ay.log && p[i].y <= 0 ? ay.lo : clampd(p[i].y, ay.lo, ay.hi);
-        double X = cx(&c, &ax, x), Y = cy(&c, &ay, y);
+        PX[i] = cx(&c, &ax, x), PY[i] = cy(&c, &ay, y);
+        const double rr = p[i].emphasis ? 7 : 4.5;
+        if (isfinite(p[i].x) && isfinite(p[i].y)) placed[n_placed++] = (struct box){PX[i] - rr, PX[i] + rr, PY[i] - rr, PY[i] + rr, 0, 0, ""};
+    }
+    for (int i = 0; i < n_points; i++) {
+        if (!isfinite(p[i].x) || !isfinite(p[i].y)) continue;
+        double X = PX[i], Y = PY[i];
         if (p[i].emphasis)
             put(&c, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"6\" fill=\"#d62728\" stroke=\"#000\"/>\n", X, Y);
         else
             put(&c, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"#555555\"/>\n", X, Y);
         if (p[i].label) {
             plot_xml_escape(esc, sizeof esc, p[i].label);
-            // labels of points in the right third go to their left, near the top below them
-            int left = X > c.L + c.pw * 0.67, below = Y < c.T + 20;
-            put(&c, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\"%s>%s</text>\n", left ? X - 8 : X + 8,
-                below ? Y + 18 : Y - 6, left ? "end" : "start",
+            struct box b = place_label(&c, placed, n_placed, X, Y, p[i].label, p[i].emphasis);
+            placed[n_placed++] = b;
+            put(&c, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\"%s>%s</text>\n", b.ax, b.ay, b.anchor,
                 p[i].emphasis ? " font-weight=\"bold\"" : " fill=\"#555\" font-size=\"11\"", esc);
         }
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "base/json_util.h"
+#include "results/degenerate.h"
 #include "results/grid.h"
 #include "results/metrics.h"
 #include "results/plot.h"
@@ -139,7 +140,8 @@ static int vs_ref_rows(struct grid *fl, struct grid *hh, struct grid *tk, struct
     rc |= grid_set(mg, 1, "%d", (int)jnum(mj, "n"));
     for (int k = 0; k < nm; k++) {
         const cJSON *x = jget(mj, cJSON_GetArrayItem(modes, k)->valuestring);
-        rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
+        if (jnum(mj, "n") < REPORT_MARGIN_MIN_ITEMS) rc |= grid_set(mg, 2 + k, "-");
+        else rc |= grid_set(mg, 2 + k, "%.3f [%.3f, %.3f]", jnum(x, "p50"), jnum(x, "p10"), jnum(x, "p90"));
     }
     return rc;
 }
@@ -149,14 +151,18 @@ static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *run, const cJSON
     const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
-    char title[256];
+    char title[512];
     snprintf(title, sizeof title, "Flip rate vs %s (PFR %%, Wilson 95%% interval; flips/N)", ref);
     grid_init(fl, "flips", title, nm);
     snprintf(title, sizeof title, "Quant Hurts / Helps vs %s (dAcc %%, McNemar exact p)", ref);
     grid_init(hh, "hurts_helps", title, nm);
-    snprintf(title, sizeof title, "Token level vs %s: KL(ref||mode) mean / p99 and same-top-1 rate (%%)", ref);
+    snprintf(title, sizeof title, "Token level vs %s: KL(ref||mode) mean / p99 and same-top-1 rate (%%), over every scored "
+             "position (each position whose next token belongs to an option, for every option of every item; every "
+             "scored token of a perplexity task)", ref);
     grid_init(tk, "token_kl", title, nm);
-    grid_init(mg, "margins", "Decision margin (top-1 minus top-2 option loglik) on items all modes answer correctly: median [p10, p90]", 2 + nm);
+    snprintf(title, sizeof title, "Decision margin (top-1 minus top-2 option loglik, nats) on the n items every mode answers "
+             "correctly: median [p10, p90]; left out below n = %d", REPORT_MARGIN_MIN_ITEMS);
+    grid_init(mg, "margins", title, 2 + nm);
     struct grid *gs[3] = {fl, hh, tk};
     for (int q = 0; q < 3; q++) {
         rc |= grid_row(gs[q]);
@@ -241,7 +247,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
     return 0;
 }
 
-// Margin histogram of one task: one curve per mode over the items all modes answer correctly.
+// Margin plot of one task: one empirical CDF per mode over the items all modes answer correctly.
 static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
@@ -272,8 +278,9 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
             for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold && !s[mm][i].nonfinite;
             if (ok) v[m][q++] = s[m][i].margin;
         }
-        ps[m] = (struct plot_series){cJSON_GetArrayItem(modes, m)->valuestring, v[m], q};
+        ps[m] = (struct plot_series){results_mode_display(run, cJSON_GetArrayItem(modes, m)->valuestring), v[m], q};
     }
+    if (ps[0].n < REPORT_MARGIN_MIN_ITEMS) goto done; // too few items: no plot (the report says so)
     // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
     // the histogram (larger ones land in the last bin)
     double hi = 0;
@@ -289,12 +296,11 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
         free(pool);
     }
     char *svg, title[256], path[4096], file[300];
-    snprintf(title, sizeof title, "%s: decision margin on items all modes answer correctly", task);
-    // bins ~ sqrt(items), 10..40: enough resolution without one-item spikes
-    int bins = (int)sqrt((double)(ps[0].n > 0 ? ps[0].n : 1));
-    bins = bins < 10 ? 10 : bins > 40 ? 40 : bins;
-    rc = plot_hist_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; last bin: >= p99)", ps, nm,
-                       (struct plot_bins){bins, 0, hi > 0 ? hi : 0}, e);
+    snprintf(title, sizeof title, "%s: decision margin on the %d items every mode answers correctly", task, ps[0].n);
+    // one CDF per mode: seven modes' histograms hid each other; a CDF shows every mode's whole
+    // distribution (median at 0.5) and where two modes differ
+    rc = plot_ecdf_svg(&svg, title, "top-1 minus top-2 option log-likelihood (nats; axis ends at the pooled p99)", ps, nm,
+                       (struct plot_range){0, hi > 0 ? hi : 0}, e);
     if (rc) goto done;
     snprintf(file, sizeof file, "plots/margins-%s.svg", task);
     rc = path_join(path, sizeof path, dir, file, e);
@@ -380,6 +386,23 @@ static int odd_choices_md(struct results_buf *o, const cJSON *run) {
     return rc;
 }
 
+// The margins section: each task's plot, or why it has none (too few items).
+static int margins_md(struct results_buf *o, const cJSON *sum) {
+    const cJSON *t;
+    int rc = results_buf_printf(o, "### Decision margins (paper Fig. 9 style)\n\nOver the items every mode answers "
+                             "correctly; a task with fewer than %d such items has no plot.\n\n", REPORT_MARGIN_MIN_ITEMS);
+    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
+        if (has_metric(t, "ppl")) continue;
+        const int nm_items = (int)jnum(jget(t, "margins_all_correct"), "n");
+        if (nm_items < REPORT_MARGIN_MIN_ITEMS)
+            rc |= results_buf_printf(o, "- %s: %d items, too few for a margin distribution\n", t->string, nm_items);
+        else
+            rc |= results_buf_printf(o, "- %s (%d items):\n\n![%s](plots/margins-%s.svg)\n\n", t->string, nm_items, t->string,
+                                     t->string);
+    }
+    return rc;
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
@@ -440,15 +463,20 @@ int report_render(const char *dir, char **headline, struct err *e) {
     rc |= results_buf_put(&o, "\n", 1);
     rc |= odd_choices_md(&o, run);
     rc |= nonfinite_md(&o, sum);
+    struct results_buf dg = {0};
+    if ((rc = degenerate_md(&dg, dir, run, sum, e))) { free(dg.p); goto done; }
+    if (dg.n) rc |= results_buf_put(&o, dg.p, dg.n);
     for (int i = 0; i < n_g; i++) {
         rc |= grid_md(&o, &g[i]);
         if (i == 0 && headline) {
             struct results_buf h = {0};
             rc |= grid_md(&h, &g[0]);
             if (n_g > 1) rc |= grid_md(&h, &g[1]);
+            if (dg.n) rc |= results_buf_put(&h, dg.p, dg.n);
             *headline = h.p;
         }
     }
+    free(dg.p);
     // speed per mode (run.json timings; the forward passes of this invocation)
     const cJSON *fw = jget(jget(run, "timings"), "forward_s");
     if (cJSON_IsObject(fw)) {
@@ -479,10 +507,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }
     rc |= report_noise_md(&o, sum, run);
-    rc |= results_buf_printf(&o, "### Decision margins (paper Fig. 9 style)\n\n");
-    cJSON_ArrayForEach(t, jget(sum, "tasks")) {
-        if (!has_metric(t, "ppl")) rc |= results_buf_printf(&o, "![%s](plots/margins-%s.svg)\n", t->string, t->string);
-    }
+    rc |= margins_md(&o, sum);
     rc |= results_buf_printf(&o, "\nEvery table is also in `tables/*.csv`. Per-item data: `samples-<task>-<mode>.jsonl.zst`; "
                                  "provenance: `run.json`; statistics: `summary.json`.\n");
     if (rc) { rc = err_set(e, ERR_NOMEM, "report: out of memory"); goto done; }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "results/metrics.h"
+
 static const cJSON *jget(const cJSON *o, const char *k) { return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL; }
 static double jnum(const cJSON *o, const char *k) {
     const cJSON *x = jget(o, k);
@@ -30,16 +32,23 @@ static void find_cols(struct cols *c, const cJSON *sum) {
     if (c->n > 1 && pooled) { c->name[c->n] = "all tasks"; c->noise[c->n++] = pooled; }
 }
 
-static void pct_interval(char *b, size_t n, const cJSON *iv) {
+// "mean [lo, hi]" in percent. The bootstrap interval of a mean that is 0 on every item is the
+// point [0, 0] (every resample is 0); such a cell carries the Wilson 95% interval of 0 events in
+// its items instead (no item ever moved: at most that share of items would move),
+// marked "W" (docs/statistics.md).
+static void pct_interval(char *b, size_t n, const cJSON *iv, int items) {
     double m = jnum(iv, "mean"), lo = jnum(iv, "lo"), hi = jnum(iv, "hi");
-    if (isfinite(m)) snprintf(b, n, "%.2f [%.2f, %.2f]", 100 * m, 100 * lo, 100 * hi);
+    if (isfinite(m) && m == 0 && hi == 0 && items > 0) {
+        metrics_wilson(0, items, METRICS_Z95, &lo, &hi);
+        snprintf(b, n, "0.00 [0.00, %.2f] W", 100 * hi);
+    } else if (isfinite(m)) snprintf(b, n, "%.2f [%.2f, %.2f]", 100 * m, 100 * lo, 100 * hi);
     else snprintf(b, n, "-");
 }
 
 // "18.60 [15.20, 22.10] (PFR 18.60)" from a mode object of "noise" (percent; "-" when missing)
-static void flip_cell(char *b, size_t n, const cJSON *mode) {
+static void flip_cell(char *b, size_t n, const cJSON *mode, int items) {
     char iv[96];
-    pct_interval(iv, sizeof iv, jget(mode, "flip"));
+    pct_interval(iv, sizeof iv, jget(mode, "flip"), items);
     double pfr = jnum(mode, "pfr");
     if (isfinite(pfr)) snprintf(b, n, "%s (PFR %.2f)", iv, 100 * pfr);
     else snprintf(b, n, "%s", iv);
@@ -55,29 +64,28 @@ static int header(struct results_buf *o, const char *title, const char *first, c
 
 enum cell_kind { CELL_NULL, CELL_FLIP, CELL_HURT };
 
-// one row per mode (from m0 on): the null flip rate, the flip or the hurt probability
-static int mode_table(struct results_buf *o, const struct cols *c, const cJSON *run, const cJSON *modes, int K,
+// one row per mode (from m0 on) of a run with replicas: the null flip rate, the flip or the hurt probability
+static int mode_table(struct results_buf *o, const struct cols *c, const cJSON *run, const cJSON *modes,
                       enum cell_kind kind) {
     static const char *const titles[] = {
         "Null flip rate (% of items whose prediction moves between a mode's replica 0 and replica r; mean over "
         "r = 1..K and items [95% bootstrap interval])",
         "Flip probability vs the reference (% per item over replicas 0..K, mean over items [95%]; replica 0's PFR)",
         "Hurt probability vs the reference (% per item over replicas 0..K, mean over items [95%]; replica 0's Hurts)"};
-    static const char *const single[] = {"", "Flip rate vs the reference (% of items [95% bootstrap interval]; PFR)",
-                                         "Hurt rate vs the reference (% of items [95% bootstrap interval]; Hurts)"};
     const int m0 = kind == CELL_NULL ? 0 : 1;
-    int rc = header(o, K > 0 ? titles[kind] : single[kind], "mode", c);
+    int rc = header(o, titles[kind], "mode", c);
     for (int m = m0; m < cJSON_GetArraySize(modes); m++) {
         const char *name = cJSON_GetArrayItem(modes, m)->valuestring;
         rc |= results_buf_printf(o, "| %s |", results_mode_display(run, name));
         for (int k = 0; k < c->n; k++) {
             const cJSON *mj = jget(jget(c->noise[k], "modes"), name);
             char b[160];
-            if (kind == CELL_FLIP) flip_cell(b, sizeof b, mj);
-            else if (kind == CELL_NULL) pct_interval(b, sizeof b, jget(mj, "null_flip"));
+            const int items = (int)jnum(c->noise[k], "n");
+            if (kind == CELL_FLIP) flip_cell(b, sizeof b, mj, items);
+            else if (kind == CELL_NULL) pct_interval(b, sizeof b, jget(mj, "null_flip"), items);
             else {
                 char iv[96];
-                pct_interval(iv, sizeof iv, jget(mj, "hurt"));
+                pct_interval(iv, sizeof iv, jget(mj, "hurt"), items);
                 snprintf(b, sizeof b, "%s (%d)", iv, (int)jnum(mj, "hurts"));
             }
             rc |= results_buf_printf(o, " %s |", b);
@@ -129,15 +137,19 @@ int report_noise_md(struct results_buf *o, const cJSON *sum, const cJSON *run) {
                                  "between replicas is noise. ", K, cJSON_IsString(jget(rep, "perturbation")) ?
                                  jget(rep, "perturbation")->valuestring : "?", jnum(rep, "seed"));
     else
-        rc |= results_buf_printf(o, "A single run (no `--replicas`): the intervals are over items only, and the p-values "
-                                 "are exact McNemar tests on the two modes' flip (or hurt) indicators. ");
+        rc |= results_buf_printf(o, "A single run (no `--replicas`): each mode's flip rate and hurts are in the tables "
+                                 "above (Wilson intervals); here the paired differences between modes, with intervals over "
+                                 "items and exact McNemar tests on the two modes' flip (or hurt) indicators. ");
     rc |= results_buf_printf(o, "Intervals: percentile bootstrap over items (%.0f resamples, seed %.0f); p: %s over "
                              "items; items needed: a paired test at p < 0.05 with 80%% power, from the observed "
                              "per-item variance.\n\n", jnum(nz, "bootstrap_resamples"), jnum(nz, "bootstrap_seed"),
                              K > 0 ? "paired sign-flip permutation test" : "exact McNemar");
-    if (K > 0) rc |= mode_table(o, &c, run, modes, K, CELL_NULL);
-    rc |= mode_table(o, &c, run, modes, K, CELL_FLIP);
-    rc |= mode_table(o, &c, run, modes, K, CELL_HURT);
+    // without replicas the flip and hurt rates are the flip and hurts tables' counts: not repeated
+    if (K > 0) {
+        rc |= mode_table(o, &c, run, modes, CELL_NULL);
+        rc |= mode_table(o, &c, run, modes, CELL_FLIP);
+        rc |= mode_table(o, &c, run, modes, CELL_HURT);
+    }
     if (n_modes >= 3 && n_modes <= REPORT_NOISE_MAX_MODES) {
         rc |= pair_table(o, &c, run, "flip", "flip");
         rc |= pair_table(o, &c, run, "hurt", "hurt");
