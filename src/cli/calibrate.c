@@ -36,6 +36,8 @@ static void print_gate(const struct calib_result *r) {
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
@@ -51,6 +53,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
+        CALIB_RULE_CLI_OPTS(ra),
         {"out", CLI_STR, &out, "FILE: scales file (default configs/scales/<model>.safetensors)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
@@ -77,6 +80,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
+    if ((rc = calib_rule_args_apply(&ra, &co, e))) return rc;
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;
@@ -106,6 +110,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes
     if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);
     print_gate(&run.result);
+    calib_print_rules(stdout, &run.result);
     char def[4096];
     if (!out) {
         if ((rc = mkdir_p("configs/scales", e))) goto done;

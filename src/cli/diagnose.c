@@ -16,6 +16,8 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double rho_min = 6, t_strong = 3, t_mild = 2;
     int64_t seed = 0;
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory, or brown (the Brown corpus, found like task data; default: the 8 built-in prompts)"},
@@ -26,6 +28,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"rho-min", CLI_DBL, &rho_min, "X: gate threshold on rho_K (default 6)"},
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
+        CALIB_RULE_CLI_OPTS(ra),
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
         {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
@@ -57,6 +60,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
+    if ((rc = calib_rule_args_apply(&ra, &o.run, e))) return rc;
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
@@ -75,6 +79,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         out = def;
     }
     diag_print(stdout, &d);
+    calib_print_rules(stdout, &d.stats.result);
     if (!(rc = diag_write(&d, out, e)))
         printf("wrote %s/{diagnose.json, %sfig3_layer0_heatmap.svg, fig4_layer_k_stats.svg, fig6_gate_plane.svg}\n", out,
                d.gains.n_layers ? "fig2_k_norm_gains.svg, " : "");

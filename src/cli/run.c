@@ -25,6 +25,7 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *act, *bos, *tokenizer, *ppl_score;
+    const char *gate_rule;
     const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int replicas;
@@ -181,7 +182,8 @@ static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const st
     if (!run_calib_needed(ro)) return 0;
     if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
     struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
-                                .required = o->attn && strcmp(o->attn, "all")};
+                                .required = o->attn && strcmp(o->attn, "all"), .gate_rule = o->gate_rule,
+                                .qmean = o->qmean};
     int rc = run_calib_default(buf, n, record, m, &co, e);
     if (rc) return rc;
     if (buf[0]) ro->scales = buf;
@@ -275,6 +277,8 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"niah-form", CLI_STR, &o.niah_form, "likelihood|generate: niah scored by the magic number's likelihood among 10 "
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
         {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's configs/scales/<model>.safetensors, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
+        {"gate-rule", CLI_STR, &o.gate_rule, "paper|measured: the Smooth-QK gate rule of the automatic calibration "
+                                             "(default " CALIB_RULE_DEFAULT "; docs/gate.md)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},

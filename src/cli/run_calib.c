@@ -13,6 +13,7 @@
 #include "base/pool.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
+#include "calib/gate_err.h"
 #include "eval/tasks/task.h"
 #include "model/config.h"
 #include "net/fetch.h"
@@ -22,6 +23,27 @@
 // tokens, 58 CPU-s; docs/calibration.md), rounded down. The wall time is this over the threads
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10
+
+void calib_rule_args_default(struct calib_rule_args *a) {
+    a->rule = CALIB_RULE_DEFAULT;
+    a->qmean = "token";
+    a->samples = 0;
+    a->max_ratio = 0.95;
+}
+
+int calib_rule_args_apply(const struct calib_rule_args *a, struct calib_run_opts *o, struct err *e) {
+    if (calib_rule_parse(a->rule, &o->gate.rule))
+        return err_set(e, ERR_USAGE, "--gate-rule '%s': expected paper or measured", a->rule);
+    if (gate_qmean_parse(a->qmean, &o->gate.meas.qmean))
+        return err_set(e, ERR_USAGE, "--gate-qmean '%s': expected none, token or channel", a->qmean);
+    if (a->samples < 0) return err_set(e, ERR_USAGE, "--gate-samples %d: expected >= 0 (0 = all)", a->samples);
+    if (!(a->max_ratio > 0 && a->max_ratio <= 1))
+        return err_set(e, ERR_USAGE, "--gate-max-ratio %g: expected in (0, 1]", a->max_ratio);
+    o->gate.meas.samples = a->samples;
+    o->gate.meas.max_ratio = a->max_ratio;
+    o->measure = 1;
+    return 0;
+}
 
 int run_calib_needed(const struct run_opts *o) {
     for (int i = 0; i < o->n_modes; i++) {
@@ -77,13 +99,15 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, const char
     cJSON_AddStringToObject(j, "file", scales);
     cJSON_AddStringToObject(j, "gate", calib_branch_name(cr->result.branch));
     cJSON_AddNumberToObject(j, "alpha", cr->result.alpha);
+    cJSON_AddStringToObject(j, "gate_rule", calib_rule_name(cr->result.rule));
     cJSON_AddNumberToObject(j, "seconds", seconds);
     return j;
 }
 
 // <cache>/scales/<scales id>-<weights fingerprint, 16 hex>.safetensors, and its directory: keyed
 // by the weights, so two checkpoints of the same name never share scales
-static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, struct err *e) {
+static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, const char *rule,
+                        struct err *e) {
     char cache[4096], hex[65];
     struct safetensors st;
     int rc = paths_cache(cache, sizeof cache, e);
@@ -92,7 +116,8 @@ static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const str
     st_close(&st);
     if (rc) return rc;
     if (snprintf(dir, n_dir, "%s/scales", cache) >= (int)n_dir ||
-        snprintf(path, n, "%s/scales/%s-%.16s.safetensors", cache, m->scales_id, hex) >= (int)n)
+        snprintf(path, n, "%s/scales/%s-%.16s%s.safetensors", cache, m->scales_id, hex,
+                 strcmp(rule, "paper") ? "-measured" : "") >= (int)n)
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
 }
@@ -115,18 +140,30 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     co.samples = RUN_CALIB_SAMPLES;
     co.len = RUN_CALIB_LEN;
     co.threads = o->threads;
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
+    ra.rule = o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT;
+    if (o->qmean) ra.qmean = o->qmean;
+    if ((rc = calib_rule_args_apply(&ra, &co, e))) return rc;
     double t0 = time_now();
     struct calib_run cr;
     if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
     if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
     char dir[4096];
-    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, e))) rc = mkdir_p(dir, e);
+    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, ra.rule, e))) rc = mkdir_p(dir, e);
     struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
     if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
     double secs = time_now() - t0;
     if (!rc) {
-        log_info("run: calibrated in %.1f s: gate %s (rho_K %.2f, T_KQ %.2f), scales %s", secs,
-                 calib_branch_name(cr.result.branch), cr.result.rho_k, cr.result.t_kq, scales);
+        log_info("run: calibrated in %.1f s: gate %s by the %s rule (paper: rho_K %.2f, T_KQ %.2f -> %s; measured: "
+                 "error ratio %.3f at alpha %g -> %s), scales %s", secs, calib_branch_name(cr.result.branch),
+                 calib_rule_name(cr.result.rule), cr.result.rho_k, cr.result.t_kq,
+                 calib_branch_name(cr.result.paper_branch), cr.result.gate.ratio[cr.result.gate.best],
+                 cr.result.gate.alpha[cr.result.gate.best], cr.result.gate.smooth ? "smooth" : "bypass", scales);
+        if (calib_rules_disagree(&cr.result))
+            log_warn("run: the Smooth-QK gate rules disagree on %s: paper %s, measured %s; the %s rule's scales are "
+                     "used (--gate-rule chooses; docs/gate.md)", m->name, calib_branch_name(cr.result.paper_branch),
+                     cr.result.gate.smooth ? "smooth" : "bypass", calib_rule_name(cr.result.rule));
         *record = record_of(&cr, text, scales, secs);
     }
     calib_run_free(&cr);
@@ -141,7 +178,7 @@ int run_calib_default(char *scales, size_t n, cJSON **record, const struct model
         log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
         return 0;
     }
-    int rc = cache_scales(scales, n, dir, sizeof dir, m, e);
+    int rc = cache_scales(scales, n, dir, sizeof dir, m, o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT, e);
     if (rc) return rc;
     if (file_exists(scales)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model; --scales overrides)", scales);
