@@ -62,7 +62,7 @@ static void test_fast_vs_ref(void) {
         const float *cand[3] = {NULL, s1, s2};
         for (int qm = 0; qm < 3; qm++)
             for (int cap = 0; cap < 2; cap++) {
-                const struct gate_seq s = {b.q, b.k, b.v, T, H, Hkv, d, 0.125f, cap ? 30.0f : 0, win};
+                const struct gate_seq s = {b.q, b.k, b.v, T, H, Hkv, d, (float)(1 / sqrt((double)d)), cap ? 30.0f : 0, win};
                 const struct gate_err_cfg g = {qm, 64};
                 double er[3] = {0.5, 0, 0}, rr = 1, ef[3] = {0.5, 0, 0}, rf = 1; // start from non-zero sums
                 struct err e = {0};
