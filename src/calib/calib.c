@@ -432,7 +432,6 @@ static cJSON *measured_json(const struct gate_result *g) {
     cJSON_AddStringToObject(root, "decision", g->smooth ? "smooth" : "bypass");
     cJSON_AddNumberToObject(root, "alpha", g->alpha_model);
     cJSON_AddNumberToObject(root, "layers_smooth", g->n_layers_smooth);
-    cJSON_AddNumberToObject(root, "seconds", g->seconds);
     return root;
 }
 
