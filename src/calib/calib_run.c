@@ -224,6 +224,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     mo.max_tokens = max_batch;
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
+    mo.weights = o->weights;
     struct model *m = NULL;
     struct attn_ctx *ctx = NULL;
     double t_open = time_now();

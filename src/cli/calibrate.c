@@ -35,7 +35,7 @@ static void print_gate(const struct calib_result *r) {
 
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
-    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model", *weights = "auto";
     struct calib_rule_args ra;
     calib_rule_args_default(&ra);
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
@@ -58,6 +58,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"weights", CLI_STR, &weights, "auto|f32|stream|bf16: how the weights are held (default auto; stream when memory is short)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
@@ -76,6 +77,8 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     if (!isnan(alpha) && !(alpha >= 0 && alpha <= 1)) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
     if (samples < 1 || len < 2 || batch_tokens < len)
         return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= --calib-len");
+    if ((co.weights = model_weights_parse(weights)) < 0 || co.weights == MODEL_WEIGHTS_BF16)
+        return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream (calibration runs f32 activations)", weights);
     co.gate.alpha_forced = isnan(alpha) ? -1 : alpha; // < 0: not forced (calib.h)
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
