@@ -23,6 +23,9 @@
 // tokens, 58 CPU-s; docs/calibration.md), rounded down. The wall time is this over the threads
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10
+// The measured gate's error pass (calib/gate_err.c) in multiply-adds per CPU-second: SmolLM2-135M,
+// 32 x 256 tokens, 46 CPU-s beyond its forward for 145 G multiply-adds (docs/gate.md), rounded down.
+#define GATE_MACS_PER_CPU_S 3.0e9
 
 void calib_rule_args_default(struct calib_rule_args *a) {
     a->rule = CALIB_RULE_DEFAULT;
@@ -129,7 +132,12 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if (rc) return rc;
     pool_set_threads(o->threads);
     double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
-    double cpu = tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S, wall = cpu / pool_threads();
+    // the statistics forward, then the measured gate's: a second forward and the attention error
+    // of bypass + 2 alphas + the reference (QK^T and PV over half of each T x T square per head)
+    double gate = (double)RUN_CALIB_SAMPLES * cfg.n_layers * cfg.n_heads * RUN_CALIB_LEN * (RUN_CALIB_LEN / 2.0) *
+                  2.0 * cfg.head_dim * 4;
+    double cpu = 2 * tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S + gate / GATE_MACS_PER_CPU_S;
+    double wall = cpu / pool_threads();
     log_info("run: no Smooth-QK scales for %s: calibrating first on %s (Brown corpus, %s), %d samples x %d tokens, "
              "about %.0f CPU-s = %.0f s on %d idle thread%s (once: the next run reuses the scales)", m->name,
              RUN_CALIB_SOURCE, text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
