@@ -269,6 +269,24 @@ static void test_planted(void) {
         CHECK(p.warned == disagree && m.warned == disagree, "%s: disagreement warning %d / %d, want %d", names[i],
               p.warned, m.warned, disagree);
     }
+    // Figure 6 of the three under both rules: each point labelled with both decisions
+    CHECK(test_sh("%s diagnose --plane %s/one-measured.safetensors,%s/band-measured.safetensors,%s/plain-paper.safetensors "
+                  "--plane-labels one,band,plain --out %s/plane > %s/plane.log 2>&1", bin, tmp, tmp, tmp, tmp, tmp) == 0,
+          "diagnose --plane");
+    const char *svgs[2] = {"fig6_gate_plane_paper.svg", "fig6_gate_plane_measured.svg"};
+    for (int i = 0; i < 2; i++) {
+        char path[1400], *text = NULL;
+        size_t n = 0;
+        struct err e = {0};
+        snprintf(path, sizeof path, "%s/plane/%s", tmp, svgs[i]);
+        CHECK(!file_read_all(path, &text, &n, &e) && text && strstr(text, "band: paper bypass, measured smooth 0.5") &&
+              strstr(text, "plain: paper bypass, measured bypass") && strstr(text, "one: paper strong, measured smooth"),
+              "%s labels both rules' decisions", svgs[i]);
+        free(text);
+    }
+    // a scales file without the measured statistics is refused by name
+    CHECK(test_sh("%s diagnose --plane %s/nothing.safetensors --out %s/plane2 > %s/plane2.log 2>&1", bin, tmp, tmp, tmp) != 0,
+          "diagnose --plane of a missing file fails");
 }
 
 int main(void) {
