@@ -196,12 +196,15 @@ struct decision {
     float max_scale;
 };
 
-static struct decision calibrate(const char *model, const char *name, const char *rule) {
+// per-layer maximum scale of the file (2 layers)
+static float layer_max[2];
+
+static struct decision calibrate(const char *model, const char *name, const char *rule, const char *extra) {
     struct decision d = {0};
     char out[1300];
-    snprintf(out, sizeof out, "%s/%s-%s.safetensors", tmp, name, rule);
+    snprintf(out, sizeof out, "%s/%s-%s%s.safetensors", tmp, name, rule, *extra ? "-x" : "");
     CHECK(test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 12 --calib-len 128 --seed 3 --gate-rule %s "
-                  "--out %s > %s.log 2>&1", bin, model, test_text(), rule, out, out) == 0, "calibrate %s", name);
+                  "%s --out %s > %s.log 2>&1", bin, model, test_text(), rule, extra, out, out) == 0, "calibrate %s", name);
     char log[1400], *text = NULL;
     size_t n = 0;
     struct err e = {0};
@@ -227,8 +230,13 @@ static struct decision calibrate(const char *model, const char *name, const char
     cJSON_Delete(j);
     const struct st_tensor *t = st_find(&st, "smooth_qk.scales");
     float *sc = t ? malloc((size_t)t->numel * sizeof *sc) : NULL;
+    layer_max[0] = layer_max[1] = 0;
     if (sc && !st_to_f32(sc, t, &e))
-        for (int64_t i = 0; i < t->numel; i++) d.max_scale = sc[i] > d.max_scale ? sc[i] : d.max_scale;
+        for (int64_t i = 0; i < t->numel; i++) {
+            d.max_scale = sc[i] > d.max_scale ? sc[i] : d.max_scale;
+            float *lm = &layer_max[i * 2 / t->numel];
+            *lm = sc[i] > *lm ? sc[i] : *lm;
+        }
     free(sc);
     st_close(&st);
     return d;
@@ -250,7 +258,7 @@ static void test_planted(void) {
     const char *names[3] = {"one", "band", "plain"}, *dirs[3] = {one, band, plain};
     const char *want_paper[3] = {"strong", "bypass", "bypass"}, *want_meas[3] = {"smooth", "smooth", "bypass"};
     for (int i = 0; i < 3; i++) {
-        struct decision p = calibrate(dirs[i], names[i], "paper"), m = calibrate(dirs[i], names[i], "measured");
+        struct decision p = calibrate(dirs[i], names[i], "paper", ""), m = calibrate(dirs[i], names[i], "measured", "");
         printf("%-5s paper rule: %s; measured rule: %s (ratio %.3f, alpha %g)%s\n", names[i], p.paper, m.measured,
                m.ratio, m.alpha, p.warned ? "; warned" : "");
         // both runs print and record both decisions; the file says which rule made it
@@ -269,6 +277,10 @@ static void test_planted(void) {
         CHECK(p.warned == disagree && m.warned == disagree, "%s: disagreement warning %d / %d, want %d", names[i],
               p.warned, m.warned, disagree);
     }
+    // --gate layer: the band's layer 0 is smoothed, layer 1 (no outlier) stays all ones
+    struct decision l = calibrate(band, "band", "measured", "--gate layer");
+    CHECK(layer_max[0] > 2 && layer_max[1] == 1 && !strcmp(l.measured, "smooth"),
+          "band, --gate layer: layer maxima %g, %g (want > 2, 1)", layer_max[0], layer_max[1]);
     // Figure 6 of the three under both rules: each point labelled with both decisions
     CHECK(test_sh("%s diagnose --plane %s/one-measured.safetensors,%s/band-measured.safetensors,%s/plain-paper.safetensors "
                   "--plane-labels one,band,plain --out %s/plane > %s/plane.log 2>&1", bin, tmp, tmp, tmp, tmp, tmp) == 0,
