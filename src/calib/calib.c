@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/pool.h"
+#include "calib/gate_err.h"
 #include "io/safetensors.h"
 
 void calib_gate_opts_default(struct calib_gate_opts *g) {
@@ -18,6 +19,8 @@ void calib_gate_opts_default(struct calib_gate_opts *g) {
     g->alpha_mild = 0.25;
     g->alpha_forced = -1;
     g->mode = CALIB_GATE_MODEL;
+    g->rule = CALIB_RULE_PAPER;
+    gate_opts_default(&g->meas);
 }
 
 int calib_gate_check(const struct calib_gate_opts *g, struct err *e) {
@@ -302,7 +305,21 @@ void calib_result_free(struct calib_result *r) {
     free(r->kagg);
     free(r->qagg);
     free(r->layer);
+    gate_result_free(&r->gate);
     memset(r, 0, sizeof *r);
+}
+
+// Scales of layer l (spec section 4) into out[Hkv * d]; all 1 when bypass.
+static void layer_scales(const struct calib_result *r, int l, double alpha, int bypass, float *out) {
+    for (int i = 0; i < r->Hkv * r->d; i++) {
+        size_t o = (size_t)l * r->Hkv * r->d + i;
+        double ka = r->kagg[o], qa = r->qagg[o], sc = 1;
+        if (!bypass && ka > 0 && qa > 0 && isfinite(ka) && isfinite(qa)) {
+            sc = pow(ka, alpha) / pow(qa, 1 - alpha);
+            if (!isfinite(sc) || sc <= 0) sc = 1;
+        }
+        out[i] = (float)sc;
+    }
 }
 
 static int decide(double rho, double t, const struct calib_gate_opts *g) {
@@ -355,7 +372,8 @@ int calib_compute(struct calib_result *r, const struct calib_stats *s, int agg, 
         if (ls->t_kq > r->t_kq) { r->t_kq = ls->t_kq; r->t_layer = l; }
     }
     free(scr);
-    r->branch = decide(r->rho_k, r->t_kq, g);
+    r->branch = r->paper_branch = decide(r->rho_k, r->t_kq, g);
+    r->rule = CALIB_RULE_PAPER;
     double alpha_of[3] = {0, g->alpha_mild, g->alpha_strong};
     r->alpha = g->alpha_forced >= 0 ? g->alpha_forced : alpha_of[r->branch];
     for (int l = 0; l < L; l++) {
@@ -363,20 +381,68 @@ int calib_compute(struct calib_result *r, const struct calib_stats *s, int agg, 
         int br = g->mode == CALIB_GATE_LAYER ? ls->branch : r->branch;
         int bypass = g->alpha_forced < 0 && br == CALIB_BYPASS;
         ls->alpha = g->alpha_forced >= 0 ? g->alpha_forced : alpha_of[br];
-        for (int i = 0; i < Hkv * d; i++) {
-            size_t o = (size_t)l * Hkv * d + i;
-            double ka = r->kagg[o], qa = r->qagg[o], sc = 1;
-            if (!bypass && ka > 0 && qa > 0 && isfinite(ka) && isfinite(qa)) {
-                sc = pow(ka, ls->alpha) / pow(qa, 1 - ls->alpha);
-                if (!isfinite(sc) || sc <= 0) sc = 1;
-            }
-            r->scales[o] = (float)sc;
-        }
+        layer_scales(r, l, ls->alpha, bypass, r->scales + (size_t)l * Hkv * d);
     }
     return 0;
 }
 
+void calib_scales_alpha(const struct calib_result *r, int l, double alpha, float *out) {
+    layer_scales(r, l, alpha, 0, out);
+}
+
+int calib_branch_of_alpha(double alpha) {
+    return alpha <= 0 ? CALIB_BYPASS : alpha < 0.5 ? CALIB_MILD : CALIB_STRONG;
+}
+
+void calib_apply_measured(struct calib_result *r, const struct calib_gate_opts *g) {
+    if (!r->gate.layer || g->alpha_forced >= 0) return;
+    r->rule = CALIB_RULE_MEASURED;
+    r->alpha = r->gate.alpha_model;
+    r->branch = calib_branch_of_alpha(r->alpha);
+    const size_t hd = (size_t)r->Hkv * r->d;
+    for (int l = 0; l < r->n_layers; l++) {
+        struct calib_layer_stats *ls = &r->layer[l];
+        ls->alpha = g->mode == CALIB_GATE_LAYER ? r->gate.layer[l].alpha : r->alpha;
+        layer_scales(r, l, ls->alpha, ls->alpha <= 0, r->scales + (size_t)l * hd);
+    }
+}
+
 // ---- scales file ----
+static cJSON *numbers(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+// The measured rule's statistics (docs/gate.md): candidates, per-layer and model ratios.
+static cJSON *measured_json(const struct gate_result *g) {
+    cJSON *root = cJSON_CreateObject(), *pl = cJSON_AddArrayToObject(root, "per_layer");
+    cJSON_AddItemToObject(root, "alphas", numbers(g->alpha, g->n_cand));
+    cJSON_AddNumberToObject(root, "samples", g->n_samples);
+    cJSON_AddStringToObject(root, "qmean", gate_qmean_name(g->qmean));
+    cJSON_AddNumberToObject(root, "max_ratio", g->max_ratio);
+    for (int l = 0; l < g->n_layers; l++) {
+        const struct gate_layer *gl = &g->layer[l];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "rel_err", numbers(gl->rel, g->n_cand));
+        cJSON_AddItemToObject(o, "ratio", numbers(gl->ratio, g->n_cand));
+        cJSON_AddNumberToObject(o, "best_alpha", g->alpha[gl->best]);
+        cJSON_AddNumberToObject(o, "lo", gl->lo);
+        cJSON_AddNumberToObject(o, "hi", gl->hi);
+        cJSON_AddNumberToObject(o, "alpha", gl->alpha);
+        cJSON_AddItemToArray(pl, o);
+    }
+    cJSON_AddItemToObject(root, "rel_err", numbers(g->rel, g->n_cand));
+    cJSON_AddItemToObject(root, "ratio", numbers(g->ratio, g->n_cand));
+    cJSON_AddNumberToObject(root, "best_alpha", g->alpha[g->best]);
+    cJSON_AddNumberToObject(root, "lo", g->lo);
+    cJSON_AddNumberToObject(root, "hi", g->hi);
+    cJSON_AddStringToObject(root, "decision", g->smooth ? "smooth" : "bypass");
+    cJSON_AddNumberToObject(root, "alpha", g->alpha_model);
+    cJSON_AddNumberToObject(root, "layers_smooth", g->n_layers_smooth);
+    return root;
+}
+
 static cJSON *stats_json(const struct calib_result *r) {
     cJSON *root = cJSON_CreateObject(), *pl = cJSON_AddArrayToObject(root, "per_layer");
     for (int l = 0; l < r->n_layers; l++) {
@@ -401,6 +467,9 @@ static cJSON *stats_json(const struct calib_result *r) {
     cJSON_AddStringToObject(root, "decision", calib_branch_name(r->branch));
     cJSON_AddNumberToObject(root, "alpha", r->alpha);
     cJSON_AddStringToObject(root, "aggregator", calib_agg_name(r->agg));
+    cJSON_AddStringToObject(root, "gate_rule", calib_rule_name(r->rule));
+    cJSON_AddStringToObject(root, "paper_decision", calib_branch_name(r->paper_branch));
+    if (r->gate.layer) cJSON_AddItemToObject(root, "measured", measured_json(&r->gate));
     return root;
 }
 
@@ -418,10 +487,10 @@ int calib_write(const char *path, const struct calib_result *r, const struct cal
         "model_id", m->model_id ? m->model_id : "", "model_hash", m->model_hash ? m->model_hash : "",
         "source", m->source ? m->source : "", "samples", samples, "length", length, "seed", seed,
         "aggregator", calib_agg_name(r->agg), "alpha", alpha, "gate", calib_branch_name(r->branch),
-        "smooth_qk", stats,
+        "gate_rule", calib_rule_name(r->rule), "smooth_qk", stats,
     };
     struct st_wtensor t = {"smooth_qk.scales", ST_F32, 3, {r->n_layers, r->Hkv, r->d}, r->scales};
-    int rc = st_write(path, &t, 1, meta, 10, e);
+    int rc = st_write(path, &t, 1, meta, 11, e);
     free(stats);
     return rc;
 }

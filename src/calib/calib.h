@@ -6,8 +6,10 @@
 #define HIFA4_CALIB_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/common.h"
+#include "calib/gate.h"
 
 enum calib_agg { CALIB_AGG_RMS = 0, CALIB_AGG_MEAN, CALIB_AGG_P99, CALIB_AGG_MAX };
 enum calib_gate_mode { CALIB_GATE_MODEL = 0, CALIB_GATE_LAYER = 1 };
@@ -20,6 +22,8 @@ struct calib_gate_opts {
     double alpha_strong, alpha_mild; // 0.5, 0.25
     double alpha_forced;             // < 0: use the gate; else this alpha everywhere
     int mode;                        // enum calib_gate_mode
+    int rule;                        // enum calib_rule: which decision makes the scales (default paper)
+    struct gate_opts meas;           // the measured rule's options (docs/gate.md)
 };
 void calib_gate_opts_default(struct calib_gate_opts *g);
 // ERR_USAGE naming the options when the thresholds contradict: t_mild > t_strong leaves no
@@ -93,8 +97,11 @@ struct calib_result {
     struct calib_layer_stats *layer;// (n_layers), owned
     double rho_k, t_kq;             // model level (max over layers)
     int rho_layer, t_layer;         // where the maxima sit
-    int branch;                     // model-level decision
+    int branch;                     // model-level decision of the rule that made the scales
     double alpha;                   // model-level alpha (gate model) or forced
+    int rule;                       // enum calib_rule that made the scales
+    int paper_branch;               // the paper rule's model decision (whichever rule applied)
+    struct gate_result gate;        // the measured rule's statistics (gate.layer NULL: not measured)
 };
 
 // Aggregates, computes gate statistics, decides, and computes the scales (binary64, rounded
@@ -102,6 +109,21 @@ struct calib_result {
 int calib_compute(struct calib_result *r, const struct calib_stats *s, int agg,
                   const struct calib_gate_opts *g, struct err *e);
 void calib_result_free(struct calib_result *r);
+// Scales of layer l for alpha (spec section 4) into out[Hkv * d]: Kagg^alpha / Qagg^(1-alpha),
+// 1 where an aggregate is 0 or not finite.
+void calib_scales_alpha(const struct calib_result *r, int l, double alpha, float *out);
+// Makes the measured decision r->gate (gate_decide) the one applied, unless alpha is forced:
+// --gate model gives every layer the model's alpha, --gate layer each layer its own; Bypass
+// layers get 1. r->rule, r->branch (bypass; mild below alpha 0.5; strong from 0.5) and r->alpha
+// follow. The paper's statistics stay in r->layer[l].rho_k etc. and r->paper_branch.
+void calib_apply_measured(struct calib_result *r, const struct calib_gate_opts *g);
+// Both rules' decisions side by side with the statistics behind each (per layer and model), the
+// rule that made the scales, and a warning line when the two disagree on smoothing the model
+// (gate_report.c). Prints nothing when the measured rule did not run.
+void calib_print_rules(FILE *f, const struct calib_result *r);
+int calib_rules_disagree(const struct calib_result *r); // 1: one rule smooths the model, the other not
+// The branch a measured alpha is reported as (0: bypass, < 0.5: mild, else strong).
+int calib_branch_of_alpha(double alpha);
 const char *calib_branch_name(int b);
 const char *calib_agg_name(int agg);
 int calib_agg_parse(const char *s, int *agg);
@@ -114,7 +136,8 @@ struct calib_meta {
 };
 // Writes the scales file (spec section 7): tensor smooth_qk.scales F32 (L, Hkv, d) and
 // __metadata__ keys model_id, model_hash, source, samples, length, seed, aggregator, alpha,
-// gate, smooth_qk (JSON of per-layer statistics). Byte-identical for identical inputs.
+// gate, gate_rule (paper|measured), smooth_qk (JSON of per-layer statistics, and the measured
+// rule's under "measured" when it ran). Byte-identical for identical inputs.
 int calib_write(const char *path, const struct calib_result *r, const struct calib_meta *m, struct err *e);
 
 #endif

@@ -1,6 +1,7 @@
 // calib_run.c: calibration forward passes with the attention hook (see calib_run.h).
 #include "calib/calib_run.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include "base/progress.h"
 #include "calib/calib_dist.h"
 #include "calib/calib_source.h"
+#include "calib/gate_err.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -69,6 +71,123 @@ static void hook(void *user, const struct attn_hook_call *c) {
     h->stats_s += time_now() - t0;
 }
 
+// ---- the measured gate's pass (docs/gate.md): a second forward over the first samples with a
+// hook that measures, per (sample, layer), the output error of each candidate alpha ----
+struct meas_state {
+    const struct model_config *cfg;
+    const struct gate_opts *go;
+    struct gate_meas *meas;
+    const float *const *cand_scales; // (n_cand): (n_layers, Hkv, d) per candidate, NULL = bypass
+    int base, nb, threads, rc;
+    struct err err;
+};
+
+static void meas_hook(void *user, const struct attn_hook_call *c) {
+    struct meas_state *h = user;
+    const int smp = h->base + c->seq, L = h->meas->n_layers, C = h->meas->n_cand;
+    if (h->rc || smp >= h->meas->n_samples) return;
+    const float *cand[GATE_MAX_CAND];
+    const size_t per = (size_t)c->Hkv * c->d;
+    for (int i = 0; i < C; i++) cand[i] = h->cand_scales[i] ? h->cand_scales[i] + (size_t)c->layer * per : NULL;
+    const struct gate_seq sq = {c->q, c->k, c->v, c->T, c->H, c->Hkv, c->d,
+                                (float)(1.0 / sqrt(h->cfg->query_pre_attn_scalar)), (float)h->cfg->attn_softcap,
+                                h->cfg->window[c->layer]};
+    const struct gate_err_cfg gc = {h->go->qmean, h->go->tile};
+    h->rc = gate_err_seq(&sq, &gc, cand, C, h->meas->err2 + ((size_t)smp * L + c->layer) * C,
+                         h->meas->ref2 + (size_t)smp * L + c->layer, h->threads, &h->err);
+}
+
+// The forward batches of samples [0, n) (greedy packing of calib_run_seqs); *base and *nb tell
+// the hook which samples a batch holds; *hook_rc/hook_err its failure. all_ranks: under MPI each
+// rank runs its share (calib_dist.h), else this rank runs every batch.
+struct batches {
+    struct model *m;
+    struct attn_ctx *ctx;
+    const int32_t *ids;
+    const int *lens;
+    int n, batch_tokens, all_ranks;
+    float *logits;
+    int *out_pos;
+    int *base, *nb, *hook_rc;
+    struct err *hook_err;
+    const char *what;         // progress lines' prefix
+};
+
+static int run_batches(const struct batches *B, int64_t *tokens, struct err *e) {
+    int rc = 0;
+    int64_t done_tok = 0;
+    // one live line (base/progress.h); under MPI rank 0 speaks for the job
+    struct progress *pg = dist_rank() > 0 && B->all_ranks
+                              ? NULL : progress_open(B->what, PROGRESS_COUNT, "samples", B->n, -1, NULL);
+    size_t off = 0; // token offset of sample s0
+    for (int s0 = 0, batch = 0; s0 < B->n; batch++) {
+        int nb = 0, cur = 0;
+        while (s0 + nb < B->n && (nb == 0 || (int64_t)cur + B->lens[s0 + nb] <= B->batch_tokens)) {
+            cur += B->lens[s0 + nb];
+            B->out_pos[nb] = cur - 1;
+            nb++;
+        }
+        *B->base = s0;
+        *B->nb = nb;
+        const struct model_batch b = {.tokens = B->ids + off, .n_seq = nb, .seq_len = B->lens + s0,
+                                      .out_pos = B->out_pos, .n_out = nb};
+        if (!B->all_ranks || calib_dist_mine(batch)) rc = model_forward(B->m, B->ctx, NULL, &b, B->logits, e);
+        if (!rc && *B->hook_rc) { rc = *B->hook_rc; *e = *B->hook_err; }
+        if (rc) break;
+        s0 += nb;
+        off += (size_t)cur;
+        done_tok += cur;
+        progress_set(pg, s0, NULL);
+    }
+    progress_close(pg);
+    if (rc) return rc;
+    *tokens = done_tok;
+    return 0;
+}
+
+// Candidate scales of every layer for each alpha of the options, the pass, the decision.
+static int measure(struct calib_run *r, struct batches B, const struct model_config *cfg, const struct calib_run_opts *o,
+                   int threads, struct err *e) {
+    const struct gate_opts *go = &o->gate.meas;
+    struct calib_result *res = &r->result;
+    const int C = go->n_alpha + 1, L = res->n_layers;
+    const size_t per = (size_t)L * res->Hkv * res->d;
+    if (C < 2 || C > GATE_MAX_CAND) return err_set(e, ERR_USAGE, "gate: %d alphas (1 to %d)", go->n_alpha, GATE_MAX_CAND - 1);
+    int n = go->samples > 0 && go->samples < B.n ? go->samples : B.n;
+    float *scales[GATE_MAX_CAND] = {NULL};
+    struct gate_meas meas;
+    int rc = gate_meas_init(&meas, n, L, C, e);
+    if (rc) return rc;
+    for (int i = 1; i < C && !rc; i++) {
+        if (!(scales[i] = malloc(per * sizeof(float)))) rc = err_set(e, ERR_NOMEM, "gate: out of memory");
+        for (int l = 0; !rc && l < L; l++)
+            calib_scales_alpha(res, l, go->alpha[i - 1], scales[i] + (size_t)l * res->Hkv * res->d);
+    }
+    struct meas_state ms = {cfg, go, &meas, (const float *const *)scales, 0, 0, threads, 0, {0}};
+    B.n = n;
+    B.all_ranks = 0;
+    B.base = &ms.base;
+    B.nb = &ms.nb;
+    B.hook_rc = &ms.rc;
+    B.hook_err = &ms.err;
+    B.what = "calibrate: measured gate";
+    attn_ctx_set_hook(B.ctx, meas_hook, &ms);
+    double t0 = time_now(), c0 = cpu_now();
+    int64_t tok = 0;
+    if (!rc) rc = run_batches(&B, &tok, e);
+    r->time.measure_s = time_now() - t0;
+    r->time.measure_cpu_s = cpu_now() - c0;
+    if (!rc && !(rc = gate_decide(&res->gate, &meas, go, e))) {
+        res->gate.seconds = r->time.measure_s;
+        if (o->gate.rule == CALIB_RULE_MEASURED) calib_apply_measured(res, &o->gate);
+        log_info("calibrate: measured gate on %d samples (%lld tokens) in %.1f s (%.1f CPU-s)", n, (long long)tok,
+                 r->time.measure_s, r->time.measure_cpu_s);
+    }
+    for (int i = 0; i < C; i++) free(scales[i]);
+    gate_meas_free(&meas);
+    return rc;
+}
+
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
                   const struct calib_run_opts *o, struct err *e) {
     memset(r, 0, sizeof *r);
@@ -105,6 +224,7 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     mo.max_tokens = max_batch;
     mo.max_seq = max_len;
     mo.n_threads = o->threads;
+    mo.weights = o->weights;
     struct model *m = NULL;
     struct attn_ctx *ctx = NULL;
     double t_open = time_now();
@@ -118,7 +238,6 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     const struct model_config *c = model_cfg(m);
     float *logits = NULL;
     int *out_pos = NULL;
-    struct progress *pg = NULL;
     struct hook_state hs = {.stats = &r->stats, .ref = o->stats_ref, .threads = model_get_opts(m)->n_threads};
     hs.q = malloc((size_t)max_nb * sizeof *hs.q);
     hs.k = malloc((size_t)max_nb * sizeof *hs.k);
@@ -136,32 +255,9 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     }
     double t0 = time_now(), c0 = cpu_now();
     int64_t done_tok = 0;
-    // one live line (base/progress.h); under MPI rank 0 speaks for the job
-    pg = dist_rank() > 0 && o->ranks == CALIB_ALL_RANKS
-                              ? NULL : progress_open("calibrate", PROGRESS_COUNT, "samples", n_samples, -1, NULL);
-    size_t off = 0; // token offset of sample s0
-    for (int s0 = 0, batch = 0; s0 < n_samples; batch++) {
-        int nb = 0, cur = 0;
-        while (s0 + nb < n_samples && (nb == 0 || (int64_t)cur + lens[s0 + nb] <= o->batch_tokens)) {
-            cur += lens[s0 + nb];
-            out_pos[nb] = cur - 1;
-            nb++;
-        }
-        hs.base = s0;
-        hs.nb = nb;
-        const struct model_batch b = {.tokens = ids + off, .n_seq = nb, .seq_len = lens + s0, .out_pos = out_pos,
-                                      .n_out = nb};
-        // under MPI each rank runs its share of the batches (calib_dist.h)
-        if (o->ranks == CALIB_THIS_RANK || calib_dist_mine(batch)) rc = model_forward(m, ctx, NULL, &b, logits, e);
-        if (!rc && hs.rc) { rc = hs.rc; *e = hs.err; }
-        if (rc) goto done;
-        s0 += nb;
-        off += (size_t)cur;
-        done_tok += cur;
-        progress_set(pg, s0, NULL);
-    }
-    progress_close(pg);
-    pg = NULL;
+    struct batches B = {m, ctx, ids, lens, n_samples, o->batch_tokens, o->ranks == CALIB_ALL_RANKS, logits, out_pos,
+                        &hs.base, &hs.nb, &hs.rc, &hs.err, "calibrate"};
+    if ((rc = run_batches(&B, &done_tok, e))) goto done;
     r->time.forward_s = time_now() - t0;
     r->time.forward_cpu_s = cpu_now() - c0;
     r->time.stats_s = hs.stats_s;
@@ -172,8 +268,8 @@ int calib_run_seqs(struct calib_run *r, const char *model_dir, const int32_t *id
     double t_comp = time_now();
     rc = calib_compute(&r->result, &r->stats, o->agg, &o->gate, e);
     r->time.compute_s = time_now() - t_comp;
+    if (!rc && o->measure) rc = measure(r, B, c, o, model_get_opts(m)->n_threads, e);
 done:
-    progress_close(pg);
     free(hs.q);
     free(hs.k);
     free(hs.T);

@@ -19,6 +19,9 @@ struct calib_run_opts {
     int stats_ref;             // 1: the reference statistics (calib_observe per sequence, serial);
                                // 0 (default): calib_observe_seqs per layer on the pool (same bits)
     int ranks;                 // enum calib_ranks (default CALIB_ALL_RANKS)
+    int weights;               // enum model_weights (default auto)
+    int measure;               // 1: after the statistics, the measured gate's pass (docs/gate.md) on
+                               // gate.meas.samples of the samples, and gate.rule applied
 };
 // Who runs the batches under MPI: every rank of the job (the calibrate command), or only this
 // one (run's automatic calibration, done by rank 0 before the others open the run).
@@ -32,6 +35,8 @@ struct calib_run_time {
     double forward_cpu_s;      // the same in process CPU seconds (all threads)
     double stats_s;            // inside the hook (per-sample statistics), part of forward_s
     double compute_s;          // calib_compute: aggregation, gate, scales
+    double measure_s;          // the measured gate's pass (forwards and error), 0 without it
+    double measure_cpu_s;      // the same in process CPU seconds
 };
 
 struct calib_run {
@@ -47,7 +52,9 @@ struct calib_run {
 // are split over the ranks (calib_dist.h) and only rank 0 gets r->result; a worker returns 0
 // with r->stats holding only its own samples and no result.
 // Statistics over explicit samples: ids (n_samples x len, row-major), all of equal length.
-// Uses attention mode `bf16` with f32 activations (spec section 1).
+// Uses attention mode `bf16` with f32 activations (spec section 1). With o->measure, rank 0
+// then runs the measured gate's pass over the first samples (a second forward each, the error
+// of gate_err.h per layer and candidate alpha; r->result.gate) and applies o->gate.rule.
 int calib_run_ids(struct calib_run *r, const char *model_dir, const int32_t *ids, int n_samples, int len,
                   const struct calib_run_opts *o, struct err *e);
 // Same for samples of different lengths: ids holds the samples back to back (sum of lens[]

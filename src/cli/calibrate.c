@@ -37,7 +37,9 @@ static void print_gate(const struct calib_result *r) {
 
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
-    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model";
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model", *weights = "auto";
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double alpha = NAN, rho_min = 6, t_strong = 3, t_mild = 2; // NAN: --alpha not given
     int64_t seed = 0;
@@ -53,10 +55,12 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
+        CALIB_RULE_CLI_OPTS(ra),
         {"out", CLI_STR, &out, "FILE: scales file (default: the cache, <cache>/scales/<model>-<fingerprint>.safetensors, where run and trace look)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
         {"threads", CLI_THREADS, &threads, CLI_THREADS_HELP},
         {"batch-tokens", CLI_INT, &batch_tokens, "N: tokens per forward batch (default 8192)"},
+        {"weights", CLI_STR, &weights, "auto|f32|stream|bf16: how the weights are held (default auto; stream when memory is short)"},
         {"offline", CLI_FLAG, &offline, "never download a named model"},
         {"help", CLI_FLAG, &help, "show this help"},
     };
@@ -75,11 +79,13 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     if (!isnan(alpha) && !(alpha >= 0 && alpha <= 1)) return err_set(e, ERR_USAGE, "--alpha %g: expected 0..1", alpha);
     if (samples < 1 || len < 2 || batch_tokens < len)
         return err_set(e, ERR_USAGE, "--calib-samples >= 1, --calib-len >= 2 and --batch-tokens >= --calib-len");
+    if ((co.weights = model_weights_parse(weights)) < 0 || co.weights == MODEL_WEIGHTS_BF16)
+        return err_set(e, ERR_USAGE, "--weights '%s': expected auto, f32 or stream (calibration runs f32 activations)", weights);
     co.gate.alpha_forced = isnan(alpha) ? -1 : alpha; // < 0: not forced (calib.h)
     co.gate.rho_min = rho_min;
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
-    if ((rc = calib_gate_check(&co.gate, e))) return rc;
+    if ((rc = calib_rule_args_apply(&ra, &co, e))) return rc;
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;
@@ -110,6 +116,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     if (dist_rank() > 0) { calib_run_free(&run); return 0; } // rank 0 aggregates and writes
     if (mref.origin != MODEL_ORIGIN_PATH) snprintf(run.model_id, sizeof run.model_id, "%s", mref.scales_id);
     print_gate(&run.result);
+    calib_print_rules(stdout, &run.result);
     char def[4096], dir[4096];
     if (!out) { // the cache (attn_scales_cache_path), never the source tree
         if ((rc = attn_scales_cache_path(def, sizeof def, mref.scales_id, mref.dir, e))) goto done;

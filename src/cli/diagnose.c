@@ -9,14 +9,36 @@
 #include "cli/cli.h"
 #include "base/out_path.h"
 #include "diag/diagnose.h"
+#include "calib/gate_plane.h"
 #include "cli/model_arg.h"
 #include "cli/run_calib.h"
 
+// --plane: the gate planes of several calibrations (calib/gate_plane.h)
+static int plane_command(const char *plane, const char *plane_labels, const char *out, struct err *e) {
+    if (!out) return err_set(e, ERR_USAGE, "--plane needs --out DIR");
+    char fb[8192], lb[8192];
+    const char *files[32], *labels[32];
+    snprintf(fb, sizeof fb, "%s", plane);
+    int n = cli_split(fb, files, 32, e), nl = 0;
+    if (n < 0) return e->code;
+    if (plane_labels) {
+        snprintf(lb, sizeof lb, "%s", plane_labels);
+        if ((nl = cli_split(lb, labels, 32, e)) < 0) return e->code;
+        if (nl != n) return err_set(e, ERR_USAGE, "--plane-labels: %d labels for %d files", nl, n);
+    }
+    int rc = gate_plane_write(files, plane_labels ? labels : NULL, n, out, e);
+    if (!rc) printf("wrote %s/{fig6_gate_plane_paper.svg, fig6_gate_plane_measured.svg}\n", out);
+    return rc;
+}
+
 int cmd_diagnose(int argc, char **argv, struct err *e) {
-    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL;
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *tokenizer = NULL, *plane = NULL,
+               *plane_labels = NULL;
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
     double rho_min = 6, t_strong = 3, t_mild = 2;
     int64_t seed = 0;
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
     struct cli_opt opts[] = {
         {"model", CLI_STR, &model_arg, "M: checkpoint directory, ORG/NAME[@REVISION] (Hugging Face cache, else downloaded), FILE.gguf or a name from configs/models (required)"},
         {"calib", CLI_STR, &calib, "SOURCE: statistics from this text file/directory, or brown (the Brown corpus, found like task data; default: the 8 built-in prompts)"},
@@ -27,6 +49,10 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"rho-min", CLI_DBL, &rho_min, "X: gate threshold on rho_K (default 6)"},
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
+        CALIB_RULE_CLI_OPTS(ra),
+        {"plane", CLI_STR, &plane, "F1,F2,..: no model: Figure 6's gate plane of these scales files under both rules "
+                                   "(--out DIR; docs/gate.md)"},
+        {"plane-labels", CLI_STR, &plane_labels, "a,b,..: the --plane points' labels (default: each file's model id)"},
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},
         {"force", CLI_FLAG, &force, "allow a --calib source that is evaluation data"},
@@ -39,6 +65,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     int rc = cli_parse(argc, argv, opts, n_opts, e);
     if (rc) return rc;
     if (help) { cli_usage("diagnose", "--model M [--calib SOURCE] [--out DIR]", opts, n_opts); return 0; }
+    if (plane) return plane_command(plane, plane_labels, out, e);
     if (!model_arg) return err_set(e, ERR_USAGE, "diagnose needs --model");
     struct diag_opts o;
     diag_opts_default(&o);
@@ -58,7 +85,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.rho_min = rho_min;
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
-    if ((rc = calib_gate_check(&o.run.gate, e))) return rc;
+    if ((rc = calib_rule_args_apply(&ra, &o.run, e))) return rc;
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;
@@ -78,6 +105,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         out = def;
     }
     diag_print(stdout, &d);
+    calib_print_rules(stdout, &d.stats.result);
     if (!(rc = diag_write(&d, out, e)))
         printf("wrote %s/{diagnose.json, %sfig3_layer0_heatmap.svg, fig4_layer_k_stats.svg, fig6_gate_plane.svg}\n", out,
                d.gains.n_layers ? "fig2_k_norm_gains.svg, " : "");

@@ -27,6 +27,7 @@
 // ---- options ----
 struct run_cli {
     const char *model, *task, *tasks, *attn, *out, *data_dir, *scales, *calib, *act, *bos, *tokenizer, *ppl_score;
+    const char *gate_rule;
     const char *task_file, *subject, *subjects, *weights, *v_group, *qformat, *qmean, *qdq_skip, *niah_lengths, *niah_form, *shard, *nonfinite;
     int limit, threads, resume, tile, batch_tokens, skip_bad_rows, offline, help, ppl_ctx, niah_per_cell, no_prefix_cache;
     int replicas;
@@ -183,7 +184,8 @@ static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const st
     if (!run_calib_needed(ro)) return 0;
     if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
     struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
-                                .required = !o->attn || strcmp(o->attn, "all"), .calib_text = o->calib};
+                                .required = !o->attn || strcmp(o->attn, "all"), .calib_text = o->calib,
+                                .gate_rule = o->gate_rule, .qmean = o->qmean};
     int rc = run_calib_default(buf, n, record, m, &co, e);
     if (rc) return rc;
     if (buf[0]) ro->scales = buf;
@@ -281,6 +283,8 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
                                              "(default) or by greedy decoding of 8 tokens (the paper's form)"},
         {"calib", CLI_STR, &o.calib, "FILE: calibrate on this text when the model has no scales file yet (default: the Brown corpus; the scales are cached apart per text)"},
         {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's file in the cache, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
+        {"gate-rule", CLI_STR, &o.gate_rule, "paper|measured: the Smooth-QK gate rule of the automatic calibration "
+                                             "(default " CALIB_RULE_DEFAULT "; docs/gate.md)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},

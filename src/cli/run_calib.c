@@ -15,6 +15,7 @@
 #include "base/sha256.h"
 #include "calib/calib.h"
 #include "calib/calib_run.h"
+#include "calib/gate_err.h"
 #include "eval/tasks/task.h"
 #include "model/config.h"
 #include "net/fetch.h"
@@ -24,6 +25,30 @@
 // tokens, 58 CPU-s; docs/design/calibration.md), rounded down. The wall time is this over the threads
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10
+// The measured gate's error pass (calib/gate_err.c) in multiply-adds per CPU-second: SmolLM2-135M,
+// 32 x 256 tokens, 46 CPU-s beyond its forward for 145 G multiply-adds (docs/gate.md), rounded down.
+#define GATE_MACS_PER_CPU_S 3.0e9
+
+void calib_rule_args_default(struct calib_rule_args *a) {
+    a->rule = CALIB_RULE_DEFAULT;
+    a->qmean = "token";
+    a->samples = 0;
+    a->max_ratio = 0.95;
+}
+
+int calib_rule_args_apply(const struct calib_rule_args *a, struct calib_run_opts *o, struct err *e) {
+    if (calib_rule_parse(a->rule, &o->gate.rule))
+        return err_set(e, ERR_USAGE, "--gate-rule '%s': expected paper or measured", a->rule);
+    if (gate_qmean_parse(a->qmean, &o->gate.meas.qmean))
+        return err_set(e, ERR_USAGE, "--gate-qmean '%s': expected none, token or channel", a->qmean);
+    if (a->samples < 0) return err_set(e, ERR_USAGE, "--gate-samples %d: expected >= 0 (0 = all)", a->samples);
+    if (!(a->max_ratio > 0 && a->max_ratio <= 1))
+        return err_set(e, ERR_USAGE, "--gate-max-ratio %g: expected in (0, 1]", a->max_ratio);
+    o->gate.meas.samples = a->samples;
+    o->gate.meas.max_ratio = a->max_ratio;
+    o->measure = 1;
+    return 0;
+}
 
 int run_calib_needed(const struct run_opts *o) {
     for (int i = 0; i < o->n_modes; i++) {
@@ -82,15 +107,16 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, int user_t
     cJSON_AddStringToObject(j, "file", scales);
     cJSON_AddStringToObject(j, "gate", calib_branch_name(cr->result.branch));
     cJSON_AddNumberToObject(j, "alpha", cr->result.alpha);
+    cJSON_AddStringToObject(j, "gate_rule", calib_rule_name(cr->result.rule));
     cJSON_AddNumberToObject(j, "seconds", seconds);
     return j;
 }
 
 // <cache>/scales/<scales id>-<weights fingerprint, 16 hex>[-text-<sha256 of the text, 12 hex>].safetensors
 // (attn_scales_cache_path, plus the tag with --calib FILE: never taken for the default text's
-// scales), and its directory
+// scales, and -measured for the measured gate rule's), and its directory
 static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, const char *text,
-                        struct err *e) {
+                        const char *rule, struct err *e) {
     char tag[32] = "";
     int rc = attn_scales_cache_path(path, n, m->scales_id, m->dir, e);
     if (rc) return rc;
@@ -103,7 +129,7 @@ static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const str
         snprintf(tag, sizeof tag, "-text-%.12s", th);
     }
     const size_t base = strlen(path) - strlen(".safetensors");
-    if (snprintf(path + base, n - base, "%s.safetensors", tag) >= (int)(n - base) ||
+    if (snprintf(path + base, n - base, "%s%s.safetensors", strcmp(rule, "paper") ? "-measured" : "", tag) >= (int)(n - base) ||
         snprintf(dir, n_dir, "%.*s", (int)(strrchr(path, '/') - path), path) >= (int)n_dir)
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
@@ -116,7 +142,12 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if (rc) return rc;
     pool_set_threads(o->threads);
     double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
-    double cpu = tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S, wall = cpu / pool_threads();
+    // the statistics forward, then the measured gate's: a second forward and the attention error
+    // of bypass + 2 alphas + the reference (QK^T and PV over half of each T x T square per head)
+    double gate = (double)RUN_CALIB_SAMPLES * cfg.n_layers * cfg.n_heads * RUN_CALIB_LEN * (RUN_CALIB_LEN / 2.0) *
+                  2.0 * cfg.head_dim * 4;
+    double cpu = 2 * tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S + gate / GATE_MACS_PER_CPU_S;
+    double wall = cpu / pool_threads();
     log_info("run: no Smooth-QK scales for %s: calibrating first on %s (%s), %d samples x %d tokens, "
              "about %.0f CPU-s = %.0f s on %d idle thread%s (once: the next run reuses the scales)", m->name,
              o->calib_text ? "--calib" : RUN_CALIB_SOURCE " (Brown corpus)", text, RUN_CALIB_SAMPLES, RUN_CALIB_LEN, cpu < 1 ? 1 : cpu, wall < 1 ? 1 : wall,
@@ -127,18 +158,30 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     co.samples = RUN_CALIB_SAMPLES;
     co.len = RUN_CALIB_LEN;
     co.threads = o->threads;
+    struct calib_rule_args ra;
+    calib_rule_args_default(&ra);
+    ra.rule = o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT;
+    if (o->qmean) ra.qmean = o->qmean;
+    if ((rc = calib_rule_args_apply(&ra, &co, e))) return rc;
     double t0 = time_now();
     struct calib_run cr;
     if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
     if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
     char dir[4096];
-    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, e))) rc = mkdir_p(dir, e);
+    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, ra.rule, e))) rc = mkdir_p(dir, e);
     struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
     if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
     double secs = time_now() - t0;
     if (!rc) {
-        log_info("run: calibrated in %.1f s: gate %s (rho_K %.2f, T_KQ %.2f), scales %s", secs,
-                 calib_branch_name(cr.result.branch), cr.result.rho_k, cr.result.t_kq, scales);
+        log_info("run: calibrated in %.1f s: gate %s by the %s rule (paper: rho_K %.2f, T_KQ %.2f -> %s; measured: "
+                 "error ratio %.3f at alpha %g -> %s), scales %s", secs, calib_branch_name(cr.result.branch),
+                 calib_rule_name(cr.result.rule), cr.result.rho_k, cr.result.t_kq,
+                 calib_branch_name(cr.result.paper_branch), cr.result.gate.ratio[cr.result.gate.best],
+                 cr.result.gate.alpha[cr.result.gate.best], cr.result.gate.smooth ? "smooth" : "bypass", scales);
+        if (calib_rules_disagree(&cr.result))
+            log_warn("run: the Smooth-QK gate rules disagree on %s: paper %s, measured %s; the %s rule's scales are "
+                     "used (--gate-rule chooses; docs/gate.md)", m->name, calib_branch_name(cr.result.paper_branch),
+                     cr.result.gate.smooth ? "smooth" : "bypass", calib_rule_name(cr.result.rule));
         *record = record_of(&cr, text, o->calib_text != NULL, scales, secs);
     }
     calib_run_free(&cr);
@@ -164,7 +207,7 @@ int run_calib_default(char *scales, size_t n, cJSON **record, const struct model
         log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
         return 0;
     }
-    int rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, e);
+    int rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT, e);
     if (rc) return rc;
     if (file_exists(scales)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model%s; --scales overrides)", scales,

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/common.h"
+#include "calib/calib_run.h"
 #include "cli/model_arg.h"
 #include "eval/run.h"
 
@@ -17,6 +18,29 @@
 #define RUN_CALIB_REL "brown/brown.txt.zst"      // its file under a data root
 #define RUN_CALIB_SAMPLES 64
 #define RUN_CALIB_LEN 512
+
+// The Smooth-QK gate rule a calibration applies unless --gate-rule says otherwise, and why:
+// docs/gate.md ("Which rule is the default").
+#define CALIB_RULE_DEFAULT "paper"
+
+// The measured gate's options of calibrate, diagnose and run (--gate-rule, --gate-qmean,
+// --gate-samples, --gate-max-ratio; docs/gate.md).
+struct calib_rule_args {
+    const char *rule, *qmean;
+    int samples;
+    double max_ratio;
+};
+void calib_rule_args_default(struct calib_rule_args *a);
+#define CALIB_RULE_CLI_OPTS(a) \
+    {"gate-rule", CLI_STR, &(a).rule, "paper|measured: the rule that decides Smooth-QK (default " CALIB_RULE_DEFAULT \
+     "; both decisions are printed; docs/gate.md)"}, \
+    {"gate-qmean", CLI_STR, &(a).qmean, "none|token|channel: Q-Mean form in the measured rule's error (default token)"}, \
+    {"gate-samples", CLI_INT, &(a).samples, "N: calibration samples the measured rule runs on (default all)"}, \
+    {"gate-max-ratio", CLI_DBL, &(a).max_ratio, "X: the measured rule smooths when the error ratio to bypass is <= X " \
+     "and its 95% upper bound < 1 (default 0.95)"}
+// Checks the arguments and sets o->gate.rule, o->gate.meas and o->measure = 1 (ERR_USAGE naming
+// the option and value).
+int calib_rule_args_apply(const struct calib_rule_args *a, struct calib_run_opts *o, struct err *e);
 
 // The default calibration text (RUN_CALIB_REL) under a data root (data_dir, $HIFA4_DATA, the
 // cache), else fetched like task data (datasets/brown.json; unless offline). path[0] = 0 and
@@ -37,6 +61,9 @@ struct run_calib_opts {
                                // bare form (no source is an error naming the three ways out); with
                                // --attn all, those modes are skipped in one line
     const char *calib_text;    // --calib FILE: calibrate on this text (its scales cached apart), or NULL
+    const char *gate_rule;     // --gate-rule (NULL: CALIB_RULE_DEFAULT); a measured calibration is
+                               // cached under its own name (<id>-<fingerprint>-measured)
+    const char *qmean;         // the run's --qmean: the measured rule's error uses the same form
 };
 // Fills scales (n bytes) with the scales file for m: calibrate's default file if it exists
 // (*record NULL), else calibrates (one log line first: source, samples, an estimate of the time),

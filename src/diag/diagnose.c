@@ -243,9 +243,11 @@ int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs pro
         snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "sample%d", i);
     }
     int rc;
+    struct calib_run_opts po = o->run; // the prompts' run only feeds the stability: no measured gate
+    po.measure = 0;
     if (stat_ids) {
         if ((rc = calib_run_seqs(&d->stats, model_dir, stat_ids, stat_lens, n_stat, &o->run, e))) goto fail;
-        if ((rc = calib_run_seqs(&d->prompts, model_dir, prompt_ids, prompt_lens, n_prompts, &o->run, e))) goto fail;
+        if ((rc = calib_run_seqs(&d->prompts, model_dir, prompt_ids, prompt_lens, n_prompts, &po, e))) goto fail;
         snprintf(d->source, sizeof d->source, "%s", stat_desc ? stat_desc : "explicit samples");
     } else {
         if ((rc = calib_run_seqs(&d->stats, model_dir, prompt_ids, prompt_lens, n_prompts, &o->run, e))) goto fail;
@@ -312,7 +314,9 @@ int diag_run(struct diagnose *d, const char *model_dir, const char *tok_dir, con
         snprintf(d->prompt_names[i], sizeof d->prompt_names[i], "%s", prompt_name[i]);
     }
     if ((rc = calib_run_source(&d->stats, model_dir, o->calib, &o->run, e))) goto fail;
-    if ((rc = calib_run_seqs(&d->prompts, model_dir, ids, lens, DIAG_N_PROMPTS, &o->run, e))) goto fail;
+    struct calib_run_opts po = o->run; // the prompts' run only feeds the stability: no measured gate
+    po.measure = 0;
+    if ((rc = calib_run_seqs(&d->prompts, model_dir, ids, lens, DIAG_N_PROMPTS, &po, e))) goto fail;
     snprintf(d->source, sizeof d->source, "%s", d->stats.source_desc);
     if ((rc = finish(d, model_dir, o, e))) goto fail;
     goto done;

@@ -70,7 +70,7 @@ static void add_host(cJSON *run, const struct run *r) {
 // writes them), for `tables` (paper Tables 2 and 5). Outside the configuration key: the file's
 // sha256 already fixes them. Nothing is added for a file without these keys (the goldens).
 static void add_scales_calibration(cJSON *run, const char *path) {
-    static const char *const keys[] = {"aggregator", "gate", "alpha", "samples", "source"};
+    static const char *const keys[] = {"aggregator", "gate", "alpha", "samples", "source", "gate_rule"};
     struct safetensors st;
     struct err e = {0};
     if (st_open(&st, path, &e)) return; // it was loaded already: an error here is not this record's to report
