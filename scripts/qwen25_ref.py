@@ -121,21 +121,6 @@ def dequantized_state(reader):
     return sd
 
 
-def cached_state(reader, sha, cache_dir):
-    """dequantized_state, kept as an .npz per GGUF sha256 under cache_dir when given."""
-    if not cache_dir:
-        return dequantized_state(reader)
-    path = os.path.join(cache_dir, f"qwen25-{sha[:16]}-hf-f32.npz")
-    if os.path.exists(path):
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
-    sd = dequantized_state(reader)
-    os.makedirs(cache_dir, exist_ok=True)
-    np.savez(path + ".tmp.npz", **sd)
-    os.replace(path + ".tmp.npz", path)
-    return sd
-
-
 def _f64_everywhere(model, cfg):
     """transformers computes Qwen2RMSNorm and RoPE in float32 whatever the model dtype; for the
     float64 run both are replaced by the same formulas in float64 (this model's instances only)."""
@@ -302,7 +287,7 @@ def main():
         g3.write_arc(args, cfg, src, parts, args.out)
         return
     t0 = time.process_time()
-    sd = cached_state(reader, sha, args.cache)
+    sd = g3.cached_state(reader, args.cache, tag="qwen25", sha=sha, dequant=dequantized_state)
     print(f"dequantized {len(sd)} tensors in {time.process_time() - t0:.0f} CPU s", flush=True)
     tok, args.tok_path = load_tokenizer(args.data_root)
     os.makedirs(args.out, exist_ok=True)

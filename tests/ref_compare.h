@@ -136,7 +136,7 @@ static inline int ref_logits_prompt(struct model *m, struct attn_ctx *ctx, const
                                     const cJSON *sids, struct ref_lcmp *c, struct err *e) {
     const cJSON *ids = cJSON_GetObjectItem(p, "ids");
     const int T = cJSON_GetArraySize(ids), V = model_cfg(m)->vocab_size;
-    char path[512];
+    char path[1200];
     float *topf = NULL, *samp = NULL, *lg = NULL;
     char *tb = NULL, *sb = NULL;
     size_t tl = 0, sl = 0;
