@@ -8,7 +8,7 @@
 //     scripts/qwen25_ref.py) under --attn exact --act f32: rel-L2 <= 1e-4, every argmax equal;
 //   - ARC-Easy, the first 100 items under lm-eval's protocol: every option's log-likelihood
 //     within 1e-3 of the reference's, no prediction difference, and our request ids equal.
-// The 0.5B runs wherever its GGUF is cached (CI fetches it; ~2 GB of scratch for the import).
+// The 0.5B runs wherever its GGUF is cached (scripts/fetch_qwen25.sh 0.5b; ~2 GB of scratch for the import).
 // The 1.5B needs 7.1 GB of scratch and as much memory: it runs only with HIFA4_QWEN25_1_5B=1
 // (and its GGUF cached), else it reports itself skipped. Without a GGUF, or without ../shared,
 // the cases skip with the reason.
