@@ -212,16 +212,17 @@ def _f64_everywhere(model, cfg):
     assert all(isinstance(m, Gemma3RotaryEmbedding) for m in (model.model.rotary_emb, model.model.rotary_emb_local))
 
 
-def cached_state(reader, cache_dir):
-    """dequantized_state, kept as one .npz per GGUF sha256 under cache_dir when given (gguf-py's
-    numpy dequantizers take minutes on this model)."""
+def cached_state(reader, cache_dir, tag="gemma3", sha=GGUF_SHA256, dequant=None):
+    """dequant(reader) (default dequantized_state), kept as one .npz per GGUF sha256 under
+    cache_dir when given (gguf-py's numpy dequantizers take minutes on this model)."""
+    dequant = dequant or dequantized_state
     if not cache_dir:
-        return dequantized_state(reader)
-    path = os.path.join(cache_dir, f"gemma3-{GGUF_SHA256[:16]}-hf-f32.npz")
+        return dequant(reader)
+    path = os.path.join(cache_dir, f"{tag}-{sha[:16]}-hf-f32.npz")
     if os.path.exists(path):
         with np.load(path) as z:
             return {k: z[k] for k in z.files}
-    sd = dequantized_state(reader)
+    sd = dequant(reader)
     os.makedirs(cache_dir, exist_ok=True)
     np.savez(path + ".tmp.npz", **sd)
     os.replace(path + ".tmp.npz", path)
