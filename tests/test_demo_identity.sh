@@ -14,7 +14,7 @@
 # run's configuration key and model hash, a zstd skippable frame); the fixtures were remade with
 # it, and each new file was checked to be that frame followed by the old file's bytes exactly.
 # Remade again when the configuration key became the run's identity (run.json schema 2,
-# docs/run_record.md): each new file was checked to hold the old stamp with only config_key
+# docs/design/run_record.md): each new file was checked to hold the old stamp with only config_key
 # changed, followed by the old file's item frames byte for byte.
 # Skipped when the exam pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
 set -u

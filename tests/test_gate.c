@@ -1,4 +1,4 @@
-// test_gate.c: the measured Smooth-QK gate (docs/gate.md). The error kernel's fast path against
+// test_gate.c: the measured Smooth-QK gate (docs/results/gate.md). The error kernel's fast path against
 // its scalar reference, bit for bit (Q-Mean none/token/channel, head_dim with a tail group,
 // windows, soft-cap, 1 and 2 threads); what the error says on planted K outliers; the decision
 // rule on constructed measurements (threshold, interval, model aggregation over layers); and

@@ -115,7 +115,7 @@ static void test_tokenizer(const struct qsize *s, const char *path) {
            s->label, tt.n, tt.published, tt.n, tt.gguf, tt.n, tt.gguf_special, tt.n);
     CHECK(tt.n == 198 && tt.published == tt.n, "%s: the published tokenizer.json %d/%d strings as Hugging Face", s->label,
           tt.published, tt.n);
-    // every string but those holding Qwen3-only tokens (docs/qwen25_refs.md)
+    // every string but those holding Qwen3-only tokens (docs/results/qwen25_refs.md)
     CHECK(n_q3 >= 1 && tt.gguf == tt.n - n_q3 && tt.gguf_special == tt.gguf,
           "%s: the GGUF's tokenizer %d/%d (%d strings with Qwen3-only tokens), with specials %d", s->label, tt.gguf, tt.n,
           n_q3, tt.gguf_special);

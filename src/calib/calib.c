@@ -414,7 +414,7 @@ static cJSON *numbers(const double *v, int n) {
     return a;
 }
 
-// The measured rule's statistics (docs/gate.md): candidates, per-layer and model ratios.
+// The measured rule's statistics (docs/results/gate.md): candidates, per-layer and model ratios.
 static cJSON *measured_json(const struct gate_result *g) {
     cJSON *root = cJSON_CreateObject(), *pl = cJSON_AddArrayToObject(root, "per_layer");
     cJSON_AddItemToObject(root, "alphas", numbers(g->alpha, g->n_cand));

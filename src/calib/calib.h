@@ -23,7 +23,7 @@ struct calib_gate_opts {
     double alpha_forced;             // < 0: use the gate; else this alpha everywhere
     int mode;                        // enum calib_gate_mode
     int rule;                        // enum calib_rule: which decision makes the scales (default paper)
-    struct gate_opts meas;           // the measured rule's options (docs/gate.md)
+    struct gate_opts meas;           // the measured rule's options (docs/results/gate.md)
 };
 void calib_gate_opts_default(struct calib_gate_opts *g);
 // ERR_USAGE naming the options when the thresholds contradict: t_mild > t_strong leaves no

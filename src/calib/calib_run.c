@@ -71,7 +71,7 @@ static void hook(void *user, const struct attn_hook_call *c) {
     h->stats_s += time_now() - t0;
 }
 
-// ---- the measured gate's pass (docs/gate.md): a second forward over the first samples with a
+// ---- the measured gate's pass (docs/results/gate.md): a second forward over the first samples with a
 // hook that measures, per (sample, layer), the output error of each candidate alpha ----
 struct meas_state {
     const struct model_config *cfg;

@@ -20,7 +20,7 @@ struct calib_run_opts {
                                // 0 (default): calib_observe_seqs per layer on the pool (same bits)
     int ranks;                 // enum calib_ranks (default CALIB_ALL_RANKS)
     int weights;               // enum model_weights (default auto)
-    int measure;               // 1: after the statistics, the measured gate's pass (docs/gate.md) on
+    int measure;               // 1: after the statistics, the measured gate's pass (docs/results/gate.md) on
                                // gate.meas.samples of the samples, and gate.rule applied
 };
 // Who runs the batches under MPI: every rank of the job (the calibrate command), or only this

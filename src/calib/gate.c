@@ -1,4 +1,4 @@
-// gate.c: the measured Smooth-QK gate's decision (gate.h, docs/gate.md section 1).
+// gate.c: the measured Smooth-QK gate's decision (gate.h, docs/results/gate.md section 1).
 #include "calib/gate.h"
 
 #include <math.h>

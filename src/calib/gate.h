@@ -1,4 +1,4 @@
-// gate.h: the measured Smooth-QK gate (docs/gate.md): for each layer and each candidate alpha
+// gate.h: the measured Smooth-QK gate (docs/results/gate.md): for each layer and each candidate alpha
 // the attention-output error that HiF4 quantization of the (smoothed) Q and K causes on the
 // calibration samples (gate_err.h), compared with the unsmoothed error; per-layer and per-model
 // decisions with a bootstrap interval over samples. Knows no model: calib_run feeds it.
@@ -63,7 +63,7 @@ struct gate_result {
     double seconds;                 // wall time of the measurement pass (filled by calib_run)
 };
 
-// Decides from the measurement (docs/gate.md section 1). Deterministic (seeded bootstrap).
+// Decides from the measurement (docs/results/gate.md section 1). Deterministic (seeded bootstrap).
 int gate_decide(struct gate_result *r, const struct gate_meas *m, const struct gate_opts *o, struct err *e);
 void gate_result_free(struct gate_result *r);
 

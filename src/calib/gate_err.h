@@ -1,5 +1,5 @@
 // gate_err.h: the attention error that HiF4 quantization of Q and K puts into one sequence's
-// attention output, with and without Smooth-QK (docs/gate.md section 1, the measured gate's
+// attention output, with and without Smooth-QK (docs/results/gate.md section 1, the measured gate's
 // statistic). Per query head h and row i: O_ref = softmax(sm * q_i . k_j) V over the visible
 // keys, from the kernel-input (unsmoothed) q, k, v; O_c the same with the scores of candidate c:
 // qs = bf16(q * s), ks = bf16(k / s) (spec/attention.md section 4; s = 1 for a bypass

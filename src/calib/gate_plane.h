@@ -1,4 +1,4 @@
-// gate_plane.h: Figure 6's gate plane for several models under both gate rules (docs/gate.md),
+// gate_plane.h: Figure 6's gate plane for several models under both gate rules (docs/results/gate.md),
 // read from their scales files: the paper's plane (rho_K x T_KQ with the Bypass / Mild / Strong
 // regions) and the measured rule's plane (T_KQ x the measured error ratio at the best alpha, with
 // the smooth region below max_ratio). Each point is labelled with both decisions.

@@ -40,7 +40,7 @@ void calib_print_rules(FILE *f, const struct calib_result *r) {
     if (calib_rules_disagree(r)) {
         char meas[64] = "bypass";
         if (g->smooth) snprintf(meas, sizeof meas, "smooth at alpha %g", g->alpha_model);
-        fprintf(f, "warning: the gate rules disagree: paper %s, measured %s (--gate-rule chooses; docs/gate.md)\n",
+        fprintf(f, "warning: the gate rules disagree: paper %s, measured %s (--gate-rule chooses; docs/results/gate.md)\n",
                 calib_branch_name(r->paper_branch), meas);
     }
 }

@@ -51,7 +51,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
         CALIB_RULE_CLI_OPTS(ra),
         {"plane", CLI_STR, &plane, "F1,F2,..: no model: Figure 6's gate plane of these scales files under both rules "
-                                   "(--out DIR; docs/gate.md)"},
+                                   "(--out DIR; docs/results/gate.md)"},
         {"plane-labels", CLI_STR, &plane_labels, "a,b,..: the --plane points' labels (default: each file's model id)"},
         {"tokenizer", CLI_STR, &tokenizer, "DIR: tokenizer for the built-in prompts (default: the model's)"},
         {"out", CLI_STR, &out, "DIR: diagnose.json and SVGs (default results/diagnose-<model>)"},

@@ -284,7 +284,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
         {"calib", CLI_STR, &o.calib, "FILE: calibrate on this text when the model has no scales file yet (default: the Brown corpus; the scales are cached apart per text)"},
         {"scales", CLI_STR, &o.scales, "F|none: Smooth-QK scales file (default: the model's file in the cache, calibrated first on the Brown corpus when missing); none skips the modes that need them"},
         {"gate-rule", CLI_STR, &o.gate_rule, "paper|measured: the Smooth-QK gate rule of the automatic calibration "
-                                             "(default " CALIB_RULE_DEFAULT "; docs/gate.md)"},
+                                             "(default " CALIB_RULE_DEFAULT "; docs/results/gate.md)"},
         {"tile", CLI_INT, &o.tile, "N: attention key tile Bc (default 128)"},
         {"v-group", CLI_STR, &o.v_group, "token|channel: HiF4 grouping of V (default token)"},
         {"qformat", CLI_STR, &o.qformat, "hif4|hif4-a6|nvfp4|mxfp4: 4-bit format of the quantized modes (default hif4, normative; spec/fp4.md)"},

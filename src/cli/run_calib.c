@@ -26,7 +26,7 @@
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10
 // The measured gate's error pass (calib/gate_err.c) in multiply-adds per CPU-second: SmolLM2-135M,
-// 32 x 256 tokens, 46 CPU-s beyond its forward for 145 G multiply-adds (docs/gate.md), rounded down.
+// 32 x 256 tokens, 46 CPU-s beyond its forward for 145 G multiply-adds (docs/results/gate.md), rounded down.
 #define GATE_MACS_PER_CPU_S 3.0e9
 
 void calib_rule_args_default(struct calib_rule_args *a) {
@@ -180,7 +180,7 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
                  cr.result.gate.alpha[cr.result.gate.best], cr.result.gate.smooth ? "smooth" : "bypass", scales);
         if (calib_rules_disagree(&cr.result))
             log_warn("run: the Smooth-QK gate rules disagree on %s: paper %s, measured %s; the %s rule's scales are "
-                     "used (--gate-rule chooses; docs/gate.md)", m->name, calib_branch_name(cr.result.paper_branch),
+                     "used (--gate-rule chooses; docs/results/gate.md)", m->name, calib_branch_name(cr.result.paper_branch),
                      cr.result.gate.smooth ? "smooth" : "bypass", calib_rule_name(cr.result.rule));
         *record = record_of(&cr, text, o->calib_text != NULL, scales, secs);
     }

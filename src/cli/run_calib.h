@@ -20,11 +20,11 @@
 #define RUN_CALIB_LEN 512
 
 // The Smooth-QK gate rule a calibration applies unless --gate-rule says otherwise, and why:
-// docs/gate.md ("Which rule is the default").
+// docs/results/gate.md ("Which rule is the default").
 #define CALIB_RULE_DEFAULT "paper"
 
 // The measured gate's options of calibrate, diagnose and run (--gate-rule, --gate-qmean,
-// --gate-samples, --gate-max-ratio; docs/gate.md).
+// --gate-samples, --gate-max-ratio; docs/results/gate.md).
 struct calib_rule_args {
     const char *rule, *qmean;
     int samples;
@@ -33,7 +33,7 @@ struct calib_rule_args {
 void calib_rule_args_default(struct calib_rule_args *a);
 #define CALIB_RULE_CLI_OPTS(a) \
     {"gate-rule", CLI_STR, &(a).rule, "paper|measured: the rule that decides Smooth-QK (default " CALIB_RULE_DEFAULT \
-     "; both decisions are printed; docs/gate.md)"}, \
+     "; both decisions are printed; docs/results/gate.md)"}, \
     {"gate-qmean", CLI_STR, &(a).qmean, "none|token|channel: Q-Mean form in the measured rule's error (default token)"}, \
     {"gate-samples", CLI_INT, &(a).samples, "N: calibration samples the measured rule runs on (default all)"}, \
     {"gate-max-ratio", CLI_DBL, &(a).max_ratio, "X: the measured rule smooths when the error ratio to bypass is <= X " \

@@ -35,7 +35,7 @@ static void find_cols(struct cols *c, const cJSON *sum) {
 // "mean [lo, hi]" in percent. The bootstrap interval of a mean that is 0 on every item is the
 // point [0, 0] (every resample is 0); such a cell carries the Wilson 95% interval of 0 events in
 // its items instead (no item ever moved: at most that share of items would move),
-// marked "W" (docs/statistics.md).
+// marked "W" (docs/design/statistics.md).
 static void pct_interval(char *b, size_t n, const cJSON *iv, int items) {
     double m = jnum(iv, "mean"), lo = jnum(iv, "lo"), hi = jnum(iv, "hi");
     if (isfinite(m) && m == 0 && hi == 0 && items > 0) {

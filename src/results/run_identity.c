@@ -1,6 +1,6 @@
 // run_identity.c: run.json's schema check and a run's identity (run_identity.h). The list of
 // what is in the identity is the table `fields` below, and nothing else: a field added to
-// run.json stays out of it until it is added here (docs/run_record.md says why each is in).
+// run.json stays out of it until it is added here (docs/design/run_record.md says why each is in).
 #include "results/run_identity.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-// run_identity.h: what a run is a run of (docs/run_record.md "Identity"). run.json carries a
+// run_identity.h: what a run is a run of (docs/design/run_record.md "Identity"). run.json carries a
 // schema version ("schema"; absent = 1); this binary writes RUN_SCHEMA and refuses a newer one.
 // A run's identity is an explicit list of named inputs that can change a number - the weights'
 // fingerprint with its version, every field of config.json, the tokenizer's files, the
