@@ -16,6 +16,10 @@
 # Remade again when the configuration key became the run's identity (run.json schema 2,
 # docs/design/run_record.md): each new file was checked to hold the old stamp with only config_key
 # changed, followed by the old file's item frames byte for byte.
+# Remade once more when calibrate began to record the gate rules in the scales file's metadata
+# (gate_rule, the measured rule's statistics, the paper rule's decision): the scales' tensors and
+# every earlier metadata field are unchanged, only those keys were added; the scales file's new
+# sha256 changes each samples file's stamp, and every item frame (zstdcat) is identical.
 # Skipped when the exam pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
 set -u
 cd "$(dirname "$0")/.."

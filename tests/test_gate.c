@@ -63,14 +63,15 @@ static void test_fast_vs_ref(void) {
         for (int qm = 0; qm < 3; qm++)
             for (int cap = 0; cap < 2; cap++) {
                 const struct gate_seq s = {b.q, b.k, b.v, T, H, Hkv, d, (float)(1 / sqrt((double)d)), cap ? 30.0f : 0, win};
-                const struct gate_err_cfg g = {qm, 64};
+                struct gate_err_cfg g = {qm, 64, 1};
                 double er[3] = {0.5, 0, 0}, rr = 1, ef[3] = {0.5, 0, 0}, rf = 1; // start from non-zero sums
                 struct err e = {0};
                 int rc = gate_err_seq_ref(&s, &g, cand, 3, er, &rr, &e);
                 CHECK(rc == 0, "reference: %s", e.msg);
                 for (int th = 1; th <= 2; th++) {
                     double ef2[3] = {0.5, 0, 0}, rf2 = 1;
-                    rc = gate_err_seq(&s, &g, cand, 3, ef2, &rf2, th, &e);
+                    g.max_threads = th;
+                    rc = gate_err_seq(&s, &g, cand, 3, ef2, &rf2, &e);
                     CHECK(rc == 0, "fast: %s", e.msg);
                     CHECK(!memcmp(er, ef2, sizeof er) && rr == rf2,
                           "T=%d d=%d window %d qmean %s cap %d threads %d: fast %.17g %.17g %.17g / %.17g, "
@@ -91,9 +92,9 @@ static void test_fast_vs_ref(void) {
     double x[1] = {0}, r = 0;
     struct err e = {0};
     const struct gate_seq bad = {NULL, NULL, NULL, 0, 4, 2, 64, 1, 0, 0};
-    const struct gate_err_cfg g = {0, 64};
+    const struct gate_err_cfg g = {0, 64, 1};
     const float *c0[1] = {NULL};
-    CHECK(gate_err_seq(&bad, &g, c0, 1, x, &r, 1, &e) == ERR_RANGE, "T = 0 refused");
+    CHECK(gate_err_seq(&bad, &g, c0, 1, x, &r, &e) == ERR_RANGE, "T = 0 refused");
 }
 
 // What the error says: K with one channel 40x the others (HiF4's micro-exponents absorb part of
@@ -114,10 +115,10 @@ static void test_error_meaning(void) {
         }
         const float *cand[3] = {NULL, ones, sm};
         const struct gate_seq s = {b.q, b.k, b.v, T, H, Hkv, d, 0.125f, 0, 0};
-        const struct gate_err_cfg g = {GATE_QMEAN_TOKEN, 128};
+        const struct gate_err_cfg g = {GATE_QMEAN_TOKEN, 128, 2};
         double err2[3] = {0}, ref2 = 0;
         struct err e = {0};
-        CHECK(gate_err_seq(&s, &g, cand, 3, err2, &ref2, 2, &e) == 0, "%s", e.msg);
+        CHECK(gate_err_seq(&s, &g, cand, 3, err2, &ref2, &e) == 0, "%s", e.msg);
         CHECK(err2[1] == err2[0], "scales of 1 = bypass (%.17g vs %.17g)", err2[1], err2[0]);
         ratios[kind] = sqrt(err2[2] / err2[0]);
         printf("error ratio of the smoothing candidate with %s: %.3f (bypass rel-L2 %.4f)\n", what[kind], ratios[kind],
@@ -186,7 +187,7 @@ static const char *bin;
 
 static void make_model(const char *dir, const char *extra) {
     CHECK(test_sh("%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
-                  "--seed 5 %s --out %s >/dev/null 2>&1", bin, extra, dir) == 0, "make-model %s", dir);
+                  "--seed 5 %s --force --out %s >/dev/null 2>&1", bin, extra, dir) == 0, "make-model %s", dir);
 }
 
 struct decision {

@@ -103,6 +103,9 @@ for repo in "${REPOS[@]}"; do
     d="$TMP/hub/models--${repo%%/*}--${repo#*/}"
     mkdir -p "$d/snapshots/$COMMIT" "$d/refs"
     cp "$TMP"/tiny/* "$d/snapshots/$COMMIT/" && printf %s "$COMMIT" >"$d/refs/main"
+    # a hub snapshot always has tokenizer_config.json (make-model writes none; one without it is
+    # refused offline as incomplete)
+    [ -f "$d/snapshots/$COMMIT/tokenizer_config.json" ] || echo '{}' >"$d/snapshots/$COMMIT/tokenizer_config.json"
 done
 GGUF=$ROOT/tests/data/fuzz/seeds/gguf/tiny-llama-gpt2.gguf
 

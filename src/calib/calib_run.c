@@ -92,9 +92,9 @@ static void meas_hook(void *user, const struct attn_hook_call *c) {
     const struct gate_seq sq = {c->q, c->k, c->v, c->T, c->H, c->Hkv, c->d,
                                 (float)(1.0 / sqrt(h->cfg->query_pre_attn_scalar)), (float)h->cfg->attn_softcap,
                                 h->cfg->window[c->layer]};
-    const struct gate_err_cfg gc = {h->go->qmean, h->go->tile};
+    const struct gate_err_cfg gc = {h->go->qmean, h->go->tile, h->threads};
     h->rc = gate_err_seq(&sq, &gc, cand, C, h->meas->err2 + ((size_t)smp * L + c->layer) * C,
-                         h->meas->ref2 + (size_t)smp * L + c->layer, h->threads, &h->err);
+                         h->meas->ref2 + (size_t)smp * L + c->layer, &h->err);
 }
 
 // The forward batches of samples [0, n) (greedy packing of calib_run_seqs); *base and *nb tell

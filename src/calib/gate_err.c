@@ -149,11 +149,11 @@ struct fast_job {
     size_t fper, dper;
 };
 
-// Scores of row i against keys lo..i: S[j] = capped(f32(sm * f32(dot_j + corr_j))), dot_j the
+// Scores of row i against keys lo..i (lo = first_key): S[j] = capped(f32(sm * f32(dot_j + corr_j))), dot_j the
 // binary32 sum over c of qrow[c] * KT[c][j] in channel order (keys in the lanes).
-static void row_scores(double *S, float *acc, const float *qrow, const float *KT, const float *corr, int lo, int i,
+static void row_scores(double *S, float *acc, const float *qrow, const float *KT, const float *corr, int i,
                        const struct gate_seq *s) {
-    const int T = s->T;
+    const int T = s->T, lo = first_key(s, i);
     for (int j = lo; j <= i; j++) acc[j] = 0;
     for (int c = 0; c < s->d; c++) {
         const float qc = qrow[c], *kt = KT + (size_t)c * T;
@@ -188,10 +188,12 @@ static void transpose(float *KT, const float *x, int T, int d) {
 
 // Candidate ci of head h: qx rows and KT of its smoothed, Q-Mean'd, quantized operands, and the
 // correction rows (token: mu_i * kappa_j computed per row; channel: delta per tile).
-static void fast_candidate(struct fast_job *J, int h, int ci, float *f, double *S, double *p, double *o,
-                           const double *oref, double *eh) {
+static void fast_candidate(struct fast_job *J, int h, int ci, int slot, double *eh) {
     const struct gate_seq *s = J->s;
     const int T = s->T, d = s->d, kv = h / (s->H / s->Hkv), qm = J->g->qmean, tile = J->g->tile;
+    float *f = J->fscr + (size_t)slot * J->fper; // the slot's scratch, laid out as fast_task's
+    double *S = J->dscr + (size_t)slot * J->dper, *p = S + T, *o = p + T;
+    const double *oref = o + d;
     const size_t Td = (size_t)T * d;
     float *KT = f, *ks = KT + Td, *qs = ks + Td, *acc = qs + Td, *kappa = acc + T, *mu_t = kappa + T, *corr = mu_t + T;
     float *mu = corr + T, *delta = mu + (size_t)J->n_tiles * d;
@@ -243,7 +245,7 @@ static void fast_candidate(struct fast_job *J, int h, int ci, float *f, double *
             for (int j = lo; j <= i; j++) corr[j] = 0;
             cr = corr;
         }
-        row_scores(S, acc, qs + (size_t)i * d, KT, cr, lo, i, s);
+        row_scores(S, acc, qs + (size_t)i * d, KT, cr, i, s);
         fast_softmax_pv(o, S, p, lo, i, s, kv);
         const double *orow = oref + (size_t)i * d;
         for (int c = 0; c < d; c++) *eh += (o[c] - orow[c]) * (o[c] - orow[c]);
@@ -263,7 +265,7 @@ static void fast_task(void *ctx, int h, int slot) {
     double rh = 0;
     for (int i = 0; i < T; i++) {
         const int lo = first_key(s, i);
-        row_scores(S, acc, s->q + ((size_t)i * s->H + h) * d, KT, NULL, lo, i, s);
+        row_scores(S, acc, s->q + ((size_t)i * s->H + h) * d, KT, NULL, i, s);
         double *orow = oref + (size_t)i * d;
         fast_softmax_pv(orow, S, p, lo, i, s, kv);
         for (int c = 0; c < d; c++) rh += orow[c] * orow[c];
@@ -271,13 +273,13 @@ static void fast_task(void *ctx, int h, int slot) {
     J->rh[h] = rh;
     for (int ci = 0; ci < J->n_cand; ci++) {
         double eh = 0;
-        fast_candidate(J, h, ci, f, S, p, o, oref, &eh);
+        fast_candidate(J, h, ci, slot, &eh);
         J->eh[(size_t)h * J->n_cand + ci] = eh;
     }
 }
 
 int gate_err_seq(const struct gate_seq *s, const struct gate_err_cfg *g, const float *const *cand, int n_cand,
-                 double *err2, double *ref2, int max_threads, struct err *e) {
+                 double *err2, double *ref2, struct err *e) {
     int rc = check(s, g, n_cand, e);
     if (rc) return rc;
     const int T = s->T, d = s->d, H = s->H, tile = g->qmean == GATE_QMEAN_CHANNEL ? g->tile : T;
@@ -293,7 +295,7 @@ int gate_err_seq(const struct gate_seq *s, const struct gate_err_cfg *g, const f
     if (!J.eh || !J.rh || !J.fscr || !J.dscr) {
         rc = err_set(e, ERR_NOMEM, "gate error: out of memory for %d tokens x %d channels", T, d);
     } else {
-        pool_for(H, fast_task, &J, max_threads);
+        pool_for(H, fast_task, &J, g->max_threads);
         for (int h = 0; h < H; h++) {
             for (int ci = 0; ci < n_cand; ci++) err2[ci] += J.eh[(size_t)h * n_cand + ci];
             *ref2 += J.rh[h];

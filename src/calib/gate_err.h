@@ -29,6 +29,7 @@ struct gate_seq {
 struct gate_err_cfg {
     int qmean; // enum gate_qmean
     int tile;  // rows of a query tile (channel form; the kernels' Br = Bc, default 128)
+    int max_threads; // gate_err_seq's heads on the pool: up to this many threads (the reference is serial)
 };
 
 // Arithmetic (both implementations, so they agree bit for bit): dot products in binary32 from
@@ -38,10 +39,10 @@ struct gate_err_cfg {
 // binary64 (keys ascending); error summed in binary64.
 // cand[c] (c < n_cand): scales [Hkv][d], or NULL for the bypass candidate (qs = q, ks = k).
 // Adds sum_{h,i} ||O_c - O_ref||^2 to err2[c] and sum_{h,i} ||O_ref||^2 to *ref2.
-// Heads run as tasks on the pool (up to max_threads); per-head sums are added in head order, so
+// Heads run as tasks on the pool (up to g->max_threads); per-head sums are added in head order, so
 // the result does not depend on the thread count. Errors: ERR_RANGE for bad sizes, ERR_NOMEM.
 int gate_err_seq(const struct gate_seq *s, const struct gate_err_cfg *g, const float *const *cand, int n_cand,
-                 double *err2, double *ref2, int max_threads, struct err *e);
+                 double *err2, double *ref2, struct err *e);
 // The literal scalar reference of the same (one loop nest per formula, no transposes, serial);
 // equal to gate_err_seq bit for bit (tests/test_gate.c).
 int gate_err_seq_ref(const struct gate_seq *s, const struct gate_err_cfg *g, const float *const *cand, int n_cand,

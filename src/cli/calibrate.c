@@ -86,6 +86,7 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.gate.t_strong = t_strong;
     co.gate.t_mild = t_mild;
     if ((rc = calib_rule_args_apply(&ra, &co, e))) return rc;
+    if ((rc = calib_gate_check(&co.gate, e))) return rc;
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;

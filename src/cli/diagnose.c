@@ -9,11 +9,11 @@
 #include "cli/cli.h"
 #include "base/out_path.h"
 #include "diag/diagnose.h"
-#include "calib/gate_plane.h"
+#include "diag/gate_plane.h"
 #include "cli/model_arg.h"
 #include "cli/run_calib.h"
 
-// --plane: the gate planes of several calibrations (calib/gate_plane.h)
+// --plane: the gate planes of several calibrations (diag/gate_plane.h)
 static int plane_command(const char *plane, const char *plane_labels, const char *out, struct err *e) {
     if (!out) return err_set(e, ERR_USAGE, "--plane needs --out DIR");
     char fb[8192], lb[8192];
@@ -86,6 +86,7 @@ int cmd_diagnose(int argc, char **argv, struct err *e) {
     o.run.gate.t_strong = t_strong;
     o.run.gate.t_mild = t_mild;
     if ((rc = calib_rule_args_apply(&ra, &o.run, e))) return rc;
+    if ((rc = calib_gate_check(&o.run.gate, e))) return rc;
     char def[4400];
     struct model_ref mref;
     if ((rc = model_resolve(&mref, model_arg, offline, e))) return rc;

@@ -115,8 +115,8 @@ static cJSON *record_of(const struct calib_run *cr, const char *text, int user_t
 // <cache>/scales/<scales id>-<weights fingerprint, 16 hex>[-text-<sha256 of the text, 12 hex>].safetensors
 // (attn_scales_cache_path, plus the tag with --calib FILE: never taken for the default text's
 // scales, and -measured for the measured gate rule's), and its directory
-static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const struct model_ref *m, const char *text,
-                        const char *rule, struct err *e) {
+static int cache_scales(char *path, size_t n, const struct model_ref *m, const char *text, const char *rule,
+                        struct err *e) {
     char tag[32] = "";
     int rc = attn_scales_cache_path(path, n, m->scales_id, m->dir, e);
     if (rc) return rc;
@@ -129,8 +129,7 @@ static int cache_scales(char *path, size_t n, char *dir, size_t n_dir, const str
         snprintf(tag, sizeof tag, "-text-%.12s", th);
     }
     const size_t base = strlen(path) - strlen(".safetensors");
-    if (snprintf(path + base, n - base, "%s%s.safetensors", strcmp(rule, "paper") ? "-measured" : "", tag) >= (int)(n - base) ||
-        snprintf(dir, n_dir, "%.*s", (int)(strrchr(path, '/') - path), path) >= (int)n_dir)
+    if (snprintf(path + base, n - base, "%s%s.safetensors", strcmp(rule, "paper") ? "-measured" : "", tag) >= (int)(n - base))
         return err_set(e, ERR_RANGE, "scales path too long");
     return 0;
 }
@@ -168,7 +167,10 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     if ((rc = calib_run_source(&cr, m->dir, text, &co, e))) return err_prefix(e, "run: calibrating Smooth-QK");
     if (m->origin != MODEL_ORIGIN_PATH) snprintf(cr.model_id, sizeof cr.model_id, "%s", m->scales_id);
     char dir[4096];
-    if (!(rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, ra.rule, e))) rc = mkdir_p(dir, e);
+    if (!(rc = cache_scales(scales, n, m, o->calib_text, ra.rule, e))) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(scales, '/') - scales), scales); // <cache>/scales
+        rc = mkdir_p(dir, e);
+    }
     struct calib_meta meta = {cr.model_id, cr.model_hash, cr.source_desc, cr.result.n_samples, RUN_CALIB_LEN, co.seed};
     if (!rc) rc = calib_write(scales, &cr.result, &meta, e);
     double secs = time_now() - t0;
@@ -202,12 +204,11 @@ static int no_scales(const struct model_ref *m, const struct run_calib_opts *o, 
 int run_calib_default(char *scales, size_t n, cJSON **record, const struct model_ref *m,
                       const struct run_calib_opts *o, struct err *e) {
     *record = NULL;
-    char dir[4096];
     if (!o->calib_text && attn_scales_default(scales, n, m->scales_id, m->dir)) {
         log_info("run: using Smooth-QK scales %s (calibrate's default for this model; --scales overrides)", scales);
         return 0;
     }
-    int rc = cache_scales(scales, n, dir, sizeof dir, m, o->calib_text, o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT, e);
+    int rc = cache_scales(scales, n, m, o->calib_text, o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT, e);
     if (rc) return rc;
     if (file_exists(scales)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model%s; --scales overrides)", scales,

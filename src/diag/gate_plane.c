@@ -1,5 +1,5 @@
 // gate_plane.c: the gate planes of several models under both rules (gate_plane.h).
-#include "calib/gate_plane.h"
+#include "diag/gate_plane.h"
 
 #include <math.h>
 #include <stdio.h>
