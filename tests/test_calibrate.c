@@ -87,7 +87,7 @@ static void make_model(const char *dir, const char *extra) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
-             "--seed 5 %s --out %s >/dev/null 2>&1",
+             "--seed 5 %s --force --out %s >/dev/null 2>&1",
              bin, extra, dir);
     CHECK(run(cmd) == 0, "make-model %s", dir);
 }

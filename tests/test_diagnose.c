@@ -397,7 +397,7 @@ static int make_diagnose(const char *name, const char *make_args, char mdir[1100
     snprintf(out, 1100, "%s/diag-%s", tmp, name);
     snprintf(log, 1200, "%s/diag-%s.txt", tmp, name);
     snprintf(cmd, sizeof cmd,
-             "%s make-model %s --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1", bin,
+             "%s make-model %s --force --out %s >/dev/null 2>&1 && %s --quiet diagnose --model %s --out %s > %s 2>&1", bin,
              make_args, mdir, bin, mdir, out, log);
     return run(cmd);
 }

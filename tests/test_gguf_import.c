@@ -565,7 +565,7 @@ static void test_cache_races(void) {
     snprintf(errf, sizeof errf, "%s/race.err", tmp);
     const char *gg = tpath("qwen3.gguf");
     // a killed import of this GGUF left its temporary (process 999999 is not running)
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p \"'%s'/gguf-import/$(sha256sum '%s' | cut -c1-64).tmp-999999\" && "
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p \"%s/gguf-import/$(sha256sum '%s' | cut -c1-64).tmp-999999\" && "
              "export HIFA4_CACHE='%s' && { %s --quiet logits --model %s --ids 1,2 --out '%s/a.st' >/dev/null 2>&1 & "
              "%s --quiet logits --model %s --ids 1,2 --out '%s/b.st' >/dev/null 2>&1 & wait; }",
              cache, cache, gg, cache, bin, gg, tmp, bin, gg, tmp);

@@ -878,8 +878,8 @@ static void test_cli(void) {
     snprintf(d2, sizeof d2, "%s/cli-mm2", tmpdir());
     snprintf(cmd, sizeof cmd,
              "%s --quiet make-model --arch gemma2 --layers 2 --dim 64 --heads 2 --kv-heads 1 --head-dim 32 --ffn 64 "
-             "--vocab 400 --seed 5 --out %s && %s --quiet make-model --arch gemma2 --layers 2 --dim 64 --heads 2 "
-             "--kv-heads 1 --head-dim 32 --ffn 64 --vocab 400 --seed 5 --out %s && cmp -s %s/model.safetensors "
+             "--vocab 400 --seed 5 --force --out %s && %s --quiet make-model --arch gemma2 --layers 2 --dim 64 --heads 2 "
+             "--kv-heads 1 --head-dim 32 --ffn 64 --vocab 400 --seed 5 --force --out %s && cmp -s %s/model.safetensors "
              "%s/model.safetensors && cmp -s %s/tokenizer.json %s/tokenizer.json && cmp -s %s/config.json %s/config.json",
              bin, d1, bin, d2, d1, d2, d1, d2, d1, d2);
     CHECK(system(cmd) == 0, "make-model CLI not deterministic: %s", cmd);

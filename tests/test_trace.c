@@ -304,7 +304,7 @@ static void test_cli(void) {
     snprintf(log, sizeof log, "%s/trace-planted.txt", tmp);
     snprintf(cmd, sizeof cmd,
              "%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
-             "--plant-outlier 0:51:34 --out %s >/dev/null 2>&1 && "
+             "--plant-outlier 0:51:34 --force --out %s >/dev/null 2>&1 && "
              "%s --quiet calibrate --model %s --calib %s --calib-samples 8 "
              "--calib-len 128 --out %s >/dev/null 2>&1 && "
              "%s --quiet trace --model %s --text %s --ctx 128,320 --limit 2 "
