@@ -63,9 +63,9 @@ static int load(const char *name, struct task_set *s, const char *data_dir, cons
 // ---- registry ----
 static void test_registry(void) {
     const char *want[] = {"mmlu", "hellaswag", "arc_challenge", "arc_easy", "truthfulqa_mc1", "gpqa_diamond",
-                          "bbh", "exam", "mc_jsonl", "ppl", "niah"};
-    CHECK(task_count() == 11, "%d tasks", task_count());
-    for (int i = 0; i < 11; i++) {
+                          "bbh", "exam", "wordnet", "mc_jsonl", "ppl", "niah"};
+    CHECK(task_count() == 12, "%d tasks", task_count());
+    for (int i = 0; i < 12; i++) {
         const struct task_def *d = task_find(want[i]);
         CHECK(d && d->load && d->desc && strcmp(d->name, want[i]) == 0, "task %s registered", want[i]);
     }
@@ -73,7 +73,7 @@ static void test_registry(void) {
     // every default data path exists in the test data (GPQA is not shipped; for hellaswag the
     // entries are alternatives and one is enough)
     const char *root = TEST_NEED("datasets");
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 12; i++) {
         const char *const *p = task_data_paths(want[i]);
         CHECK(p != NULL, "data paths of %s", want[i]);
         if (!root) continue;
@@ -84,7 +84,7 @@ static void test_registry(void) {
             n_ok += (*p)[strlen(*p) - 1] == '/' ? dir_exists(full) : file_exists(full);
         }
         if (!strcmp(want[i], "hellaswag")) CHECK(n_ok == 1, "hellaswag: one form shipped");
-        else if (strcmp(want[i], "gpqa_diamond") && strcmp(want[i], "exam"))
+        else if (strcmp(want[i], "gpqa_diamond") && strcmp(want[i], "exam") && strcmp(want[i], "wordnet"))
             CHECK(n_ok == n, "%s: %d of %d data paths exist", want[i], n_ok, n);
     }
     CHECK(task_data_paths("nope") == NULL, "unknown task paths");

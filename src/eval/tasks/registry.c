@@ -16,6 +16,7 @@ TASK(truthfulqa_mc1)
 TASK(gpqa_diamond)
 TASK(bbh)
 TASK(exam)
+TASK(wordnet)
 TASK(mc_jsonl)
 TASK(ppl)
 TASK(niah)
@@ -32,6 +33,8 @@ static const struct task_def g_tasks[] = {
     {"bbh", "BIG-Bench Hard likelihood variant, 24 subtasks, 3-shot (acc_norm)", task_load_bbh},
     {"exam", "US amateur-radio and FCC commercial licence exam pools (Debian hamexam/fccexam) (acc)",
      task_load_exam},
+    {"wordnet", "WordNet 3.0 noun definitions, 1,031 items, offline (Debian wordnet-base) (acc, acc_norm)",
+     task_load_wordnet},
     {"mc_jsonl", "custom multiple-choice JSONL {question, choices[], answer} via --task-file (acc)",
      task_load_mc_jsonl},
     {"ppl", "perplexity on plain text (default WikiText-2 test raw) or --task-file", task_load_ppl},
@@ -146,10 +149,11 @@ const char *const *task_data_paths(const char *name) {
     static const char *const bbh[] = {"bbh/bbh/", NULL};
     static const char *const ppl[] = {"wikitext2/raw/wiki.test.raw", "wikitext2/tokens/test.txt", NULL};
     static const char *const exam[] = {"exam/hamexam/", "exam/fccexam/", NULL};
+    static const char *const wn[] = {"wordnet/", NULL};
     static const char *const none[] = {NULL};
     static const struct { const char *name; const char *const *paths; } t[] = {
         {"mmlu", mmlu}, {"hellaswag", hs}, {"arc_challenge", arc_c}, {"arc_easy", arc_e},
-        {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", exam},
+        {"truthfulqa_mc1", tqa}, {"gpqa_diamond", gpqa}, {"bbh", bbh}, {"exam", exam}, {"wordnet", wn},
         {"mc_jsonl", none}, {"ppl", ppl}, {"niah", ppl}};
     for (size_t i = 0; name && i < sizeof t / sizeof t[0]; i++)
         if (strcmp(t[i].name, name) == 0) return t[i].paths;
