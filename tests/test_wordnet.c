@@ -3,7 +3,8 @@
 // context string and choices as the header's rules give them by hand; malformed files named
 // with file and line. (2) The real WordNet 3.0 (Debian wordnet-base, /usr/share/wordnet) against
 // the independent Python implementation's count, first items and listing hash
-// (tests/data/wordnet_ref.json, written by scripts/wordnet_ref.py); skipped without it.
+// (tests/data/wordnet_ref.json, written by scripts/wordnet_ref.py); skipped without it. (3) The
+// calibration-source guard knows WordNet's directory as this task's data.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/sha256.h"
+#include "calib/calib_source.h"
 #include "eval/tasks/task.h"
 #include "test.h"
 
@@ -194,5 +196,8 @@ int main(void) {
     test_rules();
     test_errors();
     test_real();
+    const char *task = NULL;
+    CHECK(calib_source_is_eval("/usr/share/wordnet/data.noun", &task) == 1 && task && !strcmp(task, "wordnet"),
+          "calibrating on WordNet's files is calibrating on the wordnet task's data");
     return test_summary("test_wordnet");
 }

@@ -17,7 +17,7 @@ static const struct {
     {"/mmlu/", "mmlu"}, {"_test.csv", "mmlu"}, {"hellaswag", "hellaswag"}, {"/arc/", "arc_challenge/arc_easy"},
     {"ARC-", "arc_challenge/arc_easy"}, {"truthfulqa", "truthfulqa_mc1"}, {"mc_task.json", "truthfulqa_mc1"},
     {"/bbh/", "bbh"}, {"wikitext", "ppl"}, {"wiki.test", "ppl"}, {"gpqa", "gpqa_diamond"},
-    {"hamexam", "exam"}, {"fccexam", "exam"},
+    {"hamexam", "exam"}, {"fccexam", "exam"}, {"/wordnet/", "wordnet"},
 };
 
 int calib_source_is_eval(const char *path, const char **task) {
