@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gemma3_ref.py: independent transformers references for Gemma 3 270M (issue 22).
+"""gemma3_ref.py: independent transformers references for Gemma 3 270M.
 
 Never a dependency of `make test`: it writes the small committed files of tests/data/gemma3/
 (format: tests/data/gemma3/README.md) that the C tests compare against.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# llama_logits.sh: a second, independent check of the Gemma 3 270M logits (issue 22,
-# docs/results/gemma3_refs.md "llama.cpp"): the same Q4_K_M file and the same token ids (the three
+# llama_logits.sh: a second, independent check of the Gemma 3 270M logits
+# (docs/results/gemma3_refs.md "llama.cpp"): the same Q4_K_M file and the same token ids (the three
 # WikiText-2 prompts of tests/data/gemma3/logits.json, 119, 222 and 625 tokens) through llama.cpp
 # and through `hifa4-eval logits --attn exact --act f32`, full logits compared at every position
 # (scripts/llama_logits.c compare: rel-L2, argmax agreement, max |d|, log-sum-exp).

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-// A key given twice in one object (issue 36): Python's json, and so transformers and
+// A key given twice in one object: Python's json, and so transformers and
 // lm-eval, keep the last value while cJSON's lookup finds the first - the same file would mean
 // two things. Refused naming the key and both values. Sorted per object: O(n log n) for a
 // tokenizer vocabulary of 150,000 keys.

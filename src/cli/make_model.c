@@ -65,7 +65,7 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         for (int i = 0; i < n; i++)
             if ((rc = parse_plant(items[i], &o, e))) return rc;
     }
-    // as the imports (issue 27): a non-empty directory kept the old model's other files
+    // as the imports: a non-empty directory kept the old model's other files
     if ((rc = out_path_check("--out", out, (const char *[]){o.tokenizer_dir}, 1, e)) ||
         (rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e)))
         return rc;

@@ -332,7 +332,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
         (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
         return rc;
-    // task data, --out and --scales are checked before a model is fetched (issue 14); under
+    // task data, --out and --scales are checked before a model is fetched; under
     // MPI rank 0 resolves the model (downloading, importing, calibrating as needed), the other
     // ranks then find all of it in the caches
     struct model_ref mref;

@@ -21,7 +21,7 @@
 #include "net/fetch.h"
 
 // Measured speed of the calibration forward (bf16 attention, f32 activations) in multiply-adds
-// per CPU-second on this project's GEMM (AVX-512 machine of issue 24: SmolLM2-135M, 64 x 512
+// per CPU-second on this project's GEMM (an AVX-512 machine: SmolLM2-135M, 64 x 512
 // tokens, 58 CPU-s; docs/design/calibration.md), rounded down. The wall time is this over the threads
 // on an idle machine, more on a busy one.
 #define CALIB_MACS_PER_CPU_S 5.0e10

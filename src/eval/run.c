@@ -214,7 +214,7 @@ int run_count_cost(struct run *r, int m, struct err *e) {
     return 0;
 }
 
-// Numbers leave the model here (issue 14): a log-likelihood that is not finite came from NaN
+// Numbers leave the model here: a log-likelihood that is not finite came from NaN
 // or inf logits and says nothing about a decision; pred 0 and a "null" in the samples file
 // counted it in accuracy, flips and hurts/helps. It stops the run naming task, item and mode,
 // or with --nonfinite count marks the item (left out of every statistic, counted in the report).

@@ -137,7 +137,7 @@ int run_n_tasks(const struct run *r);
 const char *run_task_name(const struct run *r, int t);
 int run_task_items(const struct run *r, int t); // items of task t in this shard
 
-// Replicas (issue 21): K of run_opts.replicas. run_set_replica(r, k) moves the model's weights
+// Replicas: K of run_opts.replicas. run_set_replica(r, k) moves the model's weights
 // to replica k's perturbation (model_perturb; 0: unperturbed, every bit restored) and sends the
 // task calls that follow to replica k's samples files, "<mode>@r<k>" (noise.h; replica 0's
 // are the plain run's files, byte-identical to a run without --replicas). Call it with no task

@@ -1,5 +1,5 @@
 // run_open.c: opening a run (see run.h) in the order that puts every check a user can fail
-// before the expensive work (issue 14): the run directory (created, locked, run.json vs
+// before the expensive work: the run directory (created, locked, run.json vs
 // --resume), config.json and the checkpoint's fingerprint, the tokenizer, every attention mode
 // and the scales file, then every task's data - loaded, checked non-empty and tokenized - and
 // run.json's configuration key; only then the weights are converted. run_free releases it all,

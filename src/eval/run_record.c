@@ -212,7 +212,7 @@ static void add_attention(cJSON *run, const struct run *r) {
     if (o->nonfinite == RUN_NONFINITE_COUNT) cJSON_AddStringToObject(run, "nonfinite", "count");
 }
 
-// The task's data by content (issue 27: identity by content, not by spelling): every item's id,
+// The task's data by content (identity by content, not by spelling): every item's id,
 // subject, prompt, choices and gold (each NUL-terminated, so fields cannot run into each other),
 // or a perplexity task's text. The configuration key holds this, not the files' paths.
 static void items_sha256(const struct task_set *s, char hex[65]) {

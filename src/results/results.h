@@ -141,7 +141,7 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 // samples file with another number of items than the reference mode's is ERR_MISMATCH naming
 // it. *out owned by the caller.
 //
-// Noise (issue 21, results/noise.h): every accuracy task also gets "noise" (flip, hurt, help
+// Noise (results/noise.h): every accuracy task also gets "noise" (flip, hurt, help
 // probabilities with bootstrap intervals per mode, null flip rates, all pairs of non-reference
 // modes), and the summary a top-level "noise" with the replicas' record and "pooled" (the same
 // over the items of every accuracy task together). With run.json "replicas": {"k": K} the

@@ -61,7 +61,7 @@ static void legacy_key(char hex[65], const cJSON *run, int with_shard) {
             cJSON_ArrayForEach(t, d) {
                 for (size_t s = 0; s < sizeof task_stats / sizeof task_stats[0]; s++)
                     cJSON_DeleteItemFromObjectCaseSensitive(t, task_stats[s]);
-                // identity by content (issue 27): the items' hash stands for the files; their
+                // identity by content: the items' hash stands for the files; their
                 // paths (the source) are kept only by a run.json made before the hash existed
                 if (cJSON_GetObjectItemCaseSensitive(t, "items_sha256")) cJSON_DeleteItemFromObjectCaseSensitive(t, "source");
                 // "all" is what every run.json without the field scored: such runs keep their key

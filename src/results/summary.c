@@ -277,7 +277,7 @@ done:
     return rc;
 }
 
-// ---- noise: replicas (issue 21) ----
+// ---- noise: replicas ----
 int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *e) {
     *k = 0;
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
