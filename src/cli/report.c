@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "base/json_util.h"
 #include "results/lock.h"
 #include "results/report.h"
 #include "results/results.h"

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/json_util.h"
 #include "eval/run.h"
 #include "results/lock.h"
 #include "results/noise.h"

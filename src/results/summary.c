@@ -12,11 +12,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "base/json_util.h"
 #include "base/sha256.h"
 #include "results/metrics.h"
 #include "results/noise.h"
-#include "results/run_identity.h"
 #include "results/run_rec.h"
 #include "results/stamp.h"
 
