@@ -13,16 +13,16 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "base/json_util.h"
 #include "results/item_probs.h"
 #include "results/metrics.h"
 #include "results/report.h"
 #include "results/results.h"
 #include "results/run_identity.h"
 #include "results/run_label.h"
+#include "results/run_rec.h"
 #include "results/stats.h"
 
-struct side { char dir[4096]; char mode[128]; cJSON *run; };
+struct side { char dir[4096]; char mode[128]; struct run_rec run; };
 
 static int side_open(struct side *s, const char *arg, struct err *e) {
     memset(s, 0, sizeof *s);
@@ -33,22 +33,16 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
     memcpy(s->dir, arg, dl);
     s->dir[dl] = 0;
     if (colon) snprintf(s->mode, sizeof s->mode, "%s", colon + 1);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/run.json", s->dir);
     if (!dir_exists(s->dir))
         return err_set(e, ERR_NOTFOUND, "'%s': %s is no run directory%s", arg, s->dir,
                        colon ? " (read as RUN:MODE, split at the last ':'; a run path with ':' in it must exist as given)" : "");
-    int rc = run_json_load(&s->run, s->dir, e);
+    int rc = run_rec_load(&s->run, s->dir, e);
     if (rc) return rc;
     // a killed run's modes may hold different items: comparing the common ones said nothing
     // about the run being incomplete
-    if ((rc = results_check_complete(s->dir, s->run, e))) return rc;
-    const cJSON *modes;
-    if ((rc = json_need_arr(s->run, "modes", &modes, path, e))) return rc;
-    int found = !s->mode[0];
-    const cJSON *m;
-    cJSON_ArrayForEach(m, modes) if (cJSON_IsString(m) && !strcmp(m->valuestring, s->mode)) found = 1;
-    if (!found) return err_set(e, ERR_NOTFOUND, "%s: mode '%s' is not in this run (field 'modes')", path, s->mode);
+    if ((rc = results_check_complete(s->dir, &s->run, e))) return rc;
+    if (s->mode[0] && !run_rec_has_mode(&s->run, s->mode))
+        return err_set(e, ERR_NOTFOUND, "%s: mode '%s' is not in this run (field 'modes')", s->run.path, s->mode);
     return 0;
 }
 
@@ -57,12 +51,8 @@ static int side_open(struct side *s, const char *arg, struct err *e) {
 // kernel, the batch and the thread count; two different arithmetic strings differ by design;
 // two different libm variants (host.h) may differ in the last bit of exp, log, tanh and erf.
 static void warn_numerics(const struct side *a, const struct side *b) {
-    const char *ga = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "gemm"), "arithmetic"));
-    const char *gb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "gemm"), "arithmetic"));
-    const char *ca = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "cpu"));
-    const char *cb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "cpu"));
-    const char *la = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a->run, "host"), "libm"));
-    const char *lb = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(b->run, "host"), "libm"));
+    const char *ga = a->run.gemm_arithmetic, *gb = b->run.gemm_arithmetic;
+    const char *ca = a->run.host_cpu, *cb = b->run.host_cpu, *la = a->run.host_libm, *lb = b->run.host_libm;
     if (!ga || !gb) {
         log_warn("diff: %s was made with OpenBLAS (no 'gemm' record in run.json), whose bits depend on the CPU kernel, "
                  "batch and threads: flips between these runs may come from the machine, not the attention mode",
@@ -85,14 +75,13 @@ static void warn_numerics(const struct side *a, const struct side *b) {
 static void inputs_differ(const struct side *a, const struct side *b) {
     static const char *const options[] = {"--", "modes", "mode ", "replicas", "shard", "scales", NULL};
     char d[1600];
-    if (run_json_diff(d, sizeof d, a->run, b->run, 0, options) <= 0) return;
+    if (run_json_diff(d, sizeof d, a->run.json, b->run.json, 0, options) <= 0) return;
     printf("A and B were made from different inputs (A vs B): %s\n\n", d);
     log_warn("diff: %s and %s were made from different inputs (A vs B): %s", a->dir, b->dir, d);
 }
 
 static const char *mode_at(const struct side *s, int i) {
-    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(s->run, "modes"), i);
-    return cJSON_IsString(m) ? m->valuestring : NULL;
+    return i < s->run.n_modes ? s->run.modes[i].name : NULL;
 }
 
 // One paired statistic of per-item a, b (K = 0 on both sides: McNemar on the indicators).
@@ -115,8 +104,8 @@ static void paired_cells(struct results_buf *o, const double *a, const double *b
 // The paired flip / hurt probability row of one task into o (items matched by id).
 static int paired_row(struct results_buf *o, const struct side *a, const struct side *b, const char *task, struct err *e) {
     struct item_probs pa, pb;
-    int rc = item_probs_load(&pa, a->dir, a->run, task, a->mode, e);
-    if (!rc && (rc = item_probs_load(&pb, b->dir, b->run, task, b->mode, e))) item_probs_free(&pa);
+    int rc = item_probs_load(&pa, a->dir, &a->run, task, a->mode, e);
+    if (!rc && (rc = item_probs_load(&pb, b->dir, &b->run, task, b->mode, e))) item_probs_free(&pa);
     if (rc) return rc;
     double *v = malloc(sizeof(double) * 4 * (size_t)(pa.n + 1));
     if (!v) { item_probs_free(&pa); item_probs_free(&pb); return err_set(e, ERR_NOMEM, "diff: out of memory"); }
@@ -151,16 +140,6 @@ static void print_probs(const char *rows) {
            "---:|---:|---:|\n%s", rows);
 }
 
-// The task called name in a run.json's "tasks", or NULL.
-static const cJSON *task_named(const cJSON *run, const char *name) {
-    const cJSON *t, *hit = NULL;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItem(run, "tasks")) {
-        const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
-        if (n && !strcmp(n, name)) hit = t;
-    }
-    return hit;
-}
-
 static void free_pair(struct results_sample *sa, int na, struct results_sample *sb, int nb) {
     for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
     for (int i = 0; i < nb; i++) results_sample_free(&sb[i]);
@@ -173,33 +152,27 @@ static int compare_modes(const struct side *a, const struct side *b, const char 
     int rc = 0;
     printf("| task | n | acc A | acc B | flips | PFR %% [95%%] | hurts | helps | dAcc %% | McNemar p | mean abs dLL |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    const cJSON *ta, *tb;
     struct results_buf flips_txt = {0}, probs_txt = {0};
     int n_common = 0;
-    cJSON_ArrayForEach(ta, cJSON_GetObjectItem(a->run, "tasks")) {
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(ta, "name"));
-        if (!name || (only && strcmp(only, name))) continue;
-        int is_ppl = 0;
-        const cJSON *mt;
-        cJSON_ArrayForEach(mt, cJSON_GetObjectItem(ta, "metrics")) is_ppl |= cJSON_IsString(mt) && !strcmp(mt->valuestring, "ppl");
-        if (is_ppl) continue; // no decisions to compare (see summary.json for perplexity)
-        int inb = 0;
-        cJSON_ArrayForEach(tb, cJSON_GetObjectItem(b->run, "tasks"))
-            if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) ? cJSON_GetStringValue(cJSON_GetObjectItem(tb, "name")) : "", name)) inb = 1;
-        if (!inb) continue;
+    for (int ti = 0; ti < a->run.n_tasks; ti++) {
+        const struct run_rec_task *ta = &a->run.tasks[ti], *tb = run_rec_task(&b->run, ta->name);
+        const char *name = ta->name;
+        if (only && strcmp(only, name)) continue;
+        if (ta->is_ppl) continue; // no decisions to compare (see summary.json for perplexity)
+        if (!tb) continue;
         char pa[4096], pb[4096];
         struct results_sample *sa = NULL, *sb = NULL;
         int na = 0, nb = 0;
         if ((rc = results_samples_path(pa, sizeof pa, a->dir, name, a->mode, e)) || (rc = results_samples_path(pb, sizeof pb, b->dir, name, b->mode, e)) ||
-            (rc = results_samples_read_run(a->dir, a->run, name, a->mode, &sa, &na, e)) ||
-            (rc = results_samples_read_run(b->dir, b->run, name, b->mode, &sb, &nb, e))) {
+            (rc = results_samples_read_run(a->dir, &a->run, name, a->mode, &sa, &na, e)) ||
+            (rc = results_samples_read_run(b->dir, &b->run, name, b->mode, &sb, &nb, e))) {
             for (int i = 0; i < na; i++) results_sample_free(&sa[i]);
             free(sa);
             goto out;
         }
         // each samples file must hold the items run.json promises (a file cut short by a kill, or
         // swapped in, would otherwise be compared on its common items without a word)
-        const int want_a = results_task_items(ta), want_b = results_task_items(task_named(b->run, name));
+        const int want_a = ta->items, want_b = tb->items;
         if ((want_a >= 0 && na != want_a) || (want_b >= 0 && nb != want_b)) {
             int bad_a = want_a >= 0 && na != want_a;
             rc = err_set(e, ERR_MISMATCH, "%s: %d items, but its run.json says task %s has %d: the run is incomplete or its "
@@ -271,8 +244,8 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     if (help) { cli_usage("diff", "RUN_A[:MODE] RUN_B[:MODE]", opts, 3); return 0; }
     if (n_pos != 2) return err_set(e, ERR_USAGE, "expected two runs (RUN_A[:MODE] RUN_B[:MODE])");
     struct side a, b;
-    if ((rc = side_open(&a, pos[0], e))) { cJSON_Delete(a.run); return rc; }
-    if ((rc = side_open(&b, pos[1], e))) { cJSON_Delete(a.run); cJSON_Delete(b.run); return rc; }
+    if ((rc = side_open(&a, pos[0], e))) { run_rec_free(&a.run); return rc; }
+    if ((rc = side_open(&b, pos[1], e))) { run_rec_free(&a.run); run_rec_free(&b.run); return rc; }
     int same_run = !strcmp(a.dir, b.dir), all_modes = !same_run && !a.mode[0] && !b.mode[0];
     if (!same_run) warn_numerics(&a, &b);
     if (!a.mode[0]) snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, 0) ? mode_at(&a, 0) : "");
@@ -283,11 +256,11 @@ int cmd_diff(int argc, char **argv, struct err *e) {
     }
     // with the Q-Mean form and qdq skip of each side, e.g. "hifa4 (channel)" vs "hifa4 (token)"
     char differ[1024];
-    run_label_differences(differ, sizeof differ, a.run, b.run);
+    run_label_differences(differ, sizeof differ, &a.run, &b.run);
     if (!same_run) inputs_differ(&a, &b); // weights, config, tokenizer or task items
     if (!all_modes) {
-        printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, results_mode_display(a.run, a.mode), b.dir, b.mode,
-               results_mode_display(b.run, b.mode));
+        printf("diff %s:%s (A: %s) vs %s:%s (B: %s)\n\n", a.dir, a.mode, run_rec_display(&a.run, a.mode), b.dir, b.mode,
+               run_rec_display(&b.run, b.mode));
         if (differ[0]) printf("A and B differ in: %s\n\n", differ); // what else than the mode sets them apart
         rc = compare_modes(&a, &b, only, show, e);
         goto done;
@@ -302,13 +275,13 @@ int cmd_diff(int argc, char **argv, struct err *e) {
         if (!inb) continue;
         snprintf(a.mode, sizeof a.mode, "%s", mode_at(&a, i));
         snprintf(b.mode, sizeof b.mode, "%s", mode_at(&a, i));
-        printf("%s## mode %s (A: %s, B: %s)\n\n", shared++ ? "\n" : "", a.mode, results_mode_display(a.run, a.mode),
-               results_mode_display(b.run, b.mode));
+        printf("%s## mode %s (A: %s, B: %s)\n\n", shared++ ? "\n" : "", a.mode, run_rec_display(&a.run, a.mode),
+               run_rec_display(&b.run, b.mode));
         rc = compare_modes(&a, &b, only, show, e);
     }
     if (!rc && !shared) rc = err_set(e, ERR_NOTFOUND, "%s and %s share no mode: name the modes to compare (RUN:MODE)", a.dir, b.dir);
 done:
-    cJSON_Delete(a.run);
-    cJSON_Delete(b.run);
+    run_rec_free(&a.run);
+    run_rec_free(&b.run);
     return rc;
 }

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "base/json_util.h"
 #include "results/lock.h"
 #include "results/report.h"
 #include "results/results.h"
-#include "results/run_identity.h"
+#include "results/run_rec.h"
 
 static int render(const char *dir, int keep, struct err *e);
 
@@ -27,11 +26,9 @@ int cmd_report(int argc, char **argv, struct err *e) {
     if (n_pos != 1) return err_set(e, ERR_USAGE, "expected one run directory");
     // a run still writing (or killed) is refused: its samples files may differ in length per
     // mode; the lock keeps a --resume of this directory from starting while we write into it
-    char rpath[4096];
-    cJSON *run = NULL;
-    if ((rc = path_join(rpath, sizeof rpath, pos[0], "run.json", e)) || (rc = run_json_load(&run, pos[0], e))) return rc;
-    rc = results_check_complete(pos[0], run, e);
-    cJSON_Delete(run);
+    struct run_rec run;
+    if (!(rc = run_rec_load(&run, pos[0], e))) rc = results_check_complete(pos[0], &run, e);
+    run_rec_free(&run);
     if (rc) return rc;
     int lock = -1;
     if ((rc = results_lock(pos[0], &lock, e))) return rc;

@@ -37,7 +37,7 @@ static int is_ppl(const cJSON *t) {
     return 0;
 }
 
-int degenerate_md(struct results_buf *o, const char *dir, const cJSON *run, const cJSON *sum, struct err *e) {
+int degenerate_md(struct results_buf *o, const char *dir, const struct run_rec *run, const cJSON *sum, struct err *e) {
     const cJSON *t, *m;
     int rc = 0, flagged = 0, checked = 0;
     struct results_buf lines = {0};
@@ -61,7 +61,7 @@ int degenerate_md(struct results_buf *o, const char *dir, const cJSON *run, cons
             if (d.at_chance)
                 snprintf(why + w, sizeof why - (size_t)w, "%saccuracy %.1f%% [%.1f, %.1f] contains chance (%.1f%%)",
                          w ? "; " : "", 100 * d.acc, 100 * d.acc_lo, 100 * d.acc_hi, 100 * d.chance);
-            rc |= results_buf_printf(&lines, "| %s | %s | %d | %s |\n", t->string, results_mode_display(run, m->valuestring), d.n, why);
+            rc |= results_buf_printf(&lines, "| %s | %s | %d | %s |\n", t->string, run_rec_display(run, m->valuestring), d.n, why);
             flagged++;
         }
     }

@@ -11,6 +11,7 @@
 
 #include "base/common.h"
 #include "results/results.h"
+#include "results/run_rec.h"
 
 #define DEGENERATE_SHARE 0.8   // "most items": the most picked option position on >= 80% of them
 #define DEGENERATE_MAX_POS 26  // option positions counted (A..Z); later ones count as one
@@ -30,6 +31,6 @@ void degenerate_check(struct degenerate *d, const struct results_sample *s, int 
 
 // The report's section: one line per flagged (task, mode) of the run in dir (multiple-choice
 // tasks; perplexity tasks have no decisions), or one line saying none is. Reads the samples files.
-int degenerate_md(struct results_buf *o, const char *dir, const cJSON *run, const cJSON *sum, struct err *e);
+int degenerate_md(struct results_buf *o, const char *dir, const struct run_rec *run, const cJSON *sum, struct err *e);
 
 #endif

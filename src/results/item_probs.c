@@ -70,17 +70,13 @@ static int fill(struct item_probs *out, struct results_sample **s, int n_files, 
     return rc;
 }
 
-int item_probs_load(struct item_probs *out, const char *dir, const cJSON *run, const char *task, const char *mode,
+int item_probs_load(struct item_probs *out, const char *dir, const struct run_rec *run, const char *task, const char *mode,
                     struct err *e) {
     memset(out, 0, sizeof *out);
-    int K = 0, rc = results_run_replicas(run, &K, dir, e), want = -1;
-    if (rc) return rc;
-    const cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "modes"), 0), *t;
-    if (!cJSON_IsString(ref)) return err_set(e, ERR_FORMAT, "%s/run.json: field 'modes': no reference mode", dir);
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(run, "tasks")) {
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
-        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, task)) want = results_task_items(t);
-    }
+    const int K = run->replicas;
+    const struct run_rec_task *t = run_rec_task(run, task);
+    const int want = t ? t->items : -1;
+    int rc = 0;
     out->n_rep = K + 1;
     const int n_files = 2 * (K + 1);
     struct results_sample **s = calloc((size_t)n_files, sizeof *s);
@@ -89,7 +85,7 @@ int item_probs_load(struct item_probs *out, const char *dir, const cJSON *run, c
     // file order as noise_preds wants it: pred[r * 2 + m], m = 0 reference, 1 mode
     for (int k = 0; !rc && k < n_files; k++) {
         const struct task_ref tr = {dir, task, want};
-        rc = read_file(&s[k], &ns[k], &tr, k % 2 ? mode : ref->valuestring, k / 2, e);
+        rc = read_file(&s[k], &ns[k], &tr, k % 2 ? mode : run->modes[0].name, k / 2, e);
         if (!rc && ns[k] != ns[0])
             rc = err_set(e, ERR_MISMATCH, "task %s: %d items in one samples file, %d in another", task, ns[k], ns[0]);
     }

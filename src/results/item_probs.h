@@ -5,9 +5,8 @@
 #ifndef HIFA4_ITEM_PROBS_H
 #define HIFA4_ITEM_PROBS_H
 
-#include <cjson/cJSON.h>
-
 #include "base/common.h"
+#include "results/run_rec.h"
 
 struct item_probs {
     int n;          // items (those non-finite in any file read are left out)
@@ -18,9 +17,9 @@ struct item_probs {
 };
 
 // Reads task's samples of mode and of the reference (run.json "modes"[0]) in every replica of
-// the run in dir (run is its run.json). A file with another item count than run.json's, or
+// the run in dir (run is its run.json record). A file with another item count than run.json's, or
 // items that differ between files, is ERR_MISMATCH naming the file. *out is zeroed on error.
-int item_probs_load(struct item_probs *out, const char *dir, const cJSON *run, const char *task, const char *mode,
+int item_probs_load(struct item_probs *out, const char *dir, const struct run_rec *run, const char *task, const char *mode,
                     struct err *e);
 void item_probs_free(struct item_probs *p); // safe on a zeroed struct
 

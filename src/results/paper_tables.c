@@ -72,13 +72,13 @@ void pt_frac(char *b, size_t n, double v, int digits) {
 }
 
 const char *pt_model_name(const struct pt_ctx *c, int r) {
-    return pt_str(pt_get(c->in->run[r], "model"), "name", c->in->run_dir[r]);
+    return c->in->run[r]->model.name ? c->in->run[r]->model.name : c->in->run_dir[r];
 }
 
 void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n) {
     const struct pt_shown *shown = &c->shown;
     const char *name = pt_model_name(c, r);
-    const cJSON *group[PT_MAX_IN];
+    const struct run_rec *group[PT_MAX_IN];
     int ng = 0;
     for (int q = 0; q < shown->n; q++)
         if (!strcmp(pt_model_name(c, shown->r[q]), name)) group[ng++] = c->in->run[shown->r[q]];
@@ -104,15 +104,13 @@ static int add_json(struct pt_in *in, cJSON *j, const char *path, struct err *e)
 
 // Every samples file of a run is its own (stamp.h): a file copied in after the summary was
 // written is named here too, though tables reads only summary.json.
-static int check_stamps(const char *dir, const cJSON *run, struct err *e) {
-    const cJSON *t, *m;
-    cJSON_ArrayForEach(t, pt_get(run, "tasks")) cJSON_ArrayForEach(m, pt_get(run, "modes")) {
-        const char *task = pt_str(t, "name", NULL);
+static int check_stamps(const char *dir, const struct run_rec *run, struct err *e) {
+    for (int t = 0; t < run->n_tasks; t++) for (int m = 0; m < run->n_modes; m++) {
+        const char *task = run->tasks[t].name, *mode = run->modes[m].name;
         char path[4096];
         struct results_stamp want;
-        if (!task || !cJSON_IsString(m)) continue;
-        results_stamp_expect(&want, run, dir, task, m->valuestring);
-        int rc = results_samples_path(path, sizeof path, dir, task, m->valuestring, e);
+        results_stamp_expect(&want, run->json, dir, task, mode);
+        int rc = results_samples_path(path, sizeof path, dir, task, mode, e);
         if (!rc) rc = results_stamp_check_file(path, &want, e);
         if (rc) return rc;
     }
@@ -121,19 +119,20 @@ static int check_stamps(const char *dir, const cJSON *run, struct err *e) {
 
 // Runs of different weights, config.json or tokenizer side by side: said, naming what differs
 // (run_identity.h), since each table compares rows as measurements of one model.
-static void warn_other_model(const char *dir0, const cJSON *run0, const char *dir, const cJSON *run) {
+static void warn_other_model(const char *dir0, const struct run_rec *run0, const char *dir, const struct run_rec *run) {
     static const char *const not_model[] = {"--", "modes", "mode ", "replicas", "shard", "scales", "task ", "seed", "limit",
                                             "window", "numerics", "GEMM", "Q-Mean", NULL};
     char d[1600];
-    if (run_json_diff(d, sizeof d, run0, run, 0, not_model) > 0)
+    if (run_json_diff(d, sizeof d, run0->json, run->json, 0, not_model) > 0)
         log_warn("tables: %s and %s are runs of different models or configurations (%s vs %s): %s", dir0, dir, dir0, dir, d);
 }
 
 static int add_run(struct pt_in *in, const char *dir, struct err *e) {
     if (in->n_run == PT_MAX_IN) return err_set(e, ERR_RANGE, "tables: more than %d runs", PT_MAX_IN);
     char path[4096];
-    cJSON *run = NULL, *sum = NULL;
-    int rc = run_json_load(&run, dir, e);
+    struct run_rec *run = calloc(1, sizeof *run);
+    cJSON *sum = NULL;
+    int rc = run ? run_rec_load(run, dir, e) : err_set(e, ERR_NOMEM, "tables: out of memory");
     if (!rc) rc = results_check_complete(dir, run, e); // a partial run's numbers are not comparable
     if (!rc) rc = check_stamps(dir, run, e);
     if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
@@ -142,13 +141,14 @@ static int add_run(struct pt_in *in, const char *dir, struct err *e) {
     if (!rc && in->n_run > 0) warn_other_model(in->run_dir[0], in->run[0], dir, run);
     if (!rc && (!cJSON_IsArray(pt_get(sum, "modes")) || !cJSON_IsObject(pt_get(sum, "tasks"))))
         rc = err_set(e, ERR_FORMAT, "%s: expected fields 'modes' (array) and 'tasks' (object)", path);
-    if (rc) { cJSON_Delete(run); cJSON_Delete(sum); return rc; }
+    if (rc) { run_rec_free(run); free(run); cJSON_Delete(sum); return rc; }
     const char *ref = pt_str(sum, "reference", "?");
     if (strcmp(ref, "bf16")) { // every comparison of the paper is against BF16
         size_t u = strlen(in->skipped);
         snprintf(in->skipped + u, sizeof in->skipped - u, "- `%s`: its reference mode is %s; the paper's tables compare "
                  "with bf16 (run it with `--attn bf16,...`)\n", dir, ref);
-        cJSON_Delete(run);
+        run_rec_free(run);
+        free(run);
         cJSON_Delete(sum);
         return 0;
     }
@@ -210,7 +210,7 @@ static int add_json(struct pt_in *in, cJSON *j, const char *path, struct err *e)
 }
 
 static void free_inputs(struct pt_in *in) {
-    for (int i = 0; i < in->n_run; i++) { cJSON_Delete(in->run[i]); cJSON_Delete(in->sum[i]); }
+    for (int i = 0; i < in->n_run; i++) { run_rec_free(in->run[i]); free(in->run[i]); cJSON_Delete(in->sum[i]); }
     for (int i = 0; i < in->n_diag; i++) cJSON_Delete(in->diag[i]);
     for (int i = 0; i < in->n_trace; i++) cJSON_Delete(in->trace[i]);
     for (int i = 0; i < in->n_cost; i++) cJSON_Delete(in->cost[i]);

@@ -7,6 +7,7 @@
 #include "results/grid.h"
 #include "results/paper.h"
 #include "results/paper_tables.h"
+#include "results/run_rec.h"
 
 #define PT_MAX_IN 64
 #define PT_MAX_GRIDS 48
@@ -14,7 +15,8 @@
 struct pt_in {
     int n_run, n_diag, n_trace, n_cost;
     const char *run_dir[PT_MAX_IN];
-    cJSON *run[PT_MAX_IN], *sum[PT_MAX_IN];   // run.json, summary.json
+    struct run_rec *run[PT_MAX_IN];           // run.json (owned)
+    cJSON *sum[PT_MAX_IN];                    // summary.json
     cJSON *diag[PT_MAX_IN], *trace[PT_MAX_IN], *cost[PT_MAX_IN];
     char skipped[2048];                       // inputs left out and why (Markdown list lines), or ""
 };

@@ -76,8 +76,9 @@ static int n_mc_tasks(const struct pt_ctx *c, int r) {
     return task_list(c, &r, 1, (const char *const[]){NULL}, t, 64);
 }
 static int same_model(const struct pt_ctx *c, int a, int b) {
-    return !strcmp(pt_str(pt_get(c->in->run[a], "model"), "hash", "a"), pt_str(pt_get(c->in->run[b], "model"), "hash", "b")) &&
-           !strcmp(results_run_qmean(c->in->run[a]), results_run_qmean(c->in->run[b]));
+    const struct run_rec *ra = c->in->run[a], *rb = c->in->run[b];
+    return ra->model.hash && rb->model.hash && !strcmp(ra->model.hash, rb->model.hash) &&
+           !strcmp(run_rec_qmean(ra), run_rec_qmean(rb));
 }
 // Runs with every mode of `modes` (the reference first) and a multiple-choice task: per model
 // (and Q-Mean form) the one with the most tasks, the first of equals; they become c->shown.
@@ -99,7 +100,7 @@ static int runs_with(struct pt_ctx *c, const char *const *modes, int *rs) {
 // " (channel)" for a run of the channel Q-Mean form, on modes with Q-Mean
 static const char *form(const struct pt_ctx *c, int r, const char *mode) {
     int qm = strstr(mode, "qmean") || !strcmp(mode, "hifa4");
-    return qm && !strcmp(results_run_qmean(c->in->run[r]), "channel") ? " (channel)" : "";
+    return qm && !strcmp(run_rec_qmean(c->in->run[r]), "channel") ? " (channel)" : "";
 }
 
 // ---- Table 3: per dataset, Flip Rate `7.46%(22)` and Quant Hurts of Direct HIF4 and HiFA4 ----
@@ -155,8 +156,8 @@ int pt_table3(struct pt_ctx *c) {
 // ---- Table 5: accuracy of BF16 and HiFA4 per model under its gate, D_avg and D_w ----
 // The gate of run r: run.json scales_calibration.gate, else a diagnose input of the same model.
 static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
-    const char *g = pt_str(pt_get(c->in->run[r], "scales_calibration"), "gate", NULL);
-    const char *hash = pt_str(pt_get(c->in->run[r], "model"), "hash", "");
+    const char *g = c->in->run[r]->calibration.gate;
+    const char *hash = c->in->run[r]->model.hash ? c->in->run[r]->model.hash : "";
     for (int d = 0; !g && d < c->in->n_diag; d++)
         if (!strcmp(pt_str(pt_get(c->in->diag[d], "model"), "hash", "-"), hash)) g = pt_str(pt_get(c->in->diag[d], "table1"), "gate", NULL);
     snprintf(out, n, "%s", g ? g : "gate ?");
@@ -324,7 +325,7 @@ static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int 
     char title[1024], name[768], p[96];
     pt_run_name(c, r, name, sizeof name);
     snprintf(title, sizeof title, "Table %d: stepwise ablation, %s (rows B-E include Q-Mean, %s form)", table, name,
-             results_run_qmean(c->in->run[r]));
+             run_rec_qmean(c->in->run[r]));
     struct grid *g = pt_grid(c, table, title, 3 + w * nt);
     if (!g) return ERR_RANGE;
     int rc = ablation_header(g, table, c, r, tasks, nt) | (rep ? pt_prob_note(g, pt_replicas(c, r)) : 0);
@@ -416,13 +417,13 @@ static int table2_row(struct pt_ctx *c, struct grid *g, int r, const char *mode,
 }
 
 static const char *agg_of(const struct pt_ctx *c, int r) {
-    return pt_str(pt_get(c->in->run[r], "scales_calibration"), "aggregator", NULL);
+    return c->in->run[r]->calibration.aggregator;
 }
 // Runs a and b differ at most in their scales: same model, Q-Mean form, tasks and limit.
 static int agg_compatible(const struct pt_ctx *c, int a, int b) {
     const cJSON *ta = pt_get(c->in->sum[a], "tasks"), *tb = pt_get(c->in->sum[b], "tasks"), *t;
     int same = same_model(c, a, b) && cJSON_GetArraySize(ta) == cJSON_GetArraySize(tb) &&
-               pt_num(c->in->run[a], "limit") == pt_num(c->in->run[b], "limit");
+               c->in->run[a]->limit >= 0 && c->in->run[a]->limit == c->in->run[b]->limit;
     cJSON_ArrayForEach(t, ta) same &= pt_get(tb, t->string) != NULL;
     return same;
 }
@@ -480,7 +481,7 @@ int pt_table2(struct pt_ctx *c, struct err *e) {
     static const char *const aggs[] = {"mean", "rms", "p99", "max"};
     for (int a = 0; a < 4; a++)
         for (int i = 0; i < n; i++)
-            if (!strcmp(pt_str(pt_get(c->in->run[rs[i]], "scales_calibration"), "aggregator", ""), aggs[a])) {
+            if (agg_of(c, rs[i]) && !strcmp(agg_of(c, rs[i]), aggs[a])) {
                 rc |= table2_row(c, g, rs[i], "hifa4", agg_label(aggs[a]), &cols);
                 break;
             }

@@ -14,7 +14,7 @@
 #include "results/plot.h"
 #include "results/report_noise.h"
 #include "results/results.h"
-#include "results/run_identity.h"
+#include "results/run_rec.h"
 #include "results/stamp.h"
 
 // ---- JSON access with defaults (summary.json is our own output, validated on read) ----
@@ -46,12 +46,12 @@ static int has_metric(const cJSON *task, const char *m) {
 // mode name for run.json files written before them), so rows B-E say their Q-Mean form.
 
 // Column/row name of mode k of summary.json's "modes".
-static const char *mode_col(const cJSON *run, const cJSON *modes, int k) {
-    return results_mode_display(run, cJSON_GetArrayItem(modes, k)->valuestring);
+static const char *mode_col(const struct run_rec *run, const cJSON *modes, int k) {
+    return run_rec_display(run, cJSON_GetArrayItem(modes, k)->valuestring);
 }
 
 // Accuracy per task and mode; perplexity tasks are only counted, in *n_ppl.
-static int acc_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
+static int acc_table(struct grid *g, int *n_g, const struct run_rec *run, const cJSON *modes, const cJSON *tasks, int *n_ppl) {
     const cJSON *t, *m;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], b[64], c[64];
@@ -82,7 +82,7 @@ static int acc_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *mo
     return rc;
 }
 
-static int ppl_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
+static int ppl_table(struct grid *g, int *n_g, const struct run_rec *run, const cJSON *modes, const cJSON *tasks) {
     const cJSON *t, *m;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *pp = &g[(*n_g)++];
@@ -147,7 +147,7 @@ static int vs_ref_rows(struct grid *fl, struct grid *hh, struct grid *tk, struct
 }
 
 // flips (paper Table 3), hurts/helps (Table 6), token level, margins
-static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks, const char *ref) {
+static int vs_ref_tables(struct grid *g, int *n_g, const struct run_rec *run, const cJSON *modes, const cJSON *tasks, const char *ref) {
     const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     struct grid *fl = &g[(*n_g)++], *hh = &g[(*n_g)++], *tk = &g[(*n_g)++], *mg = &g[(*n_g)++];
@@ -179,7 +179,7 @@ static int vs_ref_tables(struct grid *g, int *n_g, const cJSON *run, const cJSON
 
 // per-subject accuracy (MMLU subjects, niah (T, depth) cells = paper Table 4 retrieval);
 // no grid when no task has 2..200 subjects
-static int subject_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *modes, const cJSON *tasks) {
+static int subject_table(struct grid *g, int *n_g, const struct run_rec *run, const cJSON *modes, const cJSON *tasks) {
     const cJSON *t;
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64];
@@ -206,7 +206,7 @@ static int subject_table(struct grid *g, int *n_g, const cJSON *run, const cJSON
 }
 
 // across tasks (paper Table 5)
-static int across_table(struct grid *g, int *n_g, const cJSON *run, const cJSON *sum, const cJSON *modes, const char *ref) {
+static int across_table(struct grid *g, int *n_g, const struct run_rec *run, const cJSON *sum, const cJSON *modes, const char *ref) {
     int nm = cJSON_GetArraySize(modes), rc = 0;
     char a[64], title[256];
     struct grid *dw = &g[(*n_g)++];
@@ -219,7 +219,7 @@ static int across_table(struct grid *g, int *n_g, const cJSON *run, const cJSON 
         const char *mn = cJSON_GetArrayItem(modes, k)->valuestring;
         const cJSON *x = jget(jget(sum, "across_tasks"), mn);
         rc |= grid_row(dw);
-        rc |= grid_set(dw, 0, "%s", results_mode_display(run, mn));
+        rc |= grid_set(dw, 0, "%s", run_rec_display(run, mn));
         fmt_pct(a, sizeof a, jnum(x, "D_avg")); rc |= grid_set(dw, 1, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_w")); rc |= grid_set(dw, 2, "%s", a);
         fmt_pct(a, sizeof a, jnum(x, "D_avg_norm")); rc |= grid_set(dw, 3, "%s", a);
@@ -231,7 +231,7 @@ static int across_table(struct grid *g, int *n_g, const cJSON *run, const cJSON 
 // The tables of one run's summary.json, in report order: accuracy, perplexity (if any task
 // has it), then with a second mode flips, hurts/helps, token level, margins, subjects (if
 // any) and the across-task gaps.
-static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *run, struct err *e) {
+static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const struct run_rec *run, struct err *e) {
     const cJSON *modes = jget(sum, "modes"), *tasks = jget(sum, "tasks");
     const char *ref = jstr(sum, "reference", "?");
     int nm = cJSON_GetArraySize(modes), rc = 0, n_ppl;
@@ -248,7 +248,7 @@ static int run_tables(struct grid *g, int *n_g, const cJSON *sum, const cJSON *r
 }
 
 // Margin plot of one task: one empirical CDF per mode over the items all modes answer correctly.
-static int margin_plot(const char *dir, const cJSON *run, const char *task, const cJSON *modes, struct err *e) {
+static int margin_plot(const char *dir, const struct run_rec *run, const char *task, const cJSON *modes, struct err *e) {
     int nm = cJSON_GetArraySize(modes), rc = 0, n = 0;
     struct results_sample **s = calloc((size_t)nm, sizeof *s);
     double **v = calloc((size_t)nm, sizeof *v);
@@ -278,7 +278,7 @@ static int margin_plot(const char *dir, const cJSON *run, const char *task, cons
             for (int mm = 0; mm < nm && ok; mm++) ok = s[mm][i].pred == s[mm][i].gold && !s[mm][i].nonfinite;
             if (ok) v[m][q++] = s[m][i].margin;
         }
-        ps[m] = (struct plot_series){results_mode_display(run, cJSON_GetArrayItem(modes, m)->valuestring), v[m], q};
+        ps[m] = (struct plot_series){run_rec_display(run, cJSON_GetArrayItem(modes, m)->valuestring), v[m], q};
     }
     if (ps[0].n < REPORT_MARGIN_MIN_ITEMS) goto done; // too few items: no plot (the report says so)
     // x range [0, 99th percentile of the pooled margins] so a few huge margins do not squash
@@ -360,29 +360,30 @@ static int decoding_md(struct results_buf *o, const cJSON *pm) {
 }
 
 // "- storage per value: ..." from run.json storage (bits per stored Q/K/V/P value of each mode)
-static int storage_line(struct results_buf *o, const cJSON *run) {
-    int rc = 0, j = 0;
-    const cJSON *m;
-    if (!jget(run, "storage")) return 0;
+static int storage_line(struct results_buf *o, const struct run_rec *run) {
+    int rc = 0;
+    if (!run->storage) return 0;
     rc |= results_buf_printf(o, "\n- storage per value: ");
-    cJSON_ArrayForEach(m, jget(run, "storage")) {
-        rc |= results_buf_printf(o, "%s`%s` %s %.4g bits%s", j++ ? ", " : "", results_mode_display(run, m->string),
-                                 jstr(m, "format", "?"), jnum(m, "bits_per_value"),
-                                 cJSON_IsTrue(jget(m, "per_tensor_scale")) ? " + one binary32 scale per head and operand" : "");
+    for (int j = 0; j < run->n_storage; j++) {
+        const struct run_rec_storage *m = &run->storage[j];
+        rc |= results_buf_printf(o, "%s`%s` %s %.4g bits%s", j ? ", " : "", run_rec_display(run, m->mode),
+                                 m->format ? m->format : "?", m->bits_per_value,
+                                 m->per_tensor_scale ? " + one binary32 scale per head and operand" : "");
     }
     return rc;
 }
 
 // Tasks with items whose options are empty or repeated: scored as lm-eval does, but named.
-static int odd_choices_md(struct results_buf *o, const cJSON *run) {
+static int odd_choices_md(struct results_buf *o, const struct run_rec *run) {
     int rc = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, jget(run, "tasks"))
-        if (jnum(t, "n_odd_choices") > 0)
+    for (int k = 0; k < run->n_tasks; k++) {
+        const struct run_rec_task *t = &run->tasks[k];
+        if (t->n_odd_choices > 0)
             rc |= results_buf_printf(o, "Warning: task %s has %d item%s with an empty or repeated option (first: %s); they "
                                      "are scored as lm-eval scores them (every option; equal scores go to the first).\n\n",
-                                     jstr(t, "name", "?"), (int)jnum(t, "n_odd_choices"),
-                                     jnum(t, "n_odd_choices") == 1 ? "" : "s", jstr(t, "odd_choices_first", "?"));
+                                     t->name, t->n_odd_choices, t->n_odd_choices == 1 ? "" : "s",
+                                     t->odd_choices_first ? t->odd_choices_first : "?");
+    }
     return rc;
 }
 
@@ -403,14 +404,57 @@ static int margins_md(struct results_buf *o, const cJSON *sum) {
     return rc;
 }
 
+static const char *or_q(const char *s) { return s ? s : "?"; }
+
+// The run's header lines: model, weights' origin, tokenizer, modes (summary.json's, display names), attention, storage.
+static int header_md(struct results_buf *o, const struct run_rec *run, const cJSON *modes) {
+    int rc = results_buf_printf(o, "# hifa4-eval run: %s\n\n", or_q(run->model.name));
+    rc |= results_buf_printf(o, "- model: `%s` (sha256 %.16s...)\n", or_q(run->model.path), or_q(run->model.hash));
+    if (run->model.gguf_file) // import-gguf's provenance
+        rc |= results_buf_printf(o, "- weights dequantized from `%s` (%s: %s; sha256 %.16s...)\n", run->model.gguf_file,
+                                 or_q(run->model.gguf_file_type), or_q(run->model.gguf_tensor_types), or_q(run->model.gguf_sha256));
+    rc |= results_buf_printf(o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", or_q(run->tokenizer.hash),
+                             or_q(run->tokenizer.bos_policy));
+    rc |= results_buf_printf(o, "- modes: ");
+    const cJSON *m;
+    int k = 0;
+    cJSON_ArrayForEach(m, modes) {
+        rc |= results_buf_printf(o, "%s`%s`%s", k ? ", " : "", run_rec_display(run, m->valuestring), k == 0 ? " (reference)" : "");
+        k++;
+    }
+    const char *qm = run->attention.qmean;
+    if (qm) // one Q-Mean form and one qdq skip per run directory
+        rc |= results_buf_printf(o, "\n- attention: tile %d, V groups %s, qformat %s, Q-Mean form **%s** (%s), "
+                                 "qdq skipped: %s", run->attention.tile, or_q(run->attention.v_group), or_q(run->attention.qformat),
+                                 qm, strcmp(qm, "channel") ? "per-row scalar mean, paper Alg. 1" :
+                                 "per-channel mean over each query tile, SageAttention2", or_q(run->attention.qdq_skip));
+    rc |= storage_line(o, run);
+    rc |= results_buf_printf(o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", or_q(run->created), or_q(run->git_revision),
+                             run->limit, run->seed);
+    return rc;
+}
+
+// Data provenance per task (run.json): source, template, rows skipped, truncation.
+static int tasks_md(struct results_buf *o, const struct run_rec *run) {
+    int rc = results_buf_printf(o, "### Tasks\n\n| task | items | template | rows skipped | truncated requests | source |\n"
+                                   "|---|---:|---|---:|---:|---|\n");
+    for (int k = 0; k < run->n_tasks; k++) {
+        const struct run_rec_task *t = &run->tasks[k];
+        rc |= results_buf_printf(o, "| %s | %d | %s | %d | %d | %s |\n", t->name, t->n_items, or_q(t->template_version),
+                                 t->n_bad_rows, t->n_truncated, or_q(t->source));
+    }
+    return rc | results_buf_put(o, "\n", 1);
+}
+
 int report_render(const char *dir, char **headline, struct err *e) {
     if (headline) *headline = NULL;
     char path[4096], sub[4096];
-    cJSON *run = NULL, *sum = NULL;
+    struct run_rec rec, *run = &rec;
+    cJSON *sum = NULL;
     struct grid g[10];
     int n_g = 0;
     struct results_buf o = {0};
-    int rc = run_json_load(&run, dir, e);
+    int rc = run_rec_load(run, dir, e);
     if (!rc) rc = path_join(path, sizeof path, dir, "summary.json", e);
     if (!rc) rc = json_parse_file(&sum, path, e);
     if (!rc) rc = results_summary_check(dir, run, sum, e);
@@ -428,39 +472,8 @@ int report_render(const char *dir, char **headline, struct err *e) {
         if ((rc = margin_plot(dir, run, t->string, jget(sum, "modes"), e))) break;
     }
     if (rc) goto done;
-    const cJSON *model = jget(run, "model"), *tok = jget(run, "tokenizer");
-    rc |= results_buf_printf(&o, "# hifa4-eval run: %s\n\n", jstr(model, "name", "?"));
-    rc |= results_buf_printf(&o, "- model: `%s` (sha256 %.16s...)\n", jstr(model, "path", "?"), jstr(model, "hash", "?"));
-    const cJSON *cm = jget(model, "checkpoint_metadata"); // import-gguf's provenance
-    if (cJSON_IsString(jget(cm, "gguf_file")))
-        rc |= results_buf_printf(&o, "- weights dequantized from `%s` (%s: %s; sha256 %.16s...)\n", jstr(cm, "gguf_file", "?"),
-                                 jstr(cm, "gguf_file_type", "?"), jstr(cm, "gguf_tensor_types", "?"), jstr(cm, "gguf_sha256", "?"));
-    rc |= results_buf_printf(&o, "- tokenizer sha256 %.16s..., BOS policy `%s`\n", jstr(tok, "hash", "?"), jstr(tok, "bos_policy", "?"));
-    rc |= results_buf_printf(&o, "- modes: ");
-    const cJSON *m, *att = jget(run, "attention");
-    int k = 0;
-    cJSON_ArrayForEach(m, jget(sum, "modes")) {
-        rc |= results_buf_printf(&o, "%s`%s`%s", k ? ", " : "", results_mode_display(run, m->valuestring),
-                                 k == 0 ? " (reference)" : "");
-        k++;
-    }
-    if (jget(att, "qmean")) // one Q-Mean form and one qdq skip per run directory
-        rc |= results_buf_printf(&o, "\n- attention: tile %d, V groups %s, qformat %s, Q-Mean form **%s** (%s), "
-                                 "qdq skipped: %s", (int)jnum(att, "tile"), jstr(att, "v_group", "?"), jstr(att, "qformat", "?"),
-                                 jstr(att, "qmean", "?"), strcmp(jstr(att, "qmean", ""), "channel") ?
-                                 "per-row scalar mean, paper Alg. 1" : "per-channel mean over each query tile, SageAttention2",
-                                 jstr(att, "qdq_skip", "?"));
-    rc |= storage_line(&o, run);
-    rc |= results_buf_printf(&o, "\n- created %s, git %s, limit %d, seed %.0f\n\n", jstr(run, "created", "?"),
-                             jstr(run, "git_revision", "?"), (int)jnum(run, "limit"), jnum(run, "seed"));
-    // data provenance per task (run.json): source, template, rows skipped, truncation
-    rc |= results_buf_printf(&o, "### Tasks\n\n| task | items | template | rows skipped | truncated requests | source |\n|---|---:|---|---:|---:|---|\n");
-    cJSON_ArrayForEach(t, jget(run, "tasks")) {
-        rc |= results_buf_printf(&o, "| %s | %d | %s | %d | %d | %s |\n", jstr(t, "name", "?"), (int)jnum(t, "n_items"),
-                                 jstr(t, "template_version", "?"), (int)jnum(t, "n_bad_rows"), (int)jnum(t, "n_truncated"),
-                                 jstr(t, "source", "?"));
-    }
-    rc |= results_buf_put(&o, "\n", 1);
+    rc |= header_md(&o, run, jget(sum, "modes"));
+    rc |= tasks_md(&o, run);
     rc |= odd_choices_md(&o, run);
     rc |= nonfinite_md(&o, sum);
     struct results_buf dg = {0};
@@ -478,12 +491,12 @@ int report_render(const char *dir, char **headline, struct err *e) {
     }
     free(dg.p);
     // speed per mode (run.json timings; the forward passes of this invocation)
-    const cJSON *fw = jget(jget(run, "timings"), "forward_s");
+    const cJSON *fw = jget(run->timings, "forward_s");
     if (cJSON_IsObject(fw)) {
         double tokens = 0;
-        cJSON_ArrayForEach(t, jget(run, "tasks")) if (cJSON_IsNumber(jget(t, "n_tokens"))) tokens += jnum(t, "n_tokens");
+        for (int k = 0; k < run->n_tasks; k++) if (!isnan(run->tasks[k].n_tokens)) tokens += run->tasks[k].n_tokens;
         // with the prefix cache (run.json prefix_cache): the positions each mode computed
-        const cJSON *pc = jget(run, "prefix_cache"), *pm = jget(pc, "modes");
+        const cJSON *pc = run->prefix_cache, *pm = jget(pc, "modes");
         const int cached = cJSON_IsTrue(jget(pc, "enabled"));
         rc |= results_buf_printf(&o, "### Forward time per mode\n\n%s| mode | seconds | tokens/s |%s\n|---|---:|---:|%s\n",
                                  cached ? "Prefix cache on (exact: the same logits bit for bit): tokens/s counts the input "
@@ -503,7 +516,7 @@ int report_render(const char *dir, char **headline, struct err *e) {
             rc |= results_buf_put(&o, "\n", 1);
         }
         rc |= decoding_md(&o, pm);
-        const char *note = jstr(run, "note", NULL);
+        const char *note = run->note;
         rc |= results_buf_printf(&o, "%s%s\n", note ? "\nNote: " : "", note ? note : "");
     }
     rc |= report_noise_md(&o, sum, run);
@@ -517,7 +530,7 @@ done:
     if (rc && headline) { free(*headline); *headline = NULL; }
     for (int i = 0; i < n_g; i++) grid_free(&g[i]);
     free(o.p);
-    cJSON_Delete(run);
+    run_rec_free(run);
     cJSON_Delete(sum);
     return rc;
 }

@@ -65,7 +65,7 @@ static int header(struct results_buf *o, const char *title, const char *first, c
 enum cell_kind { CELL_NULL, CELL_FLIP, CELL_HURT };
 
 // one row per mode (from m0 on) of a run with replicas: the null flip rate, the flip or the hurt probability
-static int mode_table(struct results_buf *o, const struct cols *c, const cJSON *run, const cJSON *modes,
+static int mode_table(struct results_buf *o, const struct cols *c, const struct run_rec *run, const cJSON *modes,
                       enum cell_kind kind) {
     static const char *const titles[] = {
         "Null flip rate (% of items whose prediction moves between a mode's replica 0 and replica r; mean over "
@@ -76,7 +76,7 @@ static int mode_table(struct results_buf *o, const struct cols *c, const cJSON *
     int rc = header(o, titles[kind], "mode", c);
     for (int m = m0; m < cJSON_GetArraySize(modes); m++) {
         const char *name = cJSON_GetArrayItem(modes, m)->valuestring;
-        rc |= results_buf_printf(o, "| %s |", results_mode_display(run, name));
+        rc |= results_buf_printf(o, "| %s |", run_rec_display(run, name));
         for (int k = 0; k < c->n; k++) {
             const cJSON *mj = jget(jget(c->noise[k], "modes"), name);
             char b[160];
@@ -95,7 +95,7 @@ static int mode_table(struct results_buf *o, const struct cols *c, const cJSON *
     return rc | results_buf_printf(o, "\n");
 }
 
-static int pair_table(struct results_buf *o, const struct cols *c, const cJSON *run, const char *key, const char *what) {
+static int pair_table(struct results_buf *o, const struct cols *c, const struct run_rec *run, const char *key, const char *what) {
     char title[256];
     snprintf(title, sizeof title, "Paired differences of the %s probability (B - A, percentage points [95%%], p; "
              "items needed to detect 20%% less than A's)", what);
@@ -103,7 +103,7 @@ static int pair_table(struct results_buf *o, const struct cols *c, const cJSON *
     const cJSON *pr;
     cJSON_ArrayForEach(pr, jget(c->noise[0], "pairs")) {
         const char *a = jget(pr, "a")->valuestring, *b = jget(pr, "b")->valuestring;
-        rc |= results_buf_printf(o, "| %s - %s |", results_mode_display(run, b), results_mode_display(run, a));
+        rc |= results_buf_printf(o, "| %s - %s |", run_rec_display(run, b), run_rec_display(run, a));
         for (int k = 0; k < c->n; k++) {
             const cJSON *q = NULL, *x;
             cJSON_ArrayForEach(x, jget(c->noise[k], "pairs"))
@@ -122,7 +122,7 @@ static int pair_table(struct results_buf *o, const struct cols *c, const cJSON *
     return rc | results_buf_printf(o, "\n");
 }
 
-int report_noise_md(struct results_buf *o, const cJSON *sum, const cJSON *run) {
+int report_noise_md(struct results_buf *o, const cJSON *sum, const struct run_rec *run) {
     const cJSON *nz = jget(sum, "noise"), *modes = jget(sum, "modes");
     const int n_modes = cJSON_GetArraySize(modes);
     struct cols c;

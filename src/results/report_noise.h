@@ -8,11 +8,12 @@
 #include <cjson/cJSON.h>
 
 #include "results/results.h"
+#include "results/run_rec.h"
 
 #define REPORT_NOISE_MAX_MODES 8
 
 // Appends the section to o (nothing when the summary has no "noise" or fewer than two
 // non-reference modes and no replicas). Returns 0, or nonzero when o ran out of memory.
-int report_noise_md(struct results_buf *o, const cJSON *sum, const cJSON *run);
+int report_noise_md(struct results_buf *o, const cJSON *sum, const struct run_rec *run);
 
 #endif

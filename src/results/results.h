@@ -52,10 +52,11 @@ int results_sample_parse(struct results_sample *s, const char *line, size_t len,
 // (free each with results_sample_free, then free(*out)). A truncated last frame is an error
 // (use results_writer_open with resume to repair a killed run's file).
 int results_samples_read(const char *path, struct results_sample **out, int *n, struct err *e);
-// The samples file of task/mode in run directory dir, whose run.json is `run`: its stamp checked
+// The samples file of task/mode in run directory dir, whose run.json is `run` (run_rec.h): its stamp checked
 // first (stamp.h: a file of another run, task or mode is ERR_MISMATCH naming it and the fix).
-int results_samples_read_run(const char *dir, const cJSON *run, const char *task, const char *mode, struct results_sample **out,
-                             int *n, struct err *e);
+struct run_rec;
+int results_samples_read_run(const char *dir, const struct run_rec *run, const char *task, const char *mode,
+                             struct results_sample **out, int *n, struct err *e);
 // The same over the decompressed text of a samples file (buf, len; path names it in errors).
 int results_samples_parse_text(const char *buf, size_t len, const char *path, struct results_sample **out, int *n,
                                struct err *e);
@@ -108,21 +109,15 @@ void results_config_key(char hex[65], const cJSON *run, int with_shard);
 // files written before the option existed (the paper's Alg. 1 was the only form). Static or
 // run-owned storage.
 const char *results_run_qmean(const cJSON *run);
-// What a report calls mode `mode` of a run: attention.display[mode] ("hifa4 (channel)"), or the
-// mode name for older files. Points into run (or is mode).
-const char *results_mode_display(const cJSON *run, const char *mode);
-// 0 when run.json (the object `run` of directory dir) says "complete": true - every samples
+// 0 when run.json (the record `run` of directory dir) says "complete": true - every samples
 // file, summary.json, report.md, tables and plots were written - else ERR_MISMATCH naming the
 // directory and how to finish it (run --resume). report, diff and tables refuse such a run:
 // its samples files may hold fewer items in one mode than another (a killed run).
-int results_check_complete(const char *dir, const cJSON *run, struct err *e);
-// Items a task object of run.json says its samples files hold: the length of "item_range" (a
-// shard), else "n_items"; -1 when it says neither.
-int results_task_items(const cJSON *task);
-// summary.json (object sum) of run directory dir belongs to its run.json (object run): its
+int results_check_complete(const char *dir, const struct run_rec *run, struct err *e);
+// summary.json (object sum) of run directory dir belongs to its run.json (record run): its
 // "run_key" stamp equals run.json's "resume_key" (a summary or run.json without them, written
 // before the stamp, is accepted). Else ERR_MISMATCH naming both keys and `report DIR`, the fix.
-int results_summary_check(const char *dir, const cJSON *run, const cJSON *sum, struct err *e);
+int results_summary_check(const char *dir, const struct run_rec *run, const cJSON *sum, struct err *e);
 // Default run directory results/<model basename>-<UTC yyyymmdd-hhmmss>.
 int results_default_dir(char *out, size_t n, const char *model, struct err *e);
 
@@ -151,8 +146,5 @@ int results_summarize(const char *run_dir, cJSON **out, struct err *e);
 
 // Replicas beyond the unperturbed run (run --replicas K).
 #define RESULTS_MAX_REPLICAS 64
-// *k = run.json's "replicas"."k" (0 when the run has no "replicas"); a bad value is ERR_FORMAT
-// naming ctx and the field.
-int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *e);
 
 #endif

@@ -16,6 +16,7 @@
 #include "base/json_util.h"
 #include "base/sha256.h"
 #include "results/run_identity.h"
+#include "results/run_rec.h"
 #include "results/stamp.h"
 
 // ---- files of a run ----
@@ -104,29 +105,13 @@ const char *results_run_qmean(const cJSON *run) {
     return cJSON_IsString(q) ? q->valuestring : "token";
 }
 
-const char *results_mode_display(const cJSON *run, const char *mode) {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(run, "attention");
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "display"), mode);
-    return cJSON_IsString(x) ? x->valuestring : mode;
-}
-
-int results_check_complete(const char *dir, const cJSON *run, struct err *e) {
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run, "complete"))) return 0;
+int results_check_complete(const char *dir, const struct run_rec *run, struct err *e) {
+    if (run->complete) return 0;
     char cmd[1200]; // the command that made it, shell-quoted, with --resume added
-    const int k = results_resume_command(cmd, sizeof cmd, run) == 0;
+    const int k = results_resume_command(cmd, sizeof cmd, run->json) == 0;
     return err_set(e, ERR_MISMATCH, "%s is not a complete run (run.json: \"complete\" is not true): it was interrupted, "
                    "failed or is still running, and its samples files may be partial; finish it with %s%s%s", dir,
                    k ? "`" : "the same `run` command with --resume", k ? cmd : "", k ? "`" : "");
-}
-
-int results_task_items(const cJSON *task) {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(task, "item_range"), *ni = cJSON_GetObjectItemCaseSensitive(task, "n_items");
-    double v = -1;
-    if (cJSON_GetArraySize(r) == 2 && cJSON_IsNumber(r->child) && cJSON_IsNumber(r->child->next))
-        v = r->child->next->valuedouble - r->child->valuedouble;
-    else if (cJSON_IsNumber(ni))
-        v = ni->valuedouble;
-    return v >= 0 && v <= INT_MAX && v == floor(v) ? (int)v : -1;
 }
 
 int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
@@ -147,9 +132,9 @@ int results_default_dir(char *out, size_t n, const char *model, struct err *e) {
 }
 
 
-int results_summary_check(const char *dir, const cJSON *run, const cJSON *sum, struct err *e) {
+int results_summary_check(const char *dir, const struct run_rec *run, const cJSON *sum, struct err *e) {
     const char *have = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "run_key"));
-    const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
+    const char *want = run->resume_key;
     if (!have || !want || !strcmp(have, want)) return 0;
     return err_set(e, ERR_MISMATCH, "%s/summary.json is another run's: it is stamped with run key %.12s.., and %s/run.json's "
                    "resume_key is %.12s..; recompute it from this run's samples files with `hifa4-eval report %s`", dir, have, dir,

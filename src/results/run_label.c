@@ -2,25 +2,46 @@
 #include "results/run_label.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
-static const struct { const char *obj, *key, *label; } g_run_fields[] = {
-    {NULL, "limit", "limit"},         {"attention", "tile", "tile"},       {"attention", "qformat", "format"},
-    {"attention", "qmean", "Q-Mean"}, {"attention", "v_group", "v-group"}, {"attention", "qdq_skip", "qdq-skip"},
-    {"model", "act", "act"},          {NULL, "subjects", "subjects"},      {NULL, "seed", "seed"},
-    {"model", "hash", "model"},       {"scales", "sha256", "scales"},      {"tokenizer", "hash", "tokenizer"}};
-#define N_RUN_FIELDS (sizeof g_run_fields / sizeof g_run_fields[0])
+enum field { F_LIMIT, F_TILE, F_FORMAT, F_QMEAN, F_VGROUP, F_QDQ_SKIP, F_ACT, F_SUBJECTS, F_SEED, F_MODEL, F_SCALES, F_TOKENIZER, N_RUN_FIELDS };
+static const char *const g_labels[N_RUN_FIELDS] = {"limit", "tile", "format", "Q-Mean", "v-group", "qdq-skip",
+                                                   "act", "subjects", "seed", "model", "scales", "tokenizer"};
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-
-// Field i of a run.json as text; hashes cut to their first 8 hex digits, "-" when absent.
-static void field_text(char *v, size_t n, const cJSON *run, size_t i) {
-    const cJSON *o = g_run_fields[i].obj ? get(run, g_run_fields[i].obj) : run, *x = o ? get(o, g_run_fields[i].key) : NULL;
-    const int hash = !strcmp(g_run_fields[i].key, "hash") || !strcmp(g_run_fields[i].key, "sha256");
-    if (cJSON_IsString(x)) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), x->valuestring);
-    else if (cJSON_IsNumber(x) && !strcmp(g_run_fields[i].key, "limit") && x->valuedouble == 0) snprintf(v, n, "all");
-    else if (cJSON_IsNumber(x)) snprintf(v, n, "%.17g", x->valuedouble);
+static void str_text(char *v, size_t n, const char *s, int hash) {
+    if (s) snprintf(v, n, "%.*s", hash ? 8 : (int)(n - 1), s);
     else snprintf(v, n, "-");
+}
+
+// Field i of a run as text; hashes cut to their first 8 hex digits, "-" when absent.
+static void field_text(char *v, size_t n, const struct run_rec *run, int i) {
+    switch ((enum field)i) {
+    case F_LIMIT:
+        if (run->limit == 0) snprintf(v, n, "all");
+        else if (run->limit > 0) snprintf(v, n, "%d", run->limit);
+        else snprintf(v, n, "-");
+        return;
+    case F_TILE:
+        if (run->attention.tile >= 0) snprintf(v, n, "%d", run->attention.tile);
+        else snprintf(v, n, "-");
+        return;
+    case F_SEED:
+        if (!isnan(run->seed)) snprintf(v, n, "%.17g", run->seed);
+        else snprintf(v, n, "-");
+        return;
+    case F_FORMAT: str_text(v, n, run->attention.qformat, 0); return;
+    case F_QMEAN: str_text(v, n, run->attention.qmean, 0); return;
+    case F_VGROUP: str_text(v, n, run->attention.v_group, 0); return;
+    case F_QDQ_SKIP: str_text(v, n, run->attention.qdq_skip, 0); return;
+    case F_ACT: str_text(v, n, run->model.act, 0); return;
+    case F_SUBJECTS: str_text(v, n, run->subjects, 0); return;
+    case F_MODEL: str_text(v, n, run->model.hash, 1); return;
+    case F_SCALES: str_text(v, n, run->scales.sha256, 1); return;
+    case F_TOKENIZER: str_text(v, n, run->tokenizer.hash, 1); return;
+    case N_RUN_FIELDS: break;
+    }
+    snprintf(v, n, "-");
 }
 
 // Appends "label text" (", " between items) when it fits; k: the length so far.
@@ -29,22 +50,22 @@ static size_t append(char *out, size_t n, size_t k, const char *label, const cha
     return k + (size_t)snprintf(out + k, n - k, "%s%s %s", k ? ", " : "", label, text);
 }
 
-void run_label_differences(char *out, size_t n, const cJSON *a, const cJSON *b) {
+void run_label_differences(char *out, size_t n, const struct run_rec *a, const struct run_rec *b) {
     size_t k = 0;
     out[0] = 0;
-    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+    for (int i = 0; i < N_RUN_FIELDS; i++) {
         char va[96], vb[96], both[200];
         field_text(va, sizeof va, a, i);
         field_text(vb, sizeof vb, b, i);
         snprintf(both, sizeof both, "%s vs %s", va, vb);
-        if (strcmp(va, vb)) k = append(out, n, k, g_run_fields[i].label, both);
+        if (strcmp(va, vb)) k = append(out, n, k, g_labels[i], both);
     }
 }
 
-void run_label_in_group(char *out, size_t n, const cJSON *run, const cJSON *const *group, int n_group) {
+void run_label_in_group(char *out, size_t n, const struct run_rec *run, const struct run_rec *const *group, int n_group) {
     size_t k = 0;
     out[0] = 0;
-    for (size_t i = 0; i < N_RUN_FIELDS; i++) {
+    for (int i = 0; i < N_RUN_FIELDS; i++) {
         char v[96], w[96];
         field_text(v, sizeof v, run, i);
         int varies = 0;
@@ -52,6 +73,6 @@ void run_label_in_group(char *out, size_t n, const cJSON *run, const cJSON *cons
             field_text(w, sizeof w, group[g], i);
             varies = strcmp(v, w) != 0;
         }
-        if (varies) k = append(out, n, k, g_run_fields[i].label, v);
+        if (varies) k = append(out, n, k, g_labels[i], v);
     }
 }

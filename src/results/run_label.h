@@ -10,13 +10,13 @@
 
 #include <stddef.h>
 
-#include <cjson/cJSON.h>
+#include "results/run_rec.h"
 
-// The fields in which run.json objects a and b differ, as "label A vs B" joined by ", "; ""
+// The fields in which run.json records a and b differ, as "label A vs B" joined by ", "; ""
 // when none.
-void run_label_differences(char *out, size_t n, const cJSON *a, const cJSON *b);
+void run_label_differences(char *out, size_t n, const struct run_rec *a, const struct run_rec *b);
 // Run `run`'s value of every field that is not the same in all of group[0..n_group) (run among
 // them or not), as "label value" joined by ", "; "" when the group agrees on all of them.
-void run_label_in_group(char *out, size_t n, const cJSON *run, const cJSON *const *group, int n_group);
+void run_label_in_group(char *out, size_t n, const struct run_rec *run, const struct run_rec *const *group, int n_group);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "base/json_util.h"
 #include "base/sha256.h"
+#include "results/run_rec.h"
 #include "results/stamp.h"
 
 // ---- buffer ----
@@ -409,13 +410,13 @@ int results_samples_read(const char *path, struct results_sample **out, int *n, 
     return rc;
 }
 
-int results_samples_read_run(const char *dir, const cJSON *run, const char *task, const char *mode, struct results_sample **out,
-                             int *n, struct err *e) {
+int results_samples_read_run(const char *dir, const struct run_rec *run, const char *task, const char *mode,
+                             struct results_sample **out, int *n, struct err *e) {
     *out = NULL;
     *n = 0;
     char path[4096];
     struct results_stamp want;
-    results_stamp_expect(&want, run, dir, task, mode);
+    results_stamp_expect(&want, run->json, dir, task, mode); // the configuration key: the whole record
     char *raw = NULL, *buf = NULL;
     size_t rn = 0, len = 0;
     int rc = results_samples_path(path, sizeof path, dir, task, mode, e);

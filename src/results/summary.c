@@ -12,11 +12,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "base/json_util.h"
 #include "base/sha256.h"
 #include "results/metrics.h"
 #include "results/noise.h"
-#include "results/run_identity.h"
+#include "results/run_rec.h"
 #include "results/stamp.h"
 
 // ---- summary (spec/tasks.md section 3) ----
@@ -43,7 +42,7 @@ static void task_samples_free(struct task_samples *t, int n_modes) {
 
 struct run_ref {
     const char *dir;
-    const cJSON *run; // its run.json
+    const struct run_rec *run; // its run.json
 };
 
 static int load_task(struct task_samples *t, const struct run_ref *rr, const char *task, char *const *modes, int n_modes, int want,
@@ -58,7 +57,7 @@ static int load_task(struct task_samples *t, const struct run_ref *rr, const cha
         if (!rc) rc = results_samples_read_run(dir, rr->run, task, modes[m], &t->s[m], &n, e);
         if (rc) return rc;
         char cmd[1200], fix[1400] = "finish it with run --resume";
-        if (results_resume_command(cmd, sizeof cmd, rr->run) == 0)
+        if (results_resume_command(cmd, sizeof cmd, rr->run->json) == 0)
             snprintf(fix, sizeof fix, "`%s` re-scores it%s", cmd, n > want ? " once the file is removed" : "");
         const int ref = m == 0 ? want : t->n; // the count this file must hold (-1: any)
         if (ref >= 0 && n != ref) {
@@ -278,16 +277,6 @@ done:
 }
 
 // ---- noise: replicas ----
-int results_run_replicas(const cJSON *run, int *k, const char *ctx, struct err *e) {
-    *k = 0;
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
-    if (!r) return 0;
-    int rc = json_need_int(r, "k", k, ctx, e);
-    if (!rc && (*k < 0 || *k > RESULTS_MAX_REPLICAS))
-        rc = err_set(e, ERR_FORMAT, "%s: field 'replicas.k': %d is not in [0, %d]", ctx, *k, RESULTS_MAX_REPLICAS);
-    return rc;
-}
-
 // modes[m + r * n_modes] = the name of replica r of mode m (malloc'd for r >= 1)
 static int replica_modes(char **modes, int n_modes, int n_rep, struct err *e) {
     for (int r = 1; r < n_rep; r++)
@@ -355,10 +344,11 @@ static int task_noise(cJSON *o, const struct task_samples *t, char **modes, int 
 }
 
 // summary["noise"]: the replicas' record and the statistics over every accuracy task's items.
-static int pooled_noise(cJSON *sum, const cJSON *run, const struct noise_pool *pool, char **modes, int n_modes,
+static int pooled_noise(cJSON *sum, const struct run_rec *run, const struct noise_pool *pool, char **modes, int n_modes,
                         int n_rep, struct err *e) {
     cJSON *o = cJSON_AddObjectToObject(sum, "noise");
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, "replicas");
+    // the replicas' record as run.json has it (k, seed, perturbation, scope), copied whole
+    const cJSON *r = run->has_replicas ? cJSON_GetObjectItemCaseSensitive(run->json, "replicas") : NULL;
     if (r) cJSON_AddItemToObject(o, "replicas", cJSON_Duplicate(r, 1));
     else cJSON_AddNumberToObject(o, "replicas", 0);
     struct stats_opts so;
@@ -376,53 +366,35 @@ static int pooled_noise(cJSON *sum, const cJSON *run, const struct noise_pool *p
 
 int results_summarize(const char *dir, cJSON **out, struct err *e) {
     *out = NULL;
-    char path[4096];
-    int rc = path_join(path, sizeof path, dir, "run.json", e);
-    cJSON *run = NULL, *sum = NULL;
-    if (!rc) rc = run_json_load(&run, dir, e);
-    if (rc) return rc;
-    const cJSON *tasks, *modes_j;
-    if ((rc = json_need_arr(run, "tasks", &tasks, path, e)) || (rc = json_need_arr(run, "modes", &modes_j, path, e))) {
-        cJSON_Delete(run);
-        return rc;
-    }
-    int n_modes = cJSON_GetArraySize(modes_j), n_tasks = cJSON_GetArraySize(tasks), n_rep = 1;
-    if ((rc = results_run_replicas(run, &n_rep, path, e))) { cJSON_Delete(run); return rc; }
-    n_rep += 1;
+    struct run_rec run;
+    cJSON *sum = NULL;
+    int rc = run_rec_load(&run, dir, e);
+    if (rc) { run_rec_free(&run); return rc; }
+    const int n_modes = run.n_modes, n_tasks = run.n_tasks, n_rep = run.replicas + 1;
     struct noise_pool pool = {0};
-    char **modes = calloc((size_t)(n_modes ? n_modes * n_rep : 1), sizeof *modes);
+    char **modes = calloc((size_t)(n_modes * n_rep), sizeof *modes);
     double *acc = calloc((size_t)(n_modes * n_tasks + 1), sizeof *acc), *accn = calloc((size_t)(n_modes * n_tasks + 1), sizeof *accn);
     int *ns = calloc((size_t)n_tasks + 1, sizeof *ns), *norm = calloc((size_t)n_tasks + 1, sizeof *norm);
     if (!modes || !acc || !accn || !ns || !norm) { rc = err_set(e, ERR_NOMEM, "summary: out of memory"); goto done; }
-    if (n_modes < 1) { rc = err_set(e, ERR_FORMAT, "%s: field 'modes': empty", path); goto done; }
-    for (int m = 0; m < n_modes; m++) {
-        const cJSON *x = cJSON_GetArrayItem(modes_j, m);
-        if (!cJSON_IsString(x)) { rc = err_set(e, ERR_FORMAT, "%s: field 'modes'[%d]: expected a string, got %s", path, m, json_brief(x)); goto done; }
-        modes[m] = x->valuestring;
-    }
+    for (int m = 0; m < n_modes; m++) modes[m] = (char *)run.modes[m].name; // replicas' names below are malloc'd
     if ((rc = replica_modes(modes, n_modes, n_rep, e))) goto done;
     sum = cJSON_CreateObject();
     // the stamp: whose summary this is (results_summary_check)
-    const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "resume_key"));
+    const char *key = run.resume_key;
     if (key) cJSON_AddStringToObject(sum, "run_key", key);
     cJSON_AddStringToObject(sum, "reference", modes[0]);
     cJSON *ma = cJSON_AddArrayToObject(sum, "modes");
     for (int m = 0; m < n_modes; m++) cJSON_AddItemToArray(ma, cJSON_CreateString(modes[m]));
     cJSON *tj = cJSON_AddObjectToObject(sum, "tasks");
     for (int k = 0; k < n_tasks; k++) {
-        const cJSON *t = cJSON_GetArrayItem(tasks, k), *mets = NULL;
-        const char *name;
-        if ((rc = json_need_str(t, "name", &name, path, e)) || (rc = json_opt_arr(t, "metrics", &mets, path, e))) goto done;
-        const cJSON *x;
-        int is_ppl = 0;
-        if (mets) cJSON_ArrayForEach(x, mets) {
-            if (cJSON_IsString(x) && !strcmp(x->valuestring, "acc_norm")) norm[k] = 1;
-            if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) is_ppl = 1;
-        }
+        const struct run_rec_task *t = &run.tasks[k];
+        const char *name = t->name;
+        const int is_ppl = t->is_ppl;
+        norm[k] = t->has_acc_norm;
         struct task_samples ts;
-        const struct run_ref rr = {dir, run};
+        const struct run_ref rr = {dir, &run};
         const int n_all = n_modes * n_rep;
-        rc = load_task(&ts, &rr, name, modes, n_all, results_task_items(t), e);
+        rc = load_task(&ts, &rr, name, modes, n_all, t->items, e);
         if (!rc) drop_nonfinite(&ts, modes, n_all, cJSON_AddObjectToObject(tj, name));
         if (!rc && is_ppl) {
             cJSON *o = cJSON_GetObjectItemCaseSensitive(tj, name);
@@ -467,13 +439,13 @@ int results_summarize(const char *dir, cJSON **out, struct err *e) {
         }
     }
     free(gap); free(w);
-    if (n_modes > 1) rc = pooled_noise(sum, run, &pool, modes, n_modes, n_rep, e);
+    if (n_modes > 1) rc = pooled_noise(sum, &run, &pool, modes, n_modes, n_rep, e);
 done:
     if (rc) cJSON_Delete(sum);
     else *out = sum;
     if (modes) for (int m = n_modes; m < n_modes * n_rep; m++) free(modes[m]);
     noise_pool_free(&pool, n_modes * n_rep);
     free(modes); free(acc); free(accn); free(ns); free(norm);
-    cJSON_Delete(run);
+    run_rec_free(&run);
     return rc;
 }
