@@ -20,6 +20,9 @@
 # (gate_rule, the measured rule's statistics, the paper rule's decision): the scales' tensors and
 # every earlier metadata field are unchanged, only those keys were added; the scales file's new
 # sha256 changes each samples file's stamp, and every item frame (zstdcat) is identical.
+# Remade once more when the measured gate rule became calibrate's default: on this planted model
+# it decides what the paper's rule does (Strong, alpha 0.5), the scales tensor is byte-identical
+# and only the metadata's gate_rule changed (paper -> measured); every item frame is identical.
 # Skipped when the exam pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
 set -u
 cd "$(dirname "$0")/.."

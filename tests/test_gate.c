@@ -203,9 +203,11 @@ static float layer_max[2];
 static struct decision calibrate(const char *model, const char *name, const char *rule, const char *extra) {
     struct decision d = {0};
     char out[1300];
-    snprintf(out, sizeof out, "%s/%s-%s%s.safetensors", tmp, name, rule, *extra ? "-x" : "");
-    CHECK(test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 12 --calib-len 128 --seed 3 --gate-rule %s "
-                  "%s --out %s > %s.log 2>&1", bin, model, test_text(), rule, extra, out, out) == 0, "calibrate %s", name);
+    char opt[64] = "";
+    if (*rule) snprintf(opt, sizeof opt, "--gate-rule %s", rule); // "": the default rule
+    snprintf(out, sizeof out, "%s/%s-%s%s.safetensors", tmp, name, *rule ? rule : "default", *extra ? "-x" : "");
+    CHECK(test_sh("%s --quiet calibrate --model %s --calib %s --calib-samples 12 --calib-len 128 --seed 3 %s "
+                  "%s --out %s > %s.log 2>&1", bin, model, test_text(), opt, extra, out, out) == 0, "calibrate %s", name);
     char log[1400], *text = NULL;
     size_t n = 0;
     struct err e = {0};
@@ -278,6 +280,11 @@ static void test_planted(void) {
         CHECK(p.warned == disagree && m.warned == disagree, "%s: disagreement warning %d / %d, want %d", names[i],
               p.warned, m.warned, disagree);
     }
+    // the default rule is the measured one (docs/results/gate.md "Which rule is the default"):
+    // the band, which the paper's rule bypasses, is smoothed without --gate-rule
+    struct decision d = calibrate(band, "band", "", "");
+    CHECK(!strcmp(d.rule, "measured") && d.max_scale > 2 && d.warned, "default rule on the band: %s, scales up to %g",
+          d.rule, d.max_scale);
     // --gate layer: the band's layer 0 is smoothed, layer 1 (no outlier) stays all ones
     struct decision l = calibrate(band, "band", "measured", "--gate layer");
     CHECK(layer_max[0] > 2 && layer_max[1] == 1 && !strcmp(l.measured, "smooth"),

@@ -21,7 +21,7 @@
 
 // The Smooth-QK gate rule a calibration applies unless --gate-rule says otherwise, and why:
 // docs/results/gate.md ("Which rule is the default").
-#define CALIB_RULE_DEFAULT "paper"
+#define CALIB_RULE_DEFAULT "measured"
 
 // The measured gate's options of calibrate, diagnose and run (--gate-rule, --gate-qmean,
 // --gate-samples, --gate-max-ratio; docs/results/gate.md).
