@@ -31,8 +31,10 @@ static void print_gate(const struct calib_result *r) {
         printf("%5d  %9.4g  %9.4g  %8.4g  %7.3f  %6.3f  %-6s  %.2f   %.4g (%d,%d)\n", l, ls->maxabs_k, ls->maxabs_q,
                ls->kp99, ls->rho_k, ls->t_kq, calib_branch_name(ls->branch), ls->alpha, smax, at / r->d, at % r->d);
     }
-    printf("model: rho_K %.3f (layer %d), T_KQ %.3f (layer %d) -> %s, alpha %.2f\n", r->rho_k, r->rho_layer, r->t_kq,
-           r->t_layer, calib_branch_name(r->branch), r->alpha);
+    // the decision is the one that made the scales: the paper rule's from these statistics, or
+    // the measured rule's (whose statistics follow below)
+    printf("model: rho_K %.3f (layer %d), T_KQ %.3f (layer %d) -> %s, alpha %.2f (%s rule)\n", r->rho_k, r->rho_layer,
+           r->t_kq, r->t_layer, calib_branch_name(r->branch), r->alpha, r->rule == CALIB_RULE_MEASURED ? "measured" : "paper");
 }
 
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
