@@ -49,12 +49,6 @@ static struct wn_lemma *find_lemma(struct wn_load *L, const char *w) {
     return bsearch(&k, L->lem, (size_t)L->n_lem, sizeof k, by_lemma);
 }
 
-static char *dup_n(const char *s, size_t n) {
-    char *p = malloc(n + 1);
-    if (p) { memcpy(p, s, n); p[n] = 0; }
-    return p;
-}
-
 // index.noun: "lemma pos synset_cnt p_cnt [ptr x p_cnt] sense_cnt tagsense_cnt offset..."; lines
 // starting with two spaces are the licence header. Keeps plain-word lemmas and their first offset.
 static int index_line(struct wn_load *L, char *line, const char *path, int ln, struct err *e) {
@@ -72,7 +66,7 @@ static int index_line(struct wn_load *L, char *line, const char *path, int ln, s
         L->lem = nl;
     }
     struct wn_lemma *m = &L->lem[L->n_lem];
-    if (!(m->w = dup_n(tok[0], strlen(tok[0])))) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
+    if (!(m->w = str_dup(tok[0]))) return err_set(e, ERR_NOMEM, "%s: out of memory", path);
     m->first_off = strtol(tok[6 + pc], NULL, 10);
     m->tags = 0;
     L->n_lem++;
