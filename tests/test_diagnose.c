@@ -492,7 +492,7 @@ static void test_cli(void) {
     const char *text = test_text(), *text_name = strstr(text, "brown") ? "brown" : "README";
     snprintf(out, sizeof out, "%s/diag-planted-calib", tmp);
     snprintf(cmd, sizeof cmd,
-             "%s --quiet diagnose --model %s --calib %s --calib-samples 4 "
+             "%s --quiet diagnose --model %s --gate-rule paper --calib %s --calib-samples 4 "
              "--calib-len 64 --out %s > %s 2>&1",
              bin, mdir, text, out, log);
     CHECK(run(cmd) == 0, "diagnose --calib (see %s)", log);
