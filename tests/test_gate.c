@@ -193,7 +193,7 @@ static void make_model(const char *dir, const char *extra) {
 struct decision {
     char gate[16], rule[16], paper[16], measured[16];
     double ratio, alpha;
-    int warned;
+    int warned, n_cand; // n_cand: the measured candidates in the file, bypass included
     float max_scale;
 };
 
@@ -226,9 +226,11 @@ static struct decision calibrate(const char *model, const char *name, const char
     snprintf(d.paper, sizeof d.paper, "%s", cJSON_IsString(pd) ? pd->valuestring : "-");
     const cJSON *md = cJSON_GetObjectItem(me, "decision"), *ba = cJSON_GetObjectItem(me, "best_alpha");
     snprintf(d.measured, sizeof d.measured, "%s", cJSON_IsString(md) ? md->valuestring : "-");
-    const cJSON *ratio = cJSON_GetObjectItem(me, "ratio");
-    d.ratio = cJSON_IsNumber(ba) && cJSON_GetArraySize(ratio) == 3
-                  ? cJSON_GetArrayItem(ratio, ba->valuedouble == 0.25 ? 1 : 2)->valuedouble : -1;
+    const cJSON *ratio = cJSON_GetObjectItem(me, "ratio"), *alphas = cJSON_GetObjectItem(me, "alphas");
+    d.n_cand = cJSON_GetArraySize(alphas);
+    d.ratio = -1;
+    for (int c = 0; c < d.n_cand && cJSON_IsNumber(ba) && cJSON_GetArraySize(ratio) == d.n_cand; c++)
+        if (cJSON_GetArrayItem(alphas, c)->valuedouble == ba->valuedouble) d.ratio = cJSON_GetArrayItem(ratio, c)->valuedouble;
     d.alpha = cJSON_IsNumber(cJSON_GetObjectItem(me, "alpha")) ? cJSON_GetObjectItem(me, "alpha")->valuedouble : -1;
     cJSON_Delete(j);
     const struct st_tensor *t = st_find(&st, "smooth_qk.scales");
@@ -291,6 +293,15 @@ static void test_planted(void) {
     struct decision l = calibrate(band, "band", "measured", "--gate layer");
     CHECK(layer_max[0] > 2 && layer_max[1] == 1 && !strcmp(l.measured, "smooth"),
           "band, --gate layer: layer maxima %g, %g (want > 2, 1)", layer_max[0], layer_max[1]);
+    // --gate-alphas: a third candidate is measured and can be chosen; a list out of order is refused
+    struct decision a3 = calibrate(band, "band-a3", "measured", "--gate-alphas 0.25,0.5,1");
+    CHECK(a3.n_cand == 4 && d.n_cand == 3 && !strcmp(a3.measured, "smooth") && a3.ratio > 0 && a3.ratio < 0.8,
+          "--gate-alphas 0.25,0.5,1: %d candidates (default %d), %s, ratio %.3f", a3.n_cand, d.n_cand, a3.measured,
+          a3.ratio);
+    CHECK(test_sh("%s calibrate --model %s --calib %s --gate-alphas 0.5,0.25 --out %s/bad.safetensors > %s/bad.log 2>&1",
+                  bin, band, test_text(), tmp, tmp) == 2 &&
+              test_sh("grep -q -- \"--gate-alphas '0.5,0.25': expected\" %s/bad.log", tmp) == 0,
+          "--gate-alphas 0.5,0.25 refused with a usage error naming the value");
     // Figure 6 of the three under both rules: each point labelled with both decisions
     CHECK(test_sh("%s diagnose --plane %s/one-measured.safetensors,%s/band-measured.safetensors,%s/plain-paper.safetensors "
                   "--plane-labels one,band,plain --out %s/plane > %s/plane.log 2>&1", bin, tmp, tmp, tmp, tmp, tmp) == 0,

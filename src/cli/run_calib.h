@@ -24,9 +24,10 @@
 #define CALIB_RULE_DEFAULT "measured"
 
 // The measured gate's options of calibrate, diagnose and run (--gate-rule, --gate-qmean,
-// --gate-samples, --gate-max-ratio; docs/results/gate.md).
+// --gate-samples, --gate-max-ratio, --gate-alphas; docs/results/gate.md).
 struct calib_rule_args {
     const char *rule, *qmean;
+    const char *alphas; // NULL: gate_opts_default's grid
     int samples;
     double max_ratio;
 };
@@ -37,7 +38,9 @@ void calib_rule_args_default(struct calib_rule_args *a);
     {"gate-qmean", CLI_STR, &(a).qmean, "none|token|channel: Q-Mean form in the measured rule's error (default token)"}, \
     {"gate-samples", CLI_INT, &(a).samples, "N: calibration samples the measured rule runs on (default all)"}, \
     {"gate-max-ratio", CLI_DBL, &(a).max_ratio, "X: the measured rule smooths when the error ratio to bypass is <= X " \
-     "and its 95% upper bound < 1 (default 0.95)"}
+     "and its 95% upper bound < 1 (default 0.95)"}, \
+    {"gate-alphas", CLI_STR, &(a).alphas, "A,B,..: the measured rule's smoothing candidates, increasing, in (0, 1] " \
+     "(default 0.25,0.5; each one more costs one more error pass)"}
 // Checks the arguments and sets o->gate.rule, o->gate.meas and o->measure = 1 (ERR_USAGE naming
 // the option and value).
 int calib_rule_args_apply(const struct calib_rule_args *a, struct calib_run_opts *o, struct err *e);
