@@ -302,6 +302,15 @@ static void test_planted(void) {
                   bin, band, test_text(), tmp, tmp) == 2 &&
               test_sh("grep -q -- \"--gate-alphas '0.5,0.25': expected\" %s/bad.log", tmp) == 0,
           "--gate-alphas 0.5,0.25 refused with a usage error naming the value");
+    // --calib-bos: a rule other than the tokenizer's is named in the file's source; a BOS the
+    // tokenizer does not have is a usage error naming the model
+    calibrate(band, "band-nobos", "measured", "--calib-bos no");
+    CHECK(test_sh("grep -qa 'no BOS (--calib-bos no)' %s/band-nobos-measured-x.safetensors", tmp) == 0,
+          "--calib-bos no: recorded in the scales file's source");
+    CHECK(test_sh("%s calibrate --model %s --calib %s --calib-bos yes --out %s/bad2.safetensors > %s/bad2.log 2>&1", bin,
+                  band, test_text(), tmp, tmp) == 2 &&
+              test_sh("grep -q 'calib-bos yes: the tokenizer of .* has no BOS token' %s/bad2.log", tmp) == 0,
+          "--calib-bos yes without a BOS token: refused, naming the model");
     // Figure 6 of the three under both rules: each point labelled with both decisions
     CHECK(test_sh("%s diagnose --plane %s/one-measured.safetensors,%s/band-measured.safetensors,%s/plain-paper.safetensors "
                   "--plane-labels one,band,plain --out %s/plane > %s/plane.log 2>&1", bin, tmp, tmp, tmp, tmp, tmp) == 0,

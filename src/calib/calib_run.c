@@ -24,6 +24,7 @@ void calib_run_opts_default(struct calib_run_opts *o) {
     o->agg = CALIB_AGG_RMS;
     calib_gate_opts_default(&o->gate);
     o->batch_tokens = 8192;
+    o->bos = -1;
 }
 
 void calib_run_free(struct calib_run *r) {
@@ -304,7 +305,11 @@ int calib_run_samples(const char *model_dir, const char *source, const struct ca
         if (cut > 0) tl = cut;
     }
     if ((rc = tok_encode(tok, text, tl, 0, &ids, &n_ids, e))) goto done;
-    int bos = tok_adds_bos(tok) ? tok_bos_id(tok) : -1;
+    int bos = (o->bos < 0 ? tok_adds_bos(tok) : o->bos) ? tok_bos_id(tok) : -1;
+    if (o->bos == 1 && bos < 0) {
+        rc = err_set(e, ERR_USAGE, "--calib-bos yes: the tokenizer of %s has no BOS token", model_dir);
+        goto done;
+    }
     const struct calib_cut cut = {o->len, o->samples, o->seed, bos};
     if ((rc = calib_make_samples(ids, n_ids, cut, out, e))) goto done;
     if (out->n < o->samples)
@@ -323,8 +328,10 @@ int calib_run_source(struct calib_run *r, const char *model_dir, const char *sou
     memset(r, 0, sizeof *r);
     int rc = calib_run_samples(model_dir, source, o, &s, desc, sizeof desc, e);
     if (!rc) rc = calib_run_ids(r, model_dir, s.ids, s.n, o->len, o, e);
-    if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu", desc,
-                      s.n, o->len, (unsigned long long)o->seed);
+    // a BOS rule other than the tokenizer's is part of what the scales were made from
+    if (!rc) snprintf(r->source_desc, sizeof r->source_desc, "%.900s, %d samples x %d tokens, seed %llu%s", desc,
+                      s.n, o->len, (unsigned long long)o->seed,
+                      o->bos < 0 ? "" : o->bos ? ", BOS first (--calib-bos yes)" : ", no BOS (--calib-bos no)");
     free(s.ids);
     return rc;
 }

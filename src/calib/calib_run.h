@@ -20,6 +20,8 @@ struct calib_run_opts {
                                // 0 (default): calib_observe_seqs per layer on the pool (same bits)
     int ranks;                 // enum calib_ranks (default CALIB_ALL_RANKS)
     int weights;               // enum model_weights (default auto)
+    int bos;                   // samples start with BOS: -1 as the tokenizer adds it (default), 0 never,
+                               // 1 always (the tokenizer must have one)
     int measure;               // 1: after the statistics, the measured gate's pass (docs/results/gate.md) on
                                // gate.meas.samples of the samples, and gate.rule applied
 };

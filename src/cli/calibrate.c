@@ -39,7 +39,8 @@ static void print_gate(const struct calib_result *r) {
 
 // *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
 static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
-    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model", *weights = "auto";
+    const char *model_arg = NULL, *calib = NULL, *out = NULL, *agg_s = "rms", *gate_s = "model", *weights = "auto",
+               *bos_s = "auto";
     struct calib_rule_args ra;
     calib_rule_args_default(&ra);
     int samples = 1024, len = 512, help = 0, force = 0, threads = 0, batch_tokens = 8192, offline = 0;
@@ -57,6 +58,8 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
         {"t-strong", CLI_DBL, &t_strong, "X: Strong if T_KQ > X (default 3)"},
         {"t-mild", CLI_DBL, &t_mild, "X: Mild if X <= T_KQ <= t-strong (default 2)"},
         {"seed", CLI_I64, &seed, "S: sample selection seed (default 0)"},
+        {"calib-bos", CLI_STR, &bos_s, "auto|yes|no: each sample starts with BOS as the tokenizer adds it (auto), "
+         "always, or never (robustness checks; the scales file's source says which)"},
         CALIB_RULE_CLI_OPTS(ra),
         {"out", CLI_STR, &out, "FILE: scales file (default: the cache, <cache>/scales/<model>-<fingerprint>.safetensors, where run and trace look)"},
         {"force", CLI_FLAG, &force, "allow a source that is evaluation data"},
@@ -92,6 +95,8 @@ static int calibrate_command(int argc, char **argv, int *met, struct err *e) {
     co.samples = samples;
     co.len = len;
     co.seed = (uint64_t)seed;
+    co.bos = !strcmp(bos_s, "auto") ? -1 : !strcmp(bos_s, "yes") ? 1 : !strcmp(bos_s, "no") ? 0 : -2;
+    if (co.bos == -2) return err_set(e, ERR_USAGE, "--calib-bos '%s': expected auto, yes or no", bos_s);
     co.force = force;
     co.threads = threads;
     if (threads > 0) pool_set_threads(threads); // the command owns the pool's size
