@@ -20,10 +20,13 @@
 
 void trace_opts_default(struct trace_opts *o) {
     memset(o, 0, sizeof *o);
-    o->tile = 128;
-    o->v_group = ATTN_VGROUP_TOKEN;
-    o->qformat = ATTN_QFORMAT_HIF4;
-    o->qmean = ATTN_QMEAN_TOKEN;
+    struct attn_opts a; // the attention defaults are run's: one definition, attn_opts_default
+    attn_opts_default(&a);
+    o->tile = a.tile;
+    o->v_group = a.v_group;
+    o->qformat = a.qformat;
+    o->qmean = a.qmean;
+    o->qdq_skip = a.qdq_skip;
     o->act_bf16 = 1;
     o->batch_tokens = 8192;
 }

@@ -49,8 +49,8 @@ int trace_sets_task(struct trace_set **sets, const char *model_dir, const char *
 
 struct trace_opts {
     int tile;            // Bc (default 128)
-    int v_group, qformat;// enum attn_vgroup / attn_qformat (defaults token / hif4)
-    int qmean;           // enum attn_qmean, or TRACE_QMEAN_BOTH (default token)
+    int v_group, qformat;// enum attn_vgroup / attn_qformat (defaults: attn_opts_default's)
+    int qmean;           // enum attn_qmean, or TRACE_QMEAN_BOTH (default: attn_opts_default's)
     unsigned qdq_skip;   // enum attn_qdq_skip: operands left unquantized (default 0)
     int threads;         // <= 0: all cores
     int act_bf16;        // activation rounding of the forward pass (default 1, as `run`)
