@@ -73,21 +73,20 @@ static int index_line(struct wn_load *L, char *line, const char *path, int ln, s
     return 0;
 }
 
-// Calls fn on each line (NUL-terminated, writable, without '\n') of path that does not start
-// with two spaces (WordNet's licence header).
+// Calls fn on each non-blank line of path (task_lines), made NUL-terminated and writable in
+// place, that does not start with two spaces (WordNet's licence header).
 static int each_line(struct wn_load *L, const char *path, int (*fn)(struct wn_load *, char *, const char *, int, struct err *),
                      struct err *e) {
     char *buf = NULL;
-    size_t len = 0;
+    size_t len = 0, n;
     int rc = task_read_text(path, &buf, &len, e);
-    char *p = buf, *end = buf + len;
-    for (int ln = 1; !rc && p < end; ln++) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        char *stop = nl ? nl : end;
-        if (stop > p && stop[-1] == '\r') stop[-1] = 0;
-        *stop = 0;
-        if (p[0] && !(p[0] == ' ' && p[1] == ' ')) rc = fn(L, p, path, ln, e);
-        p = stop + 1;
+    struct task_lines it;
+    const char *line;
+    task_lines_init(&it, rc ? "" : buf, rc ? 0 : len);
+    while (!rc && task_lines_next(&it, &line, &n)) {
+        char *w = buf + (line - buf); // the iterator has moved past this line: its '\r' or '\n' (or
+        w[n] = 0;                     // file_read_all's final NUL) may become the terminator
+        if (!(w[0] == ' ' && w[1] == ' ')) rc = fn(L, w, path, it.lineno, e);
     }
     free(buf);
     return rc;
