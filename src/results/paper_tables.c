@@ -294,6 +294,10 @@ static int write_files(const struct pt_ctx *c, const char *csv_dir, const char *
 static int markdown(const struct pt_ctx *c, struct results_buf *o) {
     int rc = 0, any = 0;
     if (c->in->skipped[0]) rc |= results_buf_printf(o, "### Inputs left out\n\n%s\n", c->in->skipped);
+    if (c->in->joined[0])
+        rc |= results_buf_printf(o, "### Runs read as one\n\nEach line: runs whose run.json differ only in their modes and "
+                                 "tasks (no mode but bf16 in two of them for one task; bf16 the same there), read as one "
+                                 "run:\n\n%s\n", c->in->joined);
     for (int t = 1; t <= PAPER_TABLES; t++)
         for (int i = 0; i < c->n_g; i++)
             if (c->table[i] == t) rc |= grid_md(o, &c->g[i]);
@@ -329,6 +333,7 @@ int pt_render(const char *const *inputs, int n, const struct pt_opts *o, const c
         rc = err_set(e, ERR_USAGE, "--paper-model '%s': not one of the paper's models (Qwen3-8B, Gemma2-9B, LLaMA3.1-8B, "
                      "Mistral-7B, Phi-4B)", o->paper_model);
     for (int i = 0; i < n && !rc; i++) rc = add_input(&in, inputs[i], e);
+    if (!rc) rc = pt_join_runs(&in, e);
     if (!rc) rc = o->paper_dir ? paper_load(&pv, o->paper_dir, e) : paper_load_default(&pv, e);
     if (!rc) {
         c->in = &in;

@@ -19,7 +19,12 @@ struct pt_in {
     cJSON *sum[PT_MAX_IN];                    // summary.json
     cJSON *diag[PT_MAX_IN], *trace[PT_MAX_IN], *cost[PT_MAX_IN];
     char skipped[2048];                       // inputs left out and why (Markdown list lines), or ""
+    char joined[2048];                        // runs read as one (pt_join.c; Markdown list lines), or ""
 };
+
+// Joins the input runs of one configuration split over several directories (rows or tasks in
+// separate runs) into one run each (pt_join.c). ERR_NOMEM only.
+int pt_join_runs(struct pt_in *in, struct err *e);
 
 // The runs the table being built shows (indices into the inputs): pt_run_name labels them apart.
 struct pt_shown {

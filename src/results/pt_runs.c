@@ -162,6 +162,12 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
         if (!strcmp(pt_str(pt_get(c->in->diag[d], "model"), "hash", "-"), hash)) g = pt_str(pt_get(c->in->diag[d], "table1"), "gate", NULL);
     snprintf(out, n, "%s", g ? g : "gate ?");
     if (out[0] >= 'a' && out[0] <= 'z') out[0] = (char)(out[0] - 'a' + 'A');
+    // scales whose alpha is not the gate's own (calibrate --alpha A forced it): the label says so
+    const char *rg = c->in->run[r]->calibration.gate;
+    const char *alpha = rg ? pt_str(pt_get(c->in->run[r]->json, "scales_calibration"), "alpha", NULL) : NULL;
+    const double own = !rg ? 0 : !strcmp(rg, "strong") ? 0.5 : !strcmp(rg, "mild") ? 0.25 : 0;
+    size_t u = strlen(out);
+    if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", alpha);
 }
 
 static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tasks, int nt) {
