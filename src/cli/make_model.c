@@ -21,12 +21,37 @@ static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) 
     return 0;
 }
 
+static int parse_k_bias(const char *s, struct make_model_opts *o, struct err *e) {
+    if (o->n_k_bias >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-k-bias: at most %d", MAKE_MAX_OUTLIERS);
+    int l, c, n = 0;
+    float v;
+    if (sscanf(s, "%d:%d:%f%n", &l, &c, &v, &n) != 3 || s[n])
+        return err_set(e, ERR_USAGE, "--plant-k-bias '%s': expected LAYER:CHANNEL:VALUE", s);
+    o->k_bias[o->n_k_bias].layer = l;
+    o->k_bias[o->n_k_bias].channel = c;
+    o->k_bias[o->n_k_bias].value = v;
+    o->n_k_bias++;
+    return 0;
+}
+
+// A comma list of plants, each parsed by one().
+static int parse_list(const char *list, const char *opt, int (*one)(const char *, struct make_model_opts *, struct err *),
+                      struct make_model_opts *o, struct err *e) {
+    char buf[1024];
+    const char *items[64];
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = cli_split(buf, items, 64, e), rc = 0;
+    if (n < 0) return err_prefix(e, "%s", opt);
+    for (int i = 0; i < n && !rc; i++) rc = one(items[i], o, e);
+    return rc;
+}
+
 int cmd_make_model(int argc, char **argv, struct err *e) {
     struct make_model_opts o;
     make_model_opts_default(&o);
     int help = 0, tied = -1, force = 0;
     int64_t seed = 1;
-    const char *arch = "qwen3", *out = NULL, *plant = NULL;
+    const char *arch = "qwen3", *out = NULL, *plant = NULL, *k_bias = NULL;
     struct cli_opt opts[] = {
         {"help", CLI_FLAG, &help, "show this help"},
         {"arch", CLI_STR, &arch, "A: qwen3|qwen2|llama|mistral|gemma2|phi3|gemma3 (default qwen3)"},
@@ -42,6 +67,8 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
         {"seed", CLI_I64, &seed, "N: PRNG seed (default 1)"},
         {"tokenizer", CLI_STR, &o.tokenizer_dir, "DIR: copy this tokenizer and take its vocab size"},
         {"plant-outlier", CLI_STR, &plant, "L:C:G: k_norm gain of layer L, channel C = G and q_norm gain 0.1 there, like Qwen3-8B (qwen3, gemma3: stored as G - 1; comma list)"},
+        {"plant-k-bias", CLI_STR, &k_bias, "L:C:V: k_proj bias of layer L, kv channel C (head * head_dim + channel) = V, "
+         "a K outlier from the bias as in Qwen2.5 (qwen2; comma list)"},
         {"config-only", CLI_FLAG, &o.config_only, "write config.json only"},
         {"out", CLI_STR, &out, "DIR: output directory (created; must be empty)"},
         {"force", CLI_FLAG, &force, "write into a non-empty --out: first remove its model files (weights, config, tokenizer)"},
@@ -56,15 +83,9 @@ int cmd_make_model(int argc, char **argv, struct err *e) {
     if (seed < 0) return err_set(e, ERR_USAGE, "--seed %lld: must be >= 0", (long long)seed);
     o.seed = (uint64_t)seed;
     o.tied = tied;
-    if (plant) {
-        char buf[1024];
-        const char *items[64];
-        snprintf(buf, sizeof buf, "%s", plant);
-        int n = cli_split(buf, items, 64, e);
-        if (n < 0) return err_prefix(e, "--plant-outlier");
-        for (int i = 0; i < n; i++)
-            if ((rc = parse_plant(items[i], &o, e))) return rc;
-    }
+    if ((plant && (rc = parse_list(plant, "--plant-outlier", parse_plant, &o, e))) ||
+        (k_bias && (rc = parse_list(k_bias, "--plant-k-bias", parse_k_bias, &o, e))))
+        return rc;
     // as the imports: a non-empty directory kept the old model's other files
     if ((rc = out_path_check("--out", out, (const char *[]){o.tokenizer_dir}, 1, e)) ||
         (rc = import_out_dir(out, force ? IMPORT_DIR_FORCE : IMPORT_DIR_EMPTY, e)))

@@ -204,6 +204,7 @@ void diag_free(struct diagnose *d) {
     diag_stability_free(&d->stab);
     free(d->heat);
     qk_gains_free(&d->gains);
+    k_source_free(&d->ksrc);
     memset(d, 0, sizeof *d);
 }
 
@@ -211,7 +212,8 @@ const struct calib_stats *diag_prompt_stats(const struct diagnose *d) {
     return d->from_prompts ? &d->stats.stats : &d->prompts.stats;
 }
 
-// Everything that follows the forward passes: alpha-0.5 scales, stability, heat map, q/k gains.
+// Everything that follows the forward passes: alpha-0.5 scales, stability, heat map, q/k gains,
+// the k_proj bias's share of the K outliers.
 static int finish(struct diagnose *d, const char *model_dir, const struct diag_opts *o, struct err *e) {
     snprintf(d->model_id, sizeof d->model_id, "%s", d->stats.model_id);
     snprintf(d->model_hash, sizeof d->model_hash, "%s", d->stats.model_hash);
@@ -227,7 +229,8 @@ static int finish(struct diagnose *d, const char *model_dir, const struct diag_o
     if (!d->heat) return err_set(e, ERR_NOMEM, "diagnose: out of memory");
     for (int p = 0; p < s->n_samples; p++)
         for (size_t i = 0; i < n; i++) d->heat[i] = fmax(d->heat[i], s->kmax[p * stride + i]);
-    return qk_gains_load(&d->gains, model_dir, e);
+    if ((rc = qk_gains_load(&d->gains, model_dir, e))) return rc;
+    return k_source_compute(&d->ksrc, model_dir, s, e);
 }
 
 int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,
@@ -386,6 +389,8 @@ void diag_print(FILE *f, const struct diagnose *d) {
     }
     fputc('\n', f);
     qk_gains_print(f, &d->gains);
+    fputc('\n', f);
+    k_source_print(f, &d->ksrc);
     const struct diag_stability *st = &d->stab;
     const struct calib_stats *ps = diag_prompt_stats(d);
     fprintf(f, "\nOutlier-channel stability (Appendix E): layer 0, top N = ceil(5%% of %d x %d) = %d pairs per prompt\n",
@@ -537,6 +542,7 @@ static cJSON *to_json(const struct diagnose *d) {
         cJSON_AddItemToArray(t8, o);
     }
     cJSON_AddItemToObject(j, "fig2_qk_gains", qk_gains_json(&d->gains));
+    cJSON_AddItemToObject(j, "k_source", k_source_json(&d->ksrc));
     cJSON *pr = cJSON_AddArrayToObject(j, "prompts");
     for (int i = 0; i < d->n_prompts; i++) {
         cJSON *o = cJSON_CreateObject();

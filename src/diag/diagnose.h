@@ -11,6 +11,7 @@
 
 #include "calib/calib.h"
 #include "calib/calib_run.h"
+#include "diag/k_source.h"
 #include "diag/qk_gains.h"
 
 #define DIAG_N_PROMPTS 8
@@ -65,6 +66,7 @@ struct diagnose {
     double *heat;                   // (Hkv, d) layer-0 max |K| over every token of the statistics set
     struct calib_gate_opts gate;    // thresholds used
     struct qk_gains gains;          // the stored q/k norm gains (Figure 2; n_layers 0 without q/k norm)
+    struct k_source ksrc;           // the k_proj bias against each layer's max |K| (has_bias 0 without one)
 };
 
 // Diagnoses a model: tokenizes the built-in prompts with the model's tokenizer, or tok_dir's when

@@ -124,6 +124,14 @@ int make_model_config(const struct make_model_opts *o, struct model_config *c, s
             o->outliers[i].channel >= hd || !isfinite(o->outliers[i].gamma))
             return err_set(e, ERR_USAGE, "make-model: --plant-outlier %d:%d:%g outside %d layers x head_dim %d",
                            o->outliers[i].layer, o->outliers[i].channel, o->outliers[i].gamma, c->n_layers, hd);
+    if (o->n_k_bias && !c->qkv_bias)
+        return err_set(e, ERR_USAGE, "make-model: --plant-k-bias sets k_proj biases (qwen2); arch %s has none",
+                       cfg_arch_short(c->arch));
+    for (int i = 0; i < o->n_k_bias; i++)
+        if (o->k_bias[i].layer < 0 || o->k_bias[i].layer >= c->n_layers || o->k_bias[i].channel < 0 ||
+            o->k_bias[i].channel >= c->n_kv_heads * hd || !isfinite(o->k_bias[i].value))
+            return err_set(e, ERR_USAGE, "make-model: --plant-k-bias %d:%d:%g outside %d layers x %d kv channels",
+                           o->k_bias[i].layer, o->k_bias[i].channel, o->k_bias[i].value, c->n_layers, c->n_kv_heads * hd);
     return 0;
 }
 
@@ -135,7 +143,7 @@ struct wspec {
     int64_t rows, cols;   // cols 0: vector
     double mean, std;
     int plant_layer;      // >= 0: q_norm / k_norm of this layer (outliers applied)
-    int plant_k;          // 1: k_norm (gain of the channel = gamma), 0: q_norm (gain 0.1)
+    int plant_k;          // 1: k_norm (gain of the channel = gamma), 0: q_norm (gain 0.1), 2: k_proj bias
 };
 struct wlist {
     struct wspec *t;
@@ -182,6 +190,8 @@ static int build_specs(const struct model_config *c, struct wlist *w, struct err
         if (c->qkv_bias) {
             T2("model.layers.%d.self_attn.q_proj.bias", qd, 0, 0, 0.1);
             T2("model.layers.%d.self_attn.k_proj.bias", kd, 0, 0, 0.1);
+            w->t[w->n - 1].plant_layer = l;
+            w->t[w->n - 1].plant_k = 2;
             T2("model.layers.%d.self_attn.v_proj.bias", kd, 0, 0, 0.1);
         }
         T2("model.layers.%d.self_attn.o_proj.weight", D, qd, 0, sQ);
@@ -237,7 +247,9 @@ static int write_shard(const struct make_model_opts *o, const struct wlist *w, i
             goto done;
         }
         fill_normal(bufs[k], numel, t->mean, t->std, o->seed, t->name);
-        for (int p = 0; t->plant_layer >= 0 && p < o->n_outliers; p++)
+        for (int p = 0; t->plant_k == 2 && p < o->n_k_bias; p++)
+            if (o->k_bias[p].layer == t->plant_layer) bufs[k][o->k_bias[p].channel] = f32_to_bf16(o->k_bias[p].value);
+        for (int p = 0; t->plant_layer >= 0 && t->plant_k < 2 && p < o->n_outliers; p++)
             if (o->outliers[p].layer == t->plant_layer)
                 // stored = gain - (1 - mean): a norm's mean weight is its gain-1 value (1 for w, 0 for Gemma's w of 1 + w)
                 bufs[k][o->outliers[p].channel] = f32_to_bf16((t->plant_k ? o->outliers[p].gamma : 0.1f) - (float)(1 - t->mean));

@@ -24,6 +24,9 @@ struct make_model_opts {
     int n_outliers;           // q/k-norm plants (qwen3, gemma3): gain of k_norm[layer][channel] = gamma, of q_norm there 0.1
                               // (Gemma's stored w = gain - 1)
     struct { int layer, channel; float gamma; } outliers[MAKE_MAX_OUTLIERS];
+    int n_k_bias;             // k_proj bias plants (qwen2): k_proj.bias[layer][channel] = value, channel over
+                              // n_kv_heads * head_dim (Qwen2.5's band of K outliers comes from this bias)
+    struct { int layer, channel; float value; } k_bias[MAKE_MAX_OUTLIERS];
     int config_only;          // write config.json only
     size_t shard_bytes;       // 0: MAKE_SHARD_BYTES; weights above it go to HF-style shards
 };

@@ -88,6 +88,14 @@ int model_qk_gains(const struct model *m, int l, float *q, float *k) {
     for (int c = 0; c < m->cfg.head_dim; c++) q[c] = one + L->q_norm[c], k[c] = one + L->k_norm[c];
     return m->cfg.head_dim;
 }
+int model_k_bias(const struct model *m, int l, float *b) {
+    if (l < 0 || l >= m->cfg.n_layers) return -1;
+    const float *kb = m->layers[l].b[B_K];
+    if (!kb) return 0;
+    const int n = m->cfg.n_kv_heads * m->cfg.head_dim;
+    memcpy(b, kb, (size_t)n * sizeof *b);
+    return n;
+}
 const char *model_hash(const struct model *m) { return m->hash; }
 const struct cJSON *model_st_metadata(const struct model *m) { return m->st.metadata; }
 const struct model_stats *model_stats(const struct model *m) { return &m->stats; }

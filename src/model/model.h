@@ -62,6 +62,9 @@ int model_perturb(struct model *m, uint64_t seed, int replica, struct err *e);
 // where the config's norm_plus_one says so (Gemma) - into q[0..head_dim) and k[0..head_dim).
 // Returns head_dim; 0 when the model has no q/k norm (q, k untouched); -1 for l out of range.
 int model_qk_gains(const struct model *m, int l, float *q, float *k);
+// The k_proj bias of layer l (n_kv_heads x head_dim values, head-major, before RoPE) into b:
+// returns that count, 0 for a model without q/k/v biases, -1 for l out of range.
+int model_k_bias(const struct model *m, int l, float *b);
 // Hex sha256 fingerprint of the checkpoint (st_fingerprint); valid until model_free.
 const char *model_hash(const struct model *m);
 // The checkpoint's safetensors "__metadata__" (first shard) as parsed JSON, or NULL; e.g. the
