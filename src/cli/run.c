@@ -337,10 +337,12 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     // ranks then find all of it in the caches
     struct model_ref mref;
     cJSON *calib = NULL, *source = NULL;
-    if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0 && !(rc = model_resolve(&mref, o.model, o.offline, e)))
+    struct run_tasks loaded = {0}; // the task data, read once here and taken by run_open
+    ro.loaded = &loaded;
+    if (!(rc = run_precheck(&ro, &loaded, e)) && dist_rank() == 0 && !(rc = model_resolve(&mref, o.model, o.offline, e)))
         rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
     *met = 1;
-    if ((rc = dist_agree(rc, e))) { cJSON_Delete(calib); return rc; }
+    if ((rc = dist_agree(rc, e))) { cJSON_Delete(calib); run_tasks_free(&loaded); return rc; }
     if (dist_rank() > 0) o.offline = 1; // the other ranks only read what rank 0 put in the caches
     if (dist_rank() > 0 && !(rc = model_resolve(&mref, o.model, 1, e)))
         rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
@@ -356,6 +358,7 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     }
     cJSON_Delete(calib);
     cJSON_Delete(source);
+    run_tasks_free(&loaded);
     return rc;
 }
 
