@@ -21,8 +21,8 @@
 #include "eval/run_dist.h"
 #include "net/fetch.h"
 #include "results/results.h"
-#include "cli/model_arg.h"
-#include "cli/run_calib.h"
+#include "runplan/model_arg.h"
+#include "runplan/run_calib.h"
 
 // ---- options ----
 struct run_cli {
