@@ -1,7 +1,8 @@
 // run_open.c: opening a run (see run.h) in the order that puts every check a user can fail
 // before the expensive work: the run directory (created, locked, run.json vs
 // --resume), config.json and the checkpoint's fingerprint, the tokenizer, every attention mode
-// and the scales file, then every task's data - loaded, checked non-empty and tokenized - and
+// and the scales file, then every task's data - taken from run_precheck when it loaded it, else
+// loaded here; checked non-empty and tokenized - and
 // run.json's configuration key; only then the weights are converted. run_free releases it all,
 // the lock last.
 #include "eval/run.h"
