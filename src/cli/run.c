@@ -152,7 +152,7 @@ static int split(char *buf, const char *s, const char **items, int max, const ch
     return 0;
 }
 
-// *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
+// *met = 1 once run_plan_make is reached: the ranks of an MPI job meet inside it, failing or not.
 static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
                          .ppl_score = "all", .nonfinite = "stop", .replica_seed = 1};
@@ -229,7 +229,6 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     const struct run_plan_args pa = {.model = o.model, .modes = modes, .n_modes = n_modes, .tasks = tasks,
                                      .n_tasks = n_tasks, .scales = o.scales, .calib = o.calib, .gate_rule = o.gate_rule,
                                      .qmean = o.qmean, .offline = o.offline, .threads = o.threads};
-    // the ranks of an MPI job meet inside run_plan_make, whether it fails or not
     *met = 1;
     struct run_plan plan;
     struct run_done done = {0};
