@@ -1,6 +1,6 @@
 // bench_calib_samples.c: how Smooth-QK's gate statistics and scales move with the
 // number of calibration samples - the measurement behind run's default sample count
-// (cli/run_calib.h, docs/design/calibration.md). One calibration over a pool of M samples keeps every
+// (runplan/run_calib.h, docs/design/calibration.md). One calibration over a pool of M samples keeps every
 // per-sample statistic; for each size N the pool is cut (after a seeded shuffle) into M/N
 // disjoint subsets, each aggregated with calib_compute as `calibrate` would, and the spread
 // across subsets is reported: coefficient of variation (std/mean) of the model's rho_K and

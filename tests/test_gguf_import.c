@@ -28,7 +28,7 @@
 #include "tokenizer/llama2c_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "gguf_build.h"
-#include "cli/model_arg.h"
+#include "runplan/model_arg.h"
 #include "net/pypi.h"
 #include "test.h"
 
@@ -512,7 +512,7 @@ static void test_bf16_option(void) {
     st_close(&a), st_close(&b);
 }
 
-// --model FILE.gguf (cli/model_arg.h): imported once into <cache>/gguf-import/<sha256>/, the
+// --model FILE.gguf (runplan/model_arg.h): imported once into <cache>/gguf-import/<sha256>/, the
 // same directory reused without importing again; another file (one byte changed) is another
 // import; a file that cannot be imported leaves no directory behind.
 static void test_model_arg(void) {

@@ -1,7 +1,8 @@
 // test_run_api.c: the run module's API (src/eval/run.h) driven directly, as a distributed
 // driver would: a run scored in uneven item ranges (several run_task_score calls per task)
 // and a second process-free "resume" (a new run_open with resume over a half-scored run)
-// must leave samples files byte-identical to one run scoring every task in one call. Needs no
+// must leave samples files byte-identical to one run scoring every task in one call, as must
+// the run made through the run's plan (runplan/run_plan.h) as the command makes it. Needs no
 // data outside the repository: a make-model checkpoint and mc_jsonl questions written here.
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "eval/eval.h"
 #include "eval/run.h"
 #include "import/make_model.h"
+#include "runplan/run_plan.h"
 #include "run_util.h"
 #include "test.h"
 
@@ -68,6 +70,36 @@ static void compare(const char *dir_a, const char *dir_b, const char *what) {
     }
 }
 
+// The same run made through the run's plan (runplan/run_plan.h), as the `run` command makes it:
+// the model resolved from its directory, the task's data loaded once by run_precheck and taken
+// by run_open, one thread. The samples files equal the run opened directly.
+static void plan_run(const char *out, const char *whole) {
+    struct run_opts o;
+    run_opts_default(&o);
+    o.model_arg = model_dir;
+    o.model.max_tokens = 256;
+    o.out_dir = out;
+    o.task.file = qfile;
+    static char *argv0[] = {"test_run_api"};
+    o.argc = 1;
+    o.argv = argv0;
+    const char *modes[] = {"f32", "bf16", "direct"}, *tasks[] = {"mc_jsonl"};
+    const struct run_plan_args a = {.model = model_dir, .modes = modes, .n_modes = 3, .tasks = tasks, .n_tasks = 1,
+                                    .offline = 1, .threads = 1};
+    struct run_plan p;
+    struct run_done done = {0};
+    struct err e = {0};
+    int rc = run_plan_make(&p, &o, &a, &e);
+    CHECK(rc == 0 && p.tasks.sets[0] && p.tasks.sets[0]->n_items == 37 && p.o.n_modes == 3 && p.o.n_threads == 1,
+          "plan: %s", e.msg);
+    if (!rc) rc = run_plan_drive(&p, &done, &e);
+    CHECK(rc == 0 && done.written && !strcmp(done.dir, out), "drive: %s", e.msg);
+    CHECK(!p.tasks.sets[0], "run_open took the task data the plan loaded (not read twice)");
+    free(done.headline);
+    run_plan_free(&p);
+    if (!rc) compare(whole, out, "made through the run's plan");
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     snprintf(tmp, sizeof tmp, "%s/run_api", t ? t : "build/tmp");
@@ -97,5 +129,8 @@ int main(void) {
     CHECK(score(resumed, 0, NULL, 20) != 0, "the stop hook ends the run with an error");
     CHECK(score(resumed, 1, NULL, 0) == 0, "resume");
     compare(whole, resumed, "stopped after 20 items, then resumed");
+    char planned[1200];
+    snprintf(planned, sizeof planned, "%s/planned", tmp);
+    plan_run(planned, whole);
     return test_summary("test_run_api");
 }

@@ -22,7 +22,7 @@ struct calib_gate_opts {
     double alpha_strong, alpha_mild; // 0.5, 0.25
     double alpha_forced;             // < 0: use the gate; else this alpha everywhere
     int mode;                        // enum calib_gate_mode
-    int rule;                        // enum calib_rule: which decision makes the scales (default: CALIB_RULE_DEFAULT of cli/run_calib.h)
+    int rule;                        // enum calib_rule: which decision makes the scales (default: CALIB_RULE_DEFAULT of calib/rule_args.h)
     struct gate_opts meas;           // the measured rule's options (docs/results/gate.md)
 };
 void calib_gate_opts_default(struct calib_gate_opts *g);

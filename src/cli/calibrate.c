@@ -16,8 +16,9 @@
 #include "cli/cli.h"
 #include "base/out_path.h"
 #include "model/config.h"
-#include "cli/model_arg.h"
-#include "cli/run_calib.h"
+#include "runplan/model_arg.h"
+#include "cli/calib_rule_opts.h"
+#include "runplan/run_calib.h"
 #include "model/model.h"
 
 static void print_gate(const struct calib_result *r) {

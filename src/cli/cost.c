@@ -11,7 +11,7 @@
 
 #include "attention/attn.h"
 #include "cli/cli.h"
-#include "cli/model_arg.h"
+#include "runplan/model_arg.h"
 #include "attention/cost.h"
 #include "model/config.h"
 #include "results/paper.h"

@@ -10,8 +10,9 @@
 #include "base/out_path.h"
 #include "diag/diagnose.h"
 #include "diag/gate_plane.h"
-#include "cli/model_arg.h"
-#include "cli/run_calib.h"
+#include "runplan/model_arg.h"
+#include "cli/calib_rule_opts.h"
+#include "runplan/run_calib.h"
 
 // --plane: the gate planes of several calibrations (diag/gate_plane.h)
 static int plane_command(const char *plane, const char *plane_labels, const char *out, struct err *e) {

@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "base/out_path.h"
 #include "base/pool.h"
-#include "cli/model_arg.h"
+#include "runplan/model_arg.h"
 #include "model/model.h"
 #include "io/safetensors.h"
 

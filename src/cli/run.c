@@ -1,28 +1,20 @@
-// run.c: `hifa4-eval run` (and the bare `hifa4-eval --model M --task T`): parses the options,
-// resolves the model name (configs/models, downloads) and the default Smooth-QK scales, and
-// drives the run module (src/eval/run.h), which scores the tasks under every mode and writes
-// the run directory. Progress lines go to stderr.
-#include <math.h>
+// run.c: `hifa4-eval run` (and the bare `hifa4-eval --model M --task T`): parses the options
+// into the run's options and the plan's arguments, then makes the plan (model, scales, modes,
+// tasks with their data: runplan/run_plan.h) and drives it; prints where the report is. Progress
+// lines go to stderr.
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "attention/scales.h"
 #include "base/dist.h"
-#include "base/pool.h"
-#include "base/progress.h"
-#include "base/paths.h"
-#include "cli/cli.h"
 #include "base/out_path.h"
+#include "calib/rule_args.h"
+#include "cli/cli.h"
 #include "eval/eval.h"
 #include "eval/run.h"
-#include "eval/run_dist.h"
-#include "net/fetch.h"
 #include "results/results.h"
-#include "cli/model_arg.h"
-#include "cli/run_calib.h"
+#include "runplan/run_plan.h"
 
 // ---- options ----
 struct run_cli {
@@ -33,26 +25,6 @@ struct run_cli {
     int replicas;
     int64_t seed, replica_seed;
 };
-
-// ---- progress ----
-// One live line (base/progress.h): the task, the mode being computed, items of the task and
-// the run's ETA. Resumed items took no time here and are left out of the rate.
-struct run_line { struct progress *p; const char *task; };
-static void progress_show(void *user, const struct run_progress *rp) {
-    struct run_line *l = user;
-    if (!l->p) {
-        l->p = progress_open(rp->task, PROGRESS_COUNT, "items", (double)rp->task_total, -1, NULL);
-        progress_set_skipped(l->p, (double)rp->resumed);
-    } else if (l->task != rp->task) {
-        progress_retitle(l->p, rp->task, (double)rp->task_total);
-    }
-    l->task = rp->task;
-    char detail[80];
-    snprintf(detail, sizeof detail, "%s", rp->mode ? rp->mode : "all modes");
-    progress_set_outer(l->p, rp->done, (double)rp->total);
-    progress_set(l->p, rp->task_done, detail);
-    if (rp->final) progress_end_part(l->p); // each task's last line stays; the clock runs on
-}
 
 static int stop_after(void) {
     const char *s = getenv("HIFA4_STOP_AFTER_ITEMS"); // test hook: simulate a kill after N items
@@ -115,7 +87,8 @@ static int check_flags(struct run_cli *o, struct err *e) {
     return 0;
 }
 
-// The parsed flags -> the run module's options (the model directory and lists come later).
+// The parsed flags -> the run module's options (the plan adds the model, scales, modes, tasks
+// and the thread count).
 static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err *e) {
     int rc;
     run_opts_default(ro);
@@ -143,10 +116,6 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     if (o->qformat && (rc = attn_parse_qformat(o->qformat, &ro->attn.qformat, e))) return rc;
     if (o->qmean && (rc = attn_parse_qmean(o->qmean, &ro->attn.qmean, e))) return rc;
     if (o->qdq_skip && (rc = attn_parse_qdq_skip(o->qdq_skip, &ro->attn.qdq_skip, e))) return rc;
-    if (o->threads > 0) pool_set_threads(o->threads);
-    ro->n_threads = pool_threads();
-    ro->attn.n_threads = o->threads;
-    ro->model.n_threads = o->threads;
     ro->model.max_tokens = o->batch_tokens;
     if (o->weights) {
         ro->model.weights = model_weights_parse(o->weights);
@@ -174,26 +143,6 @@ static int to_run_opts(const struct run_cli *o, struct run_opts *ro, struct err 
     return 0;
 }
 
-// Smooth-QK scales once the model is known: --scales F as given; --scales none drops the modes
-// that need them; else calibrate's default file for the model, or a calibration first
-// (run_calib.h). *record: run.json's calibration (caller frees).
-static int resolve_scales(const struct run_cli *o, struct run_opts *ro, const struct model_ref *m, char *buf, size_t n,
-                          cJSON **record, struct err *e) {
-    *record = NULL;
-    if (o->scales && strcmp(o->scales, "none")) return 0;
-    if (!run_calib_needed(ro)) return 0;
-    if (o->scales) { run_calib_drop_modes(ro, "--scales none"); return 0; }
-    struct run_calib_opts co = {.data_dir = o->data_dir, .offline = o->offline, .threads = o->threads,
-                                .required = !o->attn || strcmp(o->attn, "all"), .calib_text = o->calib,
-                                .gate_rule = o->gate_rule, .qmean = o->qmean};
-    int rc = run_calib_default(buf, n, record, m, &co, e);
-    if (rc) return rc;
-    if (buf[0]) ro->scales = buf;
-    else run_calib_drop_modes(ro, "--attn all: no Smooth-QK scales for this model and no calibration text (--calib FILE "
-                                  "or --scales F adds them)");
-    return 0;
-}
-
 static int split(char *buf, const char *s, const char **items, int max, const char *what, int *n, struct err *e) {
     if (strlen(s) >= 2048) return err_set(e, ERR_USAGE, "%s: list too long", what);
     strcpy(buf, s);
@@ -203,58 +152,7 @@ static int split(char *buf, const char *s, const char **items, int max, const ch
     return 0;
 }
 
-// Every task in one process.
-static int score_alone(struct run *r, struct err *e) {
-    int rc = 0;
-    for (int t = 0; t < run_n_tasks(r) && !rc; t++) {
-        int next;
-        if ((rc = run_task_begin(r, t, &next, e))) break;
-        if (next == run_task_items(r, t) && next > 0) continue; // complete (resumed)
-        if (!(rc = run_task_score(r, t, run_task_items(r, t), e))) rc = run_task_end(r, t, e);
-    }
-    return rc;
-}
-
-// Under MPI every rank opens the run; a failure to open on any rank ends all of them alike.
-static int open_ranks(struct run **r, struct run_opts *ro, struct err *e) {
-    if (dist_size() == 1) return run_open(r, ro, e);
-    if (dist_rank() > 0) ro->role = RUN_ROLE_WORKER;
-    int rc = dist_agree(run_open(r, ro, e), e);
-    if (rc) {
-        run_free(*r);
-        *r = NULL;
-    }
-    return rc;
-}
-
-// Opens the run, scores every task to its end, finishes; prints where the report is.
-static int drive(const struct run_opts *opts, struct err *e) {
-    double t_start = time_now();
-    struct run *r = NULL;
-    struct run_opts ro = *opts;
-    char *headline = NULL;
-    int rc = open_ranks(&r, &ro, e);
-    if (rc) return rc;
-    struct run_line pr = {0};
-    if (dist_rank() == 0) run_set_progress(r, progress_show, &pr); // rank 0 reports
-    for (int k = 0; k <= run_n_replicas(r) && !rc; k++) { // replica 0 is the plain run (--replicas K)
-        if (!(rc = run_set_replica(r, k, e))) rc = dist_size() > 1 ? run_dist_score(r, e) : score_alone(r, e);
-    }
-    progress_close(pr.p); // the last task's line stays (a failed one's too)
-    pr.p = NULL;
-    if (!rc) rc = run_set_replica(r, 0, e); // every weight bit restored
-    if (!rc && dist_rank() > 0) { run_free(r); return 0; } // a worker: rank 0 writes the run
-    if (!rc) rc = run_finish(r, &headline, e);
-    if (!rc) {
-        printf("report: %s/report.md\n\n%s", run_dir(r), headline ? headline : "");
-        log_info("run: done in %.1fs", time_now() - t_start);
-    }
-    free(headline);
-    run_free(r);
-    return rc;
-}
-
-// *met = 1 once the ranks of an MPI job have met (dist_agree) after the checks.
+// *met = 1 once run_plan_make is reached: the ranks of an MPI job meet inside it, failing or not.
 static int run_command(int argc, char **argv, int *met, struct err *e) {
     struct run_cli o = {.ppl_ctx = 2048, .limit = 0, .threads = 0, .tile = 128, .batch_tokens = 4096, .seed = 1234, .act = "bf16", .bos = "auto",
                          .ppl_score = "all", .nonfinite = "stop", .replica_seed = 1};
@@ -318,44 +216,28 @@ static int run_command(int argc, char **argv, int *met, struct err *e) {
     if (rc) return rc;
     if (o.help) { cli_usage("run", syn, opts, n_opts); return 0; }
     struct run_opts ro;
-    char lists[2][2048], auto_scales[4096];
+    char lists[2][2048];
     const char *modes[RUN_MAX_MODES], *tasks[RUN_MAX_TASKS];
     if ((rc = check_flags(&o, e)) || (rc = to_run_opts(&o, &ro, e))) return rc;
     if ((rc = out_path_check("--out", o.out, (const char *[]){o.model, o.task_file, o.scales, o.tokenizer}, 4, e))) return rc;
-    // modes that need scales are kept while the scales are still to be found or made (resolve_scales)
-    ro.scales = o.scales && strcmp(o.scales, "none") ? o.scales : NULL;
-    ro.scales_later = ro.scales == NULL;
     int n_modes = 0, n_tasks = 0;
     if (o.attn && strcmp(o.attn, "all") && (rc = split(lists[0], o.attn, modes, RUN_MAX_MODES, "--attn", &n_modes, e))) return rc;
     if (o.attn && !strcmp(o.attn, "all")) modes[n_modes++] = "all";
-    if ((rc = run_select_modes(&ro, modes, n_modes, e))) return rc;
-    if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e)) ||
-        (rc = run_select_tasks(&ro, tasks, n_tasks, e)))
-        return rc;
-    // task data, --out and --scales are checked before a model is fetched; under
-    // MPI rank 0 resolves the model (downloading, importing, calibrating as needed), the other
-    // ranks then find all of it in the caches
-    struct model_ref mref;
-    cJSON *calib = NULL, *source = NULL;
-    if (!(rc = run_precheck(&ro, e)) && dist_rank() == 0 && !(rc = model_resolve(&mref, o.model, o.offline, e)))
-        rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
+    if ((rc = split(lists[1], o.task, tasks, RUN_MAX_TASKS, "--task", &n_tasks, e))) return rc;
+    ro.argc = argc;
+    ro.argv = argv;
+    const struct run_plan_args pa = {.model = o.model, .modes = modes, .n_modes = n_modes, .tasks = tasks,
+                                     .n_tasks = n_tasks, .scales = o.scales, .calib = o.calib, .gate_rule = o.gate_rule,
+                                     .qmean = o.qmean, .offline = o.offline, .threads = o.threads};
     *met = 1;
-    if ((rc = dist_agree(rc, e))) { cJSON_Delete(calib); return rc; }
-    if (dist_rank() > 0) o.offline = 1; // the other ranks only read what rank 0 put in the caches
-    if (dist_rank() > 0 && !(rc = model_resolve(&mref, o.model, 1, e)))
-        rc = resolve_scales(&o, &ro, &mref, auto_scales, sizeof auto_scales, &calib, e);
-    if (!rc) {
-        source = model_ref_json(&mref);
-        ro.model_dir = mref.dir;
-        ro.model_name = mref.name;
-        ro.model_source = source;
-        ro.calibration = calib;
-        ro.argc = argc;
-        ro.argv = argv;
-        rc = drive(&ro, e);
+    struct run_plan plan;
+    struct run_done done = {0};
+    if (!(rc = run_plan_make(&plan, &ro, &pa, e)) && !(rc = run_plan_drive(&plan, &done, e)) && done.written) {
+        printf("report: %s/report.md\n\n%s", done.dir, done.headline ? done.headline : "");
+        log_info("run: done in %.1fs", done.seconds);
     }
-    cJSON_Delete(calib);
-    cJSON_Delete(source);
+    free(done.headline);
+    run_plan_free(&plan);
     return rc;
 }
 

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "base/out_path.h"
 #include "model/config.h"
-#include "cli/model_arg.h"
+#include "runplan/model_arg.h"
 #include "diag/trace.h"
 
 int cmd_trace(int argc, char **argv, struct err *e) {

@@ -30,6 +30,14 @@
 #define RUN_MAX_MODES 16
 #define RUN_MAX_TASKS 64
 
+// Every task's data as loaded before the model (run_precheck), for run_open to take: sets[t]
+// belongs to run_opts.tasks[t]; NULL for a task run_open loads itself (niah is sized in tokens
+// and needs the tokenizer). A set run_open takes is removed from here.
+struct run_tasks {
+    struct task_set *sets[RUN_MAX_TASKS];
+};
+void run_tasks_free(struct run_tasks *t); // the sets still held; safe on NULL
+
 struct run_opts {
     // model (the caller resolves registry names to a directory)
     const char *model_dir;       // checkpoint directory
@@ -53,6 +61,8 @@ struct run_opts {
     const char *tasks[RUN_MAX_TASKS];
     int n_tasks;
     struct task_opts task;       // data lookup, limit, seed, niah options (count_tokens is set by run_open)
+    struct run_tasks *loaded;    // optional: the task data run_precheck loaded; run_open takes each
+                                 // set from it (so no task is read twice), NULL: run_open loads them
     int bos_policy;              // enum eval_bos
     const char *bos_arg;         // the --bos text (run.json tokenizer.bos_policy)
     int ppl_ctx;                 // tokens per perplexity window (capped at the model's window)
@@ -117,8 +127,10 @@ struct run;
 // The checks of run_open that need no model, for a caller about to fetch one (a download can
 // take hours): an existing run.json without o->resume, an --out that is a file, a missing
 // scales file, and every task's data loaded and refused when empty (niah, sized in tokens,
-// waits for run_open). Nothing is written.
-int run_precheck(const struct run_opts *o, struct err *e);
+// waits for run_open), and a --subjects name that no task has. Nothing is written. loaded (may
+// be NULL: checked, then freed) keeps the sets for run_open (run_opts.loaded); on error it
+// holds none.
+int run_precheck(const struct run_opts *o, struct run_tasks *loaded, struct err *e);
 
 // Creates (or opens) the run directory and locks it for this process (another process holding
 // it: ERR_IO naming it; a killed holder leaves no lock), then checks, before the weights load:

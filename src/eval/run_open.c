@@ -1,7 +1,8 @@
 // run_open.c: opening a run (see run.h) in the order that puts every check a user can fail
 // before the expensive work: the run directory (created, locked, run.json vs
 // --resume), config.json and the checkpoint's fingerprint, the tokenizer, every attention mode
-// and the scales file, then every task's data - loaded, checked non-empty and tokenized - and
+// and the scales file, then every task's data - taken from run_precheck when it loaded it, else
+// loaded here; checked non-empty and tokenized - and
 // run.json's configuration key; only then the weights are converted. run_free releases it all,
 // the lock last.
 #include "eval/run.h"
@@ -298,7 +299,14 @@ static int plan_tasks(struct run *r, struct err *e) {
     struct eval_plan_opts po = {.add_bos = r->add_bos, .bos_id = tok_bos_id(r->tok), .eos_id = tok_eos_id(r->tok),
                                 .window = cfg->max_seq, .n_threads = o->n_threads};
     for (int t = 0; t < nt; t++) {
-        int rc = task_load(o->tasks[t], &r->sets[t], &to, e);
+        int rc = 0;
+        if (o->loaded && o->loaded->sets[t]) { // loaded by run_precheck: taken, not read again
+            r->sets[t] = *o->loaded->sets[t];
+            free(o->loaded->sets[t]);
+            o->loaded->sets[t] = NULL;
+        } else {
+            rc = task_load(o->tasks[t], &r->sets[t], &to, e);
+        }
         if (rc) return rc;
         if (r->sets[t].is_ppl && o->shard_n > 1)
             return err_set(e, ERR_UNSUPPORTED, "--shard: not supported for the perplexity task '%s'", o->tasks[t]);
@@ -398,7 +406,35 @@ static void strike_subjects(char *list, const struct task_set *s) {
     }
 }
 
-int run_precheck(const struct run_opts *o, struct err *e) {
+void run_tasks_free(struct run_tasks *t) {
+    for (int i = 0; t && i < RUN_MAX_TASKS; i++) {
+        if (t->sets[i]) task_set_free(t->sets[i]);
+        free(t->sets[i]);
+        t->sets[i] = NULL;
+    }
+}
+
+// Loads every task but niah into loaded (when given), blanking in unmatched the --subjects
+// names some task has.
+static int load_tasks(const struct run_opts *o, struct run_tasks *loaded, char *unmatched, struct err *e) {
+    for (int t = 0; t < o->n_tasks; t++) {
+        if (!strcmp(o->tasks[t], "niah")) continue; // sized in tokens: checked by run_open with the tokenizer
+        struct task_set *s = calloc(1, sizeof *s);
+        if (!s) return err_set(e, ERR_NOMEM, "run: out of memory");
+        int rc = task_load(o->tasks[t], s, &o->task, e);
+        if (!rc && o->task.subjects) strike_subjects(unmatched, s);
+        if (rc || !loaded) {
+            task_set_free(s);
+            free(s);
+        } else {
+            loaded->sets[t] = s;
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int run_precheck(const struct run_opts *o, struct run_tasks *loaded, struct err *e) {
     if (o->out_dir) {
         char jp[4200];
         snprintf(jp, sizeof jp, "%s/run.json", o->out_dir);
@@ -413,20 +449,14 @@ int run_precheck(const struct run_opts *o, struct err *e) {
     const char *subj = o->task.subjects;
     char unmatched[1024] = "";
     if (subj) snprintf(unmatched, sizeof unmatched, "%s", subj); // names no loaded task has, blanked as found
-    for (int t = 0; t < o->n_tasks; t++) {
-        if (!strcmp(o->tasks[t], "niah")) continue; // sized in tokens: checked by run_open with the tokenizer
-        struct task_set s;
-        int rc = task_load(o->tasks[t], &s, &o->task, e);
-        if (!rc && subj) strike_subjects(unmatched, &s);
-        task_set_free(&s);
-        if (rc) return rc;
-    }
-    for (char *p = unmatched; subj && *p; p++)
+    int rc = load_tasks(o, loaded, unmatched, e);
+    for (char *p = unmatched; !rc && subj && *p; p++)
         if (*p != ',') {
             size_t k = strcspn(p, ",");
-            return err_set(e, ERR_NOTFOUND, "--subjects: '%.*s' is a subject of none of the tasks given", (int)k, p);
+            rc = err_set(e, ERR_NOTFOUND, "--subjects: '%.*s' is a subject of none of the tasks given", (int)k, p);
         }
-    return 0;
+    if (rc) run_tasks_free(loaded);
+    return rc;
 }
 
 // --replicas: the weights must be resident to be moved; the plan line says what it costs.

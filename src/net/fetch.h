@@ -128,7 +128,7 @@ struct cJSON;
 int fetch_index_shards(const char *path, struct cJSON **names, struct err *e);
 
 // ---- API for the evaluation ----
-// (What a --model argument names is decided in one place, cli/model_arg.h; a model's plan
+// (What a --model argument names is decided in one place, runplan/model_arg.h; a model's plan
 // above is what `download --model NAME` runs.)
 // Makes sure the files of task's manifest are in <cache>/datasets/ (downloading missing ones
 // unless offline) and writes that data root to root.

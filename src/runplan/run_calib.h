@@ -10,40 +10,15 @@
 
 #include "base/common.h"
 #include "calib/calib_run.h"
-#include "cli/model_arg.h"
+#include "calib/rule_args.h"
 #include "eval/run.h"
+#include "runplan/model_arg.h"
 
 // The default calibration (spec/calibration.md section 1) and why these sizes: docs/design/calibration.md.
 #define RUN_CALIB_SOURCE "brown"                 // datasets/brown.json
 #define RUN_CALIB_REL "brown/brown.txt.zst"      // its file under a data root
 #define RUN_CALIB_SAMPLES 64
 #define RUN_CALIB_LEN 512
-
-// The Smooth-QK gate rule a calibration applies unless --gate-rule says otherwise, and why:
-// docs/results/gate.md ("Which rule is the default").
-#define CALIB_RULE_DEFAULT "measured"
-
-// The measured gate's options of calibrate, diagnose and run (--gate-rule, --gate-qmean,
-// --gate-samples, --gate-max-ratio, --gate-alphas; docs/results/gate.md).
-struct calib_rule_args {
-    const char *rule, *qmean;
-    const char *alphas; // NULL: gate_opts_default's grid
-    int samples;
-    double max_ratio;
-};
-void calib_rule_args_default(struct calib_rule_args *a);
-#define CALIB_RULE_CLI_OPTS(a) \
-    {"gate-rule", CLI_STR, &(a).rule, "paper|measured: the rule that decides Smooth-QK (default " CALIB_RULE_DEFAULT \
-     "; both decisions are printed; docs/results/gate.md)"}, \
-    {"gate-qmean", CLI_STR, &(a).qmean, "none|token|channel: Q-Mean form in the measured rule's error (default token)"}, \
-    {"gate-samples", CLI_INT, &(a).samples, "N: calibration samples the measured rule runs on (default all)"}, \
-    {"gate-max-ratio", CLI_DBL, &(a).max_ratio, "X: the measured rule smooths when the error ratio to bypass is <= X " \
-     "and its 95% upper bound < 1 (default 0.95)"}, \
-    {"gate-alphas", CLI_STR, &(a).alphas, "A,B,..: the measured rule's smoothing candidates, increasing, in (0, 1] " \
-     "(default 0.25,0.5; each one more costs one more error pass)"}
-// Checks the arguments and sets o->gate.rule, o->gate.meas and o->measure = 1 (ERR_USAGE naming
-// the option and value).
-int calib_rule_args_apply(const struct calib_rule_args *a, struct calib_run_opts *o, struct err *e);
 
 // The default calibration text (RUN_CALIB_REL) under a data root (data_dir, $HIFA4_DATA, the
 // cache), else fetched like task data (datasets/brown.json; unless offline). path[0] = 0 and

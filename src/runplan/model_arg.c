@@ -1,6 +1,6 @@
 // model_arg.c: --model ARG -> a checkpoint directory (see model_arg.h): paths, GGUF files
 // imported once per sha256, Hugging Face hub ids through the HF cache, registry names.
-#include "cli/model_arg.h"
+#include "runplan/model_arg.h"
 
 #include <dirent.h>
 #include <errno.h>
