@@ -335,6 +335,39 @@ static void test_planted(void) {
           "diagnose --plane of a missing file fails");
 }
 
+// run's automatic calibration caches the measured rule's file; one made with another candidate
+// grid (an older default) is measured again, not reused
+static void test_cache_grid(void) {
+    char band[1100], c[1100];
+    snprintf(band, sizeof band, "%s/band", tmp);
+    snprintf(c, sizeof c, "%s/cachegrid", tmp);
+    CHECK(test_sh("rm -rf %s && mkdir -p %s && printf '%%s\\n' "
+                  "'{\"question\": \"Which is a fruit?\", \"choices\": [\"apple\", \"stone\"], \"answer\": 0}' "
+                  "'{\"question\": \"Which is cold?\", \"choices\": [\"fire\", \"ice\"], \"answer\": 1}' > %s/two.jsonl",
+                  c, c, c) == 0 &&
+              test_sh("zstdcat -f %s | head -c 12000 > %s/text.txt", test_text(), c) == 0, // a few samples: run calibrates fast
+          "a two-item JSONL task and a short calibration text");
+    char text[1200];
+    snprintf(text, sizeof text, "%s/text.txt", c);
+    const char *run = "HIFA4_CACHE=%s/cache %s run --model %s --task mc_jsonl --task-file %s/two.jsonl --attn bf16,hifa4 "
+                      "--calib %s --threads 1 --out %s/r%d > %s/r%d.log 2>&1";
+    CHECK(test_sh(run, c, bin, band, c, text, c, 1, c, 1) == 0 &&
+              test_sh("grep -q 'calibrating first' %s/r1.log", c) == 0,
+          "first run calibrates");
+    // the cached file replaced by one measured on another grid, as an older default made it
+    CHECK(test_sh("f=$(ls %s/cache/scales/*-measured*.safetensors) && %s --quiet calibrate --model %s --calib %s "
+                  "--calib-samples 8 --calib-len 64 --gate-alphas 0.25,0.5,0.75 --out \"$f\" > /dev/null 2>&1",
+                  c, bin, band, text) == 0,
+          "the cached file remade on the grid 0.25,0.5,0.75");
+    CHECK(test_sh(run, c, bin, band, c, text, c, 2, c, 2) == 0 &&
+              test_sh("grep -q 'measured with candidate alphas 0,0.25,0.5,0.75 .*calibrating again' %s/r2.log", c) == 0,
+          "a cached file of another grid is measured again, saying why");
+    CHECK(test_sh(run, c, bin, band, c, text, c, 3, c, 3) == 0 &&
+              test_sh("grep -q 'calibrated earlier' %s/r3.log", c) == 0 &&
+              test_sh("grep -q 'calibrating' %s/r3.log", c) != 0,
+          "the file made again is reused");
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     bin = getenv("HIFA4_BIN");
@@ -347,5 +380,6 @@ int main(void) {
     test_error_meaning();
     test_decide();
     test_planted();
+    test_cache_grid();
     return test_summary("test_gate");
 }

@@ -168,6 +168,37 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     return rc;
 }
 
+// 1 when the cached file at path was made by the measured rule with other candidate alphas or
+// another threshold than the rule's defaults now (gate_opts_default): an older default grid's
+// decision is not today's, so it is made again (one log line says why). A file that cannot be
+// read is not stale here: using it reports the problem.
+static int stale_measured(const char *path) {
+    struct safetensors st;
+    struct err e = {0};
+    if (st_open(&st, path, &e)) return 0;
+    const char *rule = st_meta(&st, "gate_rule");
+    cJSON *j = rule && !strcmp(rule, "measured") ? cJSON_Parse(st_meta(&st, "smooth_qk")) : NULL;
+    st_close(&st);
+    if (!j) return 0;
+    struct gate_opts d;
+    gate_opts_default(&d);
+    const cJSON *me = cJSON_GetObjectItem(j, "measured"), *al = cJSON_GetObjectItem(me, "alphas");
+    const cJSON *mr = cJSON_GetObjectItem(me, "max_ratio");
+    int stale = cJSON_GetArraySize(al) != d.n_alpha + 1 || !cJSON_IsNumber(mr) || mr->valuedouble != d.max_ratio;
+    char had[128] = "", now[128] = "";
+    for (int c = 0; c < cJSON_GetArraySize(al); c++) {
+        const cJSON *a = cJSON_GetArrayItem(al, c);
+        stale |= !cJSON_IsNumber(a) || (c <= d.n_alpha && a->valuedouble != (c ? d.alpha[c - 1] : 0));
+        snprintf(had + strlen(had), sizeof had - strlen(had), "%s%g", c ? "," : "", cJSON_IsNumber(a) ? a->valuedouble : -1);
+    }
+    for (int c = 0; c < d.n_alpha; c++) snprintf(now + strlen(now), sizeof now - strlen(now), ",%g", d.alpha[c]);
+    if (stale)
+        log_info("run: %s was measured with candidate alphas %s (max ratio %g); the measured rule's are now 0%s (%g): "
+                 "calibrating again", path, had, cJSON_IsNumber(mr) ? mr->valuedouble : -1, now, d.max_ratio);
+    cJSON_Delete(j);
+    return stale;
+}
+
 // The one message for modes that need scales when none exist and none can be made: why, and
 // the three ways out, each of which works from a clone of the repository.
 static int no_scales(const struct model_ref *m, const struct run_calib_opts *o, struct err *e) {
@@ -188,7 +219,7 @@ int run_calib_default(char *scales, size_t n, cJSON **record, const struct model
     }
     int rc = cache_scales(scales, n, m, o->calib_text, o->gate_rule ? o->gate_rule : CALIB_RULE_DEFAULT, e);
     if (rc) return rc;
-    if (file_exists(scales)) {
+    if (file_exists(scales) && !stale_measured(scales)) {
         log_info("run: using Smooth-QK scales %s (calibrated earlier for this model%s; --scales overrides)", scales,
                  o->calib_text ? " on this --calib text" : "");
         return 0;
