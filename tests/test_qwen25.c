@@ -24,7 +24,7 @@ struct qsize {
 };
 static const struct qsize SIZES[] = {
     {"qwen2.5-0.5b", "qwen2.5-coder-0.5b-instruct.gguf", "0.5b", NULL, 291, 24, 3},
-    {"qwen2.5-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "1.5b", "HIFA4_QWEN25_1_5B", 339, 28, 0},
+    {"qwen2.5-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "1.5b", "HIFA4_QWEN25_1_5B", 339, 28, 3},
 };
 
 // The cached GGUF of size s, or NULL after a SKIP line.
