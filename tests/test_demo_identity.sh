@@ -23,6 +23,9 @@
 # Remade once more when the measured gate rule became calibrate's default: on this planted model
 # it decides what the paper's rule does (Strong, alpha 0.5), the scales tensor is byte-identical
 # and only the metadata's gate_rule changed (paper -> measured); every item frame is identical.
+# Remade once more when the measured rule's default candidates became 0.25, 0.5 and 1: on this
+# model alpha 0.5 stays the best, the scales tensor is byte-identical and only the metadata's
+# measured statistics gained the fourth candidate; every item frame (zstdcat) is identical.
 # Skipped when the exam pools (Debian hamexam/fccexam) or the GPL-3 text are not installed.
 set -u
 cd "$(dirname "$0")/.."

@@ -151,6 +151,7 @@ static void test_decide(void) {
         }
     struct gate_opts o;
     gate_opts_default(&o);
+    o.n_alpha = 2; // the measurements above are of bypass, 0.25 and 0.5
     struct gate_result r;
     CHECK(gate_decide(&r, &m, &o, &e) == 0, "%s", e.msg);
     if (r.layer) {
@@ -293,11 +294,12 @@ static void test_planted(void) {
     struct decision l = calibrate(band, "band", "measured", "--gate layer");
     CHECK(layer_max[0] > 2 && layer_max[1] == 1 && !strcmp(l.measured, "smooth"),
           "band, --gate layer: layer maxima %g, %g (want > 2, 1)", layer_max[0], layer_max[1]);
-    // --gate-alphas: a third candidate is measured and can be chosen; a list out of order is refused
-    struct decision a3 = calibrate(band, "band-a3", "measured", "--gate-alphas 0.25,0.5,1");
-    CHECK(a3.n_cand == 4 && d.n_cand == 3 && !strcmp(a3.measured, "smooth") && a3.ratio > 0 && a3.ratio < 0.8,
-          "--gate-alphas 0.25,0.5,1: %d candidates (default %d), %s, ratio %.3f", a3.n_cand, d.n_cand, a3.measured,
-          a3.ratio);
+    // --gate-alphas: the default grid is 0.25, 0.5, 1 (four candidates with bypass); another grid is
+    // measured as given; a list out of order is refused
+    struct decision a3 = calibrate(band, "band-a3", "measured", "--gate-alphas 0.25,0.5");
+    CHECK(d.n_cand == 4 && a3.n_cand == 3 && !strcmp(a3.measured, "smooth") && a3.ratio > 0 && a3.ratio < 0.8,
+          "default grid: %d candidates (want 4); --gate-alphas 0.25,0.5: %d, %s, ratio %.3f", d.n_cand, a3.n_cand,
+          a3.measured, a3.ratio);
     CHECK(test_sh("%s calibrate --model %s --calib %s --gate-alphas 0.5,0.25 --out %s/bad.safetensors > %s/bad.log 2>&1",
                   bin, band, test_text(), tmp, tmp) == 2 &&
               test_sh("grep -q -- \"--gate-alphas '0.5,0.25': expected\" %s/bad.log", tmp) == 0,

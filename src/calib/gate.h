@@ -18,7 +18,7 @@ const char *calib_rule_name(int r);
 int calib_rule_parse(const char *s, int *out); // "paper" | "measured"; -1 otherwise
 
 struct gate_opts {
-    int n_alpha;                        // smoothing candidates (default 2: 0.25, 0.5)
+    int n_alpha;                        // smoothing candidates (default 3: 0.25, 0.5, 1)
     double alpha[GATE_MAX_CAND - 1];
     double max_ratio;                   // "helps": ratio <= max_ratio (default 0.95) ...
     int boot;                           // ... and the bootstrap upper bound < 1 (boot resamples, 1000)

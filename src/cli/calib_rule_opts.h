@@ -15,6 +15,6 @@
     {"gate-max-ratio", CLI_DBL, &(a).max_ratio, "X: the measured rule smooths when the error ratio to bypass is <= X " \
      "and its 95% upper bound < 1 (default 0.95)"}, \
     {"gate-alphas", CLI_STR, &(a).alphas, "A,B,..: the measured rule's smoothing candidates, increasing, in (0, 1] " \
-     "(default 0.25,0.5; each one more costs one more error pass)"}
+     "(default 0.25,0.5,1; each one more costs one more error pass)"}
 
 #endif

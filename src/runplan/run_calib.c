@@ -120,9 +120,12 @@ static int calibrate(char *scales, size_t n, cJSON **record, const struct model_
     pool_set_threads(o->threads);
     double tokens = (double)RUN_CALIB_SAMPLES * RUN_CALIB_LEN;
     // the statistics forward, then the measured gate's: a second forward and the attention error
-    // of bypass + 2 alphas + the reference (QK^T and PV over half of each T x T square per head)
+    // of the reference, bypass and each candidate alpha (QK^T and PV over half of each T x T
+    // square per head)
+    struct gate_opts go;
+    gate_opts_default(&go);
     double gate = (double)RUN_CALIB_SAMPLES * cfg.n_layers * cfg.n_heads * RUN_CALIB_LEN * (RUN_CALIB_LEN / 2.0) *
-                  2.0 * cfg.head_dim * 4;
+                  2.0 * cfg.head_dim * (go.n_alpha + 2);
     double cpu = 2 * tokens * macs_per_token(&cfg) / CALIB_MACS_PER_CPU_S + gate / GATE_MACS_PER_CPU_S;
     double wall = cpu / pool_threads();
     log_info("run: no Smooth-QK scales for %s: calibrating first on %s (%s), %d samples x %d tokens, "
