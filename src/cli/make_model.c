@@ -8,30 +8,27 @@
 #include "import/make_model.h"
 #include "import/out_dir.h"
 
-static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) {
-    if (o->n_outliers >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-outlier: at most %d", MAKE_MAX_OUTLIERS);
-    int l, c, n = 0;
-    float g;
-    if (sscanf(s, "%d:%d:%f%n", &l, &c, &g, &n) != 3 || s[n])
-        return err_set(e, ERR_USAGE, "--plant-outlier '%s': expected LAYER:CHANNEL:GAMMA", s);
-    o->outliers[o->n_outliers].layer = l;
-    o->outliers[o->n_outliers].channel = c;
-    o->outliers[o->n_outliers].gamma = g;
-    o->n_outliers++;
+// "LAYER:CHANNEL:VALUE" of option opt, the n-th of at most MAKE_MAX_OUTLIERS plants.
+static int parse_triple(const char *s, const char *opt, int n_have, int *l, int *c, float *v, struct err *e) {
+    if (n_have >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "%s: at most %d", opt, MAKE_MAX_OUTLIERS);
+    int n = 0;
+    if (sscanf(s, "%d:%d:%f%n", l, c, v, &n) != 3 || s[n])
+        return err_set(e, ERR_USAGE, "%s '%s': expected LAYER:CHANNEL:VALUE", opt, s);
     return 0;
 }
 
+static int parse_plant(const char *s, struct make_model_opts *o, struct err *e) {
+    int rc = parse_triple(s, "--plant-outlier", o->n_outliers, &o->outliers[o->n_outliers].layer,
+                          &o->outliers[o->n_outliers].channel, &o->outliers[o->n_outliers].gamma, e);
+    o->n_outliers += !rc;
+    return rc;
+}
+
 static int parse_k_bias(const char *s, struct make_model_opts *o, struct err *e) {
-    if (o->n_k_bias >= MAKE_MAX_OUTLIERS) return err_set(e, ERR_USAGE, "--plant-k-bias: at most %d", MAKE_MAX_OUTLIERS);
-    int l, c, n = 0;
-    float v;
-    if (sscanf(s, "%d:%d:%f%n", &l, &c, &v, &n) != 3 || s[n])
-        return err_set(e, ERR_USAGE, "--plant-k-bias '%s': expected LAYER:CHANNEL:VALUE", s);
-    o->k_bias[o->n_k_bias].layer = l;
-    o->k_bias[o->n_k_bias].channel = c;
-    o->k_bias[o->n_k_bias].value = v;
-    o->n_k_bias++;
-    return 0;
+    int rc = parse_triple(s, "--plant-k-bias", o->n_k_bias, &o->k_bias[o->n_k_bias].layer,
+                          &o->k_bias[o->n_k_bias].channel, &o->k_bias[o->n_k_bias].value, e);
+    o->n_k_bias += !rc;
+    return rc;
 }
 
 // A comma list of plants, each parsed by one().

@@ -59,12 +59,8 @@ static void kmax_of_layer(const struct calib_stats *s, int l, float *out) {
 
 int k_source_compute(struct k_source *ks, const char *model_dir, const struct calib_stats *s, struct err *e) {
     memset(ks, 0, sizeof *ks);
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.weights = MODEL_WEIGHTS_STREAM; // the biases are bound at open; no matrix is packed
-    mo.max_tokens = mo.max_seq = 1;
     struct model *m = NULL;
-    int rc = model_open(&m, model_dir, &mo, e);
+    int rc = model_open_bound(&m, model_dir, e); // the biases are bound at open; no matrix is packed
     if (rc) return err_prefix(e, "k_proj bias");
     const struct model_config *c = model_cfg(m);
     const int L = c->n_layers, Hkv = c->n_kv_heads, d = c->head_dim;

@@ -34,12 +34,8 @@ void qk_gains_free(struct qk_gains *g) {
 
 int qk_gains_load(struct qk_gains *g, const char *model_dir, struct err *e) {
     memset(g, 0, sizeof *g);
-    struct model_opts mo;
-    model_opts_default(&mo);
-    mo.weights = MODEL_WEIGHTS_STREAM; // the norms are bound at open; no matrix is packed
-    mo.max_tokens = mo.max_seq = 1;
     struct model *m = NULL;
-    int rc = model_open(&m, model_dir, &mo, e);
+    int rc = model_open_bound(&m, model_dir, e); // the norms are bound at open; no matrix is packed
     if (rc) return err_prefix(e, "q/k norm gains");
     const struct model_config *c = model_cfg(m);
     const int L = c->n_layers, d = c->head_dim;

@@ -88,6 +88,14 @@ int model_qk_gains(const struct model *m, int l, float *q, float *k) {
     for (int c = 0; c < m->cfg.head_dim; c++) q[c] = one + L->q_norm[c], k[c] = one + L->k_norm[c];
     return m->cfg.head_dim;
 }
+int model_open_bound(struct model **out, const char *dir, struct err *e) {
+    struct model_opts mo;
+    model_opts_default(&mo);
+    mo.weights = MODEL_WEIGHTS_STREAM;
+    mo.max_tokens = mo.max_seq = 1;
+    return model_open(out, dir, &mo, e);
+}
+
 int model_k_bias(const struct model *m, int l, float *b) {
     if (l < 0 || l >= m->cfg.n_layers) return -1;
     const float *kb = m->layers[l].b[B_K];

@@ -44,6 +44,9 @@ struct model_kv; // the exact KV cache (below)
 // *out is NULL on error.
 int model_open(struct model **out, const char *dir, const struct model_opts *o, struct err *e);
 void model_free(struct model *m); // safe on NULL
+// model_open for reading what is bound at open (config, norms, gains, biases) and nothing else:
+// weights streamed (no matrix packed), a one-token run state. For diagnostics over the weights.
+int model_open_bound(struct model **out, const char *dir, struct err *e);
 
 const struct model_config *model_cfg(const struct model *m);
 const struct model_opts *model_get_opts(const struct model *m); // resolved values
