@@ -9,6 +9,7 @@
 
 #include "calib/calib_source.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "results/plot_xy.h"
 #include "results/results.h"
 #include "tokenizer/tokenizer.h"
@@ -229,8 +230,12 @@ static int finish(struct diagnose *d, const char *model_dir, const struct diag_o
     if (!d->heat) return err_set(e, ERR_NOMEM, "diagnose: out of memory");
     for (int p = 0; p < s->n_samples; p++)
         for (size_t i = 0; i < n; i++) d->heat[i] = fmax(d->heat[i], s->kmax[p * stride + i]);
-    if ((rc = qk_gains_load(&d->gains, model_dir, e))) return rc;
-    return k_source_compute(&d->ksrc, model_dir, s, e);
+    // the q/k norm gains and the k_proj biases: one open reads both (nothing packed)
+    struct model *m = NULL;
+    if ((rc = model_open_bound(&m, model_dir, e))) return err_prefix(e, "q/k norm gains and k_proj bias");
+    if (!(rc = qk_gains_load(&d->gains, m, e))) rc = k_source_compute(&d->ksrc, m, s, e);
+    model_free(m);
+    return rc;
 }
 
 int diag_run_ids(struct diagnose *d, const char *model_dir, struct diag_seqs prompts, struct diag_seqs stat,

@@ -57,19 +57,17 @@ static void kmax_of_layer(const struct calib_stats *s, int l, float *out) {
     }
 }
 
-int k_source_compute(struct k_source *ks, const char *model_dir, const struct calib_stats *s, struct err *e) {
+int k_source_compute(struct k_source *ks, const struct model *m, const struct calib_stats *s, struct err *e) {
     memset(ks, 0, sizeof *ks);
-    struct model *m = NULL;
-    int rc = model_open_bound(&m, model_dir, e); // the biases are bound at open; no matrix is packed
-    if (rc) return err_prefix(e, "k_proj bias");
+    int rc = 0;
     const struct model_config *c = model_cfg(m);
     const int L = c->n_layers, Hkv = c->n_kv_heads, d = c->head_dim;
     float *bias = malloc((size_t)Hkv * d * sizeof *bias), *kmax = malloc((size_t)Hkv * d * sizeof *kmax);
     ks->layer = calloc((size_t)L, sizeof *ks->layer);
     if (!bias || !kmax || !ks->layer) { rc = err_set(e, ERR_NOMEM, "k_proj bias: out of memory"); goto done; }
     if (s->n_layers != L || s->Hkv != Hkv || s->d != d) {
-        rc = err_set(e, ERR_MISMATCH, "k_proj bias: statistics of %d layers x %d x %d, model %s has %d x %d x %d",
-                     s->n_layers, s->Hkv, s->d, model_dir, L, Hkv, d);
+        rc = err_set(e, ERR_MISMATCH, "k_proj bias: statistics of %d layers x %d x %d, the model has %d x %d x %d",
+                     s->n_layers, s->Hkv, s->d, L, Hkv, d);
         goto done;
     }
     ks->n_layers = L, ks->Hkv = Hkv, ks->d = d;
@@ -82,7 +80,6 @@ int k_source_compute(struct k_source *ks, const char *model_dir, const struct ca
 done:
     free(bias);
     free(kmax);
-    model_free(m);
     if (rc) k_source_free(ks);
     return rc;
 }

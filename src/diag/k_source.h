@@ -34,9 +34,10 @@ struct k_source {
 int k_source_partner(int c, int rope_dim);
 // One layer from its max |K| (Hkv x d) and bias (Hkv x d, or NULL without one) (pure).
 struct k_source_layer k_source_layer_of(const float *kmax, const float *bias, int Hkv, int d, int rope_dim);
-// Every layer of the checkpoint in model_dir (opened with streamed weights) against s's max |K|
-// (maximum over its samples). Errors: model_open's, ERR_MISMATCH when s's shape is not the model's.
-int k_source_compute(struct k_source *ks, const char *model_dir, const struct calib_stats *s, struct err *e);
+// Every layer of model m (model_open_bound is enough) against s's max |K| (maximum over its
+// samples). Errors: ERR_MISMATCH when s's shape is not the model's, ERR_NOMEM.
+struct model;
+int k_source_compute(struct k_source *ks, const struct model *m, const struct calib_stats *s, struct err *e);
 void k_source_free(struct k_source *ks); // safe on a zeroed struct
 
 // Table: per layer the top channel, its max |K|, the bias there, the bias's share, the band and

@@ -32,11 +32,9 @@ void qk_gains_free(struct qk_gains *g) {
     memset(g, 0, sizeof *g);
 }
 
-int qk_gains_load(struct qk_gains *g, const char *model_dir, struct err *e) {
+int qk_gains_load(struct qk_gains *g, const struct model *m, struct err *e) {
     memset(g, 0, sizeof *g);
-    struct model *m = NULL;
-    int rc = model_open_bound(&m, model_dir, e); // the norms are bound at open; no matrix is packed
-    if (rc) return err_prefix(e, "q/k norm gains");
+    int rc = 0;
     const struct model_config *c = model_cfg(m);
     const int L = c->n_layers, d = c->head_dim;
     if (!c->qk_norm) goto done;
@@ -47,14 +45,13 @@ int qk_gains_load(struct qk_gains *g, const char *model_dir, struct err *e) {
     for (int l = 0; l < L; l++) {
         float *q = g->q + (size_t)l * d, *k = g->k + (size_t)l * d;
         if (model_qk_gains(m, l, q, k) != d) {
-            rc = err_set(e, ERR_MISMATCH, "q/k norm gains: layer %d of %s has no q/k norm", l, model_dir);
+            rc = err_set(e, ERR_MISMATCH, "q/k norm gains: layer %d has no q/k norm", l);
             goto done;
         }
         g->layer[l] = qk_gain_summary(k, q, d);
     }
     g->n_layers = L, g->d = d;
 done:
-    model_free(m);
     if (rc) qk_gains_free(g);
     return rc;
 }

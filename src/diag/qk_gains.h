@@ -25,9 +25,10 @@ struct qk_gains {
 
 // The summary of one layer from its gains (pure; d >= 1).
 struct qk_gain_layer qk_gain_summary(const float *k, const float *q, int d);
-// Reads every layer's gains of the checkpoint in model_dir (opened with streamed weights, so
-// no matrix is packed) and summarises them. A model without q/k norm gives n_layers 0 and rc 0.
-int qk_gains_load(struct qk_gains *g, const char *model_dir, struct err *e);
+// Reads every layer's gains of model m (model_open_bound is enough) and summarises them. A model
+// without q/k norm gives n_layers 0 and rc 0.
+struct model;
+int qk_gains_load(struct qk_gains *g, const struct model *m, struct err *e);
 void qk_gains_free(struct qk_gains *g); // safe on a zeroed struct
 
 // "Figure 2" table: per layer the outlier channel, its k_norm gain, the mean |gain|, the ratio
