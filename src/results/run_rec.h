@@ -71,7 +71,8 @@ struct run_rec {
     int n_storage;
     struct run_rec_storage *storage;
     struct { const char *path, *sha256; } scales;                        // NULL: a run without scales
-    struct { const char *aggregator, *gate, *gate_rule; } calibration;   // "scales_calibration"
+    struct { const char *aggregator, *gate, *gate_rule, *alpha; } calibration; // "scales_calibration" (alpha: the
+                                     // file's model-level alpha as `calibrate` wrote it, e.g. "0.5")
     int has_shard, shard_k, shard_n;
     double seed;                     // NAN when absent
     int limit;                       // 0: every item; -1 when absent
