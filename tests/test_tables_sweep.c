@@ -8,7 +8,8 @@
 //    digits, "-" for the task the 0.25 and 1 runs lack; CSV and LaTeX files are written;
 //  - a run of another model (another alpha) is kept out: no fifth row, no second Table A;
 //  - one alpha alone is listed under "Not produced"; a run of the same configuration whose bf16
-//    results differ (its summary.json edited) leaves the sweep out with the reason.
+//    results differ (its summary.json edited) leaves the sweep out with the reason;
+//  - scales of a per-layer gate are a "per layer" row after the alphas, naming the layers' alphas.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,24 @@ static void check_sweep(char *md) {
     CHECK(rows == 8, "Table A: %d rows, want 4 alphas x 2 tasks", rows);
 }
 
+// A per-layer gate (layer 0 holds the planted outlier: the paper rule smooths it alone) is not
+// called by the file's model-level alpha: run.json records layer_alphas, the row says "per layer".
+static void check_per_layer(void) {
+    int rc = sh("%s --quiet calibrate --model %s --calib README.md --calib-samples 4 --calib-len 64 --threads 1 --gate layer "
+                "--gate-rule paper --out %s/slayer.safetensors >/dev/null 2>&1", bin, model, tmp);
+    rc |= sh("%s --quiet run --model %s --task mc_jsonl --task-file %s/mc.jsonl --attn bf16,hifa4 --scales %s/slayer.safetensors "
+             "--threads 1 --out %s/layer >/dev/null 2>&1", bin, model, tmp, tmp, tmp);
+    rc |= sh("%s tables %s/layer %s/mc50 >%s/layer.md 2>/dev/null", bin, tmp, tmp, tmp);
+    cJSON *run = load_json("%s/%s/run.json", "layer");
+    const char *la = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "scales_calibration"), "layer_alphas"));
+    CHECK(rc == 0 && la && !strcmp(la, "0.5,0"), "per-layer gate: exit %d, run.json scales_calibration.layer_alphas %s", rc, la ? la : "absent");
+    char *md = slurp("%s/layer.md", tmp), *d = md ? strstr(md, "| mc_jsonl | 0 | D. +P-Reordering |") : NULL;
+    char *e50 = d ? strstr(d, "\n|  | 0.5 | E. Both (HiFA4) |") : NULL, *pl = e50 ? strstr(e50, "\n|  | per layer | E. Both (HiFA4) | ") : NULL;
+    CHECK(pl && strstr(pl, "; layers 0.5,0 |"), "per-layer row after alpha 0.5 with its layers:\n%s", md ? md : "");
+    free(md);
+    cJSON_Delete(run);
+}
+
 int main(void) {
     (void)expect; // cli_util.h's; this test checks outputs, not messages
     bin = getenv("HIFA4_BIN");
@@ -201,5 +220,7 @@ int main(void) {
     CHECK(refd && !strstr(refd, "### Table A:") && strstr(refd, "task arc_easy, bf16 correct") && strstr(refd, "their sweep is left out"),
           "bf16 that differs: Table A left out with the reason:\n%s", refd ? refd : "");
     free(refd);
+    TEST_PROGRESS("a per-layer gate");
+    check_per_layer();
     return test_summary("test_tables_sweep");
 }

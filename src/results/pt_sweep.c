@@ -20,8 +20,8 @@ struct sw_row {
     int r;              // run index
     const char *mode;   // SW_MODE_D or "hifa4"
     double alpha;
-    char alpha_txt[32]; // as run.json records it ("0.25"); "0" for row D
-    char scales[96];    // where the alpha comes from
+    char alpha_txt[32]; // as run.json records it ("0.25"); "0" for row D; "per layer" (sorted last)
+    char scales[256];   // where the alpha comes from
 };
 
 struct sw_group {
@@ -76,6 +76,13 @@ static void add_run_rows(struct pt_ctx *c, struct sw_group *g, int r) {
     }
     snprintf(w.alpha_txt, sizeof w.alpha_txt, "%s", a);
     scales_label(c->in->run[r], w.alpha, w.scales, sizeof w.scales);
+    const char *layers = c->in->run[r]->calibration.layer_alphas;
+    if (layers) { // a per-layer gate: the file's alpha is not every layer's
+        size_t u = strlen(w.scales);
+        snprintf(w.scales + u, sizeof w.scales - u, ", model %s; layers %s", a, layers);
+        snprintf(w.alpha_txt, sizeof w.alpha_txt, "per layer");
+        w.alpha = INFINITY;
+    }
     add_row(g, &w);
 }
 
