@@ -6,7 +6,8 @@
 //    alpha 0, 0.25, 0.5, 1 in that order, every cell equal to the run's summary.json value (read
 //    here with cJSON: acc, flips, pfr_lo / pfr_hi, hurts, helps, token.kl_mean) to its printed
 //    digits, "-" for the task the 0.25 and 1 runs lack; CSV and LaTeX files are written;
-//  - a run of another model (another alpha) is kept out: no fifth row, no second Table A;
+//  - a run of another model (another alpha) is kept out: no fifth row, no second Table A; a run
+//    of the same weights and bf16 results with another option (--v-group) is named as not one sweep;
 //  - one alpha alone is listed under "Not produced"; a run of the same configuration whose bf16
 //    results differ (its summary.json edited) leaves the sweep out with the reason;
 //  - scales of a per-layer gate are a "per layer" row after the alphas, naming the layers' alphas.
@@ -220,6 +221,13 @@ int main(void) {
     CHECK(refd && !strstr(refd, "### Table A:") && strstr(refd, "task arc_easy, bf16 correct") && strstr(refd, "their sweep is left out"),
           "bf16 that differs: Table A left out with the reason:\n%s", refd ? refd : "");
     free(refd);
+    TEST_PROGRESS("the same weights, another option");
+    rc = sh("%s --quiet run --model %s --task arc_easy --task-file %s/arc.jsonl --attn bf16,hifa4 --v-group channel --scales "
+            "%s/s1.safetensors --threads 1 --out %s/vchan >/dev/null 2>&1", bin, model, tmp, tmp, tmp);
+    char *apart = (sh("%s tables %s/d50 %s/vchan >%s/apart.md 2>/dev/null", bin, tmp, tmp, tmp), slurp("%s/apart.md", tmp));
+    CHECK(rc == 0 && apart && strstr(apart, "/vchan` (the same weights) are not one sweep: --v-group token vs channel"),
+          "--v-group channel at alpha 1: named as not one sweep with d50:\n%s", apart ? apart : "");
+    free(apart);
     TEST_PROGRESS("a per-layer gate");
     check_per_layer();
     return test_summary("test_tables_sweep");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "results/pt_internal.h"
+#include "results/run_identity.h"
 
 #define SW_MODE_D "direct+qmean+preorder"
 #define SW_MAX_ROWS (2 * PT_MAX_IN)
@@ -111,25 +112,44 @@ static void collect(struct pt_ctx *c, int r0, int *taken, struct sw_group *g) {
     for (int i = 0; i < g->n_rows; i++) g->n_alphas += !i || g->row[i].alpha != g->row[i - 1].alpha;
 }
 
-// 1 when the bf16 results of runs a and b agree on every task both hold (items, correct, acc,
-// acc_norm); else 0 and `why` names the first difference.
-static int ref_agrees(const struct pt_ctx *c, int a, int b, char *why, size_t n) {
+// The first of items, correct, acc, correct_norm, acc_norm in which bf16 of task ta (run a) and
+// tb differ, or NULL; u, v its values.
+static const char *ref_differs(const cJSON *ta, const cJSON *tb, double *u, double *v) {
     static const char *const f[] = {"n", "correct", "acc", "correct_norm", "acc_norm"};
+    for (int k = 0; k < 5; k++) {
+        const cJSON *xa = k ? pt_get(pt_get(ta, "modes"), "bf16") : ta, *xb = k ? pt_get(pt_get(tb, "modes"), "bf16") : tb;
+        *u = pt_num(xa, f[k]);
+        *v = pt_num(xb, f[k]);
+        if ((isfinite(*u) || isfinite(*v)) && *u != *v) return f[k];
+    }
+    return NULL;
+}
+
+// 1 when the bf16 results of runs a and b agree on every task both hold; else 0 and `why`
+// names the first difference.
+static int ref_agrees(const struct pt_ctx *c, int a, int b, char *why, size_t n) {
     const cJSON *tb;
     cJSON_ArrayForEach(tb, pt_get(c->in->sum[b], "tasks")) {
         const cJSON *ta = pt_task(c, a, tb->string);
-        if (!ta) continue;
-        for (int k = 0; k < 5; k++) {
-            const cJSON *xa = k ? pt_get(pt_get(ta, "modes"), "bf16") : ta, *xb = k ? pt_get(pt_get(tb, "modes"), "bf16") : tb;
-            double u = pt_num(xa, f[k]), v = pt_num(xb, f[k]);
-            if (!isfinite(u) && !isfinite(v)) continue;
-            if (u == v) continue;
-            snprintf(why, n, "runs `%s` and `%s` (one model, other scales): task %s, bf16 %s %.6g vs %.6g - their sweep is "
-                     "left out", c->in->run_dir[a], c->in->run_dir[b], tb->string, f[k], u, v);
-            return 0;
-        }
+        double u, v;
+        const char *f = ta ? ref_differs(ta, tb, &u, &v) : NULL;
+        if (!f) continue;
+        snprintf(why, n, "runs `%s` and `%s` (one model, other scales): task %s, bf16 %s %.6g vs %.6g - their sweep is "
+                 "left out", c->in->run_dir[a], c->in->run_dir[b], tb->string, f, u, v);
+        return 0;
     }
     return 1;
+}
+
+// 1 when runs a and b hold a task with the same bf16 results (items and all): meant as one evaluation.
+static int ref_shared(const struct pt_ctx *c, int a, int b) {
+    const cJSON *tb;
+    cJSON_ArrayForEach(tb, pt_get(c->in->sum[b], "tasks")) {
+        const cJSON *ta = pt_task(c, a, tb->string);
+        double u, v;
+        if (ta && !ref_differs(ta, tb, &u, &v)) return 1;
+    }
+    return 0;
 }
 
 // ---- the table: one block of rows per task (alphas in order), so that any number of tasks fits a page ----
@@ -204,6 +224,25 @@ static int sweep_table(struct pt_ctx *c, const struct sw_group *g) {
     return rc;
 }
 
+// Sweeps of one model's weights (model.hash) with the same bf16 results on a task, kept apart
+// by another difference, are named with it in the missing list: a user who meant them as one
+// sweep learns why they are not.
+static void note_apart(struct pt_ctx *c, const struct sw_group *gs, int ng) {
+    static const char *const skip[] = {"modes", "mode ", "scales sha256", NULL};
+    for (int i = 0; i < ng; i++)
+        for (int j = i + 1; j < ng; j++) {
+            const struct run_rec *a = c->in->run[gs[i].member[0]], *b = c->in->run[gs[j].member[0]];
+            if (!a->model.hash || !b->model.hash || strcmp(a->model.hash, b->model.hash) ||
+                !ref_shared(c, gs[i].member[0], gs[j].member[0]))
+                continue;
+            char d[600];
+            if (run_json_diff(d, sizeof d, a->json, b->json, 0, skip) <= 0) continue;
+            pt_missing(c, PT_TABLE_A, "runs `%s` and `%s` (the same weights) are not one sweep: %s%s", c->in->run_dir[gs[i].member[0]],
+                       c->in->run_dir[gs[j].member[0]], a->schema != b->schema ? "run.json schema 1 vs 2 (a run made before the "
+                       "schema-2 fields is not matched entry by entry); " : "", d);
+        }
+}
+
 int pt_table_sweep(struct pt_ctx *c) {
     struct sw_group *gs = calloc(PT_MAX_IN, sizeof *gs);
     int taken[PT_MAX_IN] = {0}, ng = 0, rc = 0, made = 0, refused = 0;
@@ -219,6 +258,7 @@ int pt_table_sweep(struct pt_ctx *c) {
         if (ok) c->shown.r[c->shown.n++] = gs[i].member[0];
         else gs[i].n_rows = 0;
     }
+    note_apart(c, gs, ng);
     for (int i = 0; i < ng && !rc; i++)
         if (gs[i].n_rows) { rc = sweep_table(c, &gs[i]); made++; }
     if (!made && !refused)
