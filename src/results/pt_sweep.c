@@ -206,11 +206,24 @@ static void sweep_note(const struct pt_ctx *c, struct grid *gr, const struct sw_
     if (u < sizeof gr->note) snprintf(gr->note + u, sizeof gr->note - u, ".");
 }
 
+// pt_run_name without the scales' fingerprint ("q0.5b [limit 70, scales 436d96fc]" -> "q0.5b
+// [limit 70]"): every row of a sweep has its own scales file, so it tells no sweep apart.
+static void sweep_name(const struct pt_ctx *c, int r, char *out, size_t n) {
+    pt_run_name(c, r, out, n);
+    char *b = strrchr(out, '['), *s = b ? strstr(b, "scales ") : NULL, *e = s;
+    if (!s || (s[-1] != '[' && s[-1] != ' ')) return;
+    while (*e && *e != ',' && *e != ']') e++;
+    if (*e == ',') e += 2;         // the ", " after it
+    else if (s[-1] == ' ') s -= 2; // the last: the ", " before it
+    memmove(s, e, strlen(e) + 1);
+    if (b[1] == ']' && b > out) memmove(b - 1, b + 2, strlen(b + 2) + 1); // " []"
+}
+
 static int sweep_table(struct pt_ctx *c, const struct sw_group *g) {
     const char *tasks[SW_MAX_TASKS];
     int nt = pt_task_list(c, g->member, g->n, (const char *const[]){NULL}, tasks, SW_MAX_TASKS), rc = 0;
     char title[1024], name[768];
-    pt_run_name(c, g->member[0], name, sizeof name);
+    sweep_name(c, g->member[0], name, sizeof name);
     snprintf(title, sizeof title, "Table A: Smooth-QK alpha sweep, %s (row E at each alpha, Q-Mean %s form; alpha 0 = "
              "row D, Smooth-QK bypassed)", name, run_rec_qmean(c->in->run[g->member[0]]));
     struct grid *gr = pt_grid(c, PT_TABLE_A, title, SW_LEFT + SW_COLS);
