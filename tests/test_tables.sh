@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_tables.sh: `hifa4-eval tables` renders the paper's Tables 1-10 from the committed fixture
+# test_tables.sh: `hifa4-eval tables` renders the paper's Tables 1-10 (and Table A, the Smooth-QK
+# alpha sweep: here the ablation run's rows D and E) from the committed fixture
 # inputs in tests/data/tables/inputs/ (made by the tool itself on a tiny synthetic model:
 # tests/gen/tables/make_fixtures.sh) and must reproduce tests/data/tables/expected/ byte for
 # byte, in Markdown (default and --paper), CSV and LaTeX. Then structural checks of the LaTeX
@@ -15,7 +16,10 @@
 # T512/d* for Table 4's "20% / 10%", the mean of the per-layer rel_l2 for its rel. L2 rows,
 # min_scale-max_scale for Table 8's Q Expand, ...); its printout was compared with the expected
 # files cell by cell, and the layout with ../shared/paper/tables.md (row and column order,
-# number formats). Table 10's paper cells are configs/paper/table10.csv.
+# number formats). Table 10's paper cells are configs/paper/table10.csv. Table A's cells are
+# summary.json's tasks.<task>.vs_reference values of direct+qmean+preorder and hifa4 as printed
+# (flips, pfr_lo / pfr_hi, hurts, helps, token.kl_mean; compared with the file by hand);
+# tests/test_tables_sweep.c checks them mechanically on runs at four alphas.
 set -u
 cd "$(dirname "$0")/.."
 BIN=${HIFA4_BIN:-./hifa4-eval}
@@ -41,8 +45,8 @@ for d in csv tex; do
 done
 if "$BIN" tables "${IN[@]}" --paper >"$TMP/paper.md" 2>"$TMP/err" && cmp -s "$TMP/paper.md" "$X/tables-paper.md"; then ok
 else bad "--paper Markdown differs: diff $TMP/paper.md $X/tables-paper.md"; fi
-# all ten tables are there
-for t in 1 2 3 4 5 6 7 8 9 10; do
+# all ten tables are there, and Table A (the Smooth-QK sweep: the ablation run's rows D and E at the gate's alpha)
+for t in 1 2 3 4 5 6 7 8 9 10 A; do
     if grep -q "^### Table $t:" "$TMP/tables.md" && [ -f "$TMP/tex/table$t.tex" ] && [ -f "$TMP/csv/table$t.csv" ]; then ok
     else bad "Table $t not rendered in every format"; fi
 done
@@ -91,7 +95,8 @@ fi
 "$BIN" tables "$I/diagnose.json" >"$TMP/only_diag.md" 2>&1
 for want in "| Table 3 | no run with modes bf16 (reference), direct and hifa4 | \`hifa4-eval run --model M --task arc_challenge,truthfulqa_mc1,mmlu,hellaswag --attn bf16,direct,hifa4\` |" \
             "| Table 10 | no \`cost --json\` output | \`hifa4-eval cost --model M --seq 40960 --json > cost.json\` |" \
-            "| Table 4 | no niah run with modes direct and hifa4 (retrieval row); no trace output"; do
+            "| Table 4 | no niah run with modes direct and hifa4 (retrieval row); no trace output" \
+            "| Table A | no model with runs at two or more Smooth-QK alphas"; do
     if grep -qF "$want" "$TMP/only_diag.md"; then ok; else bad "missing list lacks: $want"; fi
 done
 if grep -q '^### Table 1:' "$TMP/only_diag.md" && grep -q '^### Table 8:' "$TMP/only_diag.md" && ! grep -q '^| Table 1 |' "$TMP/only_diag.md"; then ok

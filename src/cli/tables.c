@@ -1,5 +1,5 @@
-// tables.c: `hifa4-eval tables INPUT...` - the paper's Tables 1-10 in its own layout from run
-// directories, diagnose / trace outputs and `cost --json` files; Markdown on stdout, CSV and
+// tables.c: `hifa4-eval tables INPUT...` - the paper's Tables 1-10 in its own layout (and Table
+// A, the Smooth-QK alpha sweep) from run directories, diagnose / trace outputs and `cost --json` files; Markdown on stdout, CSV and
 // LaTeX files on request. The logic is in src/results/paper_tables.c.
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@ int cmd_tables(int argc, char **argv, struct err *e) {
     struct pt_opts o;
     pt_opts_default(&o);
     struct cli_opt opts[] = {
-        {"csv", CLI_STR, &csv, "DIR: also write table1.csv ... table10.csv there"},
+        {"csv", CLI_STR, &csv, "DIR: also write table1.csv ... table10.csv, tableA.csv there"},
         {"latex", CLI_STR, &latex, "DIR: also write table1.tex ... (booktabs; \\usepackage{booktabs,amssymb})"},
         {"paper", CLI_FLAG, &paper, "show the paper's values and the difference beside every table (default: only "
                                     "for inputs of the paper's models)"},
@@ -35,7 +35,8 @@ int cmd_tables(int argc, char **argv, struct err *e) {
     if (help) {
         cli_usage("tables", "INPUT... [--csv DIR] [--latex DIR] [--paper]   (INPUT: run directory, diagnose or trace "
                   "output, cost --json file)\n  the paper's Tables 1-10, each from the inputs that hold it: 1 and 8 diagnose; "
-                  "2, 3, 5, 6, 7 and 9 runs;\n  4 a niah run and/or trace; 10 cost --json", opts, n_opts);
+                  "2, 3, 5, 6, 7 and 9 runs;\n  4 a niah run and/or trace; 10 cost --json; A (the Smooth-QK alpha sweep) runs of one "
+                  "model at two or more alphas", opts, n_opts);
         return 0;
     }
     if (n_pos < 1) return err_set(e, ERR_USAGE, "expected at least one input (run directory, diagnose.json, trace.json, cost --json file)");

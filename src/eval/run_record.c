@@ -66,9 +66,31 @@ static void add_host(cJSON *run, const struct run *r) {
     cJSON_AddStringToObject(gj, "isa", gemm_isa_name());
 }
 
+// A per-layer gate (calibrate --gate layer) gives the layers other alphas than the file's
+// model-level "alpha": then "layer_alphas" lists them ("0.5,0,0.5", from the file's smooth_qk
+// statistics, per_layer[].alpha), so that `tables` does not call such a file "alpha 0.5".
+static void add_layer_alphas(cJSON *cj, const char *stats) {
+    cJSON *j = stats ? cJSON_Parse(stats) : NULL;
+    const cJSON *l;
+    char buf[4096];
+    size_t u = 0;
+    int n = 0, differ = 0;
+    double first = 0;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "per_layer")) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(l, "alpha");
+        if (!cJSON_IsNumber(a) || u >= sizeof buf) { cJSON_Delete(j); return; }
+        if (n++) differ |= a->valuedouble != first;
+        else first = a->valuedouble;
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%g", n > 1 ? "," : "", a->valuedouble);
+    }
+    if (differ && u < sizeof buf) cJSON_AddStringToObject(cj, "layer_alphas", buf);
+    cJSON_Delete(j);
+}
+
 // How the scales were calibrated (their file's metadata: aggregator, gate, alpha, as `calibrate`
-// writes them), for `tables` (paper Tables 2 and 5). Outside the configuration key: the file's
-// sha256 already fixes them. Nothing is added for a file without these keys (the goldens).
+// writes them; layer_alphas when a per-layer gate made them differ), for `tables` (paper Tables
+// 2 and 5, Table A). Outside the configuration key: the file's sha256 already fixes them.
+// Nothing is added for a file without these keys (the goldens).
 static void add_scales_calibration(cJSON *run, const char *path) {
     static const char *const keys[] = {"aggregator", "gate", "alpha", "samples", "source", "gate_rule"};
     struct safetensors st;
@@ -81,6 +103,7 @@ static void add_scales_calibration(cJSON *run, const char *path) {
         if (!cj) cj = cJSON_AddObjectToObject(run, "scales_calibration");
         cJSON_AddStringToObject(cj, keys[i], v);
     }
+    if (cj) add_layer_alphas(cj, st_meta(&st, "smooth_qk"));
     st_close(&st);
 }
 

@@ -1,6 +1,7 @@
 // paper_tables.c: `tables` - inputs, the paper's values beside ours, the three formats and the
 // list of missing tables (see paper_tables.h). The tables themselves: pt_runs.c (Tables 2, 3,
-// 5, 6, 7, 9 from runs) and pt_stats.c (Tables 1, 4, 8, 10 from diagnose, niah + trace, cost).
+// 5, 6, 7, 9 from runs), pt_stats.c (Tables 1, 4, 8, 10 from diagnose, niah + trace, cost) and
+// pt_sweep.c (Table A, the Smooth-QK alpha sweep, not one of the paper's).
 #include "results/paper_tables.h"
 
 #include <math.h>
@@ -28,14 +29,19 @@ const char *pt_str(const cJSON *o, const char *k, const char *def) {
     return cJSON_IsString(x) ? x->valuestring : def;
 }
 
+const char *pt_table_id(int t) {
+    static const char *const id[PT_N_TABLES + 1] = {"?", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "A"};
+    return t >= 1 && t <= PT_N_TABLES ? id[t] : "?";
+}
+
 struct grid *pt_grid(struct pt_ctx *c, int table, const char *title, int n_cols) {
     if (c->n_g == PT_MAX_GRIDS) return NULL;
     struct grid *g = &c->g[c->n_g];
     char name[32];
     int k = 0;
     for (int i = 0; i < c->n_g; i++) k += c->table[i] == table;
-    if (k) snprintf(name, sizeof name, "table%d-%d", table, k + 1);
-    else snprintf(name, sizeof name, "table%d", table);
+    if (k) snprintf(name, sizeof name, "table%s-%d", pt_table_id(table), k + 1);
+    else snprintf(name, sizeof name, "table%s", pt_table_id(table));
     if (grid_init(g, name, title, n_cols)) return NULL;
     c->table[c->n_g++] = table;
     return g;
@@ -253,7 +259,7 @@ static int beside(struct grid *g, const struct paper_values *pv, int table) {
 }
 
 // ---- output ----
-static const char *const needs[PAPER_TABLES + 1] = {
+static const char *const needs[PT_N_TABLES + 1] = {
     NULL,
     "`hifa4-eval diagnose --model M --calib SOURCE` (its directory or diagnose.json)",
     "runs whose scales differ only in `--agg`: `hifa4-eval calibrate --model M --calib SOURCE --agg AGG --out "
@@ -271,6 +277,9 @@ static const char *const needs[PAPER_TABLES + 1] = {
     "`hifa4-eval run --model M --task arc_challenge,truthfulqa_mc1,gpqa_diamond --attn "
     "bf16,direct,direct+qmean,direct+qmean+sqk,direct+qmean+preorder,hifa4`",
     "`hifa4-eval cost --model M --seq 40960 --json > cost.json`",
+    "runs of one model at two or more Smooth-QK alphas: per alpha A `hifa4-eval calibrate --model M --calib SOURCE "
+    "--alpha A --out S-A.safetensors` and `hifa4-eval run --model M --task T --attn bf16,hifa4 --scales S-A.safetensors`; "
+    "alpha 0 (row D) from `--attn bf16,direct+qmean+preorder`",
 };
 
 static int write_files(const struct pt_ctx *c, const char *csv_dir, const char *latex_dir, struct err *e) {
@@ -298,13 +307,13 @@ static int markdown(const struct pt_ctx *c, struct results_buf *o) {
         rc |= results_buf_printf(o, "### Runs read as one\n\nEach line: runs whose run.json differ only in their modes and "
                                  "tasks (no mode but bf16 in two of them for one task; bf16 the same there), read as one "
                                  "run:\n\n%s\n", c->in->joined);
-    for (int t = 1; t <= PAPER_TABLES; t++)
+    for (int t = 1; t <= PT_N_TABLES; t++)
         for (int i = 0; i < c->n_g; i++)
             if (c->table[i] == t) rc |= grid_md(o, &c->g[i]);
-    for (int t = 1; t <= PAPER_TABLES; t++) {
+    for (int t = 1; t <= PT_N_TABLES; t++) {
         if (!c->missing[t][0]) continue;
         if (!any++) rc |= results_buf_printf(o, "### Not produced from these inputs (or inputs left out)\n\n| table | why | what produces it |\n|---|---|---|\n");
-        rc |= results_buf_printf(o, "| Table %d | %s | %s |\n", t, c->missing[t], needs[t]);
+        rc |= results_buf_printf(o, "| Table %s | %s | %s |\n", pt_table_id(t), c->missing[t], needs[t]);
     }
     return rc;
 }
@@ -313,7 +322,7 @@ static int build(struct pt_ctx *c, struct err *e) {
     int rc = 0;
     if ((rc = pt_table1(c)) || (rc = pt_table2(c, e)) || (rc = pt_table3(c)) || (rc = pt_table4(c)) ||
         (rc = pt_table5(c)) || (rc = pt_table6(c)) || (rc = pt_table7_9(c)) || (rc = pt_table8(c, e)) ||
-        (rc = pt_table10(c)))
+        (rc = pt_table10(c)) || (rc = pt_table_sweep(c)))
         return e->code ? rc : err_set(e, rc, "tables: out of memory or too many tables (%d at most)", PT_MAX_GRIDS);
     for (int i = 0; i < c->n_g; i++)
         if ((rc = beside(&c->g[i], c->pv, c->table[i]))) return err_set(e, rc, "tables: out of memory");

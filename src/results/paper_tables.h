@@ -4,7 +4,7 @@
 // (diagnose.json), trace outputs (trace.json) and `cost --json` files. Never runs a model.
 // A table its inputs cannot fill is listed with the command that would produce them. With the
 // paper's values (configs/paper/) beside ours and their difference when a model is one of the
-// paper's, or with --paper.
+// paper's, or with --paper. Beyond the paper's ten: Table A, the Smooth-QK alpha sweep (pt_sweep.c).
 #ifndef HIFA4_PAPER_TABLES_H
 #define HIFA4_PAPER_TABLES_H
 
@@ -27,7 +27,7 @@ struct pt_result {
 };
 
 // Reads the inputs, builds every table they fill. With csv_dir / latex_dir non-NULL also writes
-// tableN.csv / tableN.tex (one booktabs table environment per file) there. Errors name the
+// tableN.csv / tableN.tex (tableA.*) (one booktabs table environment per file) there. Errors name the
 // input and field: an input of no known kind, an incomplete run (with its --resume command),
 // a Table 2 set of runs over different models.
 int pt_render(const char *const *inputs, int n, const struct pt_opts *o, const char *csv_dir, const char *latex_dir,

@@ -11,6 +11,10 @@
 
 #define PT_MAX_IN 64
 #define PT_MAX_GRIDS 48
+// Tables beyond the paper's 1-10 are lettered: Table A (pt_sweep.c) is table number PT_TABLE_A
+// inside, "A" in headings, the missing list and file names (tableA.csv).
+#define PT_TABLE_A (PAPER_TABLES + 1)
+#define PT_N_TABLES PT_TABLE_A
 
 struct pt_in {
     int n_run, n_diag, n_trace, n_cost;
@@ -21,6 +25,11 @@ struct pt_in {
     char skipped[2048];                       // inputs left out and why (Markdown list lines), or ""
     char joined[2048];                        // runs read as one (pt_join.c; Markdown list lines), or ""
 };
+
+// 1 when the identities (run_identity.h) of a and b differ only in modes, mode labels, the
+// tasks one of them lacks and entries starting with a prefix of `also` (NULL-terminated, or
+// NULL) - e.g. "scales sha256" for runs of one model at two Smooth-QK alphas (pt_join.c).
+int pt_same_config(const struct run_rec *a, const struct run_rec *b, const char *const *also);
 
 // Joins the input runs of one configuration split over several directories (rows or tasks in
 // separate runs) into one run each (pt_join.c). ERR_NOMEM only.
@@ -37,9 +46,9 @@ struct pt_ctx {
     const struct pt_opts *o;
     const struct paper_values *pv;
     struct grid g[PT_MAX_GRIDS];
-    int table[PT_MAX_GRIDS];                  // paper table number of g[i]
+    int table[PT_MAX_GRIDS];                  // table number of g[i] (1-10 or PT_TABLE_A)
     int n_g;
-    char missing[PAPER_TABLES + 1][768];      // why table t was not (fully) produced, or ""
+    char missing[PT_N_TABLES + 1][768];       // why table t was not (fully) produced, or ""
     struct pt_shown shown;                    // the runs of the table being built
 };
 
@@ -47,7 +56,10 @@ struct pt_ctx {
 const cJSON *pt_get(const cJSON *o, const char *k);
 double pt_num(const cJSON *o, const char *k);
 const char *pt_str(const cJSON *o, const char *k, const char *def);
-// A new grid for paper table `table` (NULL when PT_MAX_GRIDS are in use: ERR_RANGE).
+// "3" or "A": table t as headings, the missing list and file names call it.
+const char *pt_table_id(int t);
+// A new grid for table `table` (file stem "table3", "table3-2", "tableA"; NULL when
+// PT_MAX_GRIDS are in use: ERR_RANGE).
 struct grid *pt_grid(struct pt_ctx *c, int table, const char *title, int n_cols);
 // The paper model whose values go beside a row of model `name` in table `table`: the model
 // itself when it is one of the paper's, else with --paper the option's model or `def`; NULL
@@ -67,6 +79,9 @@ const char *pt_model_name(const struct pt_ctx *c, int r);
 // they differ (two rows never carry the same label), else the name alone.
 // The table being built sets c->shown first.
 void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n);
+// The multiple-choice tasks of the runs rs[0..nr) (no ppl, no niah) in `order` (NULL-terminated),
+// then the others in first-seen order; how many, at most max (pt_runs.c).
+int pt_task_list(const struct pt_ctx *c, const int *rs, int nr, const char *const *order, const char **out, int max);
 // Index of mode `mode` in summary.json's "modes" of run r, or -1.
 int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.
@@ -94,5 +109,6 @@ int pt_table3(struct pt_ctx *c);
 int pt_table5(struct pt_ctx *c);
 int pt_table6(struct pt_ctx *c);
 int pt_table7_9(struct pt_ctx *c);
+int pt_table_sweep(struct pt_ctx *c);
 
 #endif

@@ -18,13 +18,13 @@
 
 #define JOIN_MAX_SKIP 70
 
-// Identities equal except modes, mode labels and the tasks only one of a, b holds.
-static int same_config(const struct run_rec *a, const struct run_rec *b) {
+int pt_same_config(const struct run_rec *a, const struct run_rec *b, const char *const *also) {
     const char *skip[JOIN_MAX_SKIP + 1];
     char pre[JOIN_MAX_SKIP][160];
     int n = 0;
     skip[n++] = "modes";
     skip[n++] = "mode ";
+    for (int k = 0; also && also[k] && n < JOIN_MAX_SKIP; k++) skip[n++] = also[k];
     for (int s = 0; s < 2; s++) {
         const struct run_rec *r = s ? b : a, *other = s ? a : b;
         for (int t = 0; t < r->n_tasks; t++) {
@@ -159,7 +159,7 @@ int pt_join_runs(struct pt_in *in, struct err *e) {
         dir[0] = in->run_dir[a];
         for (int b = a + 1; b < in->n_run && !rc;) {
             int ok = disjoint_modes(in->sum[a], in->sum[b], pt_str(in->sum[a], "reference", "bf16"));
-            for (int k = 0; k < nm && ok; k++) ok = same_config(member[k], in->run[b]);
+            for (int k = 0; k < nm && ok; k++) ok = pt_same_config(member[k], in->run[b], NULL);
             if (!ok) { b++; continue; }
             rc = merge_summary(in->sum[a], in->sum[b]);
             member[nm] = in->run[b];

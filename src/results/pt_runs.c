@@ -43,7 +43,7 @@ static int is_ppl(const cJSON *t) {
 
 // The multiple-choice tasks of the runs in rs[0..nr) in `order`, then the others in first-seen
 // order. Returns how many (at most max).
-static int task_list(const struct pt_ctx *c, const int *rs, int nr, const char *const *order, const char **out, int max) {
+int pt_task_list(const struct pt_ctx *c, const int *rs, int nr, const char *const *order, const char **out, int max) {
     int n = 0;
     for (int k = 0; order[k]; k++)
         for (int i = 0; i < nr; i++)
@@ -73,7 +73,7 @@ static double acc_of(const struct pt_ctx *c, int r, const char *task, const char
 }
 static int n_mc_tasks(const struct pt_ctx *c, int r) {
     const char *t[64];
-    return task_list(c, &r, 1, (const char *const[]){NULL}, t, 64);
+    return pt_task_list(c, &r, 1, (const char *const[]){NULL}, t, 64);
 }
 static int same_model(const struct pt_ctx *c, int a, int b) {
     const struct run_rec *ra = c->in->run[a], *rb = c->in->run[b];
@@ -109,7 +109,7 @@ static int table3_run(struct pt_ctx *c, int r) {
     const char *model = pt_model_name(c, r), *pm = pt_paper_only(c, model, "Qwen3-8B");
     const char *tasks[64];
     const int rep = pt_replicas(c, r) > 0, w = 1 + rep; // columns per value: 1, or 2 with P(x)
-    int nt = task_list(c, &r, 1, order3, tasks, 64), rc = 0;
+    int nt = pt_task_list(c, &r, 1, order3, tasks, 64), rc = 0;
     char title[1024], name[768], p[96];
     pt_run_name(c, r, name, sizeof name);
     snprintf(title, sizeof title, "Table 3: flip rate and Quant Hurts, %s, Direct HIF4 vs HiFA4%s", name, form(c, r, "hifa4"));
@@ -164,7 +164,7 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
     if (out[0] >= 'a' && out[0] <= 'z') out[0] = (char)(out[0] - 'a' + 'A');
     // scales whose alpha is not the gate's own (calibrate --alpha A forced it): the label says so
     const char *rg = c->in->run[r]->calibration.gate;
-    const char *alpha = rg ? pt_str(pt_get(c->in->run[r]->json, "scales_calibration"), "alpha", NULL) : NULL;
+    const char *alpha = rg ? c->in->run[r]->calibration.alpha : NULL;
     const double own = !rg ? 0 : !strcmp(rg, "strong") ? 0.5 : !strcmp(rg, "mild") ? 0.25 : 0;
     size_t u = strlen(out);
     if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", alpha);
@@ -203,7 +203,7 @@ int pt_table5(struct pt_ctx *c) {
     int rs[PT_MAX_IN], n = runs_with(c, modes, rs), rc = 0;
     if (!n) { pt_missing(c, 5, "no run with modes bf16 (reference) and hifa4"); return 0; }
     const char *tasks[32];
-    int nt = task_list(c, rs, n, order5, tasks, 32);
+    int nt = pt_task_list(c, rs, n, order5, tasks, 32);
     struct grid *g = pt_grid(c, 5, "Table 5: accuracy under each model's gate-assigned configuration", 4 + nt);
     if (!g) return ERR_RANGE;
     g->n_left = 2;
@@ -283,7 +283,7 @@ int pt_table6(struct pt_ctx *c) {
     static const char *const order6[] = {"mmlu", "hellaswag", "arc_challenge", "truthfulqa_mc1", NULL};
     for (int i = 0; i < n; i++) {
         const char *tasks[64];
-        int nt = task_list(c, &rs[i], 1, order6, tasks, 64);
+        int nt = pt_task_list(c, &rs[i], 1, order6, tasks, 64);
         for (int k = 0; k < nt; k++) rc |= table6_task(c, g, rs[i], tasks[k], k == 0);
     }
     return rc;
@@ -373,7 +373,7 @@ int pt_table7_9(struct pt_ctx *c) {
     for (int r = 0; r < c->in->n_run && !rc; r++) {
         if (!is_ablation(c, r)) continue;
         const char *tasks[64], *t9[8];
-        int nt = task_list(c, &r, 1, order7, tasks, 64), n = 0;
+        int nt = pt_task_list(c, &r, 1, order7, tasks, 64), n = 0;
         rc = ablation(c, 7, r, tasks, nt);
         n7++;
         for (int k = 0; k < nt; k++) {
@@ -465,7 +465,7 @@ int pt_table2(struct pt_ctx *c, struct err *e) {
     const int first = rs[0];
     for (int i = 0; i < n; i++) has_ppl |= isfinite(ppl_of(c, rs[i], "hifa4"));
     const char *tasks[32];
-    struct t2_cols cols = {tasks, task_list(c, rs, n, order2, tasks, 32),
+    struct t2_cols cols = {tasks, pt_task_list(c, rs, n, order2, tasks, 32),
                            pt_paper_only(c, pt_model_name(c, first), "Qwen3-8B") != NULL, has_ppl};
     char title[512];
     snprintf(title, sizeof title, "Table 2: calibration aggregation (%s); delta_w = sample-weighted accuracy loss vs BF16 (pp)",

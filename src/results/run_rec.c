@@ -189,6 +189,8 @@ static int read_inputs(struct run_rec *r, struct err *e) {
     if ((rc = get_str(s, "path", &r->scales.path, &sa, e)) || (rc = get_str(s, "sha256", &r->scales.sha256, &sa, e)) ||
         (rc = get_str(c, "aggregator", &r->calibration.aggregator, &ca, e)) ||
         (rc = get_str(c, "gate", &r->calibration.gate, &ca, e)) || (rc = get_str(c, "gate_rule", &r->calibration.gate_rule, &ca, e)) ||
+        (rc = get_str(c, "alpha", &r->calibration.alpha, &ca, e)) ||
+        (rc = get_str(c, "layer_alphas", &r->calibration.layer_alphas, &ca, e)) ||
         (rc = get_str(g, "arithmetic", &r->gemm_arithmetic, &ga, e)) || (rc = get_str(h, "cpu", &r->host_cpu, &oa, e)) ||
         (rc = get_str(h, "libm", &r->host_libm, &oa, e)))
         return rc;

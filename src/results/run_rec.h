@@ -71,7 +71,9 @@ struct run_rec {
     int n_storage;
     struct run_rec_storage *storage;
     struct { const char *path, *sha256; } scales;                        // NULL: a run without scales
-    struct { const char *aggregator, *gate, *gate_rule; } calibration;   // "scales_calibration"
+    struct { const char *aggregator, *gate, *gate_rule, *alpha, *layer_alphas; } calibration; // "scales_calibration":
+                                     // alpha the file's model-level alpha as `calibrate` wrote it ("0.5"); layer_alphas
+                                     // "0.5,0,..." when a per-layer gate gave the layers others, else NULL
     int has_shard, shard_k, shard_n;
     double seed;                     // NAN when absent
     int limit;                       // 0: every item; -1 when absent
