@@ -24,12 +24,17 @@ OUT=docs/results/tables
 # them prints two Table A blocks of the same title (alpha 0/0.5 and 0.25/1) and a long
 # "not one sweep" list. The 1.5B's, SmolLM2's and Gemma 3's runs are all schema 2 and their
 # sweep runs join the ablation into one Table A (Tables 3, 5, 6 keep one run per model).
+# `models` puts the four models' ablation runs (rows A-E at alpha 0.5) side by side: Tables 5 and
+# 6 over all of them. It leaves the sweep runs out (each model's Table A here has alpha 0 and 0.5
+# only; the full sweep is in the model's own set). `tables` says on stderr that the models' runs
+# are not one run; that is expected here.
 SETS='
 qwen0.5b        studies/qwen25/0.5b/{arc_easy,arc_challenge}-{ade,bc} studies/qwen25/0.5b/diagnose
 qwen0.5b-sweep  studies/qwen25/0.5b/arc_easy-e{0.25,1} studies/qwen25/0.5b/arc_challenge-e{0.25,1}
 qwen1.5b        studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-de studies/qwen25/1.5b/arc_easy-e1 ?studies/qwen25/1.5b/arc_challenge-e1 studies/qwen25/1.5b/diagnose
 smollm2         studies/ablation/smollm2/arc_easy-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/smollm2/{arc_easy,arc_challenge}-e{0.25,1} ?studies/ablation/smollm2/arc_challenge-abc ?studies/ablation/smollm2/{mmlu,truthfulqa_mc1,hellaswag}-all
 gemma3          studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-e1 ?studies/ablation/gemma3/{arc_easy,arc_challenge}-abc
+models          studies/qwen25/0.5b/{arc_easy,arc_challenge}-{ade,bc} studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-de studies/ablation/smollm2/arc_easy-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 ?studies/ablation/smollm2/arc_challenge-abc studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 ?studies/ablation/gemma3/{arc_easy,arc_challenge}-abc
 '
 
 usage() { echo "usage: scripts/study_tables.sh [--check] [NAME...]" >&2; exit 2; }
@@ -113,7 +118,7 @@ while read -r name rest; do
     if ! "$BIN" tables "${inputs[@]}" --latex "$tmp/$name" --csv "$tmp/$name" >"$tmp/$name.md" 2>"$tmp/$name.err"; then
         echo "FAIL $name: hifa4-eval tables exited non-zero:"; sed 's/^/  /' "$tmp/$name.err"; fails=$((fails + 1)); continue
     fi
-    [ -s "$tmp/$name.err" ] && sed "s/^/  $name (stderr): /" "$tmp/$name.err"
+    [ -s "$tmp/$name.err" ] && sed "s/^/  $name (stderr): /" "$tmp/$name.err" | cut -c1-160
     echo "hifa4-eval tables ${inputs[*]}" >"$tmp/$name/command.txt"
     if [ $check = 1 ]; then
         if compare_set "$name"; then echo "ok $name: $OUT/$name.md and $OUT/$name/ ($(ls "$tmp/$name" | wc -l) files) are current"
