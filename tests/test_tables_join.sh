@@ -8,6 +8,8 @@
 #  - tasks split too (four directories) give one Table 7 whose columns per task are those of
 #    the single runs, and Table 5's Delta_avg / Delta_w recomputed over both tasks as summary.c
 #    computes them (checked in Python from the single runs' summary.json);
+#  - rows A-E for one task beside rows D, E for another: the counts of the modes a task lacks
+#    print "-" in Tables 3, 6 and 7 (they printed -2147483648);
 #  - not joined: runs with other scales (a Smooth-QK row of another alpha), and two runs that
 #    both hold hifa4 for one task.
 # Table 5's gate label names a forced alpha ("Bypass, alpha 0.5" when calibrate --alpha 0.5
@@ -91,6 +93,19 @@ hifa = [l for l in t5.splitlines() if "| HiFA4 |" in l]
 assert len(hifa) == 1 and hifa[0].endswith(want), (hifa, want)
 EOF
 then ok; else bad "four directories: Table 7's columns or Table 5's Delta (see the assertion above)"; fi
+
+# ---- a mode in one task only (rows A-E on one task, D and E on the other): "-", not a number ----
+# (a count of a mode the task lacks was (int)NAN, undefined, and printed as -2147483648)
+if run "${MC[@]}" --attn bf16,direct+qmean+preorder,hifa4 --scales "$TMP/s.safetensors" --out "$TMP/mc-de" &&
+   "$BIN" tables "$TMP/ae-ade" "$TMP/ae-bc" "$TMP/mc-de" >"$TMP/de.md" 2>"$TMP/err"; then ok
+else bad "run mc-de / tables ae-ade ae-bc mc-de: $(cat "$TMP/err")"; fi
+if grep -qxF -- "- \`$TMP/ae-ade\` + \`$TMP/ae-bc\` + \`$TMP/mc-de\`" "$TMP/de.md"; then ok
+else bad "ae-ade, ae-bc and mc-de not read as one: $(head -8 "$TMP/de.md")"; fi
+if ! grep -qiE -- '-2147483648|nan' "$TMP/de.md"; then ok; else bad "a missing count printed as a number: $(grep -iE -- '-2147483648|nan' "$TMP/de.md" | head -3)"; fi
+t3=$(sed -n '/^### Table 3:/,/^### Table 5:/p' "$TMP/de.md" | grep '^| mc_jsonl')
+if echo "$t3" | grep -qE '^\| mc_jsonl \([0-9]+\) \| - \| [0-9.]+%\([0-9]+\) \| - \| [0-9]+ \|$'; then ok; else bad "Table 3 without Direct: '$t3'"; fi
+t7=$(sed -n '/^### Table 7:/,/^### /p' "$TMP/de.md" | grep -c '^| [ABC]\. .* | - | - |$')
+if [ "$t7" = 3 ]; then ok; else bad "Table 7 rows A-C without the task: $(sed -n '/^### Table 7:/,/^### Table [89A]/p' "$TMP/de.md")"; fi
 
 # ---- not joined ----
 "$BIN" tables "$TMP/ae-ade" "$TMP/ae-bc25" >"$TMP/other.md" 2>/dev/null

@@ -65,6 +65,18 @@ static const char *ref_of(const struct pt_ctx *c, int r) { return pt_str(c->in->
 static const cJSON *vs(const struct pt_ctx *c, int r, const char *task, const char *mode) {
     return pt_get(pt_get(pt_task(c, r, task), "vs_reference"), mode);
 }
+// a count of vs_reference (flips, hurts, helps), "-" when the task has no such mode: a joined run
+// can hold a mode for one of its tasks only (ARC-Easy's rows A-E beside ARC-Challenge's D, E),
+// and (int)NAN is undefined (it printed -2147483648)
+static int count_cell(struct grid *g, int col, const cJSON *v, const char *key) {
+    double x = pt_num(v, key);
+    return isfinite(x) ? grid_set(g, col, "%d", (int)x) : grid_set(g, col, "-");
+}
+// Table 3's `7.46%(22)`, "-" when the task has no such mode
+static int flip_cell(struct grid *g, int col, const cJSON *v) {
+    double p = pt_num(v, "pfr"), n = pt_num(v, "flips");
+    return isfinite(p) && isfinite(n) ? grid_set(g, col, "%.2f%%(%d)", 100 * p, (int)n) : grid_set(g, col, "-");
+}
 // acc of mode in task, acc_norm for a task that reports only that (BBH)
 static double acc_of(const struct pt_ctx *c, int r, const char *task, const char *mode) {
     const cJSON *s = pt_get(pt_get(pt_task(c, r, task), "modes"), mode);
@@ -133,10 +145,8 @@ static int table3_run(struct pt_ctx *c, int r) {
             snprintf(key, sizeof key, "%s (*)", tn->t3);
             rc |= grid_set_rkey(g, key);
         }
-        rc |= grid_set(g, 1, "%.2f%%(%d)", 100 * pt_num(a, "pfr"), (int)pt_num(a, "flips"));
-        rc |= grid_set(g, 1 + w, "%.2f%%(%d)", 100 * pt_num(h, "pfr"), (int)pt_num(h, "flips"));
-        rc |= grid_set(g, 1 + 2 * w, "%d", (int)pt_num(a, "hurts"));
-        rc |= grid_set(g, 1 + 3 * w, "%d", (int)pt_num(h, "hurts"));
+        rc |= flip_cell(g, 1, a) | flip_cell(g, 1 + w, h);
+        rc |= count_cell(g, 1 + 2 * w, a, "hurts") | count_cell(g, 1 + 3 * w, h, "hurts");
         for (int k = 1; rep && k < 5; k++) {
             pt_prob_cell(p, sizeof p, c, r, tasks[i], k % 2 ? "direct" : "hifa4", k < 3 ? PT_PROB_FLIP : PT_PROB_HURT);
             rc |= grid_set(g, 2 * k, "%s", p);
@@ -249,7 +259,7 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
         rc |= grid_set(g, 3, "%s", a);
         for (int q = 0; q < 3; q++) {
             static const char *const f[3] = {"flips", "hurts", "helps"};
-            if (k) rc |= grid_set(g, 4 + w * q, "%d", (int)pt_num(v, f[q]));
+            if (k) rc |= count_cell(g, 4 + w * q, v, f[q]);
             else rc |= grid_set(g, 4 + w * q, "-");
             if (w == 1) continue;
             if (k) pt_prob_cell(p, sizeof p, c, r, task, modes[k], (enum pt_prob)q);
@@ -347,8 +357,7 @@ static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int 
             const int c0 = 3 + w * k, c1 = c0 + s;
             for (int q = 0; q < w && !present; q++) rc |= grid_set(g, c0 + q, "-");
             if (!present) continue;
-            rc |= grid_set(g, c0, "%d", (int)pt_num(v, "flips"));
-            rc |= grid_set(g, c1, "%d", (int)pt_num(v, "hurts"));
+            rc |= count_cell(g, c0, v, "flips") | count_cell(g, c1, v, "hurts");
             if (!rep) continue;
             pt_prob_cell(p, sizeof p, c, r, tasks[k], abl_mode[a], PT_PROB_FLIP);
             rc |= grid_set(g, c0 + 1, "%s", p);
