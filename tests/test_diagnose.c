@@ -535,6 +535,54 @@ static void test_cli(void) {
     check_svg_file(out, "fig6_gate_plane.svg");
 }
 
+// A band of 7 of 128 K channels at layer 0 (the Qwen2.5-Coder-1.5B shape): the paper's rule
+// bypasses it, the measured rule (the default) smooths it. diagnose.json and the printout say
+// which rule decided and why, with the paper rule's decision beside it, and `tables` marks
+// Table 1's Action as the measured rule's, not the Gate condition column's.
+static void test_measured_reason(void) {
+    char mdir[1100], out[1100], log[1200], path[2048], spec[512] = "--arch qwen3 --layers 2 --dim 256 --heads 4 "
+        "--kv-heads 2 --head-dim 128 --ffn 512 --seed 5 --plant-outlier ";
+    for (int c = 40; c < 47; c++) {
+        size_t l = strlen(spec);
+        snprintf(spec + l, sizeof spec - l, "%s0:%d:34", c > 40 ? "," : "", c);
+    }
+    CHECK(make_diagnose("q3-band", spec, mdir, out, log) == 0, "make-model + diagnose, band (see %s)", log);
+    snprintf(path, sizeof path, "%s/diagnose.json", out);
+    cJSON *j = read_json(path);
+    const cJSON *t1 = cJSON_GetObjectItem(j, "table1");
+    const char *rule = cJSON_GetStringValue(cJSON_GetObjectItem(t1, "rule")),
+               *gate = cJSON_GetStringValue(cJSON_GetObjectItem(t1, "gate")),
+               *pgate = cJSON_GetStringValue(cJSON_GetObjectItem(t1, "paper_gate")),
+               *why = cJSON_GetStringValue(cJSON_GetObjectItem(t1, "reason")),
+               *pwhy = cJSON_GetStringValue(cJSON_GetObjectItem(t1, "paper_reason"));
+    CHECK(rule && !strcmp(rule, "measured") && gate && strcmp(gate, "bypass") && pgate && !strcmp(pgate, "bypass"),
+          "band: rule %s, gate %s, paper_gate %s (want measured, smoothing, bypass)", rule ? rule : "-",
+          gate ? gate : "-", pgate ? pgate : "-");
+    CHECK(why && !strncmp(why, "measured rule: attention-output error ratio", 43) && strstr(why, " meets ratio <= 0.95"),
+          "band: reason '%s'", why ? why : "-");
+    CHECK(pwhy && !strncmp(pwhy, "rho_K ", 6) && strstr(pwhy, " < 6 "), "band: paper_reason '%s'", pwhy ? pwhy : "-");
+    cJSON_Delete(j);
+    char *txt = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    if (!file_read_all(log, &txt, &n, &e)) {
+        CHECK(strstr(txt, "because measured rule: ") && strstr(txt, "\npaper rule: bypass, because rho_K "),
+              "band: the printout gives both rules' reasons");
+        free(txt);
+    } else CHECK(0, "%s unreadable", log);
+    char cmd[4096], tab[1200];
+    snprintf(tab, sizeof tab, "%s/tables-band.md", tmp);
+    snprintf(cmd, sizeof cmd, "%s tables %s > %s 2>&1", bin, out, tab);
+    CHECK(run(cmd) == 0, "tables over the band's diagnose (see %s)", tab);
+    if (!file_read_all(tab, &txt, &n, &e)) {
+        CHECK(strstr(txt, "| rho_K < 6 | Strong (alpha=0.5, measured) |") || strstr(txt, "| rho_K < 6 | Mild (alpha=0.25, measured) |") ||
+                  strstr(txt, "| rho_K < 6 | Strong (alpha=1, measured) |"),
+              "Table 1: the paper's condition beside the measured rule's action");
+        CHECK(strstr(txt, "the paper's rule gives q3-band Bypass (s=1).") != NULL, "Table 1's note: the paper rule's decision");
+        free(txt);
+    } else CHECK(0, "%s unreadable", tab);
+}
+
 int main(void) {
     const char *t = getenv("HIFA4_TMP");
     bin = getenv("HIFA4_BIN");
@@ -548,5 +596,6 @@ int main(void) {
     test_gain_summary();
     test_cli();
     test_cli_gains_gemma3();
+    test_measured_reason();
     return test_summary("test_diagnose");
 }

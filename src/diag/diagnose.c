@@ -354,10 +354,11 @@ static void max_scale(const struct calib_result *r, int l, float *v, int *h, int
     *c = at % r->d;
 }
 
-static void gate_reason(char *out, size_t n, const struct calib_result *r, const struct calib_gate_opts *g) {
-    if (r->branch == CALIB_STRONG)
+// Why the paper's rule decides branch b: its condition on rho_K and T_KQ with the thresholds used.
+static void paper_reason(char *out, size_t n, int b, const struct calib_result *r, const struct calib_gate_opts *g) {
+    if (b == CALIB_STRONG)
         snprintf(out, n, "rho_K %.3g >= %g and T_KQ %.3g > %g", r->rho_k, g->rho_min, r->t_kq, g->t_strong);
-    else if (r->branch == CALIB_MILD)
+    else if (b == CALIB_MILD)
         snprintf(out, n, "rho_K %.3g >= %g and %g <= T_KQ %.3g <= %g", r->rho_k, g->rho_min, g->t_mild, r->t_kq,
                  g->t_strong);
     else if (r->rho_k < g->rho_min)
@@ -367,6 +368,15 @@ static void gate_reason(char *out, size_t n, const struct calib_result *r, const
                  g->t_mild);
 }
 
+// Why the rule that made the scales decided r->branch: the paper's condition, or the measured
+// rule's error ratio at its best alpha against the threshold of "helps".
+static void gate_reason(char *out, size_t n, const struct calib_result *r, const struct calib_gate_opts *g) {
+    const struct gate_result *m = &r->gate;
+    if (r->rule != CALIB_RULE_MEASURED || !m->layer) { paper_reason(out, n, r->branch, r, g); return; }
+    snprintf(out, n, "measured rule: attention-output error ratio %.3f at alpha %g [%.3f, %.3f] %s ratio <= %g with "
+             "95%% upper bound < 1", m->ratio[m->best], m->alpha[m->best], m->lo, m->hi, m->smooth ? "meets" : "fails",
+             m->max_ratio);
+}
 void diag_print(FILE *f, const struct diagnose *d) {
     const struct calib_result *r = &d->stats.result;
     fprintf(f, "diagnose: %s (model hash %.12s)\nstatistics: %s; aggregator %s over %d samples\n\n", d->model_id,
@@ -422,6 +432,10 @@ void diag_print(FILE *f, const struct diagnose *d) {
     fprintf(f, "\ngate: %s, because %s", calib_branch_name(r->branch), why);
     if (d->gate.alpha_forced >= 0) fprintf(f, " (alpha forced to %.2f)", d->gate.alpha_forced);
     fprintf(f, "; largest rho_K at layer %d\n", r->rho_layer);
+    if (r->rule == CALIB_RULE_MEASURED && r->gate.layer) {
+        paper_reason(why, sizeof why, r->paper_branch, r, &d->gate);
+        fprintf(f, "paper rule: %s, because %s\n", calib_branch_name(r->paper_branch), why);
+    }
 }
 
 // ---- figures ----
@@ -518,6 +532,10 @@ static cJSON *to_json(const struct diagnose *d) {
     char why[256];
     gate_reason(why, sizeof why, r, &d->gate);
     cJSON_AddStringToObject(t1, "reason", why);
+    cJSON_AddStringToObject(t1, "rule", calib_rule_name(r->rule));
+    paper_reason(why, sizeof why, r->paper_branch, r, &d->gate);
+    cJSON_AddStringToObject(t1, "paper_gate", calib_branch_name(r->paper_branch));
+    cJSON_AddStringToObject(t1, "paper_reason", why);
     cJSON *t8 = cJSON_AddArrayToObject(j, "table8");
     for (int l = 0; l < r->n_layers; l++) {
         const struct calib_layer_stats *ls = &r->layer[l];

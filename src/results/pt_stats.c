@@ -22,21 +22,51 @@ static void gate_condition(char *b, size_t n, double rho, double t, const cJSON 
     else snprintf(b, n, "rho_K < %g", rmin);
 }
 
+// The paper's Action cell for a decision (gate name, alpha); how (PT_ACT_*) said in brackets.
+enum pt_act { PT_ACT_PAPER, PT_ACT_FORCED, PT_ACT_MEASURED };
+static void gate_action(char *b, size_t n, const char *gate, double alpha, enum pt_act how) {
+    const char *why = how == PT_ACT_FORCED ? ", forced" : how == PT_ACT_MEASURED ? ", measured" : "";
+    if (!strcmp(gate, "bypass") && how != PT_ACT_FORCED) snprintf(b, n, "Bypass (s=1%s)", why);
+    else snprintf(b, n, "%c%s (alpha=%g%s)", gate[0] - 'a' + 'A', gate + 1, alpha, why);
+}
+
+static int is_measured(const cJSON *t1) { return !strcmp(pt_str(t1, "rule", "paper"), "measured"); }
+
 static int table1_row(struct pt_ctx *c, struct grid *g, const cJSON *d) {
     const cJSON *t1 = pt_get(d, "table1"), *go = pt_get(d, "gate_options");
     const char *model = pt_str(pt_get(d, "model"), "id", "?"), *pm = pt_paper_model(c, model, "Qwen3-8B");
-    const char *gate = pt_str(t1, "gate", "?");
-    double rho = pt_num(t1, "rho_K"), t = pt_num(t1, "T_KQ"), alpha = pt_num(t1, "alpha");
+    double rho = pt_num(t1, "rho_K"), t = pt_num(t1, "T_KQ");
     char cond[128], act[96];
     gate_condition(cond, sizeof cond, rho, t, go);
-    const int forced = cJSON_IsNumber(pt_get(go, "alpha_forced"));
-    if (!strcmp(gate, "bypass") && !forced) snprintf(act, sizeof act, "Bypass (s=1)");
-    else snprintf(act, sizeof act, "%c%s (alpha=%g%s)", gate[0] - 'a' + 'A', gate + 1, alpha, forced ? ", forced" : "");
+    const enum pt_act how = cJSON_IsNumber(pt_get(go, "alpha_forced")) ? PT_ACT_FORCED
+                            : is_measured(t1)                        ? PT_ACT_MEASURED
+                                                                     : PT_ACT_PAPER;
+    gate_action(act, sizeof act, pt_str(t1, "gate", "?"), pt_num(t1, "alpha"), how);
     int rc = grid_row(g);
     if (pm) rc |= grid_set_rkey(g, pm);
     rc |= grid_set(g, 0, "%s", model) | grid_set(g, 1, "%.2f", rho) | grid_set(g, 2, "%.2f", t);
     rc |= grid_set(g, 3, "%.3f", pt_num(t1, "jaccard")) | grid_set(g, 4, "%s", cond) | grid_set(g, 5, "%s", act);
     return rc;
+}
+
+// Under the table: what "measured" means and the paper rule's own decision for those models
+// (the paper's strengths: Strong alpha 0.5, Mild 0.25).
+static int table1_note(struct pt_ctx *c, struct grid *g) {
+    size_t u = 0;
+    for (int k = 0; k < c->in->n_diag; k++) {
+        const cJSON *d = c->in->diag[k], *t1 = pt_get(d, "table1");
+        if (!is_measured(t1)) continue;
+        const char *pg = pt_str(t1, "paper_gate", "?");
+        char act[96];
+        gate_action(act, sizeof act, pg, strcmp(pg, "mild") ? 0.5 : 0.25, PT_ACT_PAPER);
+        int w = snprintf(g->note + u, sizeof g->note - u, "%s%s %s", u ? ", " : "Action (measured): the measured "
+                         "rule's decision (from the attention error Smooth-QK removes on the calibration set), not the "
+                         "Gate condition's; the paper's rule gives ", pt_str(pt_get(d, "model"), "id", "?"), act);
+        if (w < 0 || (size_t)w >= sizeof g->note - u) return ERR_RANGE;
+        u += (size_t)w;
+    }
+    if (u && u + 2 < sizeof g->note) strcat(g->note, ".");
+    return 0;
 }
 
 int pt_table1(struct pt_ctx *c) {
@@ -48,7 +78,7 @@ int pt_table1(struct pt_ctx *c) {
     int rc = grid_row(g);
     for (int k = 0; k < 6; k++) rc |= grid_set(g, k, "%s", hdr[k]) | (k ? grid_set_ckey(g, k, hdr[k]) : 0);
     for (int d = 0; d < c->in->n_diag; d++) rc |= table1_row(c, g, c->in->diag[d]);
-    return rc;
+    return rc | table1_note(c, g);
 }
 
 // ---- Table 8 ----
