@@ -29,6 +29,10 @@ const char *pt_str(const cJSON *o, const char *k, const char *def) {
     return cJSON_IsString(x) ? x->valuestring : def;
 }
 
+double pt_gate_alpha(const char *gate) {
+    return !strcmp(gate, "strong") ? 0.5 : !strcmp(gate, "mild") ? 0.25 : !strcmp(gate, "bypass") ? 0 : NAN;
+}
+
 const char *pt_table_id(int t) {
     static const char *const id[PT_N_TABLES + 1] = {"?", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "A"};
     return t >= 1 && t <= PT_N_TABLES ? id[t] : "?";

@@ -82,6 +82,14 @@ void pt_run_name(const struct pt_ctx *c, int r, char *out, size_t n);
 // The multiple-choice tasks of the runs rs[0..nr) (no ppl, no niah) in `order` (NULL-terminated),
 // then the others in first-seen order; how many, at most max (pt_runs.c).
 int pt_task_list(const struct pt_ctx *c, const int *rs, int nr, const char *const *order, const char **out, int max);
+// summary.json tasks.<task>.vs_reference.<mode> of run r, or NULL.
+const cJSON *pt_vs(const struct pt_ctx *c, int r, const char *task, const char *mode);
+// acc of mode in task of run r, acc_norm for a task that reports only that (BBH); NAN if neither.
+double pt_acc(const struct pt_ctx *c, int r, const char *task, const char *mode);
+// Cell col = the count v.key (flips, hurts, helps of a vs_reference object), "-" when absent.
+int pt_count_cell(struct grid *g, int col, const cJSON *v, const char *key);
+// The paper gate's own Smooth-QK alpha: bypass 0, mild 0.25, strong 0.5; NAN for another name.
+double pt_gate_alpha(const char *gate);
 // Index of mode `mode` in summary.json's "modes" of run r, or -1.
 int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.

@@ -62,13 +62,13 @@ int pt_task_list(const struct pt_ctx *c, const int *rs, int nr, const char *cons
 // the reference mode (always bf16: paper_tables.c leaves out runs with another)
 static const char *ref_of(const struct pt_ctx *c, int r) { return pt_str(c->in->sum[r], "reference", "?"); }
 // vs_reference of mode in task (NULL when the mode or task is not there)
-static const cJSON *vs(const struct pt_ctx *c, int r, const char *task, const char *mode) {
+const cJSON *pt_vs(const struct pt_ctx *c, int r, const char *task, const char *mode) {
     return pt_get(pt_get(pt_task(c, r, task), "vs_reference"), mode);
 }
-// a count of vs_reference (flips, hurts, helps), "-" when the task has no such mode: a joined run
-// can hold a mode for one of its tasks only (ARC-Easy's rows A-E beside ARC-Challenge's D, E),
-// and (int)NAN is undefined (it printed -2147483648)
-static int count_cell(struct grid *g, int col, const cJSON *v, const char *key) {
+// (pt_internal.h) "-" when the task has no such mode: a joined run can hold a mode for one of
+// its tasks only (ARC-Easy's rows A-E beside ARC-Challenge's D, E), and (int)NAN is undefined
+// (it printed -2147483648)
+int pt_count_cell(struct grid *g, int col, const cJSON *v, const char *key) {
     double x = pt_num(v, key);
     return isfinite(x) ? grid_set(g, col, "%d", (int)x) : grid_set(g, col, "-");
 }
@@ -77,8 +77,7 @@ static int flip_cell(struct grid *g, int col, const cJSON *v) {
     double p = pt_num(v, "pfr"), n = pt_num(v, "flips");
     return isfinite(p) && isfinite(n) ? grid_set(g, col, "%.2f%%(%d)", 100 * p, (int)n) : grid_set(g, col, "-");
 }
-// acc of mode in task, acc_norm for a task that reports only that (BBH)
-static double acc_of(const struct pt_ctx *c, int r, const char *task, const char *mode) {
+double pt_acc(const struct pt_ctx *c, int r, const char *task, const char *mode) {
     const cJSON *s = pt_get(pt_get(pt_task(c, r, task), "modes"), mode);
     double a = pt_num(s, "acc");
     return isfinite(a) ? a : pt_num(s, "acc_norm");
@@ -137,7 +136,7 @@ static int table3_run(struct pt_ctx *c, int r) {
     }
     for (int i = 0; i < nt; i++) {
         const struct pt_task_name *tn = task_name(tasks[i]);
-        const cJSON *a = vs(c, r, tasks[i], "direct"), *h = vs(c, r, tasks[i], "hifa4");
+        const cJSON *a = pt_vs(c, r, tasks[i], "direct"), *h = pt_vs(c, r, tasks[i], "hifa4");
         rc |= grid_row(g);
         rc |= grid_set(g, 0, "%s (%d)", tn && tn->t3 ? tn->t3 : tasks[i], (int)pt_num(pt_task(c, r, tasks[i]), "n"));
         if (pm && tn && tn->t3) {
@@ -146,7 +145,7 @@ static int table3_run(struct pt_ctx *c, int r) {
             rc |= grid_set_rkey(g, key);
         }
         rc |= flip_cell(g, 1, a) | flip_cell(g, 1 + w, h);
-        rc |= count_cell(g, 1 + 2 * w, a, "hurts") | count_cell(g, 1 + 3 * w, h, "hurts");
+        rc |= pt_count_cell(g, 1 + 2 * w, a, "hurts") | pt_count_cell(g, 1 + 3 * w, h, "hurts");
         for (int k = 1; rep && k < 5; k++) {
             pt_prob_cell(p, sizeof p, c, r, tasks[i], k % 2 ? "direct" : "hifa4", k < 3 ? PT_PROB_FLIP : PT_PROB_HURT);
             rc |= grid_set(g, 2 * k, "%s", p);
@@ -175,7 +174,7 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
     // scales whose alpha is not the gate's own (calibrate --alpha A forced it): the label says so
     const char *rg = c->in->run[r]->calibration.gate;
     const char *alpha = rg ? c->in->run[r]->calibration.alpha : NULL;
-    const double own = !rg ? 0 : !strcmp(rg, "strong") ? 0.5 : !strcmp(rg, "mild") ? 0.25 : 0;
+    const double own = rg && isfinite(pt_gate_alpha(rg)) ? pt_gate_alpha(rg) : 0;
     size_t u = strlen(out);
     if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", alpha);
 }
@@ -198,7 +197,7 @@ static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tas
             rc |= grid_set_rkey(g, key);
         }
         for (int k = 0; k < nt; k++) {
-            pt_frac(a, sizeof a, pt_task(c, r, tasks[k]) ? acc_of(c, r, tasks[k], mode) : NAN, 3);
+            pt_frac(a, sizeof a, pt_task(c, r, tasks[k]) ? pt_acc(c, r, tasks[k], mode) : NAN, 3);
             rc |= grid_set(g, 2 + k, "%s", a);
         }
         if (!row) { rc |= grid_set(g, 2 + nt, "-"); rc |= grid_set(g, 3 + nt, "-"); continue; }
@@ -246,7 +245,7 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
     pt_run_name(c, r, name, sizeof name);
     int rc = 0;
     for (int k = 0; k < 3; k++) {
-        const cJSON *v = vs(c, r, task, modes[k]);
+        const cJSON *v = pt_vs(c, r, task, modes[k]);
         rc |= grid_row(g);
         if (first && !k) rc |= grid_set(g, 0, "%s", name);
         if (!k) rc |= grid_set(g, 1, "%s (%d)", label, (int)pt_num(pt_task(c, r, task), "n"));
@@ -255,17 +254,17 @@ static int table6_task(struct pt_ctx *c, struct grid *g, int r, const char *task
             snprintf(key, sizeof key, "%s / %s / %s", pm, tn->t3, methods[k]);
             rc |= grid_set_rkey(g, key);
         }
-        pt_frac(a, sizeof a, acc_of(c, r, task, modes[k]), 4);
+        pt_frac(a, sizeof a, pt_acc(c, r, task, modes[k]), 4);
         rc |= grid_set(g, 3, "%s", a);
         for (int q = 0; q < 3; q++) {
             static const char *const f[3] = {"flips", "hurts", "helps"};
-            if (k) rc |= count_cell(g, 4 + w * q, v, f[q]);
+            if (k) rc |= pt_count_cell(g, 4 + w * q, v, f[q]);
             else rc |= grid_set(g, 4 + w * q, "-");
             if (w == 1) continue;
             if (k) pt_prob_cell(p, sizeof p, c, r, task, modes[k], (enum pt_prob)q);
             rc |= grid_set(g, 5 + w * q, "%s", k ? p : "-");
         }
-        double hd = pt_num(vs(c, r, task, "direct"), "hurts"), hh = pt_num(v, "hurts");
+        double hd = pt_num(pt_vs(c, r, task, "direct"), "hurts"), hh = pt_num(v, "hurts");
         if (k == 2 && hd > 0) rc |= grid_set(g, 4 + 3 * w, "%+.1f%%", 100 * (hh - hd) / hd);
         else rc |= grid_set(g, 4 + 3 * w, "-");
     }
@@ -353,11 +352,11 @@ static int ablation(struct pt_ctx *c, int table, int r, const char **tasks, int 
         rc |= grid_set(g, 1, "%s", a == 2 || a == 4 ? "\xe2\x9c\x93" : "-");
         rc |= grid_set(g, 2, "%s", a == 3 || a == 4 ? "\xe2\x9c\x93" : "-");
         for (int k = 0; k < nt; k++) {
-            const cJSON *v = vs(c, r, tasks[k], abl_mode[a]);
+            const cJSON *v = pt_vs(c, r, tasks[k], abl_mode[a]);
             const int c0 = 3 + w * k, c1 = c0 + s;
             for (int q = 0; q < w && !present; q++) rc |= grid_set(g, c0 + q, "-");
             if (!present) continue;
-            rc |= count_cell(g, c0, v, "flips") | count_cell(g, c1, v, "hurts");
+            rc |= pt_count_cell(g, c0, v, "flips") | pt_count_cell(g, c1, v, "hurts");
             if (!rep) continue;
             pt_prob_cell(p, sizeof p, c, r, tasks[k], abl_mode[a], PT_PROB_FLIP);
             rc |= grid_set(g, c0 + 1, "%s", p);
@@ -420,7 +419,7 @@ static int table2_row(struct pt_ctx *c, struct grid *g, int r, const char *mode,
     int rc = grid_row(g) | grid_set(g, 0, "%s", label);
     if (pm) rc |= grid_set_rkey(g, label);
     for (int k = 0; k < nt; k++) {
-        pt_frac(a, sizeof a, pt_task(c, r, tasks[k]) ? acc_of(c, r, tasks[k], mode) : NAN, 3);
+        pt_frac(a, sizeof a, pt_task(c, r, tasks[k]) ? pt_acc(c, r, tasks[k], mode) : NAN, 3);
         rc |= grid_set(g, 1 + k, "%s", a);
     }
     double dw = -100 * pt_num(pt_get(pt_get(c->in->sum[r], "across_tasks"), mode), "D_w"), ppl = ppl_of(c, r, mode);

@@ -31,10 +31,6 @@ struct sw_group {
     int n_rows, n_alphas;     // rows sorted by alpha; distinct alphas among them
 };
 
-static const cJSON *vs(const struct pt_ctx *c, int r, const char *task, const char *mode) {
-    return pt_get(pt_get(pt_task(c, r, task), "vs_reference"), mode);
-}
-
 static int is_sweep_run(const struct pt_ctx *c, int r) {
     return pt_mode_index(c, r, SW_MODE_D) > 0 || pt_mode_index(c, r, "hifa4") > 0;
 }
@@ -45,7 +41,7 @@ static int is_sweep_run(const struct pt_ctx *c, int r) {
 static void scales_label(const struct run_rec *run, double alpha, char *out, size_t n) {
     const char *gate = run->calibration.gate, *rule = run->calibration.gate_rule;
     if (rule && !strcmp(rule, "measured")) { snprintf(out, n, "gate (measured): %s", gate ? gate : "?"); return; }
-    const double own = !gate ? NAN : !strcmp(gate, "strong") ? 0.5 : !strcmp(gate, "mild") ? 0.25 : !strcmp(gate, "bypass") ? 0 : NAN;
+    const double own = gate ? pt_gate_alpha(gate) : NAN;
     if (alpha == own) snprintf(out, n, "gate (paper): %s", gate);
     else snprintf(out, n, "forced (gate: %s)", gate ? gate : "?");
 }
@@ -155,11 +151,9 @@ static int ref_shared(const struct pt_ctx *c, int a, int b) {
 // ---- the table: one block of rows per task (alphas in order), so that any number of tasks fits a page ----
 static const char *const sw_head[SW_LEFT + SW_COLS] = {"Task", "alpha", "Row", "Scales", "Acc", "Flips", "Flip 95% CI", "Hu", "He", "KL"};
 
-static int count_cell(struct grid *gr, int col, double v) { return grid_set(gr, col, isfinite(v) ? "%.0f" : "-", v); }
-
 // Row w of task's block (first: the block's first row, which names the task and its items).
 static int sweep_row(const struct pt_ctx *c, struct grid *gr, const struct sw_row *w, const char *task, int first) {
-    const cJSON *t = pt_task(c, w->r, task), *v = vs(c, w->r, task, w->mode), *s = pt_get(pt_get(t, "modes"), w->mode);
+    const cJSON *v = pt_vs(c, w->r, task, w->mode);
     int rc = grid_row(gr);
     if (first) rc |= grid_set(gr, 0, "%s", task);
     rc |= grid_set(gr, 1, "%s", w->alpha_txt) | grid_set(gr, 3, "%s", w->scales);
@@ -169,11 +163,11 @@ static int sweep_row(const struct pt_ctx *c, struct grid *gr, const struct sw_ro
         return rc;
     }
     char a[32];
-    double acc = pt_num(s, "acc"), lo = pt_num(v, "pfr_lo"), hi = pt_num(v, "pfr_hi"), kl = pt_num(pt_get(v, "token"), "kl_mean");
-    pt_frac(a, sizeof a, isfinite(acc) ? acc : pt_num(s, "acc_norm"), 3);
-    rc |= grid_set(gr, SW_LEFT, "%s", a) | count_cell(gr, SW_LEFT + 1, pt_num(v, "flips"));
+    double lo = pt_num(v, "pfr_lo"), hi = pt_num(v, "pfr_hi"), kl = pt_num(pt_get(v, "token"), "kl_mean");
+    pt_frac(a, sizeof a, pt_acc(c, w->r, task, w->mode), 3);
+    rc |= grid_set(gr, SW_LEFT, "%s", a) | pt_count_cell(gr, SW_LEFT + 1, v, "flips");
     rc |= grid_set(gr, SW_LEFT + 2, isfinite(lo) && isfinite(hi) ? "%.1f-%.1f%%" : "-", 100 * lo, 100 * hi);
-    rc |= count_cell(gr, SW_LEFT + 3, pt_num(v, "hurts")) | count_cell(gr, SW_LEFT + 4, pt_num(v, "helps"));
+    rc |= pt_count_cell(gr, SW_LEFT + 3, v, "hurts") | pt_count_cell(gr, SW_LEFT + 4, v, "helps");
     rc |= grid_set(gr, SW_LEFT + 5, isfinite(kl) ? "%.3g" : "-", kl);
     return rc;
 }
@@ -185,18 +179,18 @@ static void sweep_note(const struct pt_ctx *c, struct grid *gr, const struct sw_
                                 "Hu / He = Quant Hurts / Helps; KL = mean token KL against BF16 over the scored positions "
                                 "(summary.json token.kl_mean). BF16 accuracy:");
     for (int k = 0; k < nt && u < sizeof gr->note; k++) {
-        const cJSON *t = NULL;
-        for (int m = 0; m < g->n && !t; m++) t = pt_task(c, g->member[m], tasks[k]);
-        const cJSON *s = pt_get(pt_get(t, "modes"), "bf16");
+        int m = 0;
+        while (m + 1 < g->n && !pt_task(c, g->member[m], tasks[k])) m++;
+        const cJSON *t = pt_task(c, g->member[m], tasks[k]);
         char a[32];
-        pt_frac(a, sizeof a, isfinite(pt_num(s, "acc")) ? pt_num(s, "acc") : pt_num(s, "acc_norm"), 3);
+        pt_frac(a, sizeof a, pt_acc(c, g->member[m], tasks[k], "bf16"), 3);
         u += (size_t)snprintf(gr->note + u, sizeof gr->note - u, "%s %s %s (%.0f items)", k ? "," : "", tasks[k], a, pt_num(t, "n"));
     }
     for (int k = 0; k < nt && u < sizeof gr->note; k++) {
         int best = -1;
         for (int i = 0; i < g->n_rows; i++) {
-            double kl = pt_num(pt_get(vs(c, g->row[i].r, tasks[k], g->row[i].mode), "token"), "kl_mean");
-            if (isfinite(kl) && (best < 0 || kl < pt_num(pt_get(vs(c, g->row[best].r, tasks[k], g->row[best].mode), "token"), "kl_mean")))
+            double kl = pt_num(pt_get(pt_vs(c, g->row[i].r, tasks[k], g->row[i].mode), "token"), "kl_mean");
+            if (isfinite(kl) && (best < 0 || kl < pt_num(pt_get(pt_vs(c, g->row[best].r, tasks[k], g->row[best].mode), "token"), "kl_mean")))
                 best = i;
         }
         if (best >= 0)
