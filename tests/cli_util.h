@@ -43,6 +43,19 @@ static char *slurp(const char *fmt, ...) {
     return file_read_all(path, &b, &n, &e) ? NULL : b;
 }
 
+// The test's set-up: bin from HIFA4_BIN (default ./hifa4-eval), tmp = $HIFA4_TMP/NAME (default
+// build/tmp/NAME), emptied and made. 0, or the shell's status when the directory cannot be made
+// (checked here, so the caller only returns its summary).
+static int cli_begin(const char *name) {
+    bin = getenv("HIFA4_BIN");
+    if (!bin) bin = "./hifa4-eval";
+    const char *t = getenv("HIFA4_TMP");
+    snprintf(tmp, sizeof tmp, "%s/%s", t ? t : "build/tmp", name);
+    int rc = sh("rm -rf %s && mkdir -p %s", tmp, tmp);
+    CHECK(rc == 0, "mkdir %s (exit %d)", tmp, rc);
+    return rc;
+}
+
 // A log line model_open prints: a case that must fail before the weights load must not show it.
 #define MODEL_LOADED "parameters; weights"
 

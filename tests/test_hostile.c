@@ -1077,13 +1077,9 @@ static void test_table_labels(void) {
 }
 
 int main(void) {
-    bin = getenv("HIFA4_BIN");
-    if (!bin) bin = "./hifa4-eval";
-    const char *t = getenv("HIFA4_TMP");
-    snprintf(tmp, sizeof tmp, "%s/hostile", t ? t : "build/tmp");
+    if (cli_begin("hostile")) return test_summary("test_hostile");
     snprintf(model, sizeof model, "%s/model", tmp);
     snprintf(mc, sizeof mc, "%s/mc300.jsonl", tmp);
-    if (sh("rm -rf %s && mkdir -p %s", tmp, tmp)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_hostile"); }
     int rc = sh("%s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --tied 0 --out %s "
                 ">/dev/null", bin, model);
     CHECK(rc == 0, "make-model");

@@ -172,13 +172,9 @@ static void check_per_layer(void) {
 
 int main(void) {
     (void)expect; // cli_util.h's; this test checks outputs, not messages
-    bin = getenv("HIFA4_BIN");
-    if (!bin) bin = "./hifa4-eval";
-    const char *t = getenv("HIFA4_TMP");
-    snprintf(tmp, sizeof tmp, "%s/tables_sweep", t ? t : "build/tmp");
+    if (cli_begin("tables_sweep")) return test_summary("test_tables_sweep");
     snprintf(model, sizeof model, "%s/model", tmp);
     snprintf(other, sizeof other, "%s/other", tmp);
-    if (sh("rm -rf %s && mkdir -p %s", tmp, tmp)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_tables_sweep"); }
     write_tasks();
     TEST_PROGRESS("two models, four scales files, five runs");
     int rc = make_runs();
