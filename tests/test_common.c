@@ -94,6 +94,21 @@ static void test_xxh64(void) {
     }
 }
 
+// num_shortest: the shortest %.15g..%.17g text that reads back as the same double
+static void test_num_shortest(void) {
+    static const struct { double d; const char *want; } v[] = {
+        {0.1, "0.1"}, {0.5, "0.5"}, {1, "1"}, {0.75, "0.75"}, {1.0 / 3, "0.3333333333333333"}, {0.1 + 0.2, "0.30000000000000004"},
+        {1e-300, "1e-300"}, {-2.5, "-2.5"},
+    };
+    char out[40];
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        num_shortest(out, sizeof out, v[k].d);
+        CHECK(!strcmp(out, v[k].want) && strtod(out, NULL) == v[k].d, "num_shortest(%.17g): '%s', want '%s'", v[k].d, out, v[k].want);
+    }
+    num_shortest(out, sizeof out, strtod("0.10000000000000001", NULL)); // what a scales file writes for --alpha 0.1
+    CHECK(!strcmp(out, "0.1"), "a scales file's 0.10000000000000001: '%s'", out);
+}
+
 static void test_utf8(void) {
     CHECK(utf8_valid("h\xc3\xa9llo", 6), "valid 2-byte");
     CHECK(!utf8_valid("\xc0\xaf", 2), "overlong rejected");
@@ -220,6 +235,7 @@ int main(void) {
     test_bf16();
     test_sha256();
     test_xxh64();
+    test_num_shortest();
     test_utf8();
     test_cli();
     test_json();

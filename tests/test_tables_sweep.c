@@ -2,10 +2,10 @@
 // (HIFA4_BIN) on a tiny synthetic model (make-model, calibrate --alpha on README.md, 40 ARC-format
 // items and 20 mc_jsonl items written here):
 //  - runs (bf16, direct+qmean+preorder, hifa4) at alpha 0.5 (ARC, and mc_jsonl in a second
-//    directory, joined), (bf16, hifa4) at 0.25 and at 1 give one Table A whose rows per task are
-//    alpha 0, 0.25, 0.5, 1 in that order, every cell equal to the run's summary.json value (read
+//    directory, joined), (bf16, hifa4) at 0.1 (a scales file writes it 0.10000000000000001; the cell is "0.1") and at 1 give one Table A whose rows per task are
+//    alpha 0, 0.1, 0.5, 1 in that order, every cell equal to the run's summary.json value (read
 //    here with cJSON: acc, flips, pfr_lo / pfr_hi, hurts, helps, token.kl_mean) to its printed
-//    digits, "-" for the task the 0.25 and 1 runs lack; CSV and LaTeX files are written;
+//    digits, "-" for the task the 0.1 and 1 runs lack; CSV and LaTeX files are written;
 //  - a run of another model (another alpha) is kept out: no fifth row, no second Table A; a run
 //    of the same weights and bf16 results with another option (--v-group) is named as not one sweep;
 //  - one alpha alone is listed under "Not produced"; a run of the same configuration whose bf16
@@ -22,8 +22,8 @@
 #include "cli_util.h"
 
 static char model[1200], other[1200];
-static const char *const alphas[4] = {"0", "0.25", "0.5", "1"};
-static const char *const run_of[4] = {"d50", "e25", "d50", "e100"}; // the run (ARC) of each alpha's row
+static const char *const alphas[4] = {"0", "0.1", "0.5", "1"};
+static const char *const run_of[4] = {"d50", "e10", "d50", "e100"}; // the run (ARC) of each alpha's row
 static const char *const mode_of[4] = {"direct+qmean+preorder", "hifa4", "hifa4", "hifa4"};
 
 static void write_tasks(void) {
@@ -49,15 +49,15 @@ static int make_runs(void) {
     const char *mm = "--arch qwen3 --layers 2 --dim 128 --heads 4 --kv-heads 2 --head-dim 128 --ffn 256 --plant-outlier 0:51:34";
     int rc = sh("%s --quiet make-model %s --seed 7 --out %s >/dev/null", bin, mm, model) |
              sh("%s --quiet make-model %s --seed 8 --out %s >/dev/null", bin, mm, other);
-    static const char *const a[4] = {"0.25", "0.5", "1", "0.75"};
+    static const char *const a[4] = {"0.1", "0.5", "1", "0.75"};
     for (int k = 0; k < 4 && !rc; k++)
         rc = sh("%s --quiet calibrate --model %s --calib README.md --calib-samples 4 --calib-len 64 --threads 1 --alpha %s "
                 "--out %s/s%s.safetensors >/dev/null 2>&1", bin, k < 3 ? model : other, a[k], tmp, a[k]);
     static const char *const runs[6][5] = { // model, task, file, modes, scales alpha -> directory
         {"m", "arc_easy", "arc", "bf16,direct+qmean+preorder,hifa4", "0.5"}, {"m", "mc_jsonl", "mc", "bf16,direct+qmean+preorder,hifa4", "0.5"},
-        {"m", "arc_easy", "arc", "bf16,hifa4", "0.25"}, {"m", "arc_easy", "arc", "bf16,hifa4", "1"},
+        {"m", "arc_easy", "arc", "bf16,hifa4", "0.1"}, {"m", "arc_easy", "arc", "bf16,hifa4", "1"},
         {"o", "arc_easy", "arc", "bf16,hifa4", "0.75"}, {NULL, NULL, NULL, NULL, NULL}};
-    static const char *const dirs[5] = {"d50", "mc50", "e25", "e100", "other75"};
+    static const char *const dirs[5] = {"d50", "mc50", "e10", "e100", "other75"};
     for (int k = 0; runs[k][0] && !rc; k++)
         rc = sh("%s --quiet run --model %s --task %s --task-file %s/%s.jsonl --attn %s --scales %s/s%s.safetensors --threads 1 "
                 "--out %s/%s >/dev/null 2>&1", bin, runs[k][0][0] == 'm' ? model : other, runs[k][1], tmp, runs[k][2],
@@ -99,7 +99,7 @@ static void check_row(char **c, const char *task, int k) {
     CHECK(!strcmp(c[1], alphas[k]), "%s row %d: alpha '%s', want %s", task, k, c[1], alphas[k]);
     CHECK(!strcmp(c[2], k ? "E. Both (HiFA4)" : "D. +P-Reordering"), "%s alpha %s: row '%s'", task, alphas[k], c[2]);
     const char *dir = !strcmp(task, "mc_jsonl") ? "mc50" : run_of[k];
-    if (!strcmp(task, "mc_jsonl") && (k == 1 || k == 3)) { // the 0.25 and 1 runs lack the task
+    if (!strcmp(task, "mc_jsonl") && (k == 1 || k == 3)) { // the 0.1 and 1 runs lack the task
         for (int q = 4; q < 10; q++) CHECK(!strcmp(c[q], "-"), "mc_jsonl alpha %s column %d: '%s', want -", alphas[k], q, c[q]);
         return;
     }
@@ -181,8 +181,8 @@ int main(void) {
     CHECK(rc == 0, "make-model / calibrate / runs (exit %d)", rc);
     if (rc) return test_summary("test_tables_sweep");
 
-    TEST_PROGRESS("the sweep over alphas 0, 0.25, 0.5, 1");
-    rc = sh("%s tables %s/e100 %s/other75 %s/mc50 %s/e25 %s/d50 --csv %s/csv --latex %s/tex >%s/sweep.md 2>%s/sweep.err", bin,
+    TEST_PROGRESS("the sweep over alphas 0, 0.1, 0.5, 1");
+    rc = sh("%s tables %s/e100 %s/other75 %s/mc50 %s/e10 %s/d50 --csv %s/csv --latex %s/tex >%s/sweep.md 2>%s/sweep.err", bin,
             tmp, tmp, tmp, tmp, tmp, tmp, tmp, tmp, tmp);
     char *md = slurp("%s/sweep.md", tmp);
     CHECK(rc == 0 && md, "tables over the sweep: exit %d", rc);
@@ -198,22 +198,22 @@ int main(void) {
     CHECK(sh("test ! -e %s/csv/tableA-2.csv", tmp) == 0, "the other model's single alpha made a second Table A");
 
     TEST_PROGRESS("one alpha; bf16 that differs");
-    char *one = (sh("%s tables %s/e25 >%s/one.md 2>/dev/null", bin, tmp, tmp), slurp("%s/one.md", tmp));
+    char *one = (sh("%s tables %s/e10 >%s/one.md 2>/dev/null", bin, tmp, tmp), slurp("%s/one.md", tmp));
     CHECK(one && !strstr(one, "### Table A:") && strstr(one, "| Table A | no model with runs at two or more Smooth-QK alphas"),
           "one alpha: Table A listed as not produced:\n%s", one ? one : "");
     free(one);
-    sh("cp -r %s/e25 %s/e25x", tmp, tmp);
-    cJSON *s = load_json("%s/%s/summary.json", "e25x");
+    sh("cp -r %s/e10 %s/e10x", tmp, tmp);
+    cJSON *s = load_json("%s/%s/summary.json", "e10x");
     cJSON *bf = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "tasks"), "arc_easy"), "modes"), "bf16"), "correct");
-    CHECK(cJSON_IsNumber(bf), "e25x summary.json: tasks.arc_easy.modes.bf16.correct");
+    CHECK(cJSON_IsNumber(bf), "e10x summary.json: tasks.arc_easy.modes.bf16.correct");
     if (cJSON_IsNumber(bf)) cJSON_SetNumberValue(bf, bf->valuedouble + 1);
     char *text = s ? cJSON_Print(s) : NULL, path[1400];
-    snprintf(path, sizeof path, "%s/e25x/summary.json", tmp);
+    snprintf(path, sizeof path, "%s/e10x/summary.json", tmp);
     if (text) write_text(path, text, strlen(text));
     free(text);
     cJSON_Delete(s);
-    char *refd = (sh("%s tables %s/d50 %s/e25x >%s/refd.md 2>/dev/null", bin, tmp, tmp, tmp), slurp("%s/refd.md", tmp));
+    char *refd = (sh("%s tables %s/d50 %s/e10x >%s/refd.md 2>/dev/null", bin, tmp, tmp, tmp), slurp("%s/refd.md", tmp));
     CHECK(refd && !strstr(refd, "### Table A:") && strstr(refd, "task arc_easy, bf16 correct") && strstr(refd, "their sweep is left out"),
           "bf16 that differs: Table A left out with the reason:\n%s", refd ? refd : "");
     free(refd);

@@ -389,3 +389,8 @@ size_t utf8_count(const char *s, size_t n) {
         if (((unsigned char)s[i] & 0xc0) != 0x80) c++;
     return c;
 }
+
+void num_shortest(char *out, size_t n, double d) {
+    for (int p = 15; p <= 17; p++)
+        if (snprintf(out, n, "%.*g", p, d) > 0 && strtod(out, NULL) == d) return;
+}

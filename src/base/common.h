@@ -113,6 +113,9 @@ void path_basename(char *out, size_t n, const char *path);
 int path_join(char *out, size_t n, const char *a, const char *b, struct err *e);
 
 // ---- strings ----
+// The shortest of %.15g, %.16g, %.17g that reads back as d (0.10000000000000001 -> "0.1"): for
+// numbers a person reads; %.17g where every bit must be written.
+void num_shortest(char *out, size_t n, double d);
 char *str_dup(const char *s);            // NULL on OOM (or NULL input)
 int str_ends_with(const char *s, const char *suffix);
 // A decimal integer in [lo, hi]: optional '-', then digits, and nothing else (no blanks, no

@@ -131,8 +131,7 @@ static int as_i64(const cJSON *v, const char *key, int64_t *out, const char *ctx
     double d = v->valuedouble;
     if (cJSON_IsNumber(v) && isfinite(d) && d != floor(d)) { // cJSON prints 0.9999999999999999 as 1: say what it is
         char num[40];
-        for (int p = 15; p <= 17; p++) // the shortest form that reads back as d
-            if (snprintf(num, sizeof num, "%.*g", p, d) > 0 && strtod(num, NULL) == d) break;
+        num_shortest(num, sizeof num, d);
         return err_set(e, ERR_FORMAT, "%s: field '%s': expected an integer, got %s (not a whole number)", ctx, key, num);
     }
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)

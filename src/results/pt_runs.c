@@ -176,7 +176,9 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
     const char *alpha = rg ? c->in->run[r]->calibration.alpha : NULL;
     const double own = rg && isfinite(pt_gate_alpha(rg)) ? pt_gate_alpha(rg) : 0;
     size_t u = strlen(out);
-    if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", alpha);
+    char a[40];
+    if (alpha) num_shortest(a, sizeof a, strtod(alpha, NULL));
+    if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", a);
 }
 
 static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tasks, int nt) {

@@ -71,7 +71,7 @@ static void add_run_rows(struct pt_ctx *c, struct sw_group *g, int r) {
                    "%s): not a row", c->in->run_dir[r], a ? a : "absent");
         return;
     }
-    snprintf(w.alpha_txt, sizeof w.alpha_txt, "%s", a);
+    num_shortest(w.alpha_txt, sizeof w.alpha_txt, w.alpha); // scales files write %.17g: 0.1 is 0.10000000000000001
     scales_label(c->in->run[r], w.alpha, w.scales, sizeof w.scales);
     const char *layers = c->in->run[r]->calibration.layer_alphas;
     if (layers) { // a per-layer gate: the file's alpha is not every layer's
