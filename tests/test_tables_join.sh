@@ -11,7 +11,8 @@
 #  - rows A-E for one task beside rows D, E for another: the counts of the modes a task lacks
 #    print "-" in Tables 3, 6 and 7 (they printed -2147483648);
 #  - not joined: runs with other scales (a Smooth-QK row of another alpha), and two runs that
-#    both hold hifa4 for one task.
+#    both hold hifa4 for one task;
+#  - not joined either: runs that share a task with different --limit.
 # Table 5's gate label names a forced alpha ("Bypass, alpha 0.5" when calibrate --alpha 0.5
 # overrode a Bypass gate) and stays as it was for the gate's own alpha.
 set -u
@@ -113,6 +114,12 @@ if ! grep -q '^### Runs read as one' "$TMP/other.md" && grep -q '^| B. +Q-Mean |
 else bad "runs with other scales joined: $(head -12 "$TMP/other.md")"; fi
 "$BIN" tables "$TMP/ae-ade" "$TMP/ae-e" >"$TMP/twice.md" 2>/dev/null
 if ! grep -q '^### Runs read as one' "$TMP/twice.md"; then ok; else bad "two runs holding hifa4 for one task joined"; fi
+
+# ---- --limit: runs sharing a task with different limits are not one run ----
+if run "${AE[@]}" --attn $ADE --scales "$TMP/s.safetensors" --limit 20 --out "$TMP/ae-ade20"; then ok
+else bad "run with --limit 20"; fi
+"$BIN" tables "$TMP/ae-ade20" "$TMP/ae-bc" >"$TMP/lim2.md" 2>/dev/null
+if ! grep -q '^### Runs read as one' "$TMP/lim2.md"; then ok; else bad "arc_easy runs of --limit 20 and none joined: $(head -6 "$TMP/lim2.md")"; fi
 
 # ---- Table 5's gate label with a forced alpha ----
 gate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['scales_calibration']['gate'])" "$TMP/ae-bc25/run.json")
