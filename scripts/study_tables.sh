@@ -19,22 +19,22 @@ OUT=docs/results/tables
 # not complete (a run directory without summary.json, a diagnose directory without
 # diagnose.json) skips its whole set: in write mode with the reason, in --check as a failure
 # when the set's committed files exist (they can no longer be regenerated).
-# The alpha sweeps of Qwen2.5-Coder-0.5B are a set of their own: the ablation's runs (ade, bc)
-# have a schema-1 run.json that `tables` cannot match with the schema-2 sweep runs, so mixing
-# them prints two Table A blocks of the same title (alpha 0/0.5 and 0.25/1) and a long
-# "not one sweep" list. The 1.5B's, SmolLM2's and Gemma 3's runs are all schema 2 and their
-# sweep runs join the ablation into one Table A (Tables 3, 5, 6 keep one run per model).
+# Every run in a set has a schema-2 run.json, so each model's sweep runs join its ablation into
+# one Table A (Tables 3, 5, 6 keep one run per model). The Qwen2.5-Coder-0.5B's first ARC runs
+# (arc_*-ade, arc_*-bc, schema 1: `tables` cannot match them entry by entry with schema-2 runs)
+# are replaced here by arc_*-all, made again by a later binary with byte-identical samples.
+# Runs of another --limit (MMLU's 10 per subject beside ARC's first 500) are a configuration of
+# their own: `tables` prints their Tables 7 and A as separate blocks marked [limit N].
 # `models` puts the four models' ablation runs (rows A-E at alpha 0.5) side by side: Tables 5 and
 # 6 over all of them. It leaves the sweep runs out (each model's Table A here has alpha 0 and 0.5
 # only; the full sweep is in the model's own set). `tables` says on stderr that the models' runs
 # are not one run; that is expected here.
 SETS='
-qwen0.5b        studies/qwen25/0.5b/{arc_easy,arc_challenge}-{ade,bc} studies/qwen25/0.5b/diagnose
-qwen0.5b-sweep  studies/qwen25/0.5b/arc_easy-e{0.1,0.25,0.75,1} studies/qwen25/0.5b/arc_challenge-e{0.1,0.25,0.75,1}
-qwen1.5b        studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-de studies/qwen25/1.5b/arc_easy-e1 ?studies/qwen25/1.5b/arc_challenge-e1 studies/qwen25/1.5b/diagnose
+qwen0.5b        studies/qwen25/0.5b/{arc_easy,arc_challenge}-all studies/qwen25/0.5b/{arc_easy,arc_challenge}-e{0.1,0.25,0.75,1} studies/qwen25/0.5b/mmlu-all ?studies/qwen25/0.5b/{truthfulqa_mc1,hellaswag}-all studies/qwen25/0.5b/diagnose
+qwen1.5b        studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-{de,abc} studies/qwen25/1.5b/{arc_easy,arc_challenge}-e1 ?studies/qwen25/1.5b/arc_easy-e0.25 studies/qwen25/1.5b/diagnose
 smollm2         studies/ablation/smollm2/{arc_easy,arc_challenge}-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/smollm2/{arc_easy,arc_challenge}-e{0.25,1} ?studies/ablation/smollm2/{mmlu,truthfulqa_mc1,hellaswag}-all studies/ablation/smollm2/diagnose
 gemma3          studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-e1 studies/ablation/gemma3/{arc_easy,arc_challenge}-abc studies/ablation/gemma3/diagnose
-models          studies/qwen25/0.5b/{arc_easy,arc_challenge}-{ade,bc} studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-de studies/ablation/smollm2/{arc_easy,arc_challenge}-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/ablation/gemma3/{arc_easy,arc_challenge}-abc
+models          studies/qwen25/0.5b/{arc_easy,arc_challenge}-all studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-{de,abc} studies/ablation/smollm2/{arc_easy,arc_challenge}-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/ablation/gemma3/{arc_easy,arc_challenge}-abc
 '
 
 usage() { echo "usage: scripts/study_tables.sh [--check] [NAME...]" >&2; exit 2; }
