@@ -201,6 +201,7 @@ int main(void) {
     char *one = (sh("%s tables %s/e10 >%s/one.md 2>/dev/null", bin, tmp, tmp), slurp("%s/one.md", tmp));
     CHECK(one && !strstr(one, "### Table A:") && strstr(one, "| Table A | no model with runs at two or more Smooth-QK alphas"),
           "one alpha: Table A listed as not produced:\n%s", one ? one : "");
+    CHECK(one && strstr(one, ", alpha 0.1) | BF16 |"), "Table 5's forced-alpha label reads 'alpha 0.1':\n%s", one ? one : "");
     free(one);
     sh("cp -r %s/e10 %s/e10x", tmp, tmp);
     cJSON *s = load_json("%s/%s/summary.json", "e10x");
