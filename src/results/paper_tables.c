@@ -29,8 +29,8 @@ const char *pt_str(const cJSON *o, const char *k, const char *def) {
     return cJSON_IsString(x) ? x->valuestring : def;
 }
 
-double pt_gate_alpha(const char *gate) {
-    return !strcmp(gate, "strong") ? 0.5 : !strcmp(gate, "mild") ? 0.25 : !strcmp(gate, "bypass") ? 0 : NAN;
+double pt_gate_alpha(const char *gate, double other) {
+    return !gate ? other : !strcmp(gate, "strong") ? 0.5 : !strcmp(gate, "mild") ? 0.25 : !strcmp(gate, "bypass") ? 0 : other;
 }
 
 const char *pt_table_id(int t) {

@@ -88,8 +88,9 @@ const cJSON *pt_vs(const struct pt_ctx *c, int r, const char *task, const char *
 double pt_acc(const struct pt_ctx *c, int r, const char *task, const char *mode);
 // Cell col = the count v.key (flips, hurts, helps of a vs_reference object), "-" when absent.
 int pt_count_cell(struct grid *g, int col, const cJSON *v, const char *key);
-// The paper gate's own Smooth-QK alpha: bypass 0, mild 0.25, strong 0.5; NAN for another name.
-double pt_gate_alpha(const char *gate);
+// The paper gate's own Smooth-QK alpha: bypass 0, mild 0.25, strong 0.5; `other` for NULL or
+// another name.
+double pt_gate_alpha(const char *gate, double other);
 // Index of mode `mode` in summary.json's "modes" of run r, or -1.
 int pt_mode_index(const struct pt_ctx *c, int r, const char *mode);
 // The task object of run r (summary.json tasks.<t>), or NULL.

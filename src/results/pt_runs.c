@@ -174,11 +174,12 @@ static void gate_of(const struct pt_ctx *c, int r, char *out, size_t n) {
     // scales whose alpha is not the gate's own (calibrate --alpha A forced it): the label says so
     const char *rg = c->in->run[r]->calibration.gate;
     const char *alpha = rg ? c->in->run[r]->calibration.alpha : NULL;
-    const double own = rg && isfinite(pt_gate_alpha(rg)) ? pt_gate_alpha(rg) : 0;
-    size_t u = strlen(out);
+    const double forced = alpha ? strtod(alpha, NULL) : NAN;
+    if (!alpha || forced == pt_gate_alpha(rg, 0)) return;
     char a[40];
-    if (alpha) num_shortest(a, sizeof a, strtod(alpha, NULL));
-    if (alpha && strtod(alpha, NULL) != own) snprintf(out + u, n - u, ", alpha %s", a);
+    num_shortest(a, sizeof a, forced); // a scales file writes %.17g: 0.1 is 0.10000000000000001
+    size_t u = strlen(out);
+    snprintf(out + u, n - u, ", alpha %s", a);
 }
 
 static int table5_rows(struct pt_ctx *c, struct grid *g, int r, const char **tasks, int nt) {

@@ -58,7 +58,7 @@ static int table1_note(struct pt_ctx *c, struct grid *g) {
         if (!is_measured(t1)) continue;
         const char *pg = pt_str(t1, "paper_gate", "?");
         char act[96];
-        gate_action(act, sizeof act, pg, isfinite(pt_gate_alpha(pg)) ? pt_gate_alpha(pg) : 0.5, PT_ACT_PAPER);
+        gate_action(act, sizeof act, pg, pt_gate_alpha(pg, 0.5), PT_ACT_PAPER);
         int w = snprintf(g->note + u, sizeof g->note - u, "%s%s %s", u ? ", " : "Action (measured): the measured "
                          "rule's decision (from the attention error Smooth-QK removes on the calibration set), not the "
                          "Gate condition's; the paper's rule gives ", pt_str(pt_get(d, "model"), "id", "?"), act);

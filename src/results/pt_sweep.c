@@ -41,7 +41,7 @@ static int is_sweep_run(const struct pt_ctx *c, int r) {
 static void scales_label(const struct run_rec *run, double alpha, char *out, size_t n) {
     const char *gate = run->calibration.gate, *rule = run->calibration.gate_rule;
     if (rule && !strcmp(rule, "measured")) { snprintf(out, n, "gate (measured): %s", gate ? gate : "?"); return; }
-    const double own = gate ? pt_gate_alpha(gate) : NAN;
+    const double own = pt_gate_alpha(gate, NAN);
     if (alpha == own) snprintf(out, n, "gate (paper): %s", gate);
     else snprintf(out, n, "forced (gate: %s)", gate ? gate : "?");
 }
@@ -76,7 +76,7 @@ static void add_run_rows(struct pt_ctx *c, struct sw_group *g, int r) {
     const char *layers = c->in->run[r]->calibration.layer_alphas;
     if (layers) { // a per-layer gate: the file's alpha is not every layer's
         size_t u = strlen(w.scales);
-        snprintf(w.scales + u, sizeof w.scales - u, ", model %s; layers %s", a, layers);
+        snprintf(w.scales + u, sizeof w.scales - u, ", model %s; layers %s", w.alpha_txt, layers);
         snprintf(w.alpha_txt, sizeof w.alpha_txt, "per layer");
         w.alpha = INFINITY;
     }
