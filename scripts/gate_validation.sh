@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gate_validation.sh: the alpha sweeps of docs/results/gate.md ("Which rule is the default")
 # from the committed run directories: per model and task, row D (Bypass, alpha 0) and row E at
-# each swept alpha, with every E's token-KL ratio to D and the ratios between the alphas
+# each swept alpha (0.1, 0.25, 0.5, 0.75, 1; an alpha not run is left out with a line saying so), with every E's token-KL ratio to D and the ratios between the alphas
 # (scripts/formats_study.py: paired bootstrap over items). Run from the repository root; a model
 # or task whose runs are not all complete (no summary.json) is skipped with a line saying so.
 #   scripts/gate_validation.sh [MODEL ...]     MODEL: smollm2 gemma3 qwen0.5b qwen1.5b (default all)
@@ -28,13 +28,13 @@ one() { # model task
     case $base in *-ade) [ -d "$base" ] || base=${base%-ade}-de ;; esac
     if [ ! -f "$base/summary.json" ]; then echo "$m $t: $base not complete, skipped"; return; fi
     labels+=("D=$base:direct+qmean+preorder")
-    for a in 0.25 0.5 1; do
+    for a in 0.1 0.25 0.5 0.75 1; do
         if [ "$a" = 0.5 ]; then d=$base; else d=${pat//%t/$t}; d=${d//%a/$a}; fi
         if [ ! -f "$d/summary.json" ]; then echo "$m $t: alpha $a ($d) not complete, left out"; continue; fi
         labels+=("E$a=$d:hifa4")
         pairs+=(--pair "E$a/D")
     done
-    for a in 0.25 1; do
+    for a in 0.1 0.25 0.75 1; do
         case " ${labels[*]} " in *" E$a="*) pairs+=(--pair "E0.5/E$a") ;; esac
     done
     echo "### $m, $t"
