@@ -23,8 +23,8 @@ OUT=docs/results/tables
 # one Table A (Tables 3, 5, 6 keep one run per model). The Qwen2.5-Coder-0.5B's first ARC runs
 # (arc_*-ade, arc_*-bc, schema 1: `tables` cannot match them entry by entry with schema-2 runs)
 # are replaced here by arc_*-all, made again by a later binary with byte-identical samples.
-# Runs of another --limit (MMLU's 10 per subject beside ARC's first 500) are a configuration of
-# their own: `tables` prints their Tables 7 and A as separate blocks marked [limit N].
+# Runs of another --limit on other tasks (MMLU's 10 per subject beside ARC's first 500) are read
+# as one run with them: one Table 7 and one Table A per model.
 # `models` puts the four models' ablation runs (rows A-E at alpha 0.5) side by side: Tables 5 and
 # 6 over all of them. It leaves the sweep runs out (each model's Table A here has alpha 0 and 0.5
 # only; the full sweep is in the model's own set). `tables` says on stderr that the models' runs

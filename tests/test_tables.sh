@@ -19,7 +19,10 @@
 # number formats). Table 10's paper cells are configs/paper/table10.csv. Table A's cells are
 # summary.json's tasks.<task>.vs_reference values of direct+qmean+preorder and hifa4 as printed
 # (flips, pfr_lo / pfr_hi, hurts, helps, token.kl_mean; compared with the file by hand);
-# tests/test_tables_sweep.c checks them mechanically on runs at four alphas.
+# tests/test_tables_sweep.c checks them mechanically on runs at four alphas. "Runs read as one":
+# run-ablation and run-niah's run.json differ only in their modes, tasks (disjoint), --limit (40
+# and all) and --subjects (MMLU's, which run-niah lacks) - compared field by field by hand - so
+# they are one configuration; run-niah's Table 4 figures are those of the run read alone.
 set -u
 cd "$(dirname "$0")/.."
 BIN=${HIFA4_BIN:-./hifa4-eval}
@@ -50,6 +53,15 @@ for t in 1 2 3 4 5 6 7 8 9 10 A; do
     if grep -q "^### Table $t:" "$TMP/tables.md" && [ -f "$TMP/tex/table$t.tex" ] && [ -f "$TMP/csv/table$t.csv" ]; then ok
     else bad "Table $t not rendered in every format"; fi
 done
+
+# Table 2 does not depend on the order of the inputs: the NIAH run (another --limit, other task)
+# is read as one run with whichever run of its configuration comes first - here an aggregator
+# run, which then still matches its siblings on Table 2's tasks
+"$BIN" tables "$I/diagnose.json" "$I/run-agg-rms" "$I/run-niah" "$I/run-ablation" "$I/run-agg-mean" "$I/run-agg-p99" \
+    "$I/trace.json" "$I/cost-tiny.json" "$I/cost-qwen3-8b-shape.json" >"$TMP/order.md" 2>/dev/null
+t2() { sed -n '/^### Table 2:/,/^### Table 3:/p' "$1"; }
+if grep -qxF -- "- \`$I/run-agg-rms\` + \`$I/run-niah\`" "$TMP/order.md" && [ "$(t2 "$TMP/order.md")" = "$(t2 "$X/tables.md")" ]; then ok
+else bad "Table 2 with run-niah after run-agg-rms: $(t2 "$TMP/order.md")"; fi
 
 # ---- LaTeX structure ----
 for f in "$TMP"/tex/*.tex; do

@@ -12,7 +12,8 @@
 #    print "-" in Tables 3, 6 and 7 (they printed -2147483648);
 #  - not joined: runs with other scales (a Smooth-QK row of another alpha), and two runs that
 #    both hold hifa4 for one task;
-#  - not joined either: runs that share a task with different --limit.
+#  - not joined either: runs that share a task with different --limit; joined: runs of other
+#    tasks with another --limit (one Table 7 with the columns of both).
 # Table 5's gate label names a forced alpha ("Bypass, alpha 0.5" when calibrate --alpha 0.5
 # overrode a Bypass gate) and stays as it was for the gate's own alpha.
 set -u
@@ -120,6 +121,24 @@ if run "${AE[@]}" --attn $ADE --scales "$TMP/s.safetensors" --limit 20 --out "$T
 else bad "run with --limit 20"; fi
 "$BIN" tables "$TMP/ae-ade20" "$TMP/ae-bc" >"$TMP/lim2.md" 2>/dev/null
 if ! grep -q '^### Runs read as one' "$TMP/lim2.md"; then ok; else bad "arc_easy runs of --limit 20 and none joined: $(head -6 "$TMP/lim2.md")"; fi
+
+# ---- --limit on tasks the other run does not hold: one run (MMLU's 10 per subject beside ARC's first 500) ----
+if run "${MC[@]}" --attn $ALL --scales "$TMP/s.safetensors" --limit 3 --out "$TMP/mc-all3" &&
+   "$BIN" tables "$TMP/ae-all" "$TMP/mc-all3" >"$TMP/lim-other.md" 2>"$TMP/err" &&
+   "$BIN" tables "$TMP/mc-all3" >"$TMP/mc-all3.md" 2>/dev/null; then ok
+else bad "run mc --limit 3 / tables ae-all mc-all3: $(cat "$TMP/err")"; fi
+if grep -qxF -- "- \`$TMP/ae-all\` + \`$TMP/mc-all3\`" "$TMP/lim-other.md" && ! grep -q '\[limit' "$TMP/lim-other.md"; then ok
+else bad "runs of other tasks and --limit not read as one: $(head -8 "$TMP/lim-other.md")"; fi
+if python3 - "$TMP" <<'EOF'
+import sys
+t = sys.argv[1]
+def rows(path):  # Table 7's rows A-E: {config: cells after Config, SQK, PRe}
+    lines = open(path).read().split("### Table 7:")[1].split("###")[0].splitlines()
+    return {l.split(" | ")[0]: [c.strip() for c in l.strip("|").split("|")[3:]] for l in lines if l.startswith("| ") and "Config" not in l}
+j, mc, ae = rows(t + "/lim-other.md"), rows(t + "/mc-all3.md"), rows(t + "/all.md")
+assert len(j) == 5 and all(j[k] in (mc[k] + ae[k], ae[k] + mc[k]) for k in j), (j, mc, ae)
+EOF
+then ok; else bad "Table 7 of the joined runs is not the two runs' columns (see the assertion above)"; fi
 
 # ---- Table 5's gate label with a forced alpha ----
 gate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['scales_calibration']['gate'])" "$TMP/ae-bc25/run.json")

@@ -21,9 +21,14 @@
 int pt_same_config(const struct run_rec *a, const struct run_rec *b, const char *const *also) {
     const char *skip[JOIN_MAX_SKIP + 1];
     char pre[JOIN_MAX_SKIP][160];
-    int n = 0;
+    int n = 0, shared = 0;
     skip[n++] = "modes";
     skip[n++] = "mode ";
+    for (int t = 0; t < a->n_tasks; t++) shared |= run_rec_task(b, a->tasks[t].name) != NULL;
+    if (!shared) { // --limit and --subjects select items of tasks the other run does not hold
+        skip[n++] = "--limit";
+        skip[n++] = "--subjects";
+    }
     for (int k = 0; also && also[k] && n < JOIN_MAX_SKIP; k++) skip[n++] = also[k];
     for (int s = 0; s < 2; s++) {
         const struct run_rec *r = s ? b : a, *other = s ? a : b;

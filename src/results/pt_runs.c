@@ -436,13 +436,22 @@ static int table2_row(struct pt_ctx *c, struct grid *g, int r, const char *mode,
 static const char *agg_of(const struct pt_ctx *c, int r) {
     return c->in->run[r]->calibration.aggregator;
 }
-// Runs a and b differ at most in their scales: same model, Q-Mean form, tasks and limit.
+// Table 2 compares a task of two runs when it is one of its columns (niah is Table 4's)
+static int agg_task(const cJSON *t) { return strcmp(t->string, "niah") != 0; }
+static int agg_tasks_in(const cJSON *ta, const cJSON *tb) {
+    const cJSON *t, *u;
+    cJSON_ArrayForEach(t, ta) {
+        if (!agg_task(t)) continue;
+        if (!(u = pt_get(tb, t->string)) || pt_num(t, "n") != pt_num(u, "n")) return 0;
+    }
+    return 1;
+}
+// Runs a and b differ at most in their scales: same model and Q-Mean form, and the same tasks
+// of Table 2 with as many items each (a run joined with a NIAH run, or with runs of another
+// --limit on other tasks, is compared on the tasks Table 2 shows).
 static int agg_compatible(const struct pt_ctx *c, int a, int b) {
-    const cJSON *ta = pt_get(c->in->sum[a], "tasks"), *tb = pt_get(c->in->sum[b], "tasks"), *t;
-    int same = same_model(c, a, b) && cJSON_GetArraySize(ta) == cJSON_GetArraySize(tb) &&
-               c->in->run[a]->limit >= 0 && c->in->run[a]->limit == c->in->run[b]->limit;
-    cJSON_ArrayForEach(t, ta) same &= pt_get(tb, t->string) != NULL;
-    return same;
+    const cJSON *ta = pt_get(c->in->sum[a], "tasks"), *tb = pt_get(c->in->sum[b], "tasks");
+    return same_model(c, a, b) && agg_tasks_in(ta, tb) && agg_tasks_in(tb, ta);
 }
 // The runs of Table 2: among runs with hifa4 and a recorded aggregator, the largest set of
 // mutually compatible ones (most distinct aggregators; the first of equals). Count returned.
