@@ -69,19 +69,26 @@ else bad "rows B and C filled from the second directory: $(grep -A7 '^### Table 
 "$BIN" tables "$TMP/ae-bc" "$TMP/ae-ade" 2>/dev/null | sed '/^### Runs read as one$/,/^### Table/{/^### Table/!d}' >"$TMP/rev.md"
 if cmp -s "$TMP/rev.md" "$TMP/all.md"; then ok; else bad "bc before ade: diff $TMP/rev.md $TMP/all.md"; fi
 
+# t7_columns JOINED FIRST SECOND: JOINED's Table 7 rows A-E are FIRST's task columns then SECOND's
+t7_columns() {
+    python3 - "$@" <<'EOF'
+import sys
+def rows(path):  # Table 7's rows A-E: {config: cells after Config, SQK, PRe}
+    lines = open(path).read().split("### Table 7:")[1].split("###")[0].splitlines()
+    return {l.split(" | ")[0]: [c.strip() for c in l.strip("|").split("|")[3:]] for l in lines if l.startswith("| ") and "Config" not in l}
+j, a, b = (rows(p) for p in sys.argv[1:4])
+assert len(j) == 5 and all(j[k] == a[k] + b[k] for k in j), (j, a, b)
+EOF
+}
+
 # ---- tasks split as well: four directories, one run ----
 "$BIN" tables "$TMP/mc-ade" "$TMP/mc-bc" "$TMP/ae-ade" "$TMP/ae-bc" >"$TMP/four.md" 2>"$TMP/err" || bad "tables of four: $(cat "$TMP/err")"
 "$BIN" tables "$TMP/mc-all" >"$TMP/mc-all.md" 2>/dev/null
 if grep -qxF -- "- \`$TMP/mc-ade\` + \`$TMP/mc-bc\` + \`$TMP/ae-ade\` + \`$TMP/ae-bc\`" "$TMP/four.md"; then ok
 else bad "four directories not read as one: $(head -8 "$TMP/four.md")"; fi
-if python3 - "$TMP" <<'EOF'
+if t7_columns "$TMP/four.md" "$TMP/mc-all.md" "$TMP/all.md" && python3 - "$TMP" <<'EOF'
 import json, sys
 t = sys.argv[1]
-def rows(path):  # Table 7's rows A-E: {config: cells after Config, SQK, PRe}
-    lines = open(path).read().split("### Table 7:")[1].split("###")[0].splitlines()
-    return {l.split(" | ")[0]: [c.strip() for c in l.strip("|").split("|")[3:]] for l in lines if l.startswith("| ") and "Config" not in l}
-four, mc, ae = rows(t + "/four.md"), rows(t + "/mc-all.md"), rows(t + "/all.md")
-assert len(four) == 5 and all(four[k] == mc[k] + ae[k] for k in four), (four, mc, ae)
 # Table 5: Delta_avg and Delta_w over both tasks, from the single runs' accuracies
 gaps, ns = [], []
 for r in ("mc-all", "ae-all"):
@@ -129,16 +136,8 @@ if run "${MC[@]}" --attn $ALL --scales "$TMP/s.safetensors" --limit 3 --out "$TM
 else bad "run mc --limit 3 / tables ae-all mc-all3: $(cat "$TMP/err")"; fi
 if grep -qxF -- "- \`$TMP/ae-all\` + \`$TMP/mc-all3\`" "$TMP/lim-other.md" && ! grep -q '\[limit' "$TMP/lim-other.md"; then ok
 else bad "runs of other tasks and --limit not read as one: $(head -8 "$TMP/lim-other.md")"; fi
-if python3 - "$TMP" <<'EOF'
-import sys
-t = sys.argv[1]
-def rows(path):  # Table 7's rows A-E: {config: cells after Config, SQK, PRe}
-    lines = open(path).read().split("### Table 7:")[1].split("###")[0].splitlines()
-    return {l.split(" | ")[0]: [c.strip() for c in l.strip("|").split("|")[3:]] for l in lines if l.startswith("| ") and "Config" not in l}
-j, mc, ae = rows(t + "/lim-other.md"), rows(t + "/mc-all3.md"), rows(t + "/all.md")
-assert len(j) == 5 and all(j[k] in (mc[k] + ae[k], ae[k] + mc[k]) for k in j), (j, mc, ae)
-EOF
-then ok; else bad "Table 7 of the joined runs is not the two runs' columns (see the assertion above)"; fi
+if t7_columns "$TMP/lim-other.md" "$TMP/all.md" "$TMP/mc-all3.md"; then ok
+else bad "Table 7 of the joined runs is not the two runs' columns (see the assertion above)"; fi
 
 # ---- Table 5's gate label with a forced alpha ----
 gate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['scales_calibration']['gate'])" "$TMP/ae-bc25/run.json")
