@@ -1,6 +1,8 @@
 // cli_util.h: driving the binary (HIFA4_BIN) from a test, for the hostile-input tests: run a
 // shell command, read a file, and `expect` - exit code and the needles of the last message.
-// The including test sets `bin` and `tmp` (its scratch directory) before the first call.
+// The including test sets `bin` and `tmp` (its scratch directory) before the first call, or
+// calls cli_begin. The helpers are static inline: a test that uses some of them builds without
+// unused-function warnings.
 #ifndef HIFA4_CLI_UTIL_H
 #define HIFA4_CLI_UTIL_H
 
@@ -17,8 +19,8 @@ static const char *bin;
 static char tmp[1024];
 
 // Runs a shell command; its exit status, or 128 + signal when it crashed.
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
+static inline int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int sh(const char *fmt, ...) {
     char cmd[16384];
     va_list ap;
     va_start(ap, fmt);
@@ -30,8 +32,8 @@ static int sh(const char *fmt, ...) {
     return WEXITSTATUS(st); // the shell reports a crashed child as 128 + signal too
 }
 
-static char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *slurp(const char *fmt, ...) {
+static inline char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline char *slurp(const char *fmt, ...) {
     char path[4096];
     va_list ap;
     va_start(ap, fmt);
@@ -46,7 +48,7 @@ static char *slurp(const char *fmt, ...) {
 // The test's set-up: bin from HIFA4_BIN (default ./hifa4-eval), tmp = $HIFA4_TMP/NAME (default
 // build/tmp/NAME), emptied and made. 0, or the shell's status when the directory cannot be made
 // (checked here, so the caller only returns its summary).
-static int cli_begin(const char *name) {
+static inline int cli_begin(const char *name) {
     bin = getenv("HIFA4_BIN");
     if (!bin) bin = "./hifa4-eval";
     const char *t = getenv("HIFA4_TMP");
@@ -64,8 +66,8 @@ static int cli_begin(const char *name) {
 // message holds every '|'-separated needle (and, for a failure, that nothing says the weights
 // loaded when must_be_early). Returns the check's outcome.
 enum early { ANY_TIME, BEFORE_WEIGHTS };
-static int expect(int want, const char *needles, enum early early, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int expect(int want, const char *needles, enum early early, const char *fmt, ...) {
+static inline int expect(int want, const char *needles, enum early early, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static inline int expect(int want, const char *needles, enum early early, const char *fmt, ...) {
     char cmd[12000], full[16000], err[1400];
     va_list ap;
     va_start(ap, fmt);
@@ -90,7 +92,7 @@ static int expect(int want, const char *needles, enum early early, const char *f
     return ok;
 }
 
-static void write_text(const char *path, const char *text, size_t n) {
+static inline void write_text(const char *path, const char *text, size_t n) {
     FILE *f = fopen(path, "wb");
     if (f) fwrite(text, 1, n, f), fclose(f);
 }

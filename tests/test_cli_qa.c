@@ -12,10 +12,7 @@
 
 #include "base/common.h"
 #include "io/safetensors.h"
-#include "test.h"
-
-static char tmp[1024];
-static const char *bin;
+#include "cli_util.h"
 
 // "--task T --data-dir D" for runs whose checks do not depend on the task: MMLU of the test
 // data, else the TruthfulQA miniature committed in tests/data/tasks/datasets.
@@ -28,11 +25,6 @@ static const char *task_args(void) {
     return args;
 }
 
-static int sh(const char *cmd) {
-    int s = system(cmd);
-    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-}
-
 static size_t file_size_of(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
@@ -40,14 +32,6 @@ static size_t file_size_of(const char *path) {
     long n = ftell(f);
     fclose(f);
     return n > 0 ? (size_t)n : 0;
-}
-
-static char *slurp(const char *path) {
-    char *buf = NULL;
-    size_t n = 0;
-    struct err e = {0};
-    if (file_read_all(path, &buf, &n, &e)) return NULL;
-    return buf;
 }
 
 static void test_help_on_stdout(void) {
@@ -59,9 +43,9 @@ static void test_help_on_stdout(void) {
     snprintf(errf, sizeof errf, "%s/help.err", tmp);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s %s --help >%s 2>%s", bin, cmds[i], out, errf);
-        int rc = sh(cmd);
+        int rc = sh("%s", cmd);
         CHECK(rc == 0, "%s --help: exit %d", cmds[i], rc);
-        char *s = slurp(out);
+        char *s = slurp("%s", out);
         CHECK(s && !strncmp(s, "usage: hifa4-eval ", 18), "%s --help: stdout does not start with the usage line", cmds[i]);
         free(s);
         CHECK(file_size_of(errf) == 0, "%s --help: %zu bytes on stderr", cmds[i], file_size_of(errf));
@@ -78,7 +62,7 @@ static int make_cached_model(char *root, size_t n) {
              "rm -rf %s && %s --quiet make-model --arch qwen3 --layers 2 --dim 64 --heads 2 --kv-heads 1 --head-dim 64 "
              "--ffn 128 --seed 3 --plant-outlier 0:51:34 --out %s >/dev/null",
              root, bin, dir);
-    if (sh(cmd)) return -1;
+    if (sh("%s", cmd)) return -1;
     struct safetensors st;
     struct err e = {0};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -107,10 +91,10 @@ static void test_named_model(void) {
              "HIFA4_CACHE=%s HIFA4_OFFLINE=1 %s calibrate --model qwen3-8b --calib %s "
              "--calib-samples 4 --calib-len 64 --threads 1 --out %s/named-scales.safetensors >/dev/null 2>%s",
              cache, bin, test_text(), tmp, errf);
-    int rc = sh(cmd);
+    int rc = sh("%s", cmd);
     CHECK(rc == 0, "calibrate --model qwen3-8b (cached, offline): exit %d", rc);
     // progress lines end with a newline when stderr is a file: no "tok/scalibrate" run-on
-    char *err = slurp(errf);
+    char *err = slurp("%s", errf);
     CHECK(err && !strstr(err, "tok/scalibrate") && !strchr(err, '\r'), "calibrate progress on a non-terminal:\n%s", err ? err : "");
     free(err);
     snprintf(path, sizeof path, "%s/named-scales.safetensors", tmp);
@@ -128,10 +112,10 @@ static void test_named_model(void) {
              "rm -rf %s/named-run && HIFA4_CACHE=%s %s --quiet run --model qwen3-8b --offline %s --limit 2 "
              "--attn f32 --threads 1 --out %s/named-run >/dev/null 2>%s",
              tmp, cache, bin, task_args(), tmp, errf);
-    rc = sh(cmd);
+    rc = sh("%s", cmd);
     CHECK(rc == 0, "run --model qwen3-8b (cached, offline): exit %d", rc);
     snprintf(path, sizeof path, "%s/named-run/run.json", tmp);
-    char *js = slurp(path);
+    char *js = slurp("%s", path);
     cJSON *run = js ? cJSON_Parse(js) : NULL;
     free(js);
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "name"));
@@ -146,10 +130,10 @@ static void test_named_model(void) {
                  "--calib %s --calib-samples 4 --calib-len 64 --threads 1 >/dev/null 2>&1 && %s --quiet trace --model qwen3-8b "
                  "--offline --text %s --ctx 128 --limit 1 --attn hifa4 --threads 1 --out trace >/dev/null 2>&1",
                  cwd, cwd, cwd, acache, abin, abrown, abin, abrown);
-        rc = sh(cmd);
+        rc = sh("%s", cmd);
         CHECK(rc == 0, "calibrate + trace of qwen3-8b from a fresh cwd: exit %d", rc);
         snprintf(path, sizeof path, "%s/trace/trace.json", cwd);
-        js = slurp(path);
+        js = slurp("%s", path);
         cJSON *tj = js ? cJSON_Parse(js) : NULL;
         free(js);
         const char *tid = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(tj, "model"), "id"));
@@ -170,14 +154,14 @@ static void test_named_model(void) {
     char outf[1200];
     snprintf(outf, sizeof outf, "%s/cost.out", tmp);
     snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s %s cost --model qwen3-8b --seq 4096 >%s 2>/dev/null", cache, bin, outf);
-    rc = sh(cmd);
-    char *co = slurp(outf);
+    rc = sh("%s", cmd);
+    char *co = slurp("%s", outf);
     CHECK(rc == 0 && co && strstr(co, "2 layers, 2 query heads, 1 kv heads, head_dim 64"), "cost --model qwen3-8b (cached): exit %d\n%s",
           rc, co ? co : "");
     free(co);
     snprintf(cmd, sizeof cmd, "HIFA4_CACHE=%s/nothing %s cost --model qwen3-8b --seq 4096 >/dev/null 2>%s", tmp, bin, outf);
-    rc = sh(cmd);
-    co = slurp(outf);
+    rc = sh("%s", cmd);
+    co = slurp("%s", outf);
     CHECK(rc == 1 && co && strstr(co, "download --model qwen3-8b") && strstr(co, "--shape"), "cost, not cached: exit %d: %s", rc, co ? co : "");
     free(co);
 }
@@ -190,18 +174,18 @@ static void test_run_usage_errors(void) {
     snprintf(errf, sizeof errf, "%s/usage.err", tmp);
     snprintf(cmd, sizeof cmd, "%s run --model %s --task mmlu,nosuchtask --attn f32 --out %s/u 2>%s",
              bin, model, tmp, errf);
-    int rc = sh(cmd);
+    int rc = sh("%s", cmd);
     CHECK(rc == 2, "run --task nosuchtask: exit %d, expected 2", rc);
-    char *s = slurp(errf);
+    char *s = slurp("%s", errf);
     CHECK(s && strstr(s, "'nosuchtask'") && strstr(s, "mmlu") && strchr(s, '\n') == s + strlen(s) - 1,
           "one line naming the task and the known ones: %s", s ? s : "");
     free(s);
     snprintf(cmd, sizeof cmd, "%s calibrate --model %s --calib %s --alpha -0.5 "
              "--out %s/neg.safetensors 2>/dev/null", bin, model, test_text(), tmp);
-    rc = sh(cmd);
+    rc = sh("%s", cmd);
     CHECK(rc == 2, "calibrate --alpha -0.5: exit %d, expected 2 (it used to mean 'the gate decides')", rc);
     snprintf(cmd, sizeof cmd, "%s --model %s --task nosuchtask --out %s/u 2>/dev/null", bin, model, tmp);
-    rc = sh(cmd);
+    rc = sh("%s", cmd);
     CHECK(rc == 2, "bare form --task nosuchtask: exit %d, expected 2", rc);
 }
 
@@ -217,8 +201,8 @@ static void test_threads_option(void) {
     for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++)
         for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
             snprintf(cmd, sizeof cmd, "%s %s --threads '%s' 2>%s", bin, cmds[c], bad[b], errf);
-            int rc = sh(cmd);
-            char *s = slurp(errf);
+            int rc = sh("%s", cmd);
+            char *s = slurp("%s", errf);
             CHECK(rc == 2 && s && strstr(s, "--threads") && strstr(s, "0 for all cores"),
                   "%s --threads '%s': exit %d: %s", cmds[c], bad[b], rc, s ? s : "");
             free(s);
@@ -227,7 +211,7 @@ static void test_threads_option(void) {
     const char *good[] = {"0", "1", "3"};
     for (size_t g = 0; g < 3; g++) {
         snprintf(cmd, sizeof cmd, "%s run --model %s/nomodel --task exam --threads %s 2>/dev/null", bin, tmp, good[g]);
-        int rc = sh(cmd);
+        int rc = sh("%s", cmd);
         CHECK(rc == 1, "run --threads %s: exit %d, expected 1 (no such model)", good[g], rc);
     }
 }
@@ -239,23 +223,23 @@ static void test_tables_mixed_reference(void) {
     const char *refs[2] = {"f32,direct,direct+qmean,direct+qmean+preorder", "bf16,direct,direct+qmean,direct+qmean+preorder"};
     snprintf(cmd, sizeof cmd, "rm -rf %s/tabmodel && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 --heads 2 --kv-heads 1 "
              "--ffn 128 --out %s/tabmodel >/dev/null", tmp, bin, tmp);
-    CHECK(sh(cmd) == 0, "make-model for tables");
+    CHECK(sh("%s", cmd) == 0, "make-model for tables");
     for (int r = 0; r < 2; r++) {
         snprintf(cmd, sizeof cmd, "rm -rf %s/tab%d && %s --quiet run --model %s/tabmodel %s "
                  "--limit 2 --attn %s --threads 1 --out %s/tab%d >/dev/null 2>&1", tmp, r, bin, tmp, task_args(), refs[r], tmp, r);
-        CHECK(sh(cmd) == 0, "run --attn %s", refs[r]);
+        CHECK(sh("%s", cmd) == 0, "run --attn %s", refs[r]);
     }
     snprintf(outf, sizeof outf, "%s/tables.out", tmp);
     snprintf(cmd, sizeof cmd, "%s tables %s/tab0 %s/tab1 >%s 2>/dev/null", bin, tmp, tmp, outf);
-    CHECK(sh(cmd) == 0, "tables over two runs");
-    char *s = slurp(outf);
+    CHECK(sh("%s", cmd) == 0, "tables over two runs");
+    char *s = slurp("%s", outf);
     CHECK(s && strstr(s, "/tab0`: its reference mode is f32") && !strstr(s, "/tab1`: its reference") &&
               strstr(s, "| A. Direct HIF4 | - | - |") && strstr(s, "| C. +Smooth-QK | \xe2\x9c\x93 | - | - |"),
           "f32 run left out, rows A-E of the bf16 run (C not run):\n%s", s ? s : "");
     free(s);
     snprintf(cmd, sizeof cmd, "%s tables %s/tab1 %s/tab1 >%s 2>/dev/null", bin, tmp, tmp, outf);
-    CHECK(sh(cmd) == 0, "tables over one reference");
-    s = slurp(outf);
+    CHECK(sh("%s", cmd) == 0, "tables over one reference");
+    s = slurp("%s", outf);
     CHECK(s && !strstr(s, "Inputs left out"), "bf16 reference: nothing left out:\n%s", s ? s : "");
     free(s);
 }
@@ -269,9 +253,9 @@ static void test_ppl_report(void) {
     snprintf(cmd, sizeof cmd, "rm -rf %s/pplmodel %s/pplrun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
              "--kv-heads 1 --ffn 128 --out %s/pplmodel >/dev/null && %s --quiet run --model %s/pplmodel --task ppl --task-file %s "
              "--attn f32,bf16 --threads 1 --out %s/pplrun >/dev/null 2>&1", tmp, tmp, bin, tmp, bin, tmp, path, tmp);
-    CHECK(sh(cmd) == 0, "ppl run");
+    CHECK(sh("%s", cmd) == 0, "ppl run");
     snprintf(path, sizeof path, "%s/pplrun/report.md", tmp);
-    char *md = slurp(path);
+    char *md = slurp("%s", path);
     CHECK(md && strstr(md, "Perplexity") && !strstr(md, "### Accuracy (%"), "ppl-only report without an empty accuracy table:\n%s",
           md ? md : "");
     free(md);
@@ -294,9 +278,9 @@ static void test_resume_complete(void) {
             snprintf(cmd, sizeof cmd, "sleep 1 && %s --quiet run --model %s/rmodel %s "
                      "--limit 3 --attn f32,bf16 --threads 1 --out %s/rrun --resume >/dev/null 2>&1", bin, tmp, task_args(), tmp);
         }
-        CHECK(sh(cmd) == 0, "run (pass %d)", pass);
+        CHECK(sh("%s", cmd) == 0, "run (pass %d)", pass);
         snprintf(path, sizeof path, "%s/rrun/run.json", tmp);
-        char *js = slurp(path);
+        char *js = slurp("%s", path);
         cJSON *j = js ? cJSON_Parse(js) : NULL;
         if (pass) after = j;
         else before = j;
@@ -319,17 +303,17 @@ static void test_diff_every_mode(void) {
     char cmd[8192], outf[1200];
     snprintf(cmd, sizeof cmd, "rm -rf %s/dmodel %s/drun0 %s/drun1 && %s --quiet make-model --arch qwen3 --layers 1 --dim 64 "
              "--heads 2 --kv-heads 1 --ffn 128 --out %s/dmodel >/dev/null", tmp, tmp, tmp, bin, tmp);
-    CHECK(sh(cmd) == 0, "make-model for diff");
+    CHECK(sh("%s", cmd) == 0, "make-model for diff");
     const char *modes[2] = {"bf16,direct,direct+qmean", "bf16,direct,direct+qmean,direct+qmean+preorder"};
     for (int r = 0; r < 2; r++) {
         snprintf(cmd, sizeof cmd, "%s --quiet run --model %s/dmodel %s --limit 3 --attn %s --threads 1 --out %s/drun%d "
                  ">/dev/null 2>&1", bin, tmp, task_args(), modes[r], tmp, r);
-        CHECK(sh(cmd) == 0, "run --attn %s", modes[r]);
+        CHECK(sh("%s", cmd) == 0, "run --attn %s", modes[r]);
     }
     snprintf(outf, sizeof outf, "%s/diff_all.out", tmp);
     snprintf(cmd, sizeof cmd, "%s diff %s/drun0 %s/drun1 >%s 2>/dev/null", bin, tmp, tmp, outf);
-    CHECK(sh(cmd) == 0, "diff of two runs");
-    char *s = slurp(outf);
+    CHECK(sh("%s", cmd) == 0, "diff of two runs");
+    char *s = slurp("%s", outf);
     const char *want[3] = {"## mode bf16 ", "## mode direct ", "## mode direct+qmean "};
     for (int k = 0; k < 3; k++) CHECK(s && strstr(s, want[k]), "diff lists '%s':\n%s", want[k], s ? s : "");
     int tables = 0;
@@ -355,26 +339,20 @@ static void test_degenerate_flag(void) {
     snprintf(cmd, sizeof cmd, "rm -rf %s/amodel %s/arun && %s --quiet make-model --arch llama --layers 1 --dim 64 --heads 2 "
              "--kv-heads 1 --ffn 128 --out %s/amodel >/dev/null && %s run --model %s/amodel --task arc_easy --task-file %s "
              "--attn f32,bf16 --threads 1 --out %s/arun >%s/arun.out 2>/dev/null", tmp, tmp, bin, tmp, bin, tmp, path, tmp, tmp);
-    CHECK(sh(cmd) == 0, "always-A run");
+    CHECK(sh("%s", cmd) == 0, "always-A run");
     snprintf(path, sizeof path, "%s/arun/report.md", tmp);
-    char *md = slurp(path);
+    char *md = slurp("%s", path);
     CHECK(md && strstr(md, "### Degenerate modes") && strstr(md, "| arc_easy | f32 | 40 | picks option A on 100% of the items"),
           "always-A model flagged in report.md:\n%s", md ? md : "");
     free(md);
     snprintf(path, sizeof path, "%s/arun.out", tmp);
-    char *out = slurp(path);
+    char *out = slurp("%s", path);
     CHECK(out && strstr(out, "picks option A on 100% of the items"), "flag in the lines run prints:\n%s", out ? out : "");
     free(out);
 }
 
 int main(void) {
-    bin = getenv("HIFA4_BIN");
-    if (!bin) bin = "./hifa4-eval";
-    const char *t = getenv("HIFA4_TMP");
-    snprintf(tmp, sizeof tmp, "%s/cli_qa", t ? t : "build/tmp");
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp);
-    if (sh(cmd)) { CHECK(0, "mkdir %s", tmp); return test_summary("test_cli_qa"); }
+    if (cli_begin("cli_qa")) return test_summary("test_cli_qa");
     test_help_on_stdout();
     test_named_model();
     test_run_usage_errors();

@@ -16,7 +16,7 @@
 #include "calib/gate.h"
 #include "calib/gate_err.h"
 #include "io/safetensors.h"
-#include "test.h"
+#include "cli_util.h"
 
 static uint64_t rng = 0x1234567;
 static double urand(void) { // [0, 1)
@@ -183,8 +183,6 @@ static void test_decide(void) {
 }
 
 // ---- calibrate on planted make-model checkpoints ----
-static char tmp[1024];
-static const char *bin;
 
 static void make_model(const char *dir, const char *extra) {
     CHECK(test_sh("%s make-model --arch qwen3 --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 "
@@ -371,12 +369,7 @@ static void test_cache_grid(void) {
 }
 
 int main(void) {
-    const char *t = getenv("HIFA4_TMP");
-    bin = getenv("HIFA4_BIN");
-    if (!bin) bin = "./hifa4-eval";
-    snprintf(tmp, sizeof tmp, "%s/gate", t ? t : "build/tmp");
-    struct err e = {0};
-    mkdir_p(tmp, &e);
+    if (cli_begin("gate")) return test_summary("test_gate");
     pool_set_threads(2);
     test_fast_vs_ref();
     test_error_meaning();
