@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gate_validation.sh: the alpha sweeps of docs/results/gate.md ("Which rule is the default")
 # from the committed run directories: per model and task, row D (Bypass, alpha 0) and row E at
-# each swept alpha (0.1, 0.25, 0.5, 0.75, 1; an alpha not run is left out with a line saying so), with every E's token-KL ratio to D and the ratios between the alphas
+# each swept alpha (0.1, 0.25, 0.5, 0.75, 1; an alpha not run is left out with a line saying
+# so), with every E's token-KL ratio to D and alpha 0.5's ratio to each other alpha
 # (scripts/formats_study.py: paired bootstrap over items). Run from the repository root; a model
 # or task whose runs are not all complete (no summary.json) is skipped with a line saying so.
 #   scripts/gate_validation.sh [MODEL ...]     MODEL: smollm2 gemma3 qwen0.5b qwen1.5b (default all)

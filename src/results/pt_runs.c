@@ -40,6 +40,8 @@ static int is_ppl(const cJSON *t) {
     cJSON_ArrayForEach(x, pt_get(t, "metrics")) if (cJSON_IsString(x) && !strcmp(x->valuestring, "ppl")) return 1;
     return 0;
 }
+// niah is Table 4's task: no accuracy column of the other tables
+static int is_niah(const cJSON *t) { return !strcmp(t->string, "niah"); }
 
 // The multiple-choice tasks of the runs in rs[0..nr) in `order`, then the others in first-seen
 // order. Returns how many (at most max).
@@ -51,7 +53,7 @@ int pt_task_list(const struct pt_ctx *c, const int *rs, int nr, const char *cons
     for (int i = 0; i < nr; i++) {
         const cJSON *t;
         cJSON_ArrayForEach(t, pt_get(c->in->sum[rs[i]], "tasks")) {
-            int seen = is_ppl(t) || !strcmp(t->string, "niah"); // niah is Table 4's
+            int seen = is_ppl(t) || is_niah(t);
             for (int k = 0; k < n && !seen; k++) seen = !strcmp(out[k], t->string);
             if (!seen && n < max) out[n++] = t->string;
         }
@@ -436,12 +438,11 @@ static int table2_row(struct pt_ctx *c, struct grid *g, int r, const char *mode,
 static const char *agg_of(const struct pt_ctx *c, int r) {
     return c->in->run[r]->calibration.aggregator;
 }
-// Table 2 compares a task of two runs when it is one of its columns (niah is Table 4's)
-static int agg_task(const cJSON *t) { return strcmp(t->string, "niah") != 0; }
+// Every task of ta that Table 2 shows (not niah) is in tb with as many items
 static int agg_tasks_in(const cJSON *ta, const cJSON *tb) {
     const cJSON *t, *u;
     cJSON_ArrayForEach(t, ta) {
-        if (!agg_task(t)) continue;
+        if (is_niah(t)) continue;
         if (!(u = pt_get(tb, t->string)) || pt_num(t, "n") != pt_num(u, "n")) return 0;
     }
     return 1;
