@@ -39,11 +39,22 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-.PHONY: all test bench asan debug clean demo demo-synthetic format fuzz fuzz-bins
+.PHONY: FORCE all test bench asan debug clean demo demo-synthetic format fuzz fuzz-bins
 all: $(BIN)
 
 $(BIN): $(BUILD)/src/main.o $(BUILD)/libhifa4.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The commit the binary is built from goes into main.o (scripts/build_rev.sh rewrites the header
+# only when it changes), so run.json names it wherever the binary is copied to.
+$(BUILD)/build_rev.h: FORCE
+	@mkdir -p $(BUILD)
+	@./scripts/build_rev.sh $@
+
+$(BUILD)/src/main.o: $(BUILD)/build_rev.h
+$(BUILD)/src/main.o: CFLAGS += -I$(BUILD)
+
+FORCE:
 
 $(BUILD)/libhifa4.a: $(LIB_OBJS)
 	@rm -f $@

@@ -67,7 +67,15 @@ static int git_rev_in(const char *root, char *rev, size_t n) {
     return found ? 0 : -1;
 }
 
+static const char *build_revision;
+
+void host_set_build_revision(const char *rev) { build_revision = rev && rev[0] ? rev : NULL; }
+
 void host_git_revision(char *rev, size_t n) {
+    if (build_revision) {
+        copy_rev(rev, n, build_revision);
+        return;
+    }
     char exe[4096];
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     copy_rev(rev, n, "unknown");

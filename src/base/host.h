@@ -10,10 +10,16 @@
 // commit of it.
 #define HIFA4_VERSION "0.9.0"
 
-// The git revision (HEAD's commit) of the tree the executable was built in: the .git beside the
-// executable, else the one in the current directory. Follows a symbolic ref through a
-// worktree's common dir and packed-refs. "unknown" when neither has one.
+// The git revision of the program: the commit it was built from when main has set one (the
+// build records it, with "-dirty" when tracked files differed from that commit), so a copy of
+// the executable anywhere names its own commit. Without one: HEAD's commit of the .git beside
+// the executable, else of the one in the current directory (following a symbolic ref through a
+// worktree's common dir and packed-refs); "unknown" when neither has one.
 void host_git_revision(char *rev, size_t n);
+
+// Sets the revision host_git_revision reports (main.c, from the build); NULL or "" leaves the
+// run-time lookup. The string must outlive the program (a literal).
+void host_set_build_revision(const char *rev);
 
 // The CPU's model name (/proc/cpuinfo "model name") and its SIMD level as the code can use it:
 // "avx512f", "avx2+fma" or "baseline".
