@@ -141,14 +141,32 @@ static void check_text(void) {
     progress_set(p, 100, "hifa4");
     char line[512];
     progress_format(p, line, sizeof line);
-    CHECK(strstr(line, "[arc_challenge] hifa4  100/200 items (50 resumed)") == line, "line: %s", line);
+    CHECK(strstr(line, "[arc_challenge] hifa4  100/200 items  1.00 items/s") == line, "line: %s", line);
     CHECK(strstr(line, "1.00 items/s"), "rate without the resumed items: %s", line);
-    CHECK(strstr(line, "ETA 1:40") && strstr(line, "run 4:50"), "task and run ETA: %s", line);
+    CHECK(strstr(line, "ETA 1:40") && strstr(line, "run 4:50 (110/400, 50 resumed)"), "task and run ETA, the run's resumed: %s", line);
     fake_now = 170; // no update for 10 s: the average rate falls to 60/70 items/s, the ETA grows
     progress_format(p, line, sizeof line);
     CHECK(strstr(line, "ETA 1:57") && strstr(line, "run 5:38"), "ETA 10 s later: %s", line);
     quiet_close(p);
 
+    // a part with nothing done yet in a resumed run: the resumed items are the run's, shown with its count
+    fake_now = 200;
+    p = progress_open("arc_easy", PROGRESS_COUNT, "items", 200, 0, fake_clock);
+    progress_set_skipped(p, 200);
+    progress_set_outer(p, 200, 1000);
+    progress_set(p, 0, "bf16, replica 1/4");
+    progress_format(p, line, sizeof line);
+    CHECK(!strcmp(line, "[arc_easy] bf16, replica 1/4  0/200 items  0:00 elapsed, run 200/1000, 200 resumed"), "line: %s", line);
+    quiet_close(p);
+    // without an outer total the resumed count stays beside the count (a download's bytes)
+    p = progress_open("fetch y", PROGRESS_COUNT, "items", 10, 0, fake_clock);
+    progress_set_skipped(p, 4);
+    progress_set(p, 4, NULL);
+    progress_format(p, line, sizeof line);
+    CHECK(!strcmp(line, "[fetch y]  4/10 items (4 resumed)  0:00 elapsed"), "line: %s", line);
+    quiet_close(p);
+
+    fake_now = 170;
     struct progress *b = progress_open("fetch x.gguf", PROGRESS_BYTES, NULL, 93e6, 0, fake_clock);
     fake_now = 180;
     progress_set(b, 45e6, NULL);

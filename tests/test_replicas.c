@@ -127,6 +127,28 @@ static void test_batch_threads_resume(void) {
     CHECK(same_replicas(a, c, 2, "resume") == 0, "every replica file of the resumed run identical");
 }
 
+// What a long replica run shows (stderr off a terminal): each line names the replica; a run
+// resumed after replica 0 puts the resumed items with the run's count, not beside a task count
+// that has none ("0/70 items (70 resumed)" read as if replica 1 had them); a mode without the
+// prefix cache moves the count within one batch (one batch of 70 items here), not only at its
+// start and end.
+static void test_progress_line(void) {
+    char d[1024], log[1100];
+    snprintf(d, sizeof d, "%s/rep_progress", tmp);
+    snprintf(log, sizeof log, "%s/rep_progress.log", tmp);
+    test_sh("rm -rf %s", d);
+    const char *args = "--limit 70 --attn f32,direct --threads 1 --batch-tokens 256 --replicas 1";
+    CHECK(test_sh("HIFA4_STOP_AFTER_ITEMS=100 %s run --model %s --task %s %s %s --out %s > /dev/null 2>&1", bin, model, task,
+             data, args, d) != 0, "stopped in replica 1, before its first whole frame");
+    CHECK(test_sh("%s run --model %s --task %s %s %s --resume --out %s > /dev/null 2> %s", bin, model, task, data, args, d,
+             log) == 0, "--resume");
+    CHECK(test_sh("grep -q '^\\[%s\\] direct, replica 1/1  .* items  .*, run .*(.*/140, 70 resumed)$' %s", task, log) == 0,
+          "a line of replica 1 with the run's count and its 70 resumed items (%s)", log);
+    CHECK(test_sh("grep -q 'items (70 resumed)' %s", log) != 0, "no resumed count beside the task's count (%s)", log);
+    CHECK(test_sh("test $(grep 'direct, replica 1/1' %s | awk '{print $5}' | sort -u | wc -l) -ge 3", log) == 0,
+          "direct's count moves within its batch: 3+ distinct counts (%s)", log);
+}
+
 static void test_shard_merge(void) {
     char full[1024], s0[1024], s1[1024], mg[1024];
     snprintf(full, sizeof full, "%s/rep_sh_full", tmp);
@@ -476,5 +498,7 @@ int main(void) {
     test_batch_threads_resume();
     TEST_PROGRESS("shard + merge");
     test_shard_merge();
+    TEST_PROGRESS("the progress line of a resumed replica run");
+    test_progress_line();
     return test_summary("test_replicas");
 }

@@ -67,10 +67,13 @@ static void format_at(const struct progress *p, double now, char *out, int n) {
     fmt_time(el, sizeof el, now - p->t0);
     int o = snprintf(out, (size_t)n, "[%s]%s%s  %s/%s", p->what, p->detail[0] ? " " : "", p->detail, d, p->total > 0 ? t : "?");
     if (p->unit == PROGRESS_COUNT && o < n) o += snprintf(out + o, (size_t)(n - o), " %s", p->unit_name);
-    if (p->skipped > 0 && o < n) o += snprintf(out + o, (size_t)(n - o), " (%.0f resumed)", p->skipped);
+    char sk[48] = "";
+    if (p->skipped > 0) snprintf(sk, sizeof sk, p->outer_total > 0 ? ", %.0f resumed" : " (%.0f resumed)", p->skipped);
+    if (p->outer_total <= 0 && o < n) o += snprintf(out + o, (size_t)(n - o), "%s", sk);
     if (o >= n) return;
     if (!(p->rate > 0)) {
-        snprintf(out + o, (size_t)(n - o), "  %s elapsed", el);
+        o += snprintf(out + o, (size_t)(n - o), "  %s elapsed", el);
+        if (p->outer_total > 0 && o < n) snprintf(out + o, (size_t)(n - o), ", run %.0f/%.0f%s", p->outer_done, p->outer_total, sk);
         return;
     }
     if (p->unit == PROGRESS_COUNT) snprintf(r, sizeof r, "%.2f %s/s", p->rate, p->unit_name);
@@ -80,7 +83,7 @@ static void format_at(const struct progress *p, double now, char *out, int n) {
     o += snprintf(out + o, (size_t)(n - o), "  %s  %s elapsed  ETA %s", r, el, e1);
     if (p->outer_total > 0 && o < n) {
         fmt_time(e2, sizeof e2, eta(p, p->outer_total - ref_done, now));
-        snprintf(out + o, (size_t)(n - o), ", run %s (%.0f/%.0f)", e2, p->outer_done, p->outer_total);
+        snprintf(out + o, (size_t)(n - o), ", run %s (%.0f/%.0f%s)", e2, p->outer_done, p->outer_total, sk);
     }
 }
 

@@ -37,7 +37,9 @@ void progress_set(struct progress *p, double done, const char *detail);
 // The outer total of a multi-part job (the run's items over all tasks) and its count done, for a
 // second ETA ("run 1:02:03"); outer_total <= 0 hides it.
 void progress_set_outer(struct progress *p, double outer_done, double outer_total);
-// Counts done before this process started (a resumed run): shown, left out of the rate.
+// Counts done before this process started (a resumed run): shown, left out of the rate. With an
+// outer total they are counts of it, and shown with it ("run 1:02:03 (250/1000, 200 resumed)"),
+// not beside the part's count, which may have none resumed.
 void progress_set_skipped(struct progress *p, double skipped);
 // Writes the line as it stands and ends it (a terminal's line gets its newline and the next
 // one starts below it): the end of one part of a multi-part job. p stays open.

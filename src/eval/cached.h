@@ -17,11 +17,15 @@ struct cached_stats {
 };
 
 // What a cached forward runs on: the model, the attention context of one mode, the cache
-// (generate.h: NULL recomputes every step).
+// (generate.h: NULL recomputes every step); tick (may be NULL) is called after each forward
+// call but the last with the share (0..1) of the batch's positions computed so far (a progress
+// line moves within a batch that takes minutes).
 struct cached_model {
     struct model *m;
     struct attn_ctx *ctx;
     struct model_kv *kv;
+    void (*tick)(void *user, double frac);
+    void *tick_user;
 };
 
 // Logits of the batch b of plan p into logits ([b->n_out][vocab]); cm->kv must hold at least

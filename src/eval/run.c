@@ -103,15 +103,17 @@ int run_n_tasks(const struct run *r) { return r->o.n_tasks; }
 const char *run_task_name(const struct run *r, int t) { return r->sets[t].name; }
 int run_task_items(const struct run *r, int t) { return r->plans[t].n_items; }
 
-// m: the mode about to compute the current batch (-1: between batches).
-static void progress(struct run *r, int t, int m, int final) {
+// m: the mode computing the current batch (-1: between batches), frac (0..1) of its work done:
+// the batch counts as (m + frac) / modes of its items.
+static void progress_at(struct run *r, int t, int m, double frac, int final) {
     if (!r->progress) return;
-    const double part = m < 0 ? 0 : (double)m / r->o.n_modes * (r->batch.item1 - r->batch.item0);
+    const double part = m < 0 ? 0 : (m + frac) / r->o.n_modes * (r->batch.item1 - r->batch.item0);
     const struct run_progress p = {.task = r->sets[t].name, .mode = m < 0 ? NULL : r->o.modes[m], .done = (double)r->done + part,
                                    .task_done = (double)r->next + part, .total = r->total, .task_total = r->plans[t].n_items,
-                                   .resumed = r->resumed, .final = final};
+                                   .resumed = r->resumed, .replica = r->rep, .replicas = r->o.replicas, .final = final};
     r->progress(r->progress_user, &p);
 }
+static void progress(struct run *r, int t, int m, int final) { progress_at(r, t, m, 0, final); }
 
 // ---- replicas ----
 int run_n_replicas(const struct run *r) { return r->o.replicas; }
@@ -262,8 +264,9 @@ int run_write_samples(struct run *r, int t, int m, struct err *e) {
 
 // A batch built for the prefix cache (up to 64 x max_tokens) through a mode without reuse: whole
 // sequences in consecutive chunks of at most max_tokens tokens (plan_tasks sized max_tokens for
-// the longest sequence), their logits rows in the batch's order.
-static int forward_whole(struct run *r, int m, const struct eval_batch *b, float *lg, struct err *e) {
+// the longest sequence), their logits rows in the batch's order. The progress line moves with
+// each chunk (a batch of 64 chunks can take minutes).
+static int forward_whole(struct run *r, int t, int m, const struct eval_batch *b, float *lg, struct err *e) {
     int s0 = 0, tok0 = 0, out0 = 0, rc = 0;
     while (s0 < b->n_seq && !rc) {
         int s1 = s0, nt = 0, no = 0;
@@ -277,8 +280,16 @@ static int forward_whole(struct run *r, int m, const struct eval_batch *b, float
         rc = model_forward(r->model, r->attn[m], NULL, &mb, lg + (size_t)out0 * r->vocab, e);
         free(pos);
         s0 = s1, tok0 += nt, out0 += no;
+        if (!rc && !r->sink && s0 < b->n_seq) progress_at(r, t, m, (double)tok0 / b->n_tok, 0);
     }
     return rc;
+}
+
+// cached_model's tick: mode m of task t is frac of the way through the current batch.
+struct batch_tick { struct run *r; int t, m; };
+static void on_tick(void *user, double frac) {
+    const struct batch_tick *bt = user;
+    progress_at(bt->r, bt->t, bt->m, frac, 0);
 }
 
 // The current batch under every mode: forward, statistics, scores, samples.
@@ -292,10 +303,12 @@ static int score_batch(struct run *r, int t, struct err *e) {
         if (!r->sink) progress(r, t, m, 0);
         double tf = time_now();
         if (r->kv && run_mode_reuses(r, m)) {
-            const struct cached_model cm = {.m = r->model, .ctx = r->attn[m], .kv = r->kv};
+            struct batch_tick bt = {r, t, m};
+            const struct cached_model cm = {.m = r->model, .ctx = r->attn[m], .kv = r->kv, .tick = r->sink ? NULL : on_tick,
+                                            .tick_user = &bt};
             rc = cached_forward(&cm, p, b, lg, &r->acc[m].cached, e);
         } else if (r->kv) {
-            rc = forward_whole(r, m, b, lg, e);
+            rc = forward_whole(r, t, m, b, lg, e);
         } else {
             const struct model_batch mb = {.tokens = b->tok, .n_seq = b->n_seq, .seq_len = b->seq_len,
                                            .out_pos = b->out_pos, .n_out = b->n_out};

@@ -117,7 +117,8 @@ int run_select_tasks(struct run_opts *o, const char *const *names, int n, struct
 struct run_progress {
     const char *task, *mode;
     double done, task_done;
-    int64_t total, task_total, resumed;
+    int64_t total, task_total, resumed; // resumed: items of total done before this process
+    int replica, replicas;              // the replica being scored, of --replicas (0: the plain run)
     int final;
 };
 typedef void (*run_progress_fn)(void *user, const struct run_progress *p);

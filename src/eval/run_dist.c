@@ -152,7 +152,8 @@ static int flush_ready(struct dist *d, struct err *e) {
         for (int m = 0; last && m < r->o.n_modes && !rc; m++) rc = results_writer_close(&r->writers[m], e);
         if (last) d->open_task = -1;
         const struct run_progress pg = {.task = r->sets[u->t].name, .done = (double)d->done, .task_done = (double)u->b,
-                                        .total = r->total, .task_total = r->plans[u->t].n_items, .final = last};
+                                        .total = r->total, .task_total = r->plans[u->t].n_items, .replica = r->rep,
+                                        .replicas = r->o.replicas, .final = last};
         if (r->progress) r->progress(r->progress_user, &pg);
     }
     return rc;

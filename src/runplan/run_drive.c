@@ -12,20 +12,24 @@
 #include "eval/run_dist.h"
 
 // ---- progress ----
-// One live line (base/progress.h): the task, the mode being computed, items of the task and
-// the run's ETA. Resumed items took no time here and are left out of the rate.
-struct run_line { struct progress *p; const char *task; };
+// One live line (base/progress.h): the task, the mode being computed (and the replica, with
+// --replicas), items of the task and the run's ETA. Resumed items took no time here and are left
+// out of the rate; their count grows as later replicas find their tasks complete.
+struct run_line { struct progress *p; const char *task; int replica; };
 static void progress_show(void *user, const struct run_progress *rp) {
     struct run_line *l = user;
     if (!l->p) {
         l->p = progress_open(rp->task, PROGRESS_COUNT, "items", (double)rp->task_total, -1, NULL);
-        progress_set_skipped(l->p, (double)rp->resumed);
-    } else if (l->task != rp->task) {
+    } else if (l->task != rp->task || l->replica != rp->replica) { // a task starts its count again in each replica
         progress_retitle(l->p, rp->task, (double)rp->task_total);
     }
     l->task = rp->task;
+    l->replica = rp->replica;
     char detail[80];
-    snprintf(detail, sizeof detail, "%s", rp->mode ? rp->mode : "all modes");
+    const char *mode = rp->mode ? rp->mode : "all modes";
+    if (rp->replicas > 0) snprintf(detail, sizeof detail, "%s, replica %d/%d", mode, rp->replica, rp->replicas);
+    else snprintf(detail, sizeof detail, "%s", mode);
+    progress_set_skipped(l->p, (double)rp->resumed);
     progress_set_outer(l->p, rp->done, (double)rp->total);
     progress_set(l->p, rp->task_done, detail);
     if (rp->final) progress_end_part(l->p); // each task's last line stays; the clock runs on
