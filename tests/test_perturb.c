@@ -26,8 +26,11 @@ static void test_one(void) {
     CHECK(bits_of(perturb_one(1.0f, 0)) == 0x3f800001u, "%08x", bits_of(perturb_one(1.0f, 0)));
     CHECK(bits_of(perturb_one(1.0f, 1)) == 0x3f7fffffu, "%08x", bits_of(perturb_one(1.0f, 1)));
     CHECK(perturb_one(-1.0f, 0) == -nextafterf(1.0f, 2.0f), "negative: magnitude up = value down");
-    CHECK(bits_of(perturb_one(0.0f, 0)) == 1u && perturb_one(0.0f, 1) == 0.0f, "zero");
-    CHECK(bits_of(perturb_one(-0.0f, 0)) == 0x80000001u, "-0 keeps its sign");
+    // zeros, subnormals and the smallest normal's pairing with a subnormal stay (revision 2)
+    CHECK(bits_of(perturb_one(0.0f, 0)) == 0u && bits_of(perturb_one(0.0f, 1)) == 0u, "zero stays");
+    CHECK(bits_of(perturb_one(-0.0f, 0)) == 0x80000000u && bits_of(perturb_one(-0.0f, 1)) == 0x80000000u, "-0 stays");
+    CHECK(bits_of(perturb_one(of_bits(1u), 0)) == 1u && bits_of(perturb_one(of_bits(0x007fffffu), 1)) == 0x007fffffu, "subnormals stay");
+    CHECK(bits_of(perturb_one(FLT_MIN, 0)) == 0x00800001u && perturb_one(FLT_MIN, 1) == FLT_MIN, "FLT_MIN: up, never down");
     CHECK(perturb_one(FLT_MAX, 1) == FLT_MAX, "FLT_MAX never reaches inf");
     CHECK(perturb_one(FLT_MAX, 0) == nextafterf(FLT_MAX, 0.0f), "FLT_MAX down");
     CHECK(isinf(perturb_one(INFINITY, 0)) && isinf(perturb_one(-INFINITY, 1)), "inf unchanged");
@@ -48,7 +51,8 @@ static void test_one(void) {
             bad += (v & 0x80000000u) != (u & 0x80000000u);             // sign kept
             bad += !(mv == m || mv == m + 1 || mv + 1 == m);           // at most one ulp
             bad += isfinite(x) && !isfinite(y);                        // never inf or NaN
-            bad += mv == m && m < 0x7f7fffffu && m > 0;                // only the edges stay
+            bad += mv != m && mv < 0x00800000u;                        // never subnormal
+            bad += mv == m && m < 0x7f7fffffu && m > 0x00800000u;      // only the edges stay
             moved += mv != m;
             up += mv > m;
         }
@@ -81,7 +85,7 @@ static void test_bits(void) {
 static void test_packed(void) {
     enum { N = 37, K = 11 };   // N not a multiple of GEMM_NR: a padded last panel
     float w[N * K], ref[N * K], row[K];
-    for (int i = 0; i < N * K; i++) w[i] = ref[i] = sinf(0.37f * i) * 3.0f;
+    for (int i = 0; i < N * K; i++) w[i] = ref[i] = sinf(0.37f * i + 0.1f) * 3.0f; // no zero: zeros stay
     struct gemm_w pw;
     const struct gemm_mat src = {w, GEMM_SRC_F32, K, N, K};
     CHECK(gemm_pack(&pw, GEMM_FMT_F32, &src, 1) == 0, "pack");

@@ -227,6 +227,7 @@ static void add_attention(cJSON *run, const struct run *r) {
         cJSON_AddNumberToObject(rj, "k", o->replicas);
         cJSON_AddNumberToObject(rj, "seed", (double)o->replica_seed);
         cJSON_AddStringToObject(rj, "perturbation", PERTURB_NAME);
+        cJSON_AddNumberToObject(rj, "revision", PERTURB_REVISION); // absent: revision 1 (zeros moved to subnormals)
         cJSON_AddStringToObject(rj, "scope", "every resident binary32 weight (q, k, v, o, gate, up, down, lm_head, norms, "
                                              "biases) one ulp up or down; not the input embedding rows");
     }

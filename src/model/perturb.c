@@ -24,10 +24,10 @@ float perturb_one(float x, int bit) {
     memcpy(&u, &x, sizeof u);
     uint32_t s = u & 0x80000000u, m = u & 0x7fffffffu;
     if (!bit) {
-        if (m >= 0x7f800000u) return x;
+        if (m < 0x00800000u || m >= 0x7f800000u) return x;
         m ^= 1u;
     } else {
-        if (m == 0 || m >= 0x7f7fffffu) return x;
+        if (m <= 0x00800000u || m >= 0x7f7fffffu) return x;
         m = ((m - 1u) ^ 1u) + 1u;
     }
     u = s | m;

@@ -131,11 +131,13 @@ int report_noise_md(struct results_buf *o, const cJSON *sum, const struct run_re
     const int K = cJSON_IsObject(rep) ? (int)jnum(rep, "k") : 0;
     if (!nz || !c.n || n_modes < 2 || (K == 0 && n_modes < 3)) return 0;
     int rc = results_buf_printf(o, "### How much is noise\n\n");
-    if (K > 0)
+    if (K > 0) {
+        const double rev = jnum(rep, "revision"); // absent: revision 1
         rc |= results_buf_printf(o, "Replicas: %d beside the unperturbed run (replica 0), each under the null perturbation "
-                                 "`%s` (seed %.0f): a change the model's function does not notice, so whatever moves "
-                                 "between replicas is noise. ", K, cJSON_IsString(jget(rep, "perturbation")) ?
-                                 jget(rep, "perturbation")->valuestring : "?", jnum(rep, "seed"));
+                                 "`%s` revision %.0f (seed %.0f): a change the model's function does not notice, so whatever "
+                                 "moves between replicas is noise. ", K, cJSON_IsString(jget(rep, "perturbation")) ?
+                                 jget(rep, "perturbation")->valuestring : "?", isnan(rev) ? 1.0 : rev, jnum(rep, "seed"));
+    }
     else
         rc |= results_buf_printf(o, "A single run (no `--replicas`): each mode's flip rate and hurts are in the tables "
                                  "above (Wilson intervals); here the paired differences between modes, with intervals over "
