@@ -56,7 +56,10 @@ int cached_forward(const struct cached_model *cm, const struct eval_plan *p, con
     int64_t done = 0;
     for (int k0 = 0; k0 < sc.n_pieces && !rc;) {
         int k1 = k0;
-        while (k1 < sc.n_pieces && sc.pieces[k1].call == sc.pieces[k0].call) done += sc.pieces[k1].end - sc.pieces[k1].start, k1++;
+        while (k1 < sc.n_pieces && sc.pieces[k1].call == sc.pieces[k0].call) {
+            done += sc.pieces[k1].end - sc.pieces[k1].start;
+            k1++;
+        }
         rc = run_call(&sr, k0, k1, e);
         k0 = k1;
         if (!rc && cm->tick && k0 < sc.n_pieces && sc.tokens > 0) cm->tick(cm->tick_user, (double)done / (double)sc.tokens);
