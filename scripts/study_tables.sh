@@ -31,7 +31,7 @@ OUT=docs/results/tables
 # are not one run; that is expected here.
 SETS='
 qwen0.5b        studies/qwen25/0.5b/{arc_easy,arc_challenge}-all studies/qwen25/0.5b/{arc_easy,arc_challenge}-e{0.1,0.25,0.75,1} studies/qwen25/0.5b/mmlu-all studies/qwen25/0.5b/{truthfulqa_mc1,hellaswag}-all studies/qwen25/0.5b/diagnose
-qwen1.5b        studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-{de,abc} studies/qwen25/1.5b/{arc_easy,arc_challenge}-e{0.1,0.25,0.75,1} studies/qwen25/1.5b/diagnose
+qwen1.5b        studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-{de,abc} studies/qwen25/1.5b/{arc_easy,arc_challenge}-e{0.1,0.25,0.75,1} ?studies/qwen25/1.5b/{hellaswag,mmlu}-all ?studies/qwen25/1.5b/truthfulqa_mc1-{ade,bc} studies/qwen25/1.5b/diagnose
 smollm2         studies/ablation/smollm2/{arc_easy,arc_challenge}-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/smollm2/{arc_easy,arc_challenge}-e{0.25,1} ?studies/ablation/smollm2/{mmlu,truthfulqa_mc1,hellaswag}-all studies/ablation/smollm2/diagnose
 gemma3          studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-e1 studies/ablation/gemma3/{arc_easy,arc_challenge}-abc studies/ablation/gemma3/diagnose
 models          studies/qwen25/0.5b/{arc_easy,arc_challenge}-all studies/qwen25/1.5b/arc_easy-{ade,bc} studies/qwen25/1.5b/arc_challenge-{de,abc} studies/ablation/smollm2/{arc_easy,arc_challenge}-abc studies/gate/smollm2/{arc_easy,arc_challenge}-d-e0.5 studies/gate/gemma3/{arc_easy,arc_challenge}-d-e0.5 studies/ablation/gemma3/{arc_easy,arc_challenge}-abc
